@@ -1,0 +1,519 @@
+//! Building a [`Plan`]: blocks, staging maps and colours for one indirect loop.
+
+use crate::colour::{colour_blocks, colour_threads, ConflictTargets};
+use crate::MAX_STAGED_PER_PAIR;
+
+/// Which columns of a map an argument reads through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Columns {
+    /// One column (`map[idx]`).
+    One(usize),
+    /// Every column (a vector argument).
+    All,
+}
+
+impl Columns {
+    /// The column indices this selects for a map of the given arity.
+    pub fn iter(self, arity: usize) -> std::ops::Range<usize> {
+        match self {
+            Columns::One(c) => c..c + 1,
+            Columns::All => 0..arity,
+        }
+    }
+}
+
+/// One indirect argument of a loop, as the planner sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct IndirectArg<'a> {
+    /// Map values, `arity` per element of the iteration set, each `< to_size`.
+    pub map: &'a [i32],
+    /// Number of columns of the map.
+    pub arity: usize,
+    /// Size of the map's target set.
+    pub to_size: usize,
+    /// The columns this argument reads through.
+    pub columns: Columns,
+    /// Identity of the map: arguments on the same map share staging indices.
+    pub map_id: u64,
+    /// Identity of the dat: conflicts are per dat, staging per (dat, map).
+    pub dat_id: u64,
+    /// Bytes of one staged entity (`dim * size_of::<T>()`).
+    pub bytes_per_entity: usize,
+    /// Whether the argument writes its targets (INC or RW): only those conflict.
+    pub conflicts: bool,
+}
+
+/// What to plan.
+#[derive(Clone, Copy, Debug)]
+pub struct PlanRequest<'a> {
+    /// Sizes of the consecutive sections of the iteration set to execute
+    /// (core, owned, exec); blocks never straddle a boundary. The first section
+    /// is the core: blocks of later sections never reuse its colours.
+    pub sections: &'a [usize],
+    /// The loop's indirect arguments.
+    pub args: &'a [IndirectArg<'a>],
+    /// Shared-memory budget of one block in bytes.
+    pub shared_memory_bytes: usize,
+    /// Elements per block; `None` derives it from the budget.
+    pub part_size: Option<usize>,
+    /// Whether to build local-to-global and global-to-local staging maps (GPU
+    /// strategies need them; CPU backends only need blocks and colours).
+    pub staging: bool,
+}
+
+/// Why a plan cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// A single element stages more bytes than the shared-memory budget.
+    #[error("element {element} stages {bytes} bytes, more than the shared-memory budget of {budget} bytes")]
+    ElementTooLarge {
+        /// The element.
+        element: usize,
+        /// Bytes it stages.
+        bytes: usize,
+        /// The budget.
+        budget: usize,
+    },
+    /// A map value lies outside its target set (the runtime checks maps on
+    /// creation, so this indicates a caller bug).
+    #[error("argument {arg}: map value {value} at element {element} is outside 0..{to_size}")]
+    MapValue {
+        /// Index of the argument in the request.
+        arg: usize,
+        /// The element.
+        element: usize,
+        /// The value.
+        value: i32,
+        /// Target set size.
+        to_size: usize,
+    },
+    /// The map is shorter than the iteration set needs.
+    #[error("argument {arg}: map has {len} values, the iteration set needs {needed}")]
+    MapLength {
+        /// Index of the argument.
+        arg: usize,
+        /// Values present.
+        len: usize,
+        /// Values needed.
+        needed: usize,
+    },
+    /// A column index is not below the map's arity.
+    #[error("argument {arg}: column {column} is not below the arity {arity}")]
+    Column {
+        /// Index of the argument.
+        arg: usize,
+        /// The column.
+        column: usize,
+        /// The arity.
+        arity: usize,
+    },
+}
+
+/// A mini-partition: a contiguous range of the iteration set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// First element.
+    pub start: usize,
+    /// Number of elements.
+    pub len: usize,
+    /// Index of the section (in [`PlanRequest::sections`]) the block lies in.
+    pub section: usize,
+    /// Block colour: blocks of one colour never share an INC/RW target.
+    pub colour: u32,
+    /// Number of thread colours inside the block.
+    pub thread_colours: u32,
+    /// Shared memory the block's staged data needs, in bytes.
+    pub staged_bytes: usize,
+}
+
+/// Staging indices shared by every (dat, map) pair on one map with the same
+/// columns.
+#[derive(Clone, Debug, Default)]
+pub struct Stage {
+    /// The map.
+    pub map_id: u64,
+    /// Columns staged (sorted).
+    pub columns: Vec<usize>,
+    /// Local-to-global indices of all blocks, concatenated: block `b` owns
+    /// `l2g[l2g_offsets[b]..l2g_offsets[b + 1]]`, sorted and unique.
+    pub l2g: Vec<u32>,
+    /// Offsets into `l2g`, one per block plus one.
+    pub l2g_offsets: Vec<usize>,
+    /// Global-to-local indices: `g2l[k][e]` is the position of
+    /// `map[e][columns[k]]` in its block's local-to-global list.
+    pub g2l: Vec<Vec<u16>>,
+}
+
+impl Stage {
+    /// The local-to-global list of block `b`.
+    pub fn block_l2g(&self, b: usize) -> &[u32] {
+        &self.l2g[self.l2g_offsets[b]..self.l2g_offsets[b + 1]]
+    }
+}
+
+/// An execution plan for one indirect loop over some sections of a set.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    /// Elements per block before any split.
+    pub part_size: usize,
+    /// Blocks in iteration order.
+    pub blocks: Vec<Block>,
+    /// Number of block colours.
+    pub colours: u32,
+    /// Number of colours used by blocks of the first (core) section; later
+    /// sections' blocks use colours `>= core_colours`.
+    pub core_colours: u32,
+    /// Blocks grouped by colour: colour `c` runs
+    /// `blocks_by_colour[colour_offsets[c]..colour_offsets[c + 1]]`.
+    pub blocks_by_colour: Vec<u32>,
+    /// Offsets into `blocks_by_colour`, one per colour plus one.
+    pub colour_offsets: Vec<usize>,
+    /// Thread colour of every element (relative to its block).
+    pub thread_colour: Vec<u32>,
+    /// Distinct staging index sets (empty unless staging was requested).
+    pub stages: Vec<Stage>,
+    /// For every distinct (dat, map) pair, `(dat_id, map_id, stage index, bytes_per_entity)`.
+    pub pairs: Vec<PairInfo>,
+    /// For every argument of the request, its pair index.
+    pub arg_pair: Vec<usize>,
+}
+
+/// A distinct (dat, map) pair of a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PairInfo {
+    /// The dat.
+    pub dat_id: u64,
+    /// The map.
+    pub map_id: u64,
+    /// Index into [`Plan::stages`] (meaningful when staging was built).
+    pub stage: usize,
+    /// Bytes per staged entity.
+    pub bytes_per_entity: usize,
+}
+
+impl Plan {
+    /// Block indices of colour `c`.
+    pub fn colour_blocks(&self, c: u32) -> &[u32] {
+        let c = c as usize;
+        &self.blocks_by_colour[self.colour_offsets[c]..self.colour_offsets[c + 1]]
+    }
+
+    /// Total number of elements planned.
+    pub fn len(&self) -> usize {
+        self.thread_colour.len()
+    }
+
+    /// Whether the plan covers no element.
+    pub fn is_empty(&self) -> bool {
+        self.thread_colour.is_empty()
+    }
+
+    /// Largest staged shared memory of any block, in bytes.
+    pub fn max_staged_bytes(&self) -> usize {
+        self.blocks
+            .iter()
+            .map(|b| b.staged_bytes)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Upper bound of the bytes one element stages: every column of every pair.
+fn staged_bytes_per_element(pairs: &[PairInfo], pair_columns: &[Vec<usize>]) -> usize {
+    pairs
+        .iter()
+        .zip(pair_columns)
+        .map(|(p, cols)| p.bytes_per_entity * cols.len())
+        .sum()
+}
+
+/// Default elements per block for a budget: as many as fit, a multiple of 32
+/// (a warp) when at least 32 fit, at most 1024 (a CUDA thread block).
+fn default_part_size(budget: usize, per_element: usize) -> usize {
+    if per_element == 0 {
+        return 1024;
+    }
+    let fit = (budget / per_element).clamp(1, 1024);
+    if fit >= 32 {
+        fit / 32 * 32
+    } else {
+        fit
+    }
+}
+
+fn validate(request: &PlanRequest) -> Result<usize, PlanError> {
+    let total: usize = request.sections.iter().sum();
+    for (a, arg) in request.args.iter().enumerate() {
+        let needed = total * arg.arity;
+        if arg.map.len() < needed {
+            return Err(PlanError::MapLength {
+                arg: a,
+                len: arg.map.len(),
+                needed,
+            });
+        }
+        if let Columns::One(c) = arg.columns {
+            if c >= arg.arity {
+                return Err(PlanError::Column {
+                    arg: a,
+                    column: c,
+                    arity: arg.arity,
+                });
+            }
+        }
+        if let Some(pos) = arg.map[..needed]
+            .iter()
+            .position(|&v| v < 0 || v as usize >= arg.to_size)
+        {
+            return Err(PlanError::MapValue {
+                arg: a,
+                element: pos / arg.arity.max(1),
+                value: arg.map[pos],
+                to_size: arg.to_size,
+            });
+        }
+    }
+    Ok(total)
+}
+
+/// Distinct (dat, map) pairs, the columns each stages, and each argument's pair.
+fn collect_pairs(args: &[IndirectArg]) -> (Vec<PairInfo>, Vec<Vec<usize>>, Vec<usize>) {
+    let mut pairs: Vec<PairInfo> = Vec::new();
+    let mut columns: Vec<Vec<usize>> = Vec::new();
+    let mut arg_pair = Vec::with_capacity(args.len());
+    for arg in args {
+        let p = match pairs
+            .iter()
+            .position(|p| p.dat_id == arg.dat_id && p.map_id == arg.map_id)
+        {
+            Some(p) => p,
+            None => {
+                pairs.push(PairInfo {
+                    dat_id: arg.dat_id,
+                    map_id: arg.map_id,
+                    stage: 0,
+                    bytes_per_entity: arg.bytes_per_entity,
+                });
+                columns.push(Vec::new());
+                pairs.len() - 1
+            }
+        };
+        for c in arg.columns.iter(arg.arity) {
+            if !columns[p].contains(&c) {
+                columns[p].push(c);
+            }
+        }
+        arg_pair.push(p);
+    }
+    for cols in &mut columns {
+        cols.sort_unstable();
+    }
+    (pairs, columns, arg_pair)
+}
+
+/// Builds the plan for `request`.
+///
+/// Blocks are `part_size` elements (derived from the shared-memory budget
+/// unless given) within each section; with staging, a block whose staged data
+/// exceeds the budget or [`MAX_STAGED_PER_PAIR`] entities of one pair is split
+/// in halves until it fits.
+pub fn build_plan(request: &PlanRequest) -> Result<Plan, PlanError> {
+    let total = validate(request)?;
+    let (mut pairs, pair_columns, arg_pair) = collect_pairs(request.args);
+    let per_element = staged_bytes_per_element(&pairs, &pair_columns);
+    let part_size = request
+        .part_size
+        .unwrap_or_else(|| default_part_size(request.shared_memory_bytes, per_element))
+        .max(1);
+
+    // Stages: one per distinct (map, columns).
+    let mut stages: Vec<Stage> = Vec::new();
+    let mut stage_source: Vec<(usize, usize)> = Vec::new(); // (arity, arg index with that map)
+    for (p, pair) in pairs.iter_mut().enumerate() {
+        let cols = &pair_columns[p];
+        let s = match stages
+            .iter()
+            .position(|s| s.map_id == pair.map_id && &s.columns == cols)
+        {
+            Some(s) => s,
+            None => {
+                stages.push(Stage {
+                    map_id: pair.map_id,
+                    columns: cols.clone(),
+                    ..Stage::default()
+                });
+                let a = arg_pair
+                    .iter()
+                    .position(|&ap| ap == p)
+                    .expect("every pair has an argument");
+                stage_source.push((request.args[a].arity, a));
+                stages.len() - 1
+            }
+        };
+        pair.stage = s;
+    }
+
+    // Blocks within sections.
+    let mut blocks = Vec::with_capacity(total / part_size + request.sections.len());
+    let mut start = 0;
+    for (section, &size) in request.sections.iter().enumerate() {
+        let end = start + size;
+        let mut b = start;
+        while b < end {
+            let len = part_size.min(end - b);
+            blocks.push(Block {
+                start: b,
+                len,
+                section,
+                colour: 0,
+                thread_colours: 0,
+                staged_bytes: 0,
+            });
+            b += len;
+        }
+        start = end;
+    }
+
+    if request.staging {
+        blocks = stage_blocks(request, &pairs, &mut stages, &stage_source, blocks)?;
+    }
+
+    let targets = ConflictTargets::new(request.args);
+    let mut thread_colour = vec![0u32; total];
+    colour_threads(&targets, &mut blocks, &mut thread_colour);
+    let (colours, core_colours) = colour_blocks(&targets, &mut blocks);
+
+    let mut colour_offsets = vec![0usize; colours as usize + 1];
+    for b in &blocks {
+        colour_offsets[b.colour as usize + 1] += 1;
+    }
+    for c in 0..colours as usize {
+        colour_offsets[c + 1] += colour_offsets[c];
+    }
+    let mut fill = colour_offsets.clone();
+    let mut blocks_by_colour = vec![0u32; blocks.len()];
+    for (i, b) in blocks.iter().enumerate() {
+        blocks_by_colour[fill[b.colour as usize]] = i as u32;
+        fill[b.colour as usize] += 1;
+    }
+
+    Ok(Plan {
+        part_size,
+        blocks,
+        colours,
+        core_colours,
+        blocks_by_colour,
+        colour_offsets,
+        thread_colour,
+        stages,
+        pairs,
+        arg_pair,
+    })
+}
+
+/// Local-to-global list of one block for one stage, sorted and unique, using
+/// `pos` (all `u32::MAX` on entry and exit) as a scratch membership array.
+fn block_l2g(
+    map: &[i32],
+    arity: usize,
+    columns: &[usize],
+    block: &Block,
+    pos: &mut [u32],
+    out: &mut Vec<u32>,
+) {
+    out.clear();
+    for e in block.start..block.start + block.len {
+        for &c in columns {
+            let t = map[e * arity + c] as usize;
+            if pos[t] == u32::MAX {
+                pos[t] = 0;
+                out.push(t as u32);
+            }
+        }
+    }
+    out.sort_unstable();
+    for &t in out.iter() {
+        pos[t as usize] = u32::MAX;
+    }
+}
+
+/// Builds staging maps, splitting blocks that exceed the budget.
+fn stage_blocks(
+    request: &PlanRequest,
+    pairs: &[PairInfo],
+    stages: &mut [Stage],
+    stage_source: &[(usize, usize)],
+    initial: Vec<Block>,
+) -> Result<Vec<Block>, PlanError> {
+    let total: usize = request.sections.iter().sum();
+    let max_to = request.args.iter().map(|a| a.to_size).max().unwrap_or(0);
+    let mut pos = vec![u32::MAX; max_to];
+    let mut lists: Vec<Vec<u32>> = vec![Vec::new(); stages.len()];
+    for stage in stages.iter_mut() {
+        stage.l2g_offsets.push(0);
+        stage.g2l = vec![vec![0u16; total]; stage.columns.len()];
+    }
+    let mut blocks = Vec::with_capacity(initial.len());
+    // Pending blocks in reverse order so that pop() yields them in order.
+    let mut pending: Vec<Block> = initial.into_iter().rev().collect();
+    while let Some(mut block) = pending.pop() {
+        for (s, stage) in stages.iter().enumerate() {
+            let (arity, a) = stage_source[s];
+            block_l2g(
+                request.args[a].map,
+                arity,
+                &stage.columns,
+                &block,
+                &mut pos,
+                &mut lists[s],
+            );
+        }
+        let staged: usize = pairs
+            .iter()
+            .map(|p| lists[p.stage].len() * p.bytes_per_entity)
+            .sum();
+        let too_many = lists.iter().any(|l| l.len() > crate::MAX_STAGED_PER_PAIR);
+        if staged > request.shared_memory_bytes || too_many {
+            if block.len == 1 {
+                return Err(PlanError::ElementTooLarge {
+                    element: block.start,
+                    bytes: staged,
+                    budget: request.shared_memory_bytes,
+                });
+            }
+            let half = block.len / 2;
+            let second = Block {
+                start: block.start + half,
+                len: block.len - half,
+                ..block
+            };
+            block.len = half;
+            pending.push(second);
+            pending.push(block);
+            continue;
+        }
+        block.staged_bytes = staged;
+        for (s, stage) in stages.iter_mut().enumerate() {
+            let (arity, a) = stage_source[s];
+            let map = request.args[a].map;
+            let list = &lists[s];
+            for (i, &t) in list.iter().enumerate() {
+                pos[t as usize] = i as u32;
+            }
+            for (k, &c) in stage.columns.iter().enumerate() {
+                let g2l = &mut stage.g2l[k];
+                for e in block.start..block.start + block.len {
+                    g2l[e] = pos[map[e * arity + c] as usize] as u16;
+                }
+            }
+            for &t in list {
+                pos[t as usize] = u32::MAX;
+            }
+            stage.l2g.extend_from_slice(list);
+            stage.l2g_offsets.push(stage.l2g.len());
+        }
+        blocks.push(block);
+    }
+    debug_assert!(lists.iter().all(|l| l.len() <= MAX_STAGED_PER_PAIR));
+    Ok(blocks)
+}
