@@ -1,1 +1,72 @@
+//! # parloop
+//!
+//! A GPU-first runtime for parallel loops over unstructured meshes. A solver
+//! declares sets (nodes, edges, cells), maps between them, data on them
+//! (dats) and kernels, then calls [`Runtime::par_loop`]: the runtime plans,
+//! colours and runs the kernel over every element, on one core
+//! ([`Backend::Seq`]) or all of them ([`Backend::Threads`]).
+//!
+//! ```
+//! use parloop::{kernel, Access, Backend, Runtime};
+//!
+//! kernel! {
+//!     /// Edge flux: add to one node what leaves the other.
+//!     fn flux(x: &[f64; 2], w: &f64, n1: &mut f64, n2: &mut f64) {
+//!         let f = *w * (x[1] - x[0]);
+//!         *n1 += f;
+//!         *n2 -= f;
+//!     }
+//! }
+//!
+//! let rt = Runtime::with_backend(Backend::Threads)?;
+//! let nodes = rt.set("nodes", 4);
+//! let edges = rt.set("edges", 3);
+//! let pedge = rt.map("pedge", &edges, &nodes, 2, vec![0, 1, 1, 2, 2, 3])?;
+//! let x = rt.dat("x", &edges, 2, vec![0.0, 1.0, 1.0, 3.0, 3.0, 6.0])?;
+//! let w = rt.dat("w", &edges, 1, vec![1.0; 3])?;
+//! let n = rt.dat("n", &nodes, 1, vec![0.0; 4])?;
+//! rt.par_loop(flux::KERNEL, &edges, &[
+//!     x.arg(Access::READ),
+//!     w.arg(Access::READ),
+//!     n.arg_via(&pedge, 0, Access::INC),
+//!     n.arg_via(&pedge, 1, Access::INC),
+//! ])?;
+//! assert_eq!(n.values(), vec![1.0, 1.0, 1.0, -3.0]);
+//! # Ok::<(), parloop::Error>(())
+//! ```
+//!
+//! Environment: `PARLOOP_BACKEND` (`auto`, `seq`, `threads`),
+//! `PARLOOP_PART_SIZE` (elements per block), `PARLOOP_PROFILE` (`1` prints a
+//! per-loop table when the runtime is dropped, `json:FILE` writes JSON).
 
+#![warn(missing_docs)]
+
+mod arg;
+mod backend;
+mod decl;
+mod error;
+mod exec;
+mod kernel;
+mod plan_cache;
+mod profile;
+mod runtime;
+mod types;
+mod validate;
+
+pub use arg::Arg;
+pub use backend::Backend;
+pub use decl::{Dat, Global, Map, Sections, Set};
+pub use error::{ArgProblem, Error, Result};
+pub use kernel::{HostFn, Kernel, ParamSig};
+pub use profile::LoopReport;
+pub use runtime::Runtime;
+pub use types::{Access, ElemType, Scalar};
+
+/// Re-exported planner, for callers that want plans or RCM directly.
+pub use parloop_planner as planner;
+
+/// Items used by [`kernel!`]'s expansion; not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::kernel::{ArgView, Binder, KernelParam, Shape, ViewKind};
+}

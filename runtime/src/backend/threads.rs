@@ -1,0 +1,171 @@
+//! The threaded backend: rayon over blocks.
+//!
+//! Loops without conflicting indirect writes run fixed-size chunks in
+//! parallel. Loops with them follow their plan: block colours one after
+//! another, the blocks of one colour in parallel. Each block or chunk reduces
+//! into its own partial result; partials are combined in block order, so
+//! results do not depend on the thread count or on scheduling.
+
+use rayon::prelude::*;
+
+use crate::exec::Reduction;
+use crate::kernel::{ArgView, HostFn};
+use crate::types::{Access, ElemType, Scalar};
+use parloop_planner::Plan;
+
+/// Elements per chunk of a loop without conflicts: large enough to amortise
+/// scheduling, small enough to balance two to a hundred cores.
+pub(crate) const CHUNK: usize = 2048;
+
+/// What to run in parallel.
+pub(crate) enum Work<'p> {
+    /// Independent elements `0..len`, cut into chunks that never straddle
+    /// the given section boundaries.
+    Chunks { sections: &'p [usize] },
+    /// A coloured plan.
+    Plan(&'p Plan),
+}
+
+/// Raw pointers shared by the workers.
+struct Shared<'v> {
+    views: &'v [ArgView],
+    partials: *mut u64,
+}
+
+// SAFETY: the views point to data locked for the loop. Workers write only
+// (a) entities of their own elements through direct views (elements are
+// disjoint across items), (b) indirect targets of their own block, which no
+// block of the same colour shares (the plan's colouring, checked by
+// `Plan::check` in tests), and (c) their own slice of `partials`. Reads never
+// race with writes: validation rejects a dat that is both read and written
+// unless all its uses are the same indirect access, which the plan colours.
+unsafe impl Sync for Shared<'_> {}
+
+impl Shared<'_> {
+    // Accessors, so that closures capture the whole `Sync` wrapper rather
+    // than its raw-pointer fields (edition 2021 captures disjoint fields).
+    fn views(&self) -> &[ArgView] {
+        self.views
+    }
+
+    /// Item `i`'s partial results start at word `i * words + off`.
+    fn partial(&self, i: usize, words: usize, off: usize) -> *mut u8 {
+        // SAFETY: `partials` holds `items * words` words and i < items.
+        unsafe { self.partials.add(i * words + off) }.cast()
+    }
+}
+
+/// Runs `work` with `host` over `views`, reducing `reductions`.
+pub(crate) fn run(host: HostFn, views: &[ArgView], work: Work, reductions: &[Reduction]) {
+    let items: Vec<(usize, usize)> = match &work {
+        Work::Chunks { sections } => {
+            let mut items = Vec::new();
+            let mut start = 0;
+            for &len in sections.iter() {
+                let end = start + len;
+                let mut s = start;
+                while s < end {
+                    items.push((s, (s + CHUNK).min(end)));
+                    s += CHUNK;
+                }
+                start = end;
+            }
+            items
+        }
+        Work::Plan(plan) => plan
+            .blocks
+            .iter()
+            .map(|b| (b.start, b.start + b.len))
+            .collect(),
+    };
+    let offsets: Vec<usize> = reductions
+        .iter()
+        .scan(0, |acc, r| {
+            let o = *acc;
+            *acc += r.words();
+            Some(o)
+        })
+        .collect();
+    let words: usize = reductions.iter().map(Reduction::words).sum();
+    let mut partials = vec![0u64; items.len() * words];
+    for (r, &off) in reductions.iter().zip(&offsets) {
+        if r.access != Access::Inc {
+            let bytes = r.dim * r.elem.size();
+            for i in 0..items.len() {
+                let dst: &mut [u8] =
+                    bytemuck::cast_slice_mut(&mut partials[i * words + off..][..r.words()]);
+                // SAFETY: the global's view holds `dim` values of `elem`.
+                let src = unsafe { std::slice::from_raw_parts(views[r.arg].data, bytes) };
+                dst[..bytes].copy_from_slice(src);
+            }
+        }
+    }
+    let shared = Shared {
+        views,
+        partials: partials.as_mut_ptr(),
+    };
+    let run_item = |i: usize| {
+        let (start, end) = items[i];
+        if reductions.is_empty() {
+            // SAFETY: see `Shared`.
+            unsafe { host(shared.views(), start, end) };
+            return;
+        }
+        let mut local: Vec<ArgView> = shared.views().to_vec();
+        for (r, &off) in reductions.iter().zip(&offsets) {
+            // Item `i` owns words `i * words .. (i + 1) * words`.
+            local[r.arg].data = shared.partial(i, words, off);
+        }
+        // SAFETY: see `Shared`.
+        unsafe { host(&local, start, end) };
+    };
+    match work {
+        Work::Chunks { .. } => (0..items.len()).into_par_iter().for_each(run_item),
+        Work::Plan(plan) => {
+            for c in 0..plan.colours {
+                plan.colour_blocks(c)
+                    .par_iter()
+                    .for_each(|&b| run_item(b as usize));
+            }
+        }
+    }
+    for (r, &off) in reductions.iter().zip(&offsets) {
+        for i in 0..items.len() {
+            let src = partials[i * words + off..].as_ptr().cast::<u8>();
+            // SAFETY: both hold `dim` values of `elem`; the global is locked.
+            unsafe { combine(r.elem, r.access, views[r.arg].data, src, r.dim) };
+        }
+    }
+}
+
+/// `dst[k] = dst[k] (+ | min | max) src[k]` for `dim` values of `elem`.
+///
+/// # Safety
+/// Both pointers hold `dim` aligned values of `elem`.
+unsafe fn combine(elem: ElemType, access: Access, dst: *mut u8, src: *const u8, dim: usize) {
+    unsafe fn typed<T: Scalar>(access: Access, dst: *mut u8, src: *const u8, dim: usize) {
+        for k in 0..dim {
+            // SAFETY: forwarded contract.
+            unsafe {
+                let d = dst.cast::<T>().add(k);
+                let s = *src.cast::<T>().add(k);
+                *d = match access {
+                    Access::Min => (*d).min_of(s),
+                    Access::Max => (*d).max_of(s),
+                    _ => (*d).inc(s),
+                };
+            }
+        }
+    }
+    // SAFETY: forwarded contract.
+    unsafe {
+        match elem {
+            ElemType::F64 => typed::<f64>(access, dst, src, dim),
+            ElemType::F32 => typed::<f32>(access, dst, src, dim),
+            ElemType::I32 => typed::<i32>(access, dst, src, dim),
+            ElemType::U32 => typed::<u32>(access, dst, src, dim),
+            ElemType::I64 => typed::<i64>(access, dst, src, dim),
+            ElemType::U64 => typed::<u64>(access, dst, src, dim),
+        }
+    }
+}

@@ -1,0 +1,470 @@
+//! Declarations: sets, maps, dats and globals.
+//!
+//! Each is a cheap handle (an `Arc`) to immutable metadata plus, for dats and
+//! globals, the values behind a lock. Identities are process-unique ids, used
+//! by the plan cache instead of the objects themselves.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::error::{Error, Result};
+use crate::types::{ElemType, Scalar};
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Sizes of the four sections of a set's local numbering (seed 004):
+/// `core | owned | exec halo | non-exec halo`. A serial run has only core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Sections {
+    /// Owned entities that touch no halo data.
+    pub core: usize,
+    /// Owned entities that touch halo data.
+    pub owned: usize,
+    /// Other ranks' entities executed redundantly.
+    pub exec: usize,
+    /// Other ranks' entities only read.
+    pub non_exec: usize,
+}
+
+impl Sections {
+    /// All sections together.
+    pub fn total(&self) -> usize {
+        self.core + self.owned + self.exec + self.non_exec
+    }
+}
+
+struct SetInner {
+    id: u64,
+    name: String,
+    sections: Sections,
+}
+
+/// A named collection of entities (nodes, edges, cells).
+///
+/// ```
+/// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq).unwrap();
+/// let cells = rt.set("cells", 720_000);
+/// assert_eq!(cells.size(), 720_000);
+/// assert_eq!(cells.name(), "cells");
+/// ```
+#[derive(Clone)]
+pub struct Set(Arc<SetInner>);
+
+impl Set {
+    pub(crate) fn new(name: &str, sections: Sections) -> Set {
+        Set(Arc::new(SetInner {
+            id: next_id(),
+            name: name.to_owned(),
+            sections,
+        }))
+    }
+
+    /// The set's name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// Process-unique identity.
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+
+    /// Owned entities (core and owned sections).
+    pub fn size(&self) -> usize {
+        self.0.sections.core + self.0.sections.owned
+    }
+
+    /// All local entities, halos included: the length of data on this set.
+    pub fn total(&self) -> usize {
+        self.0.sections.total()
+    }
+
+    /// The section sizes.
+    pub fn sections(&self) -> Sections {
+        self.0.sections
+    }
+}
+
+impl PartialEq for Set {
+    fn eq(&self, other: &Set) -> bool {
+        self.0.id == other.0.id
+    }
+}
+impl Eq for Set {}
+
+impl fmt::Debug for Set {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Set({} #{}, {:?})",
+            self.0.name, self.0.id, self.0.sections
+        )
+    }
+}
+
+struct MapInner {
+    id: u64,
+    name: String,
+    from: Set,
+    to: Set,
+    arity: usize,
+    values: Vec<i32>,
+}
+
+/// A fixed-arity map from the entities of one set to those of another
+/// (edge -> 2 nodes, cell -> 4 nodes). Values are checked on creation.
+#[derive(Clone)]
+pub struct Map(Arc<MapInner>);
+
+impl Map {
+    pub(crate) fn new(
+        name: &str,
+        from: &Set,
+        to: &Set,
+        arity: usize,
+        values: Vec<i32>,
+    ) -> Result<Map> {
+        if arity == 0 {
+            return Err(Error::InvalidDeclaration {
+                what: "map",
+                name: name.into(),
+                reason: "arity must be at least 1".into(),
+            });
+        }
+        let expected = from.total() * arity;
+        if values.len() != expected {
+            return Err(Error::WrongLength {
+                what: "map",
+                name: name.into(),
+                expected,
+                got: values.len(),
+                detail: format!(
+                    "{} entities of `{}` x arity {arity}",
+                    from.total(),
+                    from.name()
+                ),
+            });
+        }
+        let to_size = to.total();
+        if let Some(k) = values.iter().position(|&v| v < 0 || v as usize >= to_size) {
+            return Err(Error::MapValueOutOfRange {
+                map: name.into(),
+                from: from.name().into(),
+                to: to.name().into(),
+                entity: k / arity,
+                column: k % arity,
+                value: values[k].into(),
+                to_size,
+            });
+        }
+        Ok(Map(Arc::new(MapInner {
+            id: next_id(),
+            name: name.into(),
+            from: from.clone(),
+            to: to.clone(),
+            arity,
+            values,
+        })))
+    }
+
+    /// The map's name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+    /// Process-unique identity.
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+    /// Source set.
+    pub fn from(&self) -> &Set {
+        &self.0.from
+    }
+    /// Target set.
+    pub fn to(&self) -> &Set {
+        &self.0.to
+    }
+    /// Targets per source entity.
+    pub fn arity(&self) -> usize {
+        self.0.arity
+    }
+    /// The values, `arity` per source entity.
+    pub fn values(&self) -> &[i32] {
+        &self.0.values
+    }
+}
+
+impl fmt::Debug for Map {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Map({} #{}: {} -> {}, arity {})",
+            self.0.name,
+            self.0.id,
+            self.0.from.name(),
+            self.0.to.name(),
+            self.0.arity
+        )
+    }
+}
+
+pub(crate) struct DatInner<T> {
+    pub(crate) id: u64,
+    pub(crate) name: String,
+    pub(crate) set: Set,
+    pub(crate) dim: usize,
+    pub(crate) values: RwLock<Vec<T>>,
+}
+
+/// Data on a set: `dim` values of `T` per entity, stored entity-major.
+///
+/// ```
+/// use parloop::{Backend, Runtime};
+/// let rt = Runtime::with_backend(Backend::Seq).unwrap();
+/// let nodes = rt.set("nodes", 3);
+/// let x = rt.dat::<f64>("x", &nodes, 2, vec![0.0, 0.0, 1.0, 0.0, 0.0, 1.0]).unwrap();
+/// assert_eq!(x.values()[2], 1.0);
+/// ```
+#[derive(Clone)]
+pub struct Dat<T: Scalar>(pub(crate) Arc<DatInner<T>>);
+
+impl<T: Scalar> Dat<T> {
+    pub(crate) fn new(name: &str, set: &Set, dim: usize, values: Vec<T>) -> Result<Dat<T>> {
+        if dim == 0 {
+            return Err(Error::InvalidDeclaration {
+                what: "dat",
+                name: name.into(),
+                reason: "dim must be at least 1".into(),
+            });
+        }
+        let expected = set.total() * dim;
+        if values.len() != expected {
+            return Err(Error::WrongLength {
+                what: "dat",
+                name: name.into(),
+                expected,
+                got: values.len(),
+                detail: format!("{} entities of `{}` x dim {dim}", set.total(), set.name()),
+            });
+        }
+        Ok(Dat(Arc::new(DatInner {
+            id: next_id(),
+            name: name.into(),
+            set: set.clone(),
+            dim,
+            values: RwLock::new(values),
+        })))
+    }
+
+    /// The dat's name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+    /// Process-unique identity.
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+    /// The set the dat lives on.
+    pub fn set(&self) -> &Set {
+        &self.0.set
+    }
+    /// Values per entity.
+    pub fn dim(&self) -> usize {
+        self.0.dim
+    }
+
+    /// A copy of all values (entity-major).
+    pub fn values(&self) -> Vec<T> {
+        self.with_values(|v| v.to_vec())
+    }
+
+    /// Calls `f` with the values, without copying. Loops that need this dat
+    /// return [`Error::Busy`] while `f` runs.
+    pub fn with_values<R>(&self, f: impl FnOnce(&[T]) -> R) -> R {
+        let guard = self.0.values.read().unwrap_or_else(|e| e.into_inner());
+        f(&guard)
+    }
+
+    /// Calls `f` with mutable access to the values.
+    pub fn with_values_mut<R>(&self, f: impl FnOnce(&mut [T]) -> R) -> R {
+        let mut guard = self.0.values.write().unwrap_or_else(|e| e.into_inner());
+        f(&mut guard)
+    }
+
+    /// Replaces all values; the length must be `set.total() * dim`.
+    pub fn set_values(&self, values: &[T]) -> Result<()> {
+        self.with_values_mut(|v| {
+            if v.len() != values.len() {
+                return Err(Error::WrongLength {
+                    what: "dat",
+                    name: self.name().into(),
+                    expected: v.len(),
+                    got: values.len(),
+                    detail: format!("{} entities x dim {}", self.set().total(), self.dim()),
+                });
+            }
+            v.copy_from_slice(values);
+            Ok(())
+        })
+    }
+}
+
+impl<T: Scalar> fmt::Debug for Dat<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Dat<{}>({} #{} on {}, dim {})",
+            T::TYPE,
+            self.0.name,
+            self.0.id,
+            self.0.set.name(),
+            self.0.dim
+        )
+    }
+}
+
+pub(crate) struct GlobalInner<T> {
+    pub(crate) id: u64,
+    pub(crate) name: String,
+    pub(crate) values: Mutex<Vec<T>>,
+}
+
+/// Values not tied to a set: READ constants, or INC/MIN/MAX reductions.
+///
+/// ```
+/// use parloop::{Backend, Runtime};
+/// let rt = Runtime::with_backend(Backend::Seq).unwrap();
+/// let rms = rt.global("rms", &[0.0f64]).unwrap();
+/// rms.set_values(&[2.5]).unwrap();
+/// assert_eq!(rms.value(), 2.5);
+/// ```
+#[derive(Clone)]
+pub struct Global<T: Scalar>(pub(crate) Arc<GlobalInner<T>>);
+
+impl<T: Scalar> Global<T> {
+    pub(crate) fn new(name: &str, values: &[T]) -> Result<Global<T>> {
+        if values.is_empty() {
+            return Err(Error::InvalidDeclaration {
+                what: "global",
+                name: name.into(),
+                reason: "needs at least one value".into(),
+            });
+        }
+        Ok(Global(Arc::new(GlobalInner {
+            id: next_id(),
+            name: name.into(),
+            values: Mutex::new(values.to_vec()),
+        })))
+    }
+
+    /// The global's name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+    /// Number of values.
+    pub fn dim(&self) -> usize {
+        self.values().len()
+    }
+    /// All values.
+    pub fn values(&self) -> Vec<T> {
+        self.0
+            .values
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+    /// The first value (the value of a scalar global).
+    pub fn value(&self) -> T {
+        self.0.values.lock().unwrap_or_else(|e| e.into_inner())[0]
+    }
+    /// Replaces the values; the count must not change.
+    pub fn set_values(&self, values: &[T]) -> Result<()> {
+        let mut v = self.0.values.lock().unwrap_or_else(|e| e.into_inner());
+        if v.len() != values.len() {
+            return Err(Error::WrongLength {
+                what: "global",
+                name: self.name().into(),
+                expected: v.len(),
+                got: values.len(),
+                detail: "its dim".into(),
+            });
+        }
+        v.copy_from_slice(values);
+        Ok(())
+    }
+}
+
+impl<T: Scalar> fmt::Debug for Global<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Global<{}>({} = {:?})",
+            T::TYPE,
+            self.0.name,
+            self.values()
+        )
+    }
+}
+
+/// Type-erased access to a dat or global's storage, for the loop executor.
+pub(crate) trait Storage: Send + Sync {
+    fn id(&self) -> u64;
+    fn name(&self) -> &str;
+    fn elem(&self) -> ElemType;
+    /// Locks the values for a loop; `None` when the host holds them.
+    fn lock(&self) -> Option<Box<dyn LockedValues + '_>>;
+}
+
+/// Values locked for the duration of a loop.
+pub(crate) trait LockedValues {
+    /// Base pointer of the values.
+    fn base(&mut self) -> *mut u8;
+}
+
+impl<G: std::ops::DerefMut<Target = Vec<T>>, T> LockedValues for G {
+    fn base(&mut self) -> *mut u8 {
+        self.as_mut_ptr().cast()
+    }
+}
+
+impl<T: Scalar> Storage for DatInner<T> {
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn elem(&self) -> ElemType {
+        T::TYPE
+    }
+    fn lock(&self) -> Option<Box<dyn LockedValues + '_>> {
+        match self.values.try_write() {
+            Ok(g) => Some(Box::new(g)),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(Box::new(e.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+}
+
+impl<T: Scalar> Storage for GlobalInner<T> {
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn elem(&self) -> ElemType {
+        T::TYPE
+    }
+    fn lock(&self) -> Option<Box<dyn LockedValues + '_>> {
+        match self.values.try_lock() {
+            Ok(g) => Some(Box::new(g)),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(Box::new(e.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+}

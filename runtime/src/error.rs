@@ -1,0 +1,280 @@
+//! The one error type of the public API.
+
+use std::fmt;
+
+/// Everything that can go wrong in a parloop call. Messages name the loop,
+/// argument, set, map or dat involved and the offending value.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A map value lies outside its target set.
+    #[error("map `{map}`: entity {entity} of `{from}`, column {column}, has value {value}, outside the target set `{to}` (0..{to_size})")]
+    MapValueOutOfRange {
+        /// The map.
+        map: String,
+        /// Its source set.
+        from: String,
+        /// Its target set.
+        to: String,
+        /// The entity whose value is bad.
+        entity: usize,
+        /// The column.
+        column: usize,
+        /// The value.
+        value: i64,
+        /// Size of the target set.
+        to_size: usize,
+    },
+    /// A map, dat or global was given the wrong number of values.
+    #[error("{what} `{name}`: expected {expected} values ({detail}), got {got}")]
+    WrongLength {
+        /// "map", "dat" or "global".
+        what: &'static str,
+        /// Its name.
+        name: String,
+        /// Values expected.
+        expected: usize,
+        /// Values given.
+        got: usize,
+        /// How the expectation arises.
+        detail: String,
+    },
+    /// A declaration's parameter is invalid (zero arity or dim, ...).
+    #[error("{what} `{name}`: {reason}")]
+    InvalidDeclaration {
+        /// "map", "dat", "set" or "global".
+        what: &'static str,
+        /// Its name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A loop was given a different number of arguments than its kernel takes.
+    #[error("loop `{kernel}`: kernel takes {expected} arguments, got {got}")]
+    ArgumentCount {
+        /// The kernel.
+        kernel: String,
+        /// Parameters of the kernel.
+        expected: usize,
+        /// Arguments given.
+        got: usize,
+    },
+    /// An argument does not fit the loop or the kernel parameter.
+    #[error("loop `{kernel}` over `{set}`, argument {arg} ({dat}): {problem}")]
+    Argument {
+        /// The kernel.
+        kernel: String,
+        /// The iteration set.
+        set: String,
+        /// Index of the argument (0-based).
+        arg: usize,
+        /// The dat or global of the argument.
+        dat: String,
+        /// What is wrong.
+        problem: ArgProblem,
+    },
+    /// A dat is borrowed by the host while a loop needs it.
+    #[error(
+        "loop `{kernel}`: dat `{dat}` is borrowed by the host (inside a `with_values` closure?)"
+    )]
+    Busy {
+        /// The kernel.
+        kernel: String,
+        /// The dat or global.
+        dat: String,
+    },
+    /// The backend name is unknown or the backend is not available here.
+    #[error("backend `{name}`: {reason}")]
+    Backend {
+        /// The requested backend.
+        name: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// An environment variable has a value parloop does not understand.
+    #[error("environment variable {var}={value}: {reason}")]
+    Env {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What is expected.
+        reason: String,
+    },
+    /// The planner could not build a plan.
+    #[error("loop `{kernel}`: cannot plan: {source}")]
+    Plan {
+        /// The kernel.
+        kernel: String,
+        /// The planner's reason.
+        source: parloop_planner::PlanError,
+    },
+    /// Malformed input data (a mesh file, say), with its line.
+    #[error("{source_name}:{line}: {reason}")]
+    Input {
+        /// The file or stream.
+        source_name: String,
+        /// 1-based line number (0 when unknown).
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An I/O error, with the path involved.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Why an argument does not fit its loop or kernel parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ArgProblem {
+    /// The element type differs from the kernel parameter's.
+    ElementType {
+        /// The parameter's type.
+        expected: &'static str,
+        /// The argument's type.
+        got: &'static str,
+    },
+    /// The number of values per entity differs from the parameter's.
+    Dim {
+        /// What the parameter holds.
+        expected: String,
+        /// What the argument provides.
+        got: String,
+    },
+    /// A writing access on a `&` parameter, or READ on a `&mut` one.
+    Mutability {
+        /// The access mode given.
+        access: &'static str,
+        /// Whether the parameter is `&mut`.
+        param_mutable: bool,
+    },
+    /// MIN or MAX on a dat (only globals reduce).
+    ReductionOnDat {
+        /// The access mode.
+        access: &'static str,
+    },
+    /// WRITE or RW on a global (globals are READ constants or reductions).
+    WriteToGlobal {
+        /// The access mode.
+        access: &'static str,
+    },
+    /// A direct dat lives on another set than the iteration set.
+    DirectSet {
+        /// The dat's set.
+        dat_set: String,
+    },
+    /// The map's source set is not the iteration set.
+    MapFrom {
+        /// The map.
+        map: String,
+        /// The map's source set.
+        from: String,
+    },
+    /// The map's target set is not the dat's set.
+    MapTo {
+        /// The map.
+        map: String,
+        /// The map's target set.
+        to: String,
+        /// The dat's set.
+        dat_set: String,
+    },
+    /// The map column is not below the arity.
+    Column {
+        /// The map.
+        map: String,
+        /// The column.
+        column: usize,
+        /// The arity.
+        arity: usize,
+    },
+    /// The dat is used by another argument in a way that would race or alias.
+    Conflict {
+        /// The other argument.
+        other: usize,
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+impl fmt::Display for ArgProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgProblem::ElementType { expected, got } => {
+                write!(
+                    f,
+                    "element type {got} does not match the kernel parameter's {expected}"
+                )
+            }
+            ArgProblem::Dim { expected, got } => {
+                write!(
+                    f,
+                    "the kernel parameter holds {expected}, the argument provides {got}"
+                )
+            }
+            ArgProblem::Mutability {
+                access,
+                param_mutable: true,
+            } => {
+                write!(
+                    f,
+                    "{access} access on a `&mut` parameter (a READ argument needs a `&` parameter)"
+                )
+            }
+            ArgProblem::Mutability {
+                access,
+                param_mutable: false,
+            } => {
+                write!(
+                    f,
+                    "{access} access on a `&` parameter (writing needs a `&mut` parameter)"
+                )
+            }
+            ArgProblem::ReductionOnDat { access } => {
+                write!(
+                    f,
+                    "{access} is a reduction and only applies to a Global, not a Dat"
+                )
+            }
+            ArgProblem::WriteToGlobal { access } => {
+                write!(
+                    f,
+                    "{access} on a Global: globals are READ constants or INC/MIN/MAX reductions"
+                )
+            }
+            ArgProblem::DirectSet { dat_set } => {
+                write!(f, "a direct argument must live on the iteration set, this dat lives on `{dat_set}`")
+            }
+            ArgProblem::MapFrom { map, from } => {
+                write!(
+                    f,
+                    "map `{map}` goes from `{from}`, not from the iteration set"
+                )
+            }
+            ArgProblem::MapTo { map, to, dat_set } => {
+                write!(
+                    f,
+                    "map `{map}` goes to `{to}`, but the dat lives on `{dat_set}`"
+                )
+            }
+            ArgProblem::Column { map, column, arity } => {
+                write!(
+                    f,
+                    "column {column} of map `{map}` is out of range (arity {arity})"
+                )
+            }
+            ArgProblem::Conflict { other, reason } => {
+                write!(f, "the same dat is argument {other} too: {reason}")
+            }
+        }
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

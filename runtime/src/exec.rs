@@ -1,0 +1,95 @@
+//! Locking a loop's data and describing it to the host adapter as raw views.
+//!
+//! This module and `backend::threads` are where raw pointers are made and
+//! shared; everything else handles typed, safe objects.
+
+use crate::arg::{Arg, ArgKind};
+use crate::decl::LockedValues;
+use crate::error::{Error, Result};
+use crate::kernel::{ArgView, ViewKind};
+use crate::types::{Access, ElemType};
+
+/// A loop's data, locked for the duration of the loop, and its views.
+pub(crate) struct LockedArgs<'a> {
+    /// Keeps the locks (one per distinct dat or global).
+    _guards: Vec<Box<dyn LockedValues + 'a>>,
+    /// One view per argument.
+    pub views: Vec<ArgView>,
+}
+
+/// Locks every distinct dat and global of `args` and builds their views.
+pub(crate) fn lock_args<'a>(kernel: &str, args: &'a [Arg]) -> Result<LockedArgs<'a>> {
+    let mut guards: Vec<Box<dyn LockedValues + 'a>> = Vec::new();
+    let mut bases: Vec<(u64, *mut u8)> = Vec::new();
+    let mut views = Vec::with_capacity(args.len());
+    for arg in args {
+        let id = arg.data_id();
+        let data = match bases.iter().find(|(b, _)| *b == id) {
+            Some(&(_, p)) => p,
+            None => {
+                let mut guard = arg.storage.lock().ok_or_else(|| Error::Busy {
+                    kernel: kernel.into(),
+                    dat: arg.data_name().into(),
+                })?;
+                let p = guard.base();
+                guards.push(guard);
+                bases.push((id, p));
+                p
+            }
+        };
+        let (kind, map, arity, column) = match &arg.kind {
+            ArgKind::Direct => (ViewKind::Direct, std::ptr::null(), 0, 0),
+            ArgKind::Indirect { map, column } => (
+                ViewKind::Indirect,
+                map.values().as_ptr(),
+                map.arity(),
+                *column,
+            ),
+            ArgKind::Vector { map } => (ViewKind::Vector, map.values().as_ptr(), map.arity(), 0),
+            ArgKind::Global => (ViewKind::Global, std::ptr::null(), 0, 0),
+        };
+        views.push(ArgView {
+            data,
+            dim: arg.dim,
+            map,
+            arity,
+            column,
+            kind,
+            access: arg.access,
+        });
+    }
+    Ok(LockedArgs {
+        _guards: guards,
+        views,
+    })
+}
+
+/// A global reduced by a loop: which argument, its type, size and operation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reduction {
+    pub arg: usize,
+    pub elem: ElemType,
+    pub dim: usize,
+    pub access: Access,
+}
+
+impl Reduction {
+    /// The reductions of a loop's arguments.
+    pub fn of(args: &[Arg]) -> Vec<Reduction> {
+        args.iter()
+            .enumerate()
+            .filter(|(_, a)| a.is_global() && a.access.is_reduction())
+            .map(|(i, a)| Reduction {
+                arg: i,
+                elem: a.storage.elem(),
+                dim: a.dim,
+                access: a.access,
+            })
+            .collect()
+    }
+
+    /// 8-byte words one partial result takes.
+    pub fn words(&self) -> usize {
+        (self.dim * self.elem.size()).div_ceil(8)
+    }
+}

@@ -1,0 +1,127 @@
+//! Loop plans cached by metadata: set, sections, maps and argument
+//! descriptors, never by data. Entries hold only plan arrays and numbers, so
+//! the cache never keeps a set, map or dat alive; ids are never reused, so a
+//! dropped map's entries are merely unreachable until evicted.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use crate::arg::{Arg, ArgKind};
+use crate::decl::{Sections, Set};
+use crate::types::Access;
+use parloop_planner::Plan;
+
+/// One argument, as the cache sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct ArgKey {
+    /// 0 direct, 1 indirect, 2 vector, 3 global.
+    kind: u8,
+    map: u64,
+    column: usize,
+    access: Access,
+    /// Index of the first argument on the same data: the pattern of sharing
+    /// matters (colouring is per dat), the data's identity does not.
+    slot: usize,
+    bytes: usize,
+}
+
+/// Everything a loop's plan depends on.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct LoopKey {
+    set: u64,
+    sections: Sections,
+    executed: usize,
+    part_size: Option<usize>,
+    budget: usize,
+    needs_plan: bool,
+    args: Vec<ArgKey>,
+}
+
+impl LoopKey {
+    pub fn new(
+        set: &Set,
+        executed: usize,
+        part_size: Option<usize>,
+        budget: usize,
+        needs_plan: bool,
+        args: &[Arg],
+    ) -> LoopKey {
+        let args = args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let (kind, map, column) = match &a.kind {
+                    ArgKind::Direct => (0, 0, 0),
+                    ArgKind::Indirect { map, column } => (1, map.id(), *column),
+                    ArgKind::Vector { map } => (2, map.id(), 0),
+                    ArgKind::Global => (3, 0, 0),
+                };
+                let slot = args[..i]
+                    .iter()
+                    .position(|b| b.data_id() == a.data_id())
+                    .unwrap_or(i);
+                ArgKey {
+                    kind,
+                    map,
+                    column,
+                    access: a.access,
+                    slot,
+                    bytes: a.bytes_per_entity(),
+                }
+            })
+            .collect();
+        LoopKey {
+            set: set.id(),
+            sections: set.sections(),
+            executed,
+            part_size,
+            budget,
+            needs_plan,
+            args,
+        }
+    }
+}
+
+/// What the runtime keeps per loop shape.
+#[derive(Debug)]
+pub(crate) struct LoopPlan {
+    /// The plan, for backends and loops that need one.
+    pub plan: Option<Plan>,
+    /// Minimum bytes one execution moves.
+    pub bytes: u64,
+}
+
+/// A bounded cache, evicting the oldest entry first.
+pub(crate) struct PlanCache {
+    entries: HashMap<LoopKey, Arc<LoopPlan>>,
+    order: VecDeque<LoopKey>,
+    capacity: usize,
+}
+
+impl PlanCache {
+    pub fn new(capacity: usize) -> PlanCache {
+        PlanCache {
+            entries: HashMap::new(),
+            order: VecDeque::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    pub fn get(&self, key: &LoopKey) -> Option<Arc<LoopPlan>> {
+        self.entries.get(key).cloned()
+    }
+
+    pub fn insert(&mut self, key: LoopKey, plan: Arc<LoopPlan>) {
+        if self.entries.len() >= self.capacity {
+            if let Some(old) = self.order.pop_front() {
+                self.entries.remove(&old);
+            }
+        }
+        self.order.push_back(key.clone());
+        self.entries.insert(key, plan);
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+}

@@ -1,0 +1,148 @@
+//! Per-loop timings and the minimum-bytes model, reported as a table or JSON
+//! (`PARLOOP_PROFILE=1` or `PARLOOP_PROFILE=json:FILE`, or `Runtime::report`).
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// Accumulated statistics of one kernel's loops.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LoopReport {
+    /// Kernel name.
+    pub name: String,
+    /// Executions.
+    pub calls: u64,
+    /// Total time executing, plan construction excluded, in seconds.
+    pub seconds: f64,
+    /// Time spent building plans, in seconds.
+    pub plan_seconds: f64,
+    /// Minimum bytes moved over all executions (the planner's byte model).
+    pub bytes: u64,
+}
+
+impl LoopReport {
+    /// Mean time per execution, in seconds.
+    pub fn mean_seconds(&self) -> f64 {
+        if self.calls == 0 {
+            0.0
+        } else {
+            self.seconds / self.calls as f64
+        }
+    }
+
+    /// Achieved bandwidth at the minimum-bytes model, in GB/s (1e9 bytes).
+    pub fn gb_per_s(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes as f64 / self.seconds / 1e9
+        } else {
+            0.0
+        }
+    }
+}
+
+/// All loops' statistics, in order of first execution.
+#[derive(Default)]
+pub(crate) struct Profile {
+    loops: Vec<LoopReport>,
+}
+
+impl Profile {
+    pub fn record(&mut self, name: &str, run: Duration, plan: Duration, bytes: u64) {
+        let entry = match self.loops.iter().position(|l| l.name == name) {
+            Some(i) => &mut self.loops[i],
+            None => {
+                self.loops.push(LoopReport {
+                    name: name.into(),
+                    ..LoopReport::default()
+                });
+                self.loops.last_mut().expect("just pushed")
+            }
+        };
+        entry.calls += 1;
+        entry.seconds += run.as_secs_f64();
+        entry.plan_seconds += plan.as_secs_f64();
+        entry.bytes += bytes;
+    }
+
+    pub fn reports(&self) -> Vec<LoopReport> {
+        self.loops.clone()
+    }
+}
+
+/// The profile as a text table.
+pub fn table(reports: &[LoopReport]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<16} {:>8} {:>11} {:>11} {:>10} {:>9}",
+        "loop", "calls", "total s", "mean us", "plan ms", "GB/s"
+    );
+    for r in reports {
+        let _ = writeln!(
+            s,
+            "{:<16} {:>8} {:>11.4} {:>11.2} {:>10.3} {:>9.2}",
+            r.name,
+            r.calls,
+            r.seconds,
+            r.mean_seconds() * 1e6,
+            r.plan_seconds * 1e3,
+            r.gb_per_s()
+        );
+    }
+    let total: f64 = reports.iter().map(|r| r.seconds).sum();
+    let bytes: u64 = reports.iter().map(|r| r.bytes).sum();
+    let _ = writeln!(
+        s,
+        "{:<16} {:>8} {:>11.4} {:>11} {:>10.3} {:>9.2}",
+        "total",
+        reports.iter().map(|r| r.calls).sum::<u64>(),
+        total,
+        "",
+        reports.iter().map(|r| r.plan_seconds).sum::<f64>() * 1e3,
+        if total > 0.0 {
+            bytes as f64 / total / 1e9
+        } else {
+            0.0
+        }
+    );
+    s
+}
+
+/// The profile as JSON: `{"loops": [{"name", "calls", "seconds", ...}]}`.
+pub fn json(reports: &[LoopReport]) -> String {
+    let loops: Vec<serde_json::Value> = reports
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "name": r.name,
+                "calls": r.calls,
+                "seconds": r.seconds,
+                "mean_seconds": r.mean_seconds(),
+                "plan_seconds": r.plan_seconds,
+                "bytes": r.bytes,
+                "gb_per_s": r.gb_per_s(),
+            })
+        })
+        .collect();
+    serde_json::to_string_pretty(&serde_json::json!({ "loops": loops }))
+        .expect("plain values serialise")
+}
+
+/// A named NVTX range, open until dropped (a no-op without feature `nvtx`).
+pub(crate) struct Range;
+
+impl Range {
+    #[inline]
+    pub fn new(_name: &str) -> Range {
+        #[cfg(feature = "nvtx")]
+        nvtx::__private::_range_push(_name);
+        Range
+    }
+}
+
+impl Drop for Range {
+    #[inline]
+    fn drop(&mut self) {
+        #[cfg(feature = "nvtx")]
+        nvtx::__private::_range_pop();
+    }
+}

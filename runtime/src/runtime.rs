@@ -1,0 +1,369 @@
+//! The [`Runtime`]: the context object a solver holds. It declares sets,
+//! maps, dats and globals, and runs loops on its backend.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use parloop_planner::{
+    build_plan, min_bytes, ByteArg, ByteArgKind, Columns, IndirectArg, PlanRequest,
+};
+
+use crate::arg::{Arg, ArgKind};
+use crate::backend::{seq, threads, Backend};
+use crate::decl::{Dat, Global, Map, Sections, Set};
+use crate::error::{Error, Result};
+use crate::exec::{lock_args, Reduction};
+use crate::kernel::Kernel;
+use crate::plan_cache::{LoopKey, LoopPlan, PlanCache};
+use crate::profile::{self, LoopReport, Profile, Range};
+use crate::types::Scalar;
+
+/// Shared-memory budget the CPU backends plan with: the GPU's classic 48 KiB
+/// also keeps a block's working set inside a core's L2 cache.
+const CPU_BLOCK_BUDGET: usize = 48 * 1024;
+
+/// Plans kept at most; a solver has a few dozen loop shapes.
+const PLAN_CACHE_CAPACITY: usize = 256;
+
+/// Where the profile goes when the runtime is dropped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum ProfileOutput {
+    None,
+    Table,
+    Json(String),
+}
+
+/// The context a solver holds: backend, plan cache and profile.
+///
+/// ```
+/// use parloop::{kernel, Access, Backend, Runtime};
+///
+/// kernel! {
+///     fn spread(w: &f64, n1: &mut f64, n2: &mut f64) {
+///         *n1 += 0.5 * *w;
+///         *n2 += 0.5 * *w;
+///     }
+/// }
+///
+/// let rt = Runtime::with_backend(Backend::Threads).unwrap();
+/// let nodes = rt.set("nodes", 3);
+/// let edges = rt.set("edges", 2);
+/// let pedge = rt.map("pedge", &edges, &nodes, 2, vec![0, 1, 1, 2]).unwrap();
+/// let w = rt.dat("w", &edges, 1, vec![2.0, 4.0]).unwrap();
+/// let n = rt.dat("n", &nodes, 1, vec![0.0; 3]).unwrap();
+/// rt.par_loop(spread::KERNEL, &edges, &[
+///     w.arg(Access::READ),
+///     n.arg_via(&pedge, 0, Access::INC),
+///     n.arg_via(&pedge, 1, Access::INC),
+/// ]).unwrap();
+/// assert_eq!(n.values(), vec![1.0, 3.0, 2.0]);
+/// ```
+pub struct Runtime {
+    backend: Backend,
+    part_size: Option<usize>,
+    plans: Mutex<PlanCache>,
+    profile: Mutex<Profile>,
+    profile_output: ProfileOutput,
+}
+
+fn env(var: &'static str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl Runtime {
+    /// A runtime configured from the environment: `PARLOOP_BACKEND`
+    /// (`auto`, `seq`, `threads`), `PARLOOP_PART_SIZE`, `PARLOOP_PROFILE`.
+    pub fn new() -> Result<Runtime> {
+        let backend = match env("PARLOOP_BACKEND") {
+            Some(b) => b.parse()?,
+            None => Backend::auto(),
+        };
+        Runtime::with_backend(backend)
+    }
+
+    /// A runtime on `backend`; other settings come from the environment.
+    pub fn with_backend(backend: Backend) -> Result<Runtime> {
+        let part_size = match env("PARLOOP_PART_SIZE") {
+            Some(v) => Some(
+                v.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| Error::Env {
+                        var: "PARLOOP_PART_SIZE",
+                        value: v.clone(),
+                        reason: "expected a positive integer".into(),
+                    })?,
+            ),
+            None => None,
+        };
+        let profile_output = match env("PARLOOP_PROFILE") {
+            None => ProfileOutput::None,
+            Some(v) if v == "0" => ProfileOutput::None,
+            Some(v) if v == "1" => ProfileOutput::Table,
+            Some(v) => match v.strip_prefix("json:") {
+                Some(path) if !path.is_empty() => ProfileOutput::Json(path.into()),
+                _ => {
+                    return Err(Error::Env {
+                        var: "PARLOOP_PROFILE",
+                        value: v,
+                        reason: "expected 0, 1 or json:FILE".into(),
+                    })
+                }
+            },
+        };
+        Ok(Runtime {
+            backend,
+            part_size,
+            plans: Mutex::new(PlanCache::new(PLAN_CACHE_CAPACITY)),
+            profile: Mutex::new(Profile::default()),
+            profile_output,
+        })
+    }
+
+    /// The backend loops run on.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Overrides the elements per block of new plans (`None`: from the budget).
+    pub fn set_part_size(&mut self, part_size: Option<usize>) {
+        self.part_size = part_size.filter(|&n| n > 0);
+    }
+
+    /// Declares a set of `size` entities (a serial set: all core).
+    pub fn set(&self, name: &str, size: usize) -> Set {
+        Set::new(
+            name,
+            Sections {
+                core: size,
+                ..Sections::default()
+            },
+        )
+    }
+
+    /// Declares a set with explicit section sizes.
+    pub fn set_with_sections(&self, name: &str, sections: Sections) -> Set {
+        Set::new(name, sections)
+    }
+
+    /// Declares a map of `arity` targets per entity of `from`, each a valid
+    /// index of `to`; an out-of-range value is an error naming the entity.
+    pub fn map(
+        &self,
+        name: &str,
+        from: &Set,
+        to: &Set,
+        arity: usize,
+        values: Vec<i32>,
+    ) -> Result<Map> {
+        Map::new(name, from, to, arity, values)
+    }
+
+    /// Declares a dat of `dim` values per entity of `set`.
+    pub fn dat<T: Scalar>(
+        &self,
+        name: &str,
+        set: &Set,
+        dim: usize,
+        values: Vec<T>,
+    ) -> Result<Dat<T>> {
+        Dat::new(name, set, dim, values)
+    }
+
+    /// Declares a global with the given initial values.
+    pub fn global<T: Scalar>(&self, name: &str, values: &[T]) -> Result<Global<T>> {
+        Global::new(name, values)
+    }
+
+    /// Runs `kernel` over every element of `set` with `args`, one argument per
+    /// kernel parameter. Arguments are validated first: on error nothing runs
+    /// and no data changes. A loop over an empty set does nothing.
+    pub fn par_loop(&self, kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
+        crate::validate::validate(kernel, set, args)?;
+        let _range = Range::new(kernel.name());
+        let s = set.sections();
+        // Seed 004: the exec halo runs redundantly when an indirect dat is written.
+        let exec_halo = args.iter().any(|a| a.is_indirect() && a.access.writes());
+        let mut sections = vec![s.core, s.owned];
+        if exec_halo {
+            sections.push(s.exec);
+        }
+        let executed: usize = sections.iter().sum();
+        let needs_plan = self.backend == Backend::Threads && exec_halo;
+
+        let (loop_plan, plan_time) = self.loop_plan(kernel, set, &sections, needs_plan, args)?;
+        let locked = lock_args(kernel.name(), args)?;
+        let start = Instant::now();
+        if executed > 0 {
+            match (self.backend, &loop_plan.plan) {
+                (Backend::Seq, _) => seq::run(kernel.host(), &locked.views, executed),
+                (Backend::Threads, Some(plan)) => threads::run(
+                    kernel.host(),
+                    &locked.views,
+                    threads::Work::Plan(plan),
+                    &Reduction::of(args),
+                ),
+                (Backend::Threads, None) => threads::run(
+                    kernel.host(),
+                    &locked.views,
+                    threads::Work::Chunks {
+                        sections: &sections,
+                    },
+                    &Reduction::of(args),
+                ),
+            }
+        }
+        let elapsed = start.elapsed();
+        drop(locked);
+        self.profile
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .record(kernel.name(), elapsed, plan_time, loop_plan.bytes);
+        Ok(())
+    }
+
+    /// The cached plan and byte count of a loop shape, built on first use.
+    fn loop_plan(
+        &self,
+        kernel: &Kernel,
+        set: &Set,
+        sections: &[usize],
+        needs_plan: bool,
+        args: &[Arg],
+    ) -> Result<(Arc<LoopPlan>, Duration)> {
+        let executed: usize = sections.iter().sum();
+        let key = LoopKey::new(
+            set,
+            executed,
+            self.part_size,
+            CPU_BLOCK_BUDGET,
+            needs_plan,
+            args,
+        );
+        if let Some(p) = self
+            .plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok((p, Duration::ZERO));
+        }
+        let start = Instant::now();
+        let columns = |a: &Arg| match &a.kind {
+            ArgKind::Indirect { column, .. } => Columns::One(*column),
+            _ => Columns::All,
+        };
+        let plan = if needs_plan {
+            let indirect: Vec<IndirectArg> = args
+                .iter()
+                .filter_map(|a| {
+                    let map = a.map()?;
+                    Some(IndirectArg {
+                        map: map.values(),
+                        arity: map.arity(),
+                        to_size: map.to().total(),
+                        columns: columns(a),
+                        map_id: map.id(),
+                        dat_id: a.data_id(),
+                        bytes_per_entity: a.bytes_per_entity(),
+                        // Any indirect write conflicts: WRITE races as much as INC and RW.
+                        conflicts: a.access.writes(),
+                    })
+                })
+                .collect();
+            let request = PlanRequest {
+                sections,
+                args: &indirect,
+                shared_memory_bytes: CPU_BLOCK_BUDGET,
+                part_size: self.part_size,
+                staging: false,
+            };
+            let _range = Range::new(&format!("plan/{}", kernel.name()));
+            Some(build_plan(&request).map_err(|source| Error::Plan {
+                kernel: kernel.name().into(),
+                source,
+            })?)
+        } else {
+            None
+        };
+        let byte_args: Vec<ByteArg> = args
+            .iter()
+            .map(|a| ByteArg {
+                dat_id: a.data_id(),
+                kind: match a.map() {
+                    Some(map) => ByteArgKind::Indirect {
+                        map: map.values(),
+                        arity: map.arity(),
+                        to_size: map.to().total(),
+                        columns: columns(a),
+                        map_id: map.id(),
+                    },
+                    None if a.is_global() => ByteArgKind::Global,
+                    None => ByteArgKind::Direct,
+                },
+                bytes_per_entity: a.bytes_per_entity(),
+                reads: a.access.reads(),
+                writes: a.access.writes(),
+            })
+            .collect();
+        let bytes = min_bytes(executed, &byte_args);
+        let entry = Arc::new(LoopPlan { plan, bytes });
+        let elapsed = start.elapsed();
+        self.plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, entry.clone());
+        Ok((entry, elapsed))
+    }
+
+    /// Number of loop shapes in the plan cache.
+    pub fn cached_plans(&self) -> usize {
+        self.plans.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Per-loop statistics so far, in order of first execution.
+    pub fn report(&self) -> Vec<LoopReport> {
+        self.profile
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .reports()
+    }
+
+    /// The profile as a text table (what `PARLOOP_PROFILE=1` prints).
+    pub fn report_table(&self) -> String {
+        profile::table(&self.report())
+    }
+
+    /// The profile as JSON (what `PARLOOP_PROFILE=json:FILE` writes).
+    pub fn report_json(&self) -> String {
+        profile::json(&self.report())
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        match &self.profile_output {
+            ProfileOutput::None => {}
+            ProfileOutput::Table => eprint!(
+                "parloop profile ({} backend)\n{}",
+                self.backend,
+                self.report_table()
+            ),
+            ProfileOutput::Json(path) => {
+                if let Err(e) = std::fs::write(path, self.report_json()) {
+                    eprintln!("parloop: cannot write the profile to {path}: {e}");
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("backend", &self.backend)
+            .field("part_size", &self.part_size)
+            .finish()
+    }
+}

@@ -1,0 +1,180 @@
+//! Element types a dat or global may hold, and the access modes.
+
+use std::fmt;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The element types of dats and globals: `f64`, `f32`, `i32`, `u32`, `i64`, `u64`.
+///
+/// The arithmetic here combines reduction partials; integer additions wrap
+/// instead of panicking.
+pub trait Scalar:
+    bytemuck::Pod + Default + PartialOrd + fmt::Debug + Send + Sync + sealed::Sealed + 'static
+{
+    /// The runtime tag of the type.
+    const TYPE: ElemType;
+    /// `self + other` (wrapping for integers).
+    fn inc(self, other: Self) -> Self;
+    /// The smaller value, as the kernel's `min` (NaN-ignoring for floats).
+    fn min_of(self, other: Self) -> Self;
+    /// The larger value, as the kernel's `max`.
+    fn max_of(self, other: Self) -> Self;
+}
+
+macro_rules! scalar {
+    ($t:ty, $tag:ident, float) => {
+        impl sealed::Sealed for $t {}
+        impl Scalar for $t {
+            const TYPE: ElemType = ElemType::$tag;
+            #[inline(always)]
+            fn inc(self, other: Self) -> Self {
+                self + other
+            }
+            fn min_of(self, other: Self) -> Self {
+                self.min(other)
+            }
+            fn max_of(self, other: Self) -> Self {
+                self.max(other)
+            }
+        }
+    };
+    ($t:ty, $tag:ident, int) => {
+        impl sealed::Sealed for $t {}
+        impl Scalar for $t {
+            const TYPE: ElemType = ElemType::$tag;
+            #[inline(always)]
+            fn inc(self, other: Self) -> Self {
+                self.wrapping_add(other)
+            }
+            fn min_of(self, other: Self) -> Self {
+                Ord::min(self, other)
+            }
+            fn max_of(self, other: Self) -> Self {
+                Ord::max(self, other)
+            }
+        }
+    };
+}
+scalar!(f64, F64, float);
+scalar!(f32, F32, float);
+scalar!(i32, I32, int);
+scalar!(u32, U32, int);
+scalar!(i64, I64, int);
+scalar!(u64, U64, int);
+
+/// Runtime tag of a [`Scalar`] type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ElemType {
+    /// `f64`
+    F64,
+    /// `f32`
+    F32,
+    /// `i32`
+    I32,
+    /// `u32`
+    U32,
+    /// `i64`
+    I64,
+    /// `u64`
+    U64,
+}
+
+impl ElemType {
+    /// The Rust name of the type.
+    pub fn name(self) -> &'static str {
+        match self {
+            ElemType::F64 => "f64",
+            ElemType::F32 => "f32",
+            ElemType::I32 => "i32",
+            ElemType::U32 => "u32",
+            ElemType::I64 => "i64",
+            ElemType::U64 => "u64",
+        }
+    }
+
+    /// Size in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            ElemType::F64 | ElemType::I64 | ElemType::U64 => 8,
+            ElemType::F32 | ElemType::I32 | ElemType::U32 => 4,
+        }
+    }
+}
+
+impl fmt::Display for ElemType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How a loop accesses an argument.
+///
+/// The constants [`Access::READ`], [`Access::WRITE`], [`Access::RW`],
+/// [`Access::INC`], [`Access::MIN`] and [`Access::MAX`] name the modes as OP2
+/// and PyOP2 do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Read only.
+    Read,
+    /// Written entirely, not read.
+    Write,
+    /// Read and written.
+    ReadWrite,
+    /// Only added to: the kernel sees a zeroed private copy whose value is
+    /// added to the target afterwards.
+    Inc,
+    /// Global minimum reduction.
+    Min,
+    /// Global maximum reduction.
+    Max,
+}
+
+impl Access {
+    /// [`Access::Read`]
+    pub const READ: Access = Access::Read;
+    /// [`Access::Write`]
+    pub const WRITE: Access = Access::Write;
+    /// [`Access::ReadWrite`]
+    pub const RW: Access = Access::ReadWrite;
+    /// [`Access::Inc`]
+    pub const INC: Access = Access::Inc;
+    /// [`Access::Min`]
+    pub const MIN: Access = Access::Min;
+    /// [`Access::Max`]
+    pub const MAX: Access = Access::Max;
+
+    /// The OP2 name of the mode.
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Read => "READ",
+            Access::Write => "WRITE",
+            Access::ReadWrite => "RW",
+            Access::Inc => "INC",
+            Access::Min => "MIN",
+            Access::Max => "MAX",
+        }
+    }
+
+    /// Whether the mode modifies the target.
+    pub fn writes(self) -> bool {
+        self != Access::Read
+    }
+
+    /// Whether the mode reads the previous value.
+    pub fn reads(self) -> bool {
+        !matches!(self, Access::Write)
+    }
+
+    /// Whether the mode is a global reduction (INC, MIN, MAX).
+    pub fn is_reduction(self) -> bool {
+        matches!(self, Access::Inc | Access::Min | Access::Max)
+    }
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,178 @@
+//! Checks of a loop's arguments against its kernel and iteration set,
+//! before anything runs (so a bad call never touches data).
+
+use crate::arg::{Arg, ArgKind};
+use crate::decl::Set;
+use crate::error::{ArgProblem, Error, Result};
+use crate::kernel::Kernel;
+use crate::types::Access;
+
+/// Validates `args` for a loop of `kernel` over `set`.
+pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
+    let params = kernel.params();
+    if params.len() != args.len() {
+        return Err(Error::ArgumentCount {
+            kernel: kernel.name().into(),
+            expected: params.len(),
+            got: args.len(),
+        });
+    }
+    let fail = |i: usize, problem: ArgProblem| Error::Argument {
+        kernel: kernel.name().into(),
+        set: set.name().into(),
+        arg: i,
+        dat: args[i].data_name().into(),
+        problem,
+    };
+    for (i, (arg, param)) in args.iter().zip(params).enumerate() {
+        let elem = arg.storage.elem();
+        if elem != param.elem {
+            return Err(fail(
+                i,
+                ArgProblem::ElementType {
+                    expected: param.elem.name(),
+                    got: elem.name(),
+                },
+            ));
+        }
+        let access = arg.access;
+        if matches!(access, Access::Min | Access::Max) && !arg.is_global() {
+            return Err(fail(
+                i,
+                ArgProblem::ReductionOnDat {
+                    access: access.name(),
+                },
+            ));
+        }
+        if matches!(access, Access::Write | Access::ReadWrite) && arg.is_global() {
+            return Err(fail(
+                i,
+                ArgProblem::WriteToGlobal {
+                    access: access.name(),
+                },
+            ));
+        }
+        if param.mutable != access.writes() {
+            return Err(fail(
+                i,
+                ArgProblem::Mutability {
+                    access: access.name(),
+                    param_mutable: param.mutable,
+                },
+            ));
+        }
+        match &arg.kind {
+            ArgKind::Vector { map } => {
+                if param.rows != map.arity() || param.cols != arg.dim {
+                    return Err(fail(
+                        i,
+                        ArgProblem::Dim {
+                            expected: format!(
+                                "{} ({} rows of {})",
+                                param.describe(),
+                                param.rows,
+                                param.cols
+                            ),
+                            got: format!(
+                                "{} rows (arity of `{}`) of dim {}",
+                                map.arity(),
+                                map.name(),
+                                arg.dim
+                            ),
+                        },
+                    ));
+                }
+            }
+            _ => {
+                if param.len() != arg.dim {
+                    return Err(fail(
+                        i,
+                        ArgProblem::Dim {
+                            expected: format!("{} ({} values)", param.describe(), param.len()),
+                            got: format!("dim {}", arg.dim),
+                        },
+                    ));
+                }
+            }
+        }
+        let dat_set = arg.set.as_ref();
+        match &arg.kind {
+            ArgKind::Direct => {
+                let s = dat_set.expect("dats have sets");
+                if s != set {
+                    return Err(fail(
+                        i,
+                        ArgProblem::DirectSet {
+                            dat_set: s.name().into(),
+                        },
+                    ));
+                }
+            }
+            ArgKind::Indirect { map, .. } | ArgKind::Vector { map } => {
+                if map.from() != set {
+                    return Err(fail(
+                        i,
+                        ArgProblem::MapFrom {
+                            map: map.name().into(),
+                            from: map.from().name().into(),
+                        },
+                    ));
+                }
+                let s = dat_set.expect("dats have sets");
+                if map.to() != s {
+                    return Err(fail(
+                        i,
+                        ArgProblem::MapTo {
+                            map: map.name().into(),
+                            to: map.to().name().into(),
+                            dat_set: s.name().into(),
+                        },
+                    ));
+                }
+                if let ArgKind::Indirect { column, .. } = &arg.kind {
+                    if *column >= map.arity() {
+                        return Err(fail(
+                            i,
+                            ArgProblem::Column {
+                                map: map.name().into(),
+                                column: *column,
+                                arity: map.arity(),
+                            },
+                        ));
+                    }
+                }
+            }
+            ArgKind::Global => {}
+        }
+    }
+    check_conflicts(args).map_err(|(i, problem)| fail(i, problem))
+}
+
+/// The same dat or global in two arguments, one of them writing, is allowed
+/// only when every such argument is indirect with the same access (say, INC
+/// through both columns of an edge-to-cell map): the planner colours those.
+/// Anything else would race on parallel backends or alias a `&mut`.
+fn check_conflicts(args: &[Arg]) -> std::result::Result<(), (usize, ArgProblem)> {
+    for (i, a) in args.iter().enumerate() {
+        for (j, b) in args.iter().enumerate().take(i) {
+            if a.data_id() != b.data_id() || (!a.access.writes() && !b.access.writes()) {
+                continue;
+            }
+            let reason = if a.is_global() {
+                "a global may appear once when it is reduced"
+            } else if a.access != b.access {
+                if a.is_indirect() || b.is_indirect() {
+                    "different access modes, one writing, one indirect: this races on parallel backends"
+                } else {
+                    "different access modes on the same entity, one writing: the references would alias"
+                }
+            } else if !a.is_indirect() || !b.is_indirect() {
+                "a direct write and another access of the same dat would alias"
+            } else {
+                continue;
+            };
+            return Err((i, ArgProblem::Conflict { other: j, reason }));
+        }
+    }
+    Ok(())
+}
