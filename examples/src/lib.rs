@@ -1,1 +1,7 @@
+//! parloop demos and the meshes they run on.
+//!
+//! - [`airfoil`]: OP2's airfoil benchmark (2-D Euler, finite volume, NACA0012
+//!   C-grid): the grid generator, the grid file reader and writer, the five
+//!   kernels and the time loop.
 
+pub mod airfoil;
