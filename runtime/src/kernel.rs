@@ -119,6 +119,8 @@ pub enum ViewKind {
 #[derive(Clone, Copy, Debug)]
 pub struct ArgView {
     pub(crate) data: *mut u8,
+    /// Values per entity (the binder uses the equal, validated shape size).
+    #[allow(dead_code)]
     pub(crate) dim: usize,
     pub(crate) map: *const i32,
     pub(crate) arity: usize,
@@ -209,11 +211,23 @@ impl<S: Shape> KernelParam for &mut S {
 /// in `scratch`: gathered (READ, RW, WRITE) or zeroed (INC) before the call,
 /// written back or added by [`Binder::finish`] after it. Two `&mut`
 /// parameters therefore never alias, even when a map repeats a target.
+///
+/// READ vector arguments are gathered [`BATCH`] elements ahead, into `batch`:
+/// a kernel reading a row right after the gather stored it would often load
+/// across two pending stores, which stalls store-to-load forwarding (this
+/// halved adt_calc's speed). Nothing in a loop writes a READ dat
+/// (validation), so gathering early is exact.
 #[doc(hidden)]
 pub struct Binder<S: Shape> {
     view: ArgView,
     scratch: MaybeUninit<S>,
+    batch: [MaybeUninit<S>; BATCH],
+    batch_start: usize,
 }
+
+/// Elements whose READ vector arguments are gathered at once.
+#[doc(hidden)]
+pub const BATCH: usize = 8;
 
 impl<S: Shape> Binder<S> {
     #[inline(always)]
@@ -221,6 +235,33 @@ impl<S: Shape> Binder<S> {
         Binder {
             view,
             scratch: MaybeUninit::uninit(),
+            batch: [const { MaybeUninit::uninit() }; BATCH],
+            batch_start: 0,
+        }
+    }
+
+    /// Prepares elements `start..end` (at most [`BATCH`]): gathers READ
+    /// vector arguments.
+    ///
+    /// # Safety
+    /// As [`KernelParam::bind`].
+    #[inline(always)]
+    pub unsafe fn prepare(&mut self, start: usize, end: usize) {
+        if self.view.kind != ViewKind::Vector || self.view.access != Access::Read {
+            return;
+        }
+        self.batch_start = start;
+        let src = self.elems();
+        for (i, e) in (start..end).enumerate() {
+            let dst: *mut S::Elem = self.batch[i].as_mut_ptr().cast();
+            for r in 0..S::ROWS {
+                // SAFETY: each batch slot holds ROWS rows of COLS values; the
+                // target entity holds COLS (validated: dim == COLS).
+                unsafe {
+                    let t = self.target(e, r, S::COLS);
+                    std::ptr::copy_nonoverlapping(src.add(t), dst.add(r * S::COLS), S::COLS);
+                }
+            }
         }
     }
 
@@ -234,54 +275,54 @@ impl<S: Shape> Binder<S> {
         self.scratch.as_mut_ptr().cast()
     }
 
-    /// Offset (in elements) of `map[e][col]`'s entity.
+    /// Values one entity holds: `COLS` for a vector argument (one row per
+    /// map column), the whole shape otherwise. Validation guarantees it
+    /// equals the view's `dim`; using the constant lets the compiler unroll.
+    const fn entity_len(vector: bool) -> usize {
+        if vector {
+            S::COLS
+        } else {
+            S::ROWS * S::COLS
+        }
+    }
+
+    /// Offset (in elements) of `map[e][col]`'s entity, `len` values each.
     ///
     /// # Safety
     /// `e` and `col` within the map.
     #[inline(always)]
-    unsafe fn target(&self, e: usize, col: usize) -> usize {
+    unsafe fn target(&self, e: usize, col: usize, len: usize) -> usize {
         // SAFETY: caller guarantees the index lies in the map; values were
         // checked against the target set on creation.
-        unsafe { *self.view.map.add(e * self.view.arity + col) as usize * self.view.dim }
+        unsafe { *self.view.map.add(e * self.view.arity + col) as usize * len }
     }
 
-    /// Copies entity data into the scratch (or zeroes it for INC).
+    /// Copies the entity (or, for a vector, the entities of every column)
+    /// of element `e` into the scratch, or zeroes the scratch for INC.
     ///
     /// # Safety
-    /// As [`KernelParam::bind`].
+    /// As [`KernelParam::bind`]; the view is indirect or vector.
     #[inline(always)]
     unsafe fn fill_scratch(&mut self, e: usize) {
-        let dim = self.view.dim;
         let src = self.elems();
         let dst = self.scratch();
-        let rows = if self.view.kind == ViewKind::Vector {
-            S::ROWS
-        } else {
-            1
-        };
-        let count = if self.view.kind == ViewKind::Vector {
-            dim
-        } else {
-            S::ROWS * S::COLS
-        };
+        let vector = self.view.kind == ViewKind::Vector;
+        let rows = if vector { S::ROWS } else { 1 };
+        let len = Self::entity_len(vector);
+        if self.view.access == Access::Inc {
+            for k in 0..S::ROWS * S::COLS {
+                // SAFETY: the scratch holds ROWS * COLS values.
+                unsafe { dst.add(k).write(S::Elem::default()) };
+            }
+            return;
+        }
         for r in 0..rows {
-            let col = if self.view.kind == ViewKind::Vector {
-                r
-            } else {
-                self.view.column
-            };
-            // SAFETY: scratch holds ROWS * COLS values; the target holds `dim`
-            // values (validated: dim == COLS for vectors, ROWS * COLS otherwise).
+            let col = if vector { r } else { self.view.column };
+            // SAFETY: the scratch holds `rows * len` values; the target
+            // entity holds `len` (validated: dim == len).
             unsafe {
-                let t = self.target(e, col);
-                for k in 0..count {
-                    let v = if self.view.access == Access::Inc {
-                        S::Elem::default()
-                    } else {
-                        *src.add(t + k)
-                    };
-                    dst.add(r * count + k).write(v);
-                }
+                let t = self.target(e, col, len);
+                std::ptr::copy_nonoverlapping(src.add(t), dst.add(r * len), len);
             }
         }
     }
@@ -292,16 +333,18 @@ impl<S: Shape> Binder<S> {
     /// As [`KernelParam::bind`].
     #[inline(always)]
     pub unsafe fn shared(&mut self, e: usize) -> *const S {
+        let len = S::ROWS * S::COLS;
         // SAFETY: forwarded contract; see each arm.
         unsafe {
             match self.view.kind {
-                ViewKind::Direct => self.elems().add(e * self.view.dim).cast(),
-                ViewKind::Indirect => self.elems().add(self.target(e, self.view.column)).cast(),
+                ViewKind::Direct => self.elems().add(e * len).cast(),
+                ViewKind::Indirect => self
+                    .elems()
+                    .add(self.target(e, self.view.column, len))
+                    .cast(),
                 ViewKind::Global => self.elems().cast(),
-                ViewKind::Vector => {
-                    self.fill_scratch(e);
-                    self.scratch.as_ptr()
-                }
+                // Gathered by `prepare`.
+                ViewKind::Vector => self.batch[e - self.batch_start].as_ptr(),
             }
         }
     }
@@ -316,7 +359,7 @@ impl<S: Shape> Binder<S> {
         // by other parameters (validated), mapped data goes through scratch.
         unsafe {
             match self.view.kind {
-                ViewKind::Direct => self.elems().add(e * self.view.dim).cast(),
+                ViewKind::Direct => self.elems().add(e * S::ROWS * S::COLS).cast(),
                 ViewKind::Global => self.elems().cast(),
                 ViewKind::Indirect | ViewKind::Vector => {
                     self.fill_scratch(e);
@@ -337,25 +380,21 @@ impl<S: Shape> Binder<S> {
         {
             return;
         }
-        let dim = self.view.dim;
         let dst = self.elems();
         let src = self.scratch();
         let vector = self.view.kind == ViewKind::Vector;
         let rows = if vector { S::ROWS } else { 1 };
-        let count = if vector { dim } else { S::ROWS * S::COLS };
+        let len = Self::entity_len(vector);
+        let inc = self.view.access == Access::Inc;
         for r in 0..rows {
             let col = if vector { r } else { self.view.column };
             // SAFETY: as in fill_scratch; the scratch was initialised by it.
             unsafe {
-                let t = self.target(e, col);
-                for k in 0..count {
-                    let v = *src.add(r * count + k);
+                let t = self.target(e, col, len);
+                for k in 0..len {
+                    let v = *src.add(r * len + k);
                     let p = dst.add(t + k);
-                    *p = if self.view.access == Access::Inc {
-                        (*p).inc(v)
-                    } else {
-                        v
-                    };
+                    *p = if inc { (*p).inc(v) } else { v };
                 }
             }
         }
@@ -414,12 +453,18 @@ macro_rules! kernel {
                             <$ty as $crate::__private::KernelParam>::Shape,
                         >::new(*views.next().expect("validated argument count"));
                     )*
-                    for e in start..end {
+                    let mut first = start;
+                    while first < end {
+                        let stop = end.min(first + $crate::__private::BATCH);
                         // SAFETY: the executor upholds the HostFn contract.
                         unsafe {
-                            $name( $( <$ty as $crate::__private::KernelParam>::bind(&mut $param, e) ),* );
-                            $( $param.finish(e); )*
+                            $( $param.prepare(first, stop); )*
+                            for e in first..stop {
+                                $name( $( <$ty as $crate::__private::KernelParam>::bind(&mut $param, e) ),* );
+                                $( $param.finish(e); )*
+                            }
                         }
+                        first = stop;
                     }
                 }
                 // SAFETY: `host` binds each view with its parameter's shape.

@@ -68,5 +68,5 @@ pub use parloop_planner as planner;
 /// Items used by [`kernel!`]'s expansion; not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::kernel::{ArgView, Binder, KernelParam, Shape, ViewKind};
+    pub use crate::kernel::{ArgView, Binder, KernelParam, Shape, ViewKind, BATCH};
 }
