@@ -1,0 +1,221 @@
+//! The airfoil benchmark against OP2's reference data
+//! (`shared/data/airfoil/README.md`): the generated grid file is
+//! byte-identical to the reference grid, and 1000 iterations reproduce OP2's
+//! residuals within 1e-10 relative on every CPU backend.
+
+use parloop::{Backend, Error, Runtime};
+use parloop_examples::airfoil::{grid::Grid, Airfoil};
+use sha2::{Digest, Sha256};
+
+/// SHA-256 of the reference 100x150 grid file (shared/data/airfoil/README.md).
+const GRID_100X150_SHA256: &str =
+    "f82b00093ef15cbdcf9e1672edfdcf1917961c58539f14a77f4585c14e426178";
+
+/// OP2's sequential double-precision rms every 100 iterations, 100x150 grid.
+const REFERENCE_100X150: [f64; 10] = [
+    5.09639642815112545e-04,
+    3.03392277048367197e-04,
+    2.11974917137214047e-04,
+    1.55293568002390435e-04,
+    1.24173086812545886e-04,
+    9.96295075730660473e-05,
+    8.10373378319785548e-05,
+    6.81040372829913479e-05,
+    5.84972493393808742e-05,
+    5.10296733643125940e-05,
+];
+
+fn grid_file_bytes() -> Vec<u8> {
+    let mut out = Vec::new();
+    Grid::generate(100, 150).unwrap().write(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn generated_grid_file_is_byte_identical_to_the_reference() {
+    let bytes = grid_file_bytes();
+    let hash: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(hash, GRID_100X150_SHA256);
+    let text = std::str::from_utf8(&bytes).unwrap();
+    assert!(text.starts_with(" 45451 45000 89650 700 \n 9.000000 -0.000000 \n"));
+}
+
+#[test]
+fn generated_coordinates_equal_the_file_after_rounding() {
+    let bytes = grid_file_bytes();
+    let read = Grid::parse(std::str::from_utf8(&bytes).unwrap(), "memory").unwrap();
+    let generated = Grid::generate(100, 150).unwrap();
+    assert_ne!(read.x, generated.x, "rounding to 6 decimals must matter");
+    assert_eq!(read, generated.rounded());
+}
+
+fn residuals(backend: Backend, grid: &Grid) -> Vec<(usize, f64)> {
+    let rt = Runtime::with_backend(backend).unwrap();
+    let mut airfoil = Airfoil::new(&rt, grid).unwrap();
+    airfoil.run(1000, |_, _| {}).unwrap()
+}
+
+fn assert_reference(got: &[(usize, f64)]) {
+    assert_eq!(got.len(), 10);
+    for (k, (&(iter, rms), &want)) in got.iter().zip(&REFERENCE_100X150).enumerate() {
+        assert_eq!(iter, 100 * (k + 1));
+        let rel = ((rms - want) / want).abs();
+        assert!(
+            rel <= 1e-10,
+            "iteration {iter}: rms {rms:.17e}, reference {want:.17e}, relative error {rel:.2e}"
+        );
+    }
+}
+
+#[test]
+fn seq_reproduces_the_reference_residuals_on_the_generated_grid() {
+    assert_reference(&residuals(
+        Backend::Seq,
+        &Grid::generate(100, 150).unwrap().rounded(),
+    ));
+}
+
+#[test]
+fn threads_reproduces_the_reference_residuals_on_the_generated_grid() {
+    assert_reference(&residuals(
+        Backend::Threads,
+        &Grid::generate(100, 150).unwrap().rounded(),
+    ));
+}
+
+/// The grid written to a file and read back, as a user would.
+fn grid_through_a_file(tag: &str) -> Grid {
+    let path =
+        std::env::temp_dir().join(format!("parloop-airfoil-{tag}-{}.dat", std::process::id()));
+    Grid::generate(100, 150).unwrap().write_file(&path).unwrap();
+    let grid = Grid::read_file(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    grid
+}
+
+#[test]
+fn seq_reproduces_the_reference_residuals_on_the_grid_read_from_a_file() {
+    assert_reference(&residuals(Backend::Seq, &grid_through_a_file("seq")));
+}
+
+#[test]
+fn threads_reproduces_the_reference_residuals_on_the_grid_read_from_a_file() {
+    assert_reference(&residuals(
+        Backend::Threads,
+        &grid_through_a_file("threads"),
+    ));
+}
+
+fn parse_error(text: &str) -> (usize, String) {
+    match Grid::parse(text, "g.dat").unwrap_err() {
+        e @ Error::Input { .. } => {
+            let msg = e.to_string();
+            let Error::Input { line, .. } = e else {
+                unreachable!()
+            };
+            (line, msg)
+        }
+        other => panic!("expected an input error, got {other:?}"),
+    }
+}
+
+#[test]
+fn malformed_grid_files_are_errors_naming_the_line() {
+    let good = " 4 1 0 1 \n 0.0 0.0 \n 1.0 0.0 \n 1.0 1.0 \n 0.0 1.0 \n 0 1 2 3 \n 0 1 0 1 \n";
+    assert_eq!(Grid::parse(good, "g.dat").unwrap().ncell(), 1);
+    let (line, msg) = parse_error(" 4 1 0 1 \n 0.0 0.0 \n 1.0 zero \n");
+    assert_eq!(line, 3);
+    assert!(msg.contains("g.dat:3") && msg.contains("`zero`"), "{msg}");
+    let (_, msg) = parse_error(" 4 1 0 1 \n 0.0 0.0 \n");
+    assert!(msg.contains("truncated") && msg.contains("node 1"), "{msg}");
+    let (line, msg) = parse_error(" 4 1 0 1 \n 0 0 \n 1 0 \n 1 1 \n 0 1 \n 0 1 2 7 \n 0 1 0 1 \n");
+    assert_eq!(line, 6);
+    assert!(msg.contains("node 7 is out of range"), "{msg}");
+    let (line, msg) = parse_error(" 4 1 0 1 \n 0 0 \n 1 0 \n 1 1 \n 0 1 \n 0 1 2 3 \n 0 1 0 3 \n");
+    assert_eq!(line, 7);
+    assert!(msg.contains("bound 3"), "{msg}");
+    let (line, _) = parse_error(" 4 1 0 \n");
+    assert_eq!(line, 1);
+    let (line, msg) = parse_error(" 4 1 0 1 \n 0 0 5 \n");
+    assert_eq!(line, 2);
+    assert!(msg.contains("extra field"), "{msg}");
+    let (_, msg) = parse_error("");
+    assert!(msg.contains("truncated"), "{msg}");
+}
+
+#[test]
+fn invalid_grid_sizes_are_errors() {
+    assert!(matches!(
+        Grid::generate(0, 10).unwrap_err(),
+        Error::Input { .. }
+    ));
+    assert!(matches!(
+        Grid::generate(10, 1).unwrap_err(),
+        Error::Input { .. }
+    ));
+}
+
+#[test]
+fn the_airfoil_binary_prints_the_reference_residual_format() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_airfoil"))
+        .args([
+            "--grid-size",
+            "100,150",
+            "--iterations",
+            "100",
+            "--backend",
+            "threads",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.lines().any(|l| l == "  100  5.09640e-04"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("GB/s"), "{stdout}");
+}
+
+#[test]
+fn the_airfoil_binary_reports_bad_input_without_panicking() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_airfoil"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, err) = run(&["--grid", "/nonexistent/grid.dat"]);
+    assert!(
+        !ok && err.contains("/nonexistent/grid.dat") && !err.contains("panicked"),
+        "{err}"
+    );
+    let (ok, err) = run(&[
+        "--backend",
+        "cuda",
+        "--iterations",
+        "1",
+        "--grid-size",
+        "2,3",
+    ]);
+    assert!(
+        !ok && err.contains("cuda") && !err.contains("panicked"),
+        "{err}"
+    );
+    let (ok, err) = run(&["--grid-size", "0,3"]);
+    assert!(
+        !ok && err.contains("0,3") && !err.contains("panicked"),
+        "{err}"
+    );
+}

@@ -1,0 +1,283 @@
+//! `threads` against `seq` on random meshes and loops: direct and indirect
+//! arguments, every access mode, vector arguments and global reductions of
+//! several element types. Floating-point increments may differ by summation
+//! order (1e-12 relative); everything else must be identical. Threaded
+//! results must not depend on the thread count.
+
+use parloop::{kernel, Access, Backend, Runtime};
+use proptest::prelude::*;
+
+kernel! {
+    /// Edge loop: INC through both columns, READ through a vector argument,
+    /// direct READ, and every kind of global reduction.
+    fn edge_flux(
+        w: &f64,
+        xs: &[[f64; 2]; 2],
+        r0: &mut [f64; 2],
+        r1: &mut [f64; 2],
+        count: &mut u64,
+        lo: &mut i32,
+        hi: &mut f32,
+        total: &mut f64,
+    ) {
+        let f = *w * (xs[1][0] - xs[0][0] + 2.0 * xs[1][1]);
+        r0[0] += f;
+        r0[1] += 0.5 * *w;
+        r1[0] -= f;
+        r1[1] += 0.25 * *w;
+        *count += 1;
+        let k = (*w * 100.0) as i32;
+        if k < *lo {
+            *lo = k;
+        }
+        let wf = *w as f32;
+        if wf > *hi {
+            *hi = wf;
+        }
+        *total += f;
+    }
+}
+
+kernel! {
+    /// Integer RW through one map column: adding is order-independent, so
+    /// the result is exact on every backend.
+    fn tally(id: &i64, t: &mut [i64; 2]) {
+        t[0] = t[0].wrapping_add(*id);
+        t[1] = t[1].wrapping_add(1);
+    }
+}
+
+kernel! {
+    /// Vector INC over every column, f32 data.
+    fn spread(v: &f32, targets: &mut [[f32; 1]; 3]) {
+        for k in 0..3 {
+            targets[k][0] += *v * (k as f32 + 1.0);
+        }
+    }
+}
+
+kernel! {
+    /// Direct WRITE and RW, indirect READ through a scalar column.
+    fn relax(src: &[f64; 2], a: &mut f64, b: &mut [u32; 1]) {
+        *a = 0.5 * (src[0] + src[1]) + *a;
+        b[0] = b[0].wrapping_mul(3).wrapping_add(1);
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Mesh {
+    nedges: usize,
+    nnodes: usize,
+    arity3: Vec<i32>,
+    pairs: Vec<i32>,
+    weights: Vec<f64>,
+    coords: Vec<f64>,
+}
+
+fn mesh() -> impl Strategy<Value = Mesh> {
+    (
+        prop_oneof![Just(0usize), Just(1usize), 2usize..3000],
+        1usize..400,
+    )
+        .prop_flat_map(|(nedges, nnodes)| {
+            (
+                Just(nedges),
+                Just(nnodes),
+                proptest::collection::vec(0..nnodes as i32, nedges * 3),
+                proptest::collection::vec(0..nnodes as i32, nedges * 2),
+                proptest::collection::vec(0.01f64..10.0, nedges),
+                proptest::collection::vec(-5.0f64..5.0, nnodes * 2),
+            )
+                .prop_map(|(nedges, nnodes, arity3, pairs, weights, coords)| Mesh {
+                    nedges,
+                    nnodes,
+                    arity3,
+                    pairs,
+                    weights,
+                    coords,
+                })
+        })
+}
+
+/// Everything a run produces, as bits where exactness is required.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    res: Vec<f64>,
+    total: f64,
+    count: u64,
+    lo: i32,
+    hi: f32,
+    tally: Vec<i64>,
+    spread: Vec<f32>,
+    a: Vec<f64>,
+    b: Vec<u32>,
+}
+
+fn run(backend: Backend, m: &Mesh, part_size: Option<usize>) -> Outcome {
+    let mut rt = Runtime::with_backend(backend).unwrap();
+    rt.set_part_size(part_size);
+    let edges = rt.set("edges", m.nedges);
+    let nodes = rt.set("nodes", m.nnodes);
+    let pair = rt.map("pair", &edges, &nodes, 2, m.pairs.clone()).unwrap();
+    let tri = rt.map("tri", &edges, &nodes, 3, m.arity3.clone()).unwrap();
+    let w = rt.dat("w", &edges, 1, m.weights.clone()).unwrap();
+    let x = rt.dat("x", &nodes, 2, m.coords.clone()).unwrap();
+    let res = rt
+        .dat("res", &nodes, 2, vec![0.0f64; 2 * m.nnodes])
+        .unwrap();
+    let count = rt.global("count", &[7u64]).unwrap();
+    let lo = rt.global("lo", &[i32::MAX]).unwrap();
+    let hi = rt.global("hi", &[f32::MIN]).unwrap();
+    let total = rt.global("total", &[0.0f64]).unwrap();
+    for _ in 0..2 {
+        rt.par_loop(
+            edge_flux::KERNEL,
+            &edges,
+            &[
+                w.arg(Access::READ),
+                x.arg_vec(&pair, Access::READ),
+                res.arg_via(&pair, 0, Access::INC),
+                res.arg_via(&pair, 1, Access::INC),
+                count.arg(Access::INC),
+                lo.arg(Access::MIN),
+                hi.arg(Access::MAX),
+                total.arg(Access::INC),
+            ],
+        )
+        .unwrap();
+    }
+    let ids: Vec<i64> = (0..m.nedges as i64).map(|i| i * 7919 - 3).collect();
+    let id = rt.dat("id", &edges, 1, ids).unwrap();
+    let t = rt.dat("t", &nodes, 2, vec![0i64; 2 * m.nnodes]).unwrap();
+    rt.par_loop(
+        tally::KERNEL,
+        &edges,
+        &[id.arg(Access::READ), t.arg_via(&tri, 2, Access::RW)],
+    )
+    .unwrap();
+    let v = rt
+        .dat(
+            "v",
+            &edges,
+            1,
+            m.weights.iter().map(|&w| w as f32).collect(),
+        )
+        .unwrap();
+    let s = rt.dat("s", &nodes, 1, vec![0.0f32; m.nnodes]).unwrap();
+    rt.par_loop(
+        spread::KERNEL,
+        &edges,
+        &[v.arg(Access::READ), s.arg_vec(&tri, Access::INC)],
+    )
+    .unwrap();
+    let a = rt.dat("a", &edges, 1, vec![1.0f64; m.nedges]).unwrap();
+    let b = rt
+        .dat("b", &edges, 1, (0..m.nedges as u32).collect())
+        .unwrap();
+    rt.par_loop(
+        relax::KERNEL,
+        &edges,
+        &[
+            x.arg_via(&tri, 1, Access::READ),
+            a.arg(Access::RW),
+            b.arg(Access::WRITE),
+        ],
+    )
+    .unwrap();
+    Outcome {
+        res: res.values(),
+        total: total.value(),
+        count: count.value(),
+        lo: lo.value(),
+        hi: hi.value(),
+        tally: t.values(),
+        spread: s.values(),
+        a: a.values(),
+        b: b.values(),
+    }
+}
+
+fn close(a: f64, b: f64, scale: f64) -> bool {
+    (a - b).abs() <= 1e-12 * scale.max(a.abs()).max(1e-300)
+}
+
+fn assert_matches(seq: &Outcome, other: &Outcome) -> Result<(), TestCaseError> {
+    // Increments of mixed sign: compare relative to the magnitude of terms.
+    let scale = seq.res.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+    for (i, (x, y)) in seq.res.iter().zip(&other.res).enumerate() {
+        prop_assert!(close(*x, *y, scale), "res[{}]: seq {} vs {}", i, x, y);
+    }
+    prop_assert!(
+        close(seq.total, other.total, scale * seq.count as f64),
+        "total {} vs {}",
+        seq.total,
+        other.total
+    );
+    for (i, (x, y)) in seq.spread.iter().zip(&other.spread).enumerate() {
+        prop_assert!(
+            (x - y).abs() <= 1e-5 * x.abs().max(1.0),
+            "spread[{}]: {} vs {} (f32)",
+            i,
+            x,
+            y
+        );
+    }
+    prop_assert_eq!(seq.count, other.count);
+    prop_assert_eq!(seq.lo, other.lo);
+    prop_assert_eq!(seq.hi.to_bits(), other.hi.to_bits());
+    prop_assert_eq!(&seq.tally, &other.tally);
+    prop_assert_eq!(&seq.a, &other.a);
+    prop_assert_eq!(&seq.b, &other.b);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn threads_matches_seq(m in mesh(), part in prop_oneof![Just(None), (1usize..200).prop_map(Some)]) {
+        let seq = run(Backend::Seq, &m, None);
+        let threads = run(Backend::Threads, &m, part);
+        assert_matches(&seq, &threads)?;
+        prop_assert_eq!(seq.count, 7 + 2 * m.nedges as u64);
+    }
+}
+
+#[test]
+fn threaded_results_are_bitwise_identical_for_any_thread_count() {
+    let (nedges, nnodes) = (2500, 300);
+    let m = Mesh {
+        nedges,
+        nnodes,
+        arity3: (0..nedges * 3)
+            .map(|k| ((k * 7919) % nnodes) as i32)
+            .collect(),
+        pairs: (0..nedges * 2)
+            .map(|k| ((k * 104_729 + 11) % nnodes) as i32)
+            .collect(),
+        weights: (0..nedges).map(|k| 0.01 + (k % 97) as f64 * 0.1).collect(),
+        coords: (0..nnodes * 2)
+            .map(|k| ((k % 13) as f64 - 6.0) * 0.37)
+            .collect(),
+    };
+    let pool = |n| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .unwrap()
+    };
+    let one = pool(1).install(|| run(Backend::Threads, &m, None));
+    let two = pool(2).install(|| run(Backend::Threads, &m, None));
+    let four = pool(4).install(|| run(Backend::Threads, &m, None));
+    let bits = |o: &Outcome| {
+        (
+            o.res.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            o.total.to_bits(),
+        )
+    };
+    assert_eq!(bits(&one), bits(&two));
+    assert_eq!(bits(&one), bits(&four));
+    assert_eq!(one, four);
+    // And the same as seq within rounding.
+    assert_matches(&run(Backend::Seq, &m, None), &one).unwrap();
+}
