@@ -107,7 +107,7 @@ impl fmt::Debug for Set {
     }
 }
 
-struct MapInner {
+pub(crate) struct MapInner {
     id: u64,
     name: String,
     from: Set,
@@ -119,7 +119,7 @@ struct MapInner {
 /// A fixed-arity map from the entities of one set to those of another
 /// (edge -> 2 nodes, cell -> 4 nodes). Values are checked on creation.
 #[derive(Clone)]
-pub struct Map(Arc<MapInner>);
+pub struct Map(pub(crate) Arc<MapInner>);
 
 impl Map {
     pub(crate) fn new(

@@ -70,8 +70,8 @@ pub enum Error {
         arg: usize,
         /// The dat or global of the argument.
         dat: String,
-        /// What is wrong.
-        problem: ArgProblem,
+        /// What is wrong (boxed to keep `Result`s small).
+        problem: Box<ArgProblem>,
     },
     /// A dat is borrowed by the host while a loop needs it.
     #[error(

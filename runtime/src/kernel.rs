@@ -434,7 +434,8 @@ macro_rules! kernel {
         $vis:vis fn $name:ident ( $( $param:ident : $ty:ty ),* $(,)? ) $body:block
     ) => {
         $(#[$attr])*
-        #[allow(clippy::too_many_arguments)]
+        // Kernels are written in the indexable subset that translates to CUDA.
+        #[allow(clippy::too_many_arguments, clippy::needless_range_loop, clippy::manual_memcpy)]
         $vis fn $name( $( $param : $ty ),* ) $body
 
         #[doc = concat!("The parloop kernel descriptor of [`", stringify!($name), "()`].")]

@@ -125,3 +125,71 @@ impl PlanCache {
         self.entries.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{kernel, Access, Backend, Runtime};
+
+    kernel! {
+        fn inc2(a: &mut f64, b: &mut f64) {
+            *a += 1.0;
+            *b += 1.0;
+        }
+    }
+
+    #[test]
+    fn the_cache_is_bounded_and_evicts_the_oldest() {
+        let mut cache = PlanCache::new(2);
+        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+        let keys: Vec<LoopKey> = (0..3)
+            .map(|n| LoopKey::new(&rt.set("s", n), n, None, 1024, false, &[]))
+            .collect();
+        for k in &keys {
+            cache.insert(
+                k.clone(),
+                Arc::new(LoopPlan {
+                    plan: None,
+                    bytes: 0,
+                }),
+            );
+        }
+        assert_eq!(cache.len(), 2);
+        assert!(cache.get(&keys[0]).is_none());
+        assert!(cache.get(&keys[2]).is_some());
+    }
+
+    #[test]
+    fn cached_plans_keep_no_user_data_alive_and_are_reused() {
+        let rt = Runtime::with_backend(Backend::Threads).unwrap();
+        let edges = rt.set("edges", 1000);
+        let nodes = rt.set("nodes", 101);
+        let values: Vec<i32> = (0..2000).map(|k| (k / 2 + k % 2) % 101).collect();
+        let m = rt.map("m", &edges, &nodes, 2, values).unwrap();
+        let r = rt.dat("r", &nodes, 1, vec![0.0f64; 101]).unwrap();
+        let weak_map = std::sync::Arc::downgrade(&m.0);
+        let weak_dat = std::sync::Arc::downgrade(&r.0);
+        for _ in 0..3 {
+            rt.par_loop(
+                inc2::KERNEL,
+                &edges,
+                &[r.arg_via(&m, 0, Access::INC), r.arg_via(&m, 1, Access::INC)],
+            )
+            .unwrap();
+        }
+        assert_eq!(rt.cached_plans(), 1, "one loop shape, one plan");
+        let report = rt.report();
+        assert_eq!(report[0].calls, 3);
+        assert!(report[0].plan_seconds > 0.0);
+        drop((m, r));
+        assert!(
+            weak_map.upgrade().is_none(),
+            "the cache keeps the map alive"
+        );
+        assert!(
+            weak_dat.upgrade().is_none(),
+            "the cache keeps the dat alive"
+        );
+        assert_eq!(rt.cached_plans(), 1);
+    }
+}

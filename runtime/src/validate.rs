@@ -22,7 +22,7 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
         set: set.name().into(),
         arg: i,
         dat: args[i].data_name().into(),
-        problem,
+        problem: Box::new(problem),
     };
     for (i, (arg, param)) in args.iter().zip(params).enumerate() {
         let elem = arg.storage.elem();

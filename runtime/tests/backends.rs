@@ -59,7 +59,7 @@ kernel! {
 kernel! {
     /// Direct WRITE and RW, indirect READ through a scalar column.
     fn relax(src: &[f64; 2], a: &mut f64, b: &mut [u32; 1]) {
-        *a = 0.5 * (src[0] + src[1]) + *a;
+        *a += 0.5 * (src[0] + src[1]);
         b[0] = b[0].wrapping_mul(3).wrapping_add(1);
     }
 }

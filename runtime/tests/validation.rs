@@ -39,7 +39,7 @@ fn rt() -> Runtime {
 fn problem(e: Error) -> (usize, ArgProblem, String) {
     let msg = e.to_string();
     match e {
-        Error::Argument { arg, problem, .. } => (arg, problem, msg),
+        Error::Argument { arg, problem, .. } => (arg, *problem, msg),
         other => panic!("expected an argument error, got {other:?}"),
     }
 }

@@ -105,6 +105,7 @@ impl Spline {
 }
 
 /// Gaussian elimination with partial pivoting.
+#[allow(clippy::needless_range_loop)] // row and column indices read best here
 fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
     let n = b.len();
     for col in 0..n {
