@@ -166,12 +166,12 @@ unsafe impl<T: Scalar, const M: usize, const N: usize> Shape for [[T; M]; N] {
 pub trait KernelParam {
     type Shape: Shape;
     const SIG: ParamSig;
-    /// Binds the parameter for element `e`.
+    /// Binds the parameter for batch slot `i` (after [`Binder::prepare`]).
     ///
     /// # Safety
     /// The binder's view must satisfy the [`HostFn`] contract, and the result
     /// must not outlive the binder's next use.
-    unsafe fn bind(binder: &mut Binder<Self::Shape>, e: usize) -> Self;
+    unsafe fn bind(binder: &mut Binder<Self::Shape>, i: usize) -> Self;
 }
 
 impl<S: Shape> KernelParam for &S {
@@ -183,9 +183,9 @@ impl<S: Shape> KernelParam for &S {
         mutable: false,
     };
     #[inline(always)]
-    unsafe fn bind(binder: &mut Binder<S>, e: usize) -> Self {
+    unsafe fn bind(binder: &mut Binder<S>, i: usize) -> Self {
         // SAFETY: forwarded contract.
-        unsafe { &*binder.shared(e) }
+        unsafe { &*binder.ptr(i) }
     }
 }
 
@@ -198,92 +198,80 @@ impl<S: Shape> KernelParam for &mut S {
         mutable: true,
     };
     #[inline(always)]
-    unsafe fn bind(binder: &mut Binder<S>, e: usize) -> Self {
+    unsafe fn bind(binder: &mut Binder<S>, i: usize) -> Self {
         // SAFETY: forwarded contract.
-        unsafe { &mut *binder.exclusive(e) }
+        unsafe { &mut *binder.ptr(i) }
     }
 }
 
-/// Turns an [`ArgView`] into parameter references, element by element.
+/// Turns an [`ArgView`] into parameter references, a batch of elements at
+/// a time, in three phases the host adapter runs for every batch:
 ///
-/// Direct, single-target READ and global arguments point straight into the
-/// data. Vector arguments, and writes through maps, go through a private copy
-/// in `scratch`: gathered (READ, RW, WRITE) or zeroed (INC) before the call,
-/// written back or added by [`Binder::finish`] after it. Two `&mut`
-/// parameters therefore never alias, even when a map repeats a target.
+/// 1. [`Binder::prepare`] resolves the parameter's pointer for each element
+///    of the batch, in a tight loop whose kind of access is decided once per
+///    batch: direct and global views point into the data; READ through a map
+///    points at the target; vector views are gathered, and writes through
+///    maps get a private copy (gathered, or zeroed for INC).
+/// 2. The kernel is called per element with pointer loads only.
+/// 3. [`Binder::finish`], element by element in order, writes private copies
+///    back or adds them, so increments land in the sequential order.
 ///
-/// READ vector arguments are gathered [`BATCH`] elements ahead, into `batch`:
-/// a kernel reading a row right after the gather stored it would often load
-/// across two pending stores, which stalls store-to-load forwarding (this
-/// halved adt_calc's speed). Nothing in a loop writes a READ dat
-/// (validation), so gathering early is exact.
+/// Two `&mut` parameters therefore never alias, even when a map repeats a
+/// target. A mapped RW or WRITE argument must see earlier elements' writes,
+/// so a kernel with one runs batches of one element ([`Binder::sequential`]).
+/// Resolving ahead also keeps a kernel from loading a gathered row right
+/// after its stores, which stalls store-to-load forwarding.
 #[doc(hidden)]
 pub struct Binder<S: Shape> {
     view: ArgView,
-    scratch: MaybeUninit<S>,
-    batch: [MaybeUninit<S>; BATCH],
-    batch_start: usize,
+    /// What `finish` does with the private copies.
+    writeback: Writeback,
+    ptrs: [*mut S; BATCH],
+    copies: [MaybeUninit<S>; BATCH],
 }
 
-/// Elements whose READ vector arguments are gathered at once.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Writeback {
+    None,
+    Copy,
+    Add,
+}
+
+/// Elements per batch of the host adapter.
 #[doc(hidden)]
-pub const BATCH: usize = 8;
+pub const BATCH: usize = 16;
 
 impl<S: Shape> Binder<S> {
+    /// Values of one mapped entity: a row for vectors, the shape otherwise.
+    const ROW: usize = S::COLS;
+    const ALL: usize = S::ROWS * S::COLS;
+
     #[inline(always)]
     pub fn new(view: ArgView) -> Self {
+        let mapped = matches!(view.kind, ViewKind::Indirect | ViewKind::Vector);
+        let writeback = match view.access {
+            _ if !mapped => Writeback::None,
+            Access::Read => Writeback::None,
+            Access::Inc => Writeback::Add,
+            _ => Writeback::Copy,
+        };
         Binder {
             view,
-            scratch: MaybeUninit::uninit(),
-            batch: [const { MaybeUninit::uninit() }; BATCH],
-            batch_start: 0,
+            writeback,
+            ptrs: [std::ptr::null_mut(); BATCH],
+            copies: [const { MaybeUninit::uninit() }; BATCH],
         }
     }
 
-    /// Prepares elements `start..end` (at most [`BATCH`]): gathers READ
-    /// vector arguments.
-    ///
-    /// # Safety
-    /// As [`KernelParam::bind`].
+    /// Whether elements must run one at a time (a mapped RW or WRITE).
     #[inline(always)]
-    pub unsafe fn prepare(&mut self, start: usize, end: usize) {
-        if self.view.kind != ViewKind::Vector || self.view.access != Access::Read {
-            return;
-        }
-        self.batch_start = start;
-        let src = self.elems();
-        for (i, e) in (start..end).enumerate() {
-            let dst: *mut S::Elem = self.batch[i].as_mut_ptr().cast();
-            for r in 0..S::ROWS {
-                // SAFETY: each batch slot holds ROWS rows of COLS values; the
-                // target entity holds COLS (validated: dim == COLS).
-                unsafe {
-                    let t = self.target(e, r, S::COLS);
-                    std::ptr::copy_nonoverlapping(src.add(t), dst.add(r * S::COLS), S::COLS);
-                }
-            }
-        }
+    pub fn sequential(&self) -> bool {
+        self.writeback == Writeback::Copy
     }
 
     #[inline(always)]
     fn elems(&self) -> *mut S::Elem {
         self.view.data.cast()
-    }
-
-    #[inline(always)]
-    fn scratch(&mut self) -> *mut S::Elem {
-        self.scratch.as_mut_ptr().cast()
-    }
-
-    /// Values one entity holds: `COLS` for a vector argument (one row per
-    /// map column), the whole shape otherwise. Validation guarantees it
-    /// equals the view's `dim`; using the constant lets the compiler unroll.
-    const fn entity_len(vector: bool) -> usize {
-        if vector {
-            S::COLS
-        } else {
-            S::ROWS * S::COLS
-        }
     }
 
     /// Offset (in elements) of `map[e][col]`'s entity, `len` values each.
@@ -297,105 +285,112 @@ impl<S: Shape> Binder<S> {
         unsafe { *self.view.map.add(e * self.view.arity + col) as usize * len }
     }
 
-    /// Copies the entity (or, for a vector, the entities of every column)
-    /// of element `e` into the scratch, or zeroes the scratch for INC.
-    ///
-    /// # Safety
-    /// As [`KernelParam::bind`]; the view is indirect or vector.
-    #[inline(always)]
-    unsafe fn fill_scratch(&mut self, e: usize) {
-        let src = self.elems();
-        let dst = self.scratch();
-        let vector = self.view.kind == ViewKind::Vector;
-        let rows = if vector { S::ROWS } else { 1 };
-        let len = Self::entity_len(vector);
-        if self.view.access == Access::Inc {
-            for k in 0..S::ROWS * S::COLS {
-                // SAFETY: the scratch holds ROWS * COLS values.
-                unsafe { dst.add(k).write(S::Elem::default()) };
-            }
-            return;
-        }
-        for r in 0..rows {
-            let col = if vector { r } else { self.view.column };
-            // SAFETY: the scratch holds `rows * len` values; the target
-            // entity holds `len` (validated: dim == len).
-            unsafe {
-                let t = self.target(e, col, len);
-                std::ptr::copy_nonoverlapping(src.add(t), dst.add(r * len), len);
-            }
-        }
-    }
-
-    /// A shared reference for element `e`.
+    /// Resolves pointers for elements `first..first + n` (`n <= BATCH`).
     ///
     /// # Safety
     /// As [`KernelParam::bind`].
     #[inline(always)]
-    pub unsafe fn shared(&mut self, e: usize) -> *const S {
-        let len = S::ROWS * S::COLS;
-        // SAFETY: forwarded contract; see each arm.
+    pub unsafe fn prepare(&mut self, first: usize, n: usize) {
+        let data = self.elems();
+        let col = self.view.column;
+        // SAFETY: every offset lies in the locked data: direct elements and
+        // map values are in range (validated), and dims match the shape.
         unsafe {
-            match self.view.kind {
-                ViewKind::Direct => self.elems().add(e * len).cast(),
-                ViewKind::Indirect => self
-                    .elems()
-                    .add(self.target(e, self.view.column, len))
-                    .cast(),
-                ViewKind::Global => self.elems().cast(),
-                // Gathered by `prepare`.
-                ViewKind::Vector => self.batch[e - self.batch_start].as_ptr(),
-            }
-        }
-    }
-
-    /// An exclusive reference for element `e`; pair with [`Binder::finish`].
-    ///
-    /// # Safety
-    /// As [`KernelParam::bind`].
-    #[inline(always)]
-    pub unsafe fn exclusive(&mut self, e: usize) -> *mut S {
-        // SAFETY: forwarded contract; direct and global data are not aliased
-        // by other parameters (validated), mapped data goes through scratch.
-        unsafe {
-            match self.view.kind {
-                ViewKind::Direct => self.elems().add(e * S::ROWS * S::COLS).cast(),
-                ViewKind::Global => self.elems().cast(),
-                ViewKind::Indirect | ViewKind::Vector => {
-                    self.fill_scratch(e);
-                    self.scratch.as_mut_ptr()
+            match (self.view.kind, self.writeback) {
+                (ViewKind::Direct, _) => {
+                    for i in 0..n {
+                        self.ptrs[i] = data.add((first + i) * Self::ALL).cast();
+                    }
+                }
+                (ViewKind::Global, _) => {
+                    for i in 0..n {
+                        self.ptrs[i] = data.cast();
+                    }
+                }
+                (ViewKind::Indirect, Writeback::None) => {
+                    for i in 0..n {
+                        self.ptrs[i] = data.add(self.target(first + i, col, Self::ALL)).cast();
+                    }
+                }
+                (_, Writeback::Add) => {
+                    for i in 0..n {
+                        let copy: *mut S::Elem = self.copies[i].as_mut_ptr().cast();
+                        for k in 0..Self::ALL {
+                            copy.add(k).write(S::Elem::default());
+                        }
+                        self.ptrs[i] = copy.cast();
+                    }
+                }
+                (ViewKind::Vector, _) => {
+                    for i in 0..n {
+                        let copy: *mut S::Elem = self.copies[i].as_mut_ptr().cast();
+                        for r in 0..S::ROWS {
+                            let t = self.target(first + i, r, Self::ROW);
+                            std::ptr::copy_nonoverlapping(
+                                data.add(t),
+                                copy.add(r * Self::ROW),
+                                Self::ROW,
+                            );
+                        }
+                        self.ptrs[i] = copy.cast();
+                    }
+                }
+                (ViewKind::Indirect, _) => {
+                    for i in 0..n {
+                        let copy: *mut S::Elem = self.copies[i].as_mut_ptr().cast();
+                        let t = self.target(first + i, col, Self::ALL);
+                        std::ptr::copy_nonoverlapping(data.add(t), copy, Self::ALL);
+                        self.ptrs[i] = copy.cast();
+                    }
                 }
             }
         }
     }
 
-    /// After the kernel call: writes back or adds a mapped write's scratch.
+    /// The pointer of batch slot `i`.
+    #[inline(always)]
+    pub fn ptr(&self, i: usize) -> *mut S {
+        self.ptrs[i]
+    }
+
+    /// Writes back or adds the private copy of batch slot `i` (element `e`).
     ///
     /// # Safety
-    /// As [`KernelParam::bind`], after [`Binder::exclusive`] for the same `e`.
+    /// As [`KernelParam::bind`], after the kernel ran on slot `i`.
     #[inline(always)]
-    pub unsafe fn finish(&mut self, e: usize) {
-        if !self.view.access.writes()
-            || !matches!(self.view.kind, ViewKind::Indirect | ViewKind::Vector)
-        {
+    pub unsafe fn finish(&mut self, i: usize, e: usize) {
+        if self.writeback == Writeback::None {
             return;
         }
+        let add = self.writeback == Writeback::Add;
+        let copy: *const S::Elem = self.copies[i].as_ptr().cast();
+        // SAFETY: `prepare` initialised the copy; targets are in range.
+        unsafe {
+            if self.view.kind == ViewKind::Vector {
+                for r in 0..S::ROWS {
+                    let t = self.target(e, r, Self::ROW);
+                    self.store(t, copy.add(r * Self::ROW), Self::ROW, add);
+                }
+            } else {
+                let t = self.target(e, self.view.column, Self::ALL);
+                self.store(t, copy, Self::ALL, add);
+            }
+        }
+    }
+
+    /// Copies or adds `len` values from `src` to the data at offset `to`.
+    ///
+    /// # Safety
+    /// Both ranges are valid for `len` values.
+    #[inline(always)]
+    unsafe fn store(&self, to: usize, src: *const S::Elem, len: usize, add: bool) {
         let dst = self.elems();
-        let src = self.scratch();
-        let vector = self.view.kind == ViewKind::Vector;
-        let rows = if vector { S::ROWS } else { 1 };
-        let len = Self::entity_len(vector);
-        let inc = self.view.access == Access::Inc;
-        for r in 0..rows {
-            let col = if vector { r } else { self.view.column };
-            // SAFETY: as in fill_scratch; the scratch was initialised by it.
+        for k in 0..len {
+            // SAFETY: forwarded contract.
             unsafe {
-                let t = self.target(e, col, len);
-                for k in 0..len {
-                    let v = *src.add(r * len + k);
-                    let p = dst.add(t + k);
-                    *p = if inc { (*p).inc(v) } else { v };
-                }
+                let v = *src.add(k);
+                let p = dst.add(to + k);
+                *p = if add { (*p).inc(v) } else { v };
             }
         }
     }
@@ -454,18 +449,22 @@ macro_rules! kernel {
                             <$ty as $crate::__private::KernelParam>::Shape,
                         >::new(*views.next().expect("validated argument count"));
                     )*
+                    let mut batch = $crate::__private::BATCH;
+                    $( if $param.sequential() { batch = 1; } )*
                     let mut first = start;
                     while first < end {
-                        let stop = end.min(first + $crate::__private::BATCH);
+                        let n = batch.min(end - first);
                         // SAFETY: the executor upholds the HostFn contract.
                         unsafe {
-                            $( $param.prepare(first, stop); )*
-                            for e in first..stop {
-                                $name( $( <$ty as $crate::__private::KernelParam>::bind(&mut $param, e) ),* );
-                                $( $param.finish(e); )*
+                            $( $param.prepare(first, n); )*
+                            for i in 0..n {
+                                $name( $( <$ty as $crate::__private::KernelParam>::bind(&mut $param, i) ),* );
+                            }
+                            for i in 0..n {
+                                $( $param.finish(i, first + i); )*
                             }
                         }
-                        first = stop;
+                        first += n;
                     }
                 }
                 // SAFETY: `host` binds each view with its parameter's shape.

@@ -65,6 +65,11 @@ pub use types::{Access, ElemType, Scalar};
 /// Re-exported planner, for callers that want plans or RCM directly.
 pub use parloop_planner as planner;
 
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExample;
+
 /// Items used by [`kernel!`]'s expansion; not a stable API.
 #[doc(hidden)]
 pub mod __private {
