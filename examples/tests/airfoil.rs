@@ -221,3 +221,55 @@ fn the_airfoil_binary_reports_bad_input_without_panicking() {
         "{err}"
     );
 }
+
+#[test]
+fn the_profile_counts_every_loop_and_its_bytes() {
+    let rt = Runtime::with_backend(Backend::Threads).unwrap();
+    let grid = Grid::generate(10, 15).unwrap().rounded();
+    let mut airfoil = Airfoil::new(&rt, &grid).unwrap();
+    airfoil.run(3, |_, _| {}).unwrap();
+    let report = rt.report();
+    let names: Vec<&str> = report.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["save_soln", "adt_calc", "res_calc", "bres_calc", "update"]
+    );
+    let calls: Vec<u64> = report.iter().map(|r| r.calls).collect();
+    assert_eq!(calls, [3, 6, 6, 6, 6]);
+    // save_soln moves q (read) and qold (written): 2 x 32 bytes per cell per call.
+    assert_eq!(report[0].bytes, 3 * 2 * 32 * grid.ncell() as u64);
+    let json: serde_json::Value = serde_json::from_str(&rt.report_json()).unwrap();
+    assert_eq!(json["loops"][2]["name"], "res_calc");
+    assert_eq!(json["loops"][2]["calls"], 6);
+    assert!(rt.report_table().contains("res_calc"));
+}
+
+#[test]
+fn parloop_profile_json_writes_the_profile_at_exit() {
+    let path = std::env::temp_dir().join(format!("parloop-profile-{}.json", std::process::id()));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_airfoil"))
+        .args([
+            "--grid-size",
+            "10,15",
+            "--iterations",
+            "2",
+            "--backend",
+            "seq",
+        ])
+        .env("PARLOOP_PROFILE", format!("json:{}", path.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let loops = json["loops"].as_array().unwrap();
+    assert_eq!(loops.len(), 5);
+    assert_eq!(loops[4]["name"], "update");
+    assert_eq!(loops[4]["calls"], 4);
+    assert!(loops[4]["bytes"].as_u64().unwrap() > 0);
+}

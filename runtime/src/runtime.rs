@@ -14,6 +14,7 @@ use crate::decl::{Dat, Global, Map, Sections, Set};
 use crate::error::{Error, Result};
 use crate::exec::{lock_args, Reduction};
 use crate::kernel::Kernel;
+use crate::par_loop::ParLoop;
 use crate::plan_cache::{LoopKey, LoopPlan, PlanCache};
 use crate::profile::{self, LoopReport, Profile, Range};
 use crate::types::Scalar;
@@ -179,8 +180,13 @@ impl Runtime {
     /// Runs `kernel` over every element of `set` with `args`, one argument per
     /// kernel parameter. Arguments are validated first: on error nothing runs
     /// and no data changes. A loop over an empty set does nothing.
-    pub fn par_loop(&self, kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
-        crate::validate::validate(kernel, set, args)?;
+    pub fn par_loop(&self, kernel: &'static Kernel, set: &Set, args: &[Arg]) -> Result<()> {
+        self.execute(&ParLoop::new(kernel, set, args)?)
+    }
+
+    /// Executes a validated loop now.
+    pub fn execute(&self, lp: &ParLoop) -> Result<()> {
+        let (kernel, set, args) = (lp.kernel(), lp.set(), lp.args());
         let _range = Range::new(kernel.name());
         let s = set.sections();
         // Seed 004: the exec halo runs redundantly when an indirect dat is written.

@@ -31,6 +31,10 @@ struct Args {
     /// Never show the progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Print the rms with 17 significant digits (to compare with the
+    /// reference table) instead of OP2's `%10.5e`.
+    #[arg(long)]
+    precise: bool,
 }
 
 fn parse_grid_size(s: &str) -> Result<(usize, usize), String> {
@@ -105,7 +109,12 @@ fn run(args: Args) -> Result<(), Error> {
     airfoil.run(args.iterations, |iter, rms| {
         bar.inc(1);
         if iter % 100 == 0 {
-            bar.suspend(|| println!(" {iter:>4}  {}", c_exp(rms)));
+            let rms = if args.precise {
+                format!("{rms:.16e}")
+            } else {
+                c_exp(rms)
+            };
+            bar.suspend(|| println!(" {iter:>4}  {rms}"));
         }
     })?;
     bar.finish_and_clear();
