@@ -1,9 +1,69 @@
 //! `parloop-kernels`: everything in parloop that becomes device code.
 //!
-//! This crate will hold the Rust-to-CUDA kernel translator behind
-//! `#[parloop::kernel]` and the generated loop templates of the GPU
-//! strategies (DESIGN.md sections 3 and 5). Today kernels are declared with
-//! `parloop::kernel!`, which runs them on the CPU backends; the translator
-//! and the device code generators land with the kernel-language and GPU
-//! issues. The crate depends on nothing in parloop, so it can be tested as a
-//! plain library.
+//! Kernels are written once, as ordinary Rust functions, and
+//! [`translate`] turns them into CUDA C++ `__device__` functions (the
+//! `#[parloop::kernel]` attribute calls it at compile time). The crate does
+//! not depend on the runtime and is tested as a plain library.
+//!
+//! # The kernel subset
+//!
+//! Parameters: `&T`, `&mut T`, `&[T; N]`, `&mut [T; N]`, `&[[T; M]; N]`,
+//! `&mut [[T; M]; N]` with `T` one of `f64 f32 i32 u32 i64 u64`; helpers
+//! (`#[parloop::device]`) also take scalars by value and may return one.
+//!
+//! Bodies may use:
+//!
+//! - `let` with or without a type and `mut`, local `const`, array locals
+//!   (`[0.0; 4]`, `[a, b, c]`);
+//! - arithmetic, comparison, logical and bitwise operators, compound
+//!   assignment, indexing, `*` on references;
+//! - `if`/`else` as statements and as expressions (emitted as a ternary, or
+//!   a temporary when a branch has statements), block expressions;
+//! - `for` over `a..b`, `a..=b`, with `.rev()` and `.step_by(k)`; `while`,
+//!   `loop`, `break`, `continue`, `return`;
+//! - `as` casts between the scalar types;
+//! - float methods `sqrt abs min max mul_add powi powf exp ln log10 sin cos
+//!   tan atan atan2 floor ceil round signum hypot`, integer `min max abs`;
+//! - `f64::consts::PI` and the other `consts`, `MIN`/`MAX`/`EPSILON`/
+//!   `MIN_POSITIVE` of the scalar types;
+//! - calls of helpers by name.
+//!
+//! Anything else is a compile error at its span that names the construct.
+//!
+//! ```
+//! use parloop_kernels::{translate, FnKind};
+//! let f: syn::ItemFn = syn::parse_quote! {
+//!     fn update(qold: &[f64; 4], q: &mut [f64; 4], res: &mut [f64; 4], adt: &f64, rms: &mut f64) {
+//!         let adti = 1.0 / *adt;
+//!         for n in 0..4 {
+//!             let del = adti * res[n];
+//!             q[n] = qold[n] - del;
+//!             res[n] = 0.0;
+//!             *rms += del * del;
+//!         }
+//!     }
+//! };
+//! let t = translate(&f, FnKind::Kernel).unwrap();
+//! assert!(t.source.contains("double del = (adti * res[n]);"));
+//! assert!(t.source.contains("(*rms) += (del * del);"));
+//! ```
+//!
+//! # Types and semantics
+//!
+//! The translator infers every local's type as rustc does for this subset
+//! and writes explicit C++ types: float literals in an `f32` context become
+//! `1.0f` (no promotion to double), integer literals take their context's
+//! type, and `usize` loop indices with literal bounds become `int`. Where
+//! C++ differs from Rust, the emitted code follows Rust (release builds):
+//! signed `+ - *` and negation wrap, shift amounts are masked, float-to-int
+//! `as` saturates (NaN to 0), `f64::min`/`max` are `fmin`/`fmax`, integer
+//! `abs` wraps, `%` on floats is `fmod`, `powi` multiplies in LLVM's order.
+//! The [`PRELUDE`] holds the helpers.
+
+mod prelude;
+mod translate;
+mod types;
+
+pub use prelude::PRELUDE;
+pub use translate::{check_wrapper, cpp_ident, translate, FnKind, Param, Translation};
+pub use types::Scalar;

@@ -7,15 +7,14 @@
 //! ([`Backend::Seq`]) or all of them ([`Backend::Threads`]).
 //!
 //! ```
-//! use parloop::{kernel, Access, Backend, Runtime};
+//! use parloop::{Access, Backend, Runtime};
 //!
-//! kernel! {
-//!     /// Edge flux: add to one node what leaves the other.
-//!     fn flux(x: &[f64; 2], w: &f64, n1: &mut f64, n2: &mut f64) {
-//!         let f = *w * (x[1] - x[0]);
-//!         *n1 += f;
-//!         *n2 -= f;
-//!     }
+//! #[parloop::kernel]
+//! /// Edge flux: add to one node what leaves the other.
+//! fn flux(x: &[f64; 2], w: &f64, n1: &mut f64, n2: &mut f64) {
+//!     let f = *w * (x[1] - x[0]);
+//!     *n1 += f;
+//!     *n2 -= f;
 //! }
 //!
 //! let rt = Runtime::with_backend(Backend::Threads)?;
@@ -41,6 +40,9 @@
 
 #![warn(missing_docs)]
 
+// Lets `#[parloop::kernel]`'s `::parloop::` paths resolve inside this crate too.
+extern crate self as parloop;
+
 mod arg;
 mod backend;
 mod decl;
@@ -58,8 +60,9 @@ pub use arg::Arg;
 pub use backend::Backend;
 pub use decl::{Dat, Global, Map, Sections, Set};
 pub use error::{ArgProblem, Error, Result};
-pub use kernel::{HostFn, Kernel, ParamSig};
+pub use kernel::{DeviceFn, HostFn, Kernel, ParamSig};
 pub use par_loop::ParLoop;
+pub use parloop_macros::{device, kernel};
 pub use profile::LoopReport;
 pub use runtime::Runtime;
 pub use types::{Access, ElemType, Scalar};
@@ -72,7 +75,7 @@ pub use parloop_planner as planner;
 #[doc = include_str!("../../README.md")]
 struct ReadmeExample;
 
-/// Items used by [`kernel!`]'s expansion; not a stable API.
+/// Items used by `#[parloop::kernel]`'s expansion; not a stable API.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::kernel::{ArgView, Binder, KernelParam, Shape, ViewKind, BATCH};

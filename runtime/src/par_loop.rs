@@ -10,8 +10,8 @@ use crate::kernel::Kernel;
 /// A validated loop: `kernel` over every element of `set` with `args`.
 ///
 /// ```
-/// use parloop::{kernel, Access, Backend, ParLoop, Runtime};
-/// kernel! { fn zero(a: &mut f64) { *a = 0.0; } }
+/// use parloop::{Access, Backend, ParLoop, Runtime};
+/// #[parloop::kernel] fn zero(a: &mut f64) { *a = 0.0; }
 /// let rt = Runtime::with_backend(Backend::Seq).unwrap();
 /// let s = rt.set("s", 3);
 /// let a = rt.dat("a", &s, 1, vec![1.0; 3]).unwrap();

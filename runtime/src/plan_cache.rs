@@ -129,13 +129,12 @@ impl PlanCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{kernel, Access, Backend, Runtime};
+    use crate::{Access, Backend, Runtime};
 
-    kernel! {
-        fn inc2(a: &mut f64, b: &mut f64) {
-            *a += 1.0;
-            *b += 1.0;
-        }
+    #[parloop::kernel]
+    fn inc2(a: &mut f64, b: &mut f64) {
+        *a += 1.0;
+        *b += 1.0;
     }
 
     #[test]

@@ -37,13 +37,12 @@ enum ProfileOutput {
 /// The context a solver holds: backend, plan cache and profile.
 ///
 /// ```
-/// use parloop::{kernel, Access, Backend, Runtime};
+/// use parloop::{Access, Backend, Runtime};
 ///
-/// kernel! {
-///     fn spread(w: &f64, n1: &mut f64, n2: &mut f64) {
-///         *n1 += 0.5 * *w;
-///         *n2 += 0.5 * *w;
-///     }
+/// #[parloop::kernel]
+/// fn spread(w: &f64, n1: &mut f64, n2: &mut f64) {
+///     *n1 += 0.5 * *w;
+///     *n2 += 0.5 * *w;
 /// }
 ///
 /// let rt = Runtime::with_backend(Backend::Threads).unwrap();

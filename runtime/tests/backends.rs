@@ -4,64 +4,60 @@
 //! order (1e-12 relative); everything else must be identical. Threaded
 //! results must not depend on the thread count.
 
-use parloop::{kernel, Access, Backend, Runtime};
+use parloop::{Access, Backend, Runtime};
 use proptest::prelude::*;
 
-kernel! {
-    /// Edge loop: INC through both columns, READ through a vector argument,
-    /// direct READ, and every kind of global reduction.
-    fn edge_flux(
-        w: &f64,
-        xs: &[[f64; 2]; 2],
-        r0: &mut [f64; 2],
-        r1: &mut [f64; 2],
-        count: &mut u64,
-        lo: &mut i32,
-        hi: &mut f32,
-        total: &mut f64,
-    ) {
-        let f = *w * (xs[1][0] - xs[0][0] + 2.0 * xs[1][1]);
-        r0[0] += f;
-        r0[1] += 0.5 * *w;
-        r1[0] -= f;
-        r1[1] += 0.25 * *w;
-        *count += 1;
-        let k = (*w * 100.0) as i32;
-        if k < *lo {
-            *lo = k;
-        }
-        let wf = *w as f32;
-        if wf > *hi {
-            *hi = wf;
-        }
-        *total += f;
+#[parloop::kernel]
+/// Edge loop: INC through both columns, READ through a vector argument,
+/// direct READ, and every kind of global reduction.
+fn edge_flux(
+    w: &f64,
+    xs: &[[f64; 2]; 2],
+    r0: &mut [f64; 2],
+    r1: &mut [f64; 2],
+    count: &mut u64,
+    lo: &mut i32,
+    hi: &mut f32,
+    total: &mut f64,
+) {
+    let f = *w * (xs[1][0] - xs[0][0] + 2.0 * xs[1][1]);
+    r0[0] += f;
+    r0[1] += 0.5 * *w;
+    r1[0] -= f;
+    r1[1] += 0.25 * *w;
+    *count += 1;
+    let k = (*w * 100.0) as i32;
+    if k < *lo {
+        *lo = k;
+    }
+    let wf = *w as f32;
+    if wf > *hi {
+        *hi = wf;
+    }
+    *total += f;
+}
+
+#[parloop::kernel]
+/// Integer RW through one map column: adding is order-independent, so
+/// the result is exact on every backend (values stay far from overflow).
+fn tally(id: &i64, t: &mut [i64; 2]) {
+    t[0] += *id;
+    t[1] += 1;
+}
+
+#[parloop::kernel]
+/// Vector INC over every column, f32 data.
+fn spread(v: &f32, targets: &mut [[f32; 1]; 3]) {
+    for k in 0..3 {
+        targets[k][0] += *v * (k as f32 + 1.0);
     }
 }
 
-kernel! {
-    /// Integer RW through one map column: adding is order-independent, so
-    /// the result is exact on every backend.
-    fn tally(id: &i64, t: &mut [i64; 2]) {
-        t[0] = t[0].wrapping_add(*id);
-        t[1] = t[1].wrapping_add(1);
-    }
-}
-
-kernel! {
-    /// Vector INC over every column, f32 data.
-    fn spread(v: &f32, targets: &mut [[f32; 1]; 3]) {
-        for k in 0..3 {
-            targets[k][0] += *v * (k as f32 + 1.0);
-        }
-    }
-}
-
-kernel! {
-    /// Direct WRITE and RW, indirect READ through a scalar column.
-    fn relax(src: &[f64; 2], a: &mut f64, b: &mut [u32; 1]) {
-        *a += 0.5 * (src[0] + src[1]);
-        b[0] = b[0].wrapping_mul(3).wrapping_add(1);
-    }
+#[parloop::kernel]
+/// Direct WRITE and RW, indirect READ through a scalar column.
+fn relax(src: &[f64; 2], a: &mut f64, b: &mut [u32; 1]) {
+    *a += 0.5 * (src[0] + src[1]);
+    b[0] = b[0] * 3 + 1;
 }
 
 #[derive(Debug, Clone)]

@@ -2,33 +2,29 @@
 //! and values it must report, and the guarantee that a rejected loop changes
 //! nothing.
 
-use parloop::{kernel, Access, ArgProblem, Backend, Error, Runtime};
+use parloop::{Access, ArgProblem, Backend, Error, Runtime};
 
-kernel! {
-    fn scale(a: &[f64; 2], b: &mut [f64; 2]) {
-        b[0] = 2.0 * a[0];
-        b[1] = 2.0 * a[1];
-    }
+#[parloop::kernel]
+fn scale(a: &[f64; 2], b: &mut [f64; 2]) {
+    b[0] = 2.0 * a[0];
+    b[1] = 2.0 * a[1];
 }
 
-kernel! {
-    fn edge_inc(r1: &mut f64, r2: &mut f64) {
-        *r1 += 1.0;
-        *r2 += 1.0;
-    }
+#[parloop::kernel]
+fn edge_inc(r1: &mut f64, r2: &mut f64) {
+    *r1 += 1.0;
+    *r2 += 1.0;
 }
 
-kernel! {
-    fn gather(x: &[[f64; 2]; 3], out: &mut f64) {
-        *out = x[0][0] + x[1][1] + x[2][0];
-    }
+#[parloop::kernel]
+fn gather(x: &[[f64; 2]; 3], out: &mut f64) {
+    *out = x[0][0] + x[1][1] + x[2][0];
 }
 
-kernel! {
-    fn reduce(v: &f64, m: &mut f64) {
-        if *v < *m {
-            *m = *v;
-        }
+#[parloop::kernel]
+fn reduce(v: &f64, m: &mut f64) {
+    if *v < *m {
+        *m = *v;
     }
 }
 

@@ -3,7 +3,7 @@
 use parloop::{Access, Dat, Error, Global, Map, Runtime, Set};
 
 use super::grid::Grid;
-use super::kernels::{adt_calc, bres_calc, res_calc, save_soln, update, GAM, GM1, MACH};
+use super::kernels::{adt_calc, bres_calc, gam, gm1, res_calc, save_soln, update, MACH};
 
 /// The free stream: `qinf = [r, r u, 0, r e]` with `p = r = 1`,
 /// `u = sqrt(gam p / r) mach`, `e = p / (r gm1) + u^2 / 2`.
@@ -16,8 +16,8 @@ pub struct FlowConstants {
 impl Default for FlowConstants {
     fn default() -> Self {
         let (p, r) = (1.0f64, 1.0f64);
-        let u = (GAM * p / r).sqrt() * MACH;
-        let e = p / (r * GM1) + 0.5 * u * u;
+        let u = (gam() * p / r).sqrt() * MACH;
+        let e = p / (r * gm1()) + 0.5 * u * u;
         FlowConstants {
             qinf: [r, r * u, 0.0, r * e],
         }

@@ -1,0 +1,120 @@
+//! `#[parloop::kernel]` and `#[parloop::device]`: thin attributes over
+//! [`parloop_kernels::translate`]. Use them through the `parloop` crate,
+//! which re-exports them; see its documentation for examples.
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as TokenStream2};
+use quote::{format_ident, quote};
+use syn::{parse_macro_input, FnArg, ItemFn, LitStr, Pat};
+
+use parloop_kernels::{translate, FnKind};
+
+/// Declares a loop kernel: keeps the function for host use and generates a
+/// descriptor type of the same name with `KERNEL` (for `par_loop`) and
+/// `DEVICE` (its CUDA C++ translation). `#[parloop::kernel(cuda = "...")]`
+/// supplies the CUDA source by hand for a kernel outside the subset.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let func = parse_macro_input!(item as ItemFn);
+    expand(attr.into(), func, FnKind::Kernel).into()
+}
+
+/// Declares a helper callable from kernels: keeps the function and generates
+/// a descriptor type of the same name whose `DEVICE` holds its translation.
+#[proc_macro_attribute]
+pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let func = parse_macro_input!(item as ItemFn);
+    expand(attr.into(), func, FnKind::Device).into()
+}
+
+/// Parses `cuda = "..."`, the only option.
+fn options(attr: TokenStream2) -> syn::Result<Option<LitStr>> {
+    if attr.is_empty() {
+        return Ok(None);
+    }
+    let mut cuda = None;
+    let parser = syn::meta::parser(|meta| {
+        if meta.path.is_ident("cuda") {
+            cuda = Some(meta.value()?.parse::<LitStr>()?);
+            Ok(())
+        } else {
+            Err(meta.error("unknown option; the only option is `cuda = \"<CUDA C++ source>\"`"))
+        }
+    });
+    syn::parse::Parser::parse2(parser, attr)?;
+    Ok(cuda)
+}
+
+fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
+    let lints = quote! {
+        // Kernels are written in the indexable subset that translates to CUDA.
+        #[allow(clippy::too_many_arguments, clippy::needless_range_loop, clippy::manual_memcpy)]
+    };
+    let generated = options(attr).and_then(|cuda| match cuda {
+        Some(src) => Ok((func.sig.ident.to_string(), src.value(), Vec::new())),
+        None => translate(&func, kind).map(|t| (t.cname, t.source, t.calls)),
+    });
+    let (cname, source, calls) = match generated {
+        Ok(g) => g,
+        Err(e) => {
+            let err = e.to_compile_error();
+            return quote! { #lints #func #err };
+        }
+    };
+    let name = &func.sig.ident;
+    let vis = &func.vis;
+    let name_str = name.to_string();
+    let deps = calls
+        .iter()
+        .map(|c| format_ident!("{}", c, span = Span::call_site()));
+    let doc = format!("The parloop descriptor of [`{name_str}()`]: its CUDA translation and, for kernels, the `Kernel`.");
+    let device = quote! {
+        /// The CUDA C++ translation of the function, with the helpers it calls.
+        #[doc(hidden)]
+        pub const DEVICE: &'static ::parloop::DeviceFn =
+            &::parloop::DeviceFn::new(#name_str, #cname, #source, &[ #( #deps::DEVICE ),* ]);
+    };
+    let kernel = if kind == FnKind::Kernel {
+        let mut names = Vec::new();
+        let mut types = Vec::new();
+        for arg in &func.sig.inputs {
+            if let FnArg::Typed(pt) = arg {
+                if let Pat::Ident(pi) = &*pt.pat {
+                    names.push(pi.ident.clone());
+                    types.push((*pt.ty).clone());
+                }
+            }
+        }
+        quote! {
+            /// The kernel, for `par_loop`.
+            pub const KERNEL: &'static ::parloop::Kernel = &{
+                ::parloop::__host_adapter!(host, #name, #( #names: #types ),*);
+                // SAFETY: `host` binds each view with its parameter's shape.
+                unsafe {
+                    ::parloop::Kernel::from_parts(
+                        #name_str,
+                        &[ #( <#types as ::parloop::__private::KernelParam>::SIG ),* ],
+                        host,
+                        Some(Self::DEVICE),
+                    )
+                }
+            };
+        }
+    } else {
+        quote! {}
+    };
+    quote! {
+        #lints
+        #func
+
+        #[doc = #doc]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #name {}
+
+        #[allow(dead_code)]
+        impl #name {
+            #device
+            #kernel
+        }
+    }
+}
