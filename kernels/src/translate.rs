@@ -559,7 +559,7 @@ impl Infer {
                 "`let` binds one name here (no `ref` or `@` patterns)",
             ));
         }
-        let ty = match annotated {
+        let mut ty = match annotated {
             Some(t) => self.local_type(t)?,
             None => self.vars.any(),
         };
@@ -596,6 +596,10 @@ impl Infer {
                     init.expr.span(),
                     "references cannot be stored in locals; copy the value instead",
                 ));
+            }
+            if annotated.is_none() && matches!(t, Ty::Array(..)) {
+                // An unannotated array local takes its initialiser's type.
+                ty = t.clone();
             }
             self.unify(init.expr.span(), &t, &ty)?;
         }
