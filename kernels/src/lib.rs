@@ -23,7 +23,8 @@
 //!   `loop`, `break`, `continue`, `return`;
 //! - `as` casts between the scalar types;
 //! - float methods `sqrt abs min max mul_add powi powf exp ln log10 sin cos
-//!   tan atan atan2 floor ceil round signum hypot`, integer `min max abs`;
+//!   tan atan atan2 floor ceil round signum hypot is_nan`, integer `min max
+//!   abs`;
 //! - `f64::consts::PI` and the other `consts`, `MIN`/`MAX`/`EPSILON`/
 //!   `MIN_POSITIVE` of the scalar types;
 //! - calls of helpers by name.

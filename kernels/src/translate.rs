@@ -601,7 +601,8 @@ impl Infer {
                 // An unannotated array local takes its initialiser's type.
                 ty = t.clone();
             }
-            self.unify(init.expr.span(), &t, &ty)?;
+            // The annotation is what is expected, the initialiser what is found.
+            self.unify(init.expr.span(), &ty, &t)?;
         }
         if matches!(ty, Ty::Unit | Ty::Never) {
             return Err(error(
@@ -964,12 +965,20 @@ impl Infer {
                 self.unify(m.args[0].span(), &a, &i)?;
                 Ok(recv)
             }
+            "is_nan" => {
+                if !args.is_empty() {
+                    return arity_err(0);
+                }
+                self.vars.require_float(&recv).map_err(|e| error(m.receiver.span(), e))?;
+                Ok(self.vars.known(Scalar::Bool))
+            }
             "rev" | "step_by" => Err(error(m.span(), "`.rev()` and `.step_by()` are only supported on the range of a `for` loop")),
             _ => Err(error(
                 m.method.span(),
                 format!(
                     "method `{name}` is not supported in kernels; supported: sqrt abs min max mul_add powi powf exp \
-                     ln log10 sin cos tan atan atan2 floor ceil round signum hypot (floats), min max abs (integers)"
+                     ln log10 sin cos tan atan atan2 floor ceil round signum hypot is_nan (floats), min max abs \
+                     (integers)"
                 ),
             )),
         }
@@ -1878,8 +1887,12 @@ impl Emit<'_> {
     }
 
     fn method(&mut self, e: &Expr, m: &syn::ExprMethodCall) -> syn::Result<String> {
-        let s = self.scalar_of(e)?;
         let name = m.method.to_string();
+        if name == "is_nan" {
+            let v = self.value(&m.receiver)?;
+            return Ok(format!("({v} != {v})"));
+        }
+        let s = self.scalar_of(e)?;
         let recv = self.value(&m.receiver)?;
         let args: Vec<String> = m
             .args

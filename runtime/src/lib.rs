@@ -9,8 +9,8 @@
 //! ```
 //! use parloop::{Access, Backend, Runtime};
 //!
-//! #[parloop::kernel]
 //! /// Edge flux: add to one node what leaves the other.
+//! #[parloop::kernel]
 //! fn flux(x: &[f64; 2], w: &f64, n1: &mut f64, n2: &mut f64) {
 //!     let f = *w * (x[1] - x[0]);
 //!     *n1 += f;

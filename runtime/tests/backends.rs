@@ -7,9 +7,9 @@
 use parloop::{Access, Backend, Runtime};
 use proptest::prelude::*;
 
-#[parloop::kernel]
 /// Edge loop: INC through both columns, READ through a vector argument,
 /// direct READ, and every kind of global reduction.
+#[parloop::kernel]
 fn edge_flux(
     w: &f64,
     xs: &[[f64; 2]; 2],
@@ -37,24 +37,24 @@ fn edge_flux(
     *total += f;
 }
 
-#[parloop::kernel]
 /// Integer RW through one map column: adding is order-independent, so
 /// the result is exact on every backend (values stay far from overflow).
+#[parloop::kernel]
 fn tally(id: &i64, t: &mut [i64; 2]) {
     t[0] += *id;
     t[1] += 1;
 }
 
-#[parloop::kernel]
 /// Vector INC over every column, f32 data.
+#[parloop::kernel]
 fn spread(v: &f32, targets: &mut [[f32; 1]; 3]) {
     for k in 0..3 {
         targets[k][0] += *v * (k as f32 + 1.0);
     }
 }
 
-#[parloop::kernel]
 /// Direct WRITE and RW, indirect READ through a scalar column.
+#[parloop::kernel]
 fn relax(src: &[f64; 2], a: &mut f64, b: &mut [u32; 1]) {
     *a += 0.5 * (src[0] + src[1]);
     b[0] = b[0] * 3 + 1;

@@ -298,7 +298,7 @@ fn while_and_loop(a: &f64, n: &i32, out: &mut [f64; 2], count: &mut i32) {
 #[parloop::kernel]
 fn early_return(a: &f64, out: &mut f64) {
     *out = -1.0;
-    if *a != *a {
+    if a.is_nan() {
         return;
     }
     if *a < 0.0 {

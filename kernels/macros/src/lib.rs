@@ -48,7 +48,7 @@ fn options(attr: TokenStream2) -> syn::Result<Option<LitStr>> {
 fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     let lints = quote! {
         // Kernels are written in the indexable subset that translates to CUDA.
-        #[allow(clippy::too_many_arguments, clippy::needless_range_loop, clippy::manual_memcpy)]
+        #[allow(clippy::too_many_arguments, clippy::needless_range_loop, clippy::manual_memcpy, clippy::manual_clamp)]
     };
     let generated = options(attr).and_then(|cuda| match cuda {
         Some(src) => Ok((func.sig.ident.to_string(), src.value(), Vec::new())),

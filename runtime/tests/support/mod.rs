@@ -110,7 +110,7 @@ fn float(rng: &mut Rng, d: Floats, f32: bool) -> f64 {
 fn int(rng: &mut Rng, d: Ints, signed: bool, bits: u32) -> i128 {
     let small = |rng: &mut Rng| -> i128 {
         let v = (rng.next() % 1001) as i128;
-        if signed && rng.next() % 2 == 0 {
+        if signed && rng.next().is_multiple_of(2) {
             -v
         } else {
             v

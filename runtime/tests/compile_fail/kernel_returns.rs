@@ -1,0 +1,6 @@
+#[parloop::kernel]
+fn returns(a: &f64) -> f64 {
+    *a
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[parloop::kernel]
+fn hyperbolic(a: &f64, o: &mut f64) {
+    *o = a.sinh();
+}
+
+fn main() {}
