@@ -261,6 +261,15 @@ fn validate(request: &PlanRequest) -> Result<usize, PlanError> {
                 });
             }
         }
+        // Arguments on the same map (by slice and target size) are checked once.
+        let seen = request.args[..a].iter().any(|b| {
+            std::ptr::eq(b.map.as_ptr(), arg.map.as_ptr())
+                && b.map.len() == arg.map.len()
+                && b.to_size == arg.to_size
+        });
+        if seen {
+            continue;
+        }
         if let Some(pos) = arg.map[..needed]
             .iter()
             .position(|&v| v < 0 || v as usize >= arg.to_size)
@@ -375,7 +384,10 @@ pub fn build_plan(request: &PlanRequest) -> Result<Plan, PlanError> {
     }
 
     if request.staging {
-        blocks = stage_blocks(request, &pairs, &mut stages, &stage_source, blocks)?;
+        blocks = match stage_blocks_parallel(request, &pairs, &mut stages, &stage_source, &blocks) {
+            Some(staged) => staged,
+            None => stage_blocks(request, &pairs, &mut stages, &stage_source, blocks)?,
+        };
     }
 
     let targets = ConflictTargets::new(request.args);
@@ -450,7 +462,8 @@ fn stage_blocks(
     let mut pos = vec![u32::MAX; max_to];
     let mut lists: Vec<Vec<u32>> = vec![Vec::new(); stages.len()];
     for stage in stages.iter_mut() {
-        stage.l2g_offsets.push(0);
+        stage.l2g.clear();
+        stage.l2g_offsets = vec![0];
         stage.g2l = vec![vec![0u16; total]; stage.columns.len()];
     }
     let mut blocks = Vec::with_capacity(initial.len());
@@ -516,4 +529,144 @@ fn stage_blocks(
     }
     debug_assert!(lists.iter().all(|l| l.len() <= MAX_STAGED_PER_PAIR));
     Ok(blocks)
+}
+
+/// The staging one worker did for a contiguous run of blocks.
+struct StagedRun {
+    /// Per stage: the run's local-to-global lists, concatenated.
+    l2g: Vec<Vec<u32>>,
+    /// Per stage: the length of each block's list.
+    lens: Vec<Vec<usize>>,
+    /// Per block: staged shared memory.
+    staged_bytes: Vec<usize>,
+}
+
+/// Builds the staging maps with one worker per core, optimistically: when
+/// some block exceeds the budget or the per-pair limit it returns `None`,
+/// and the sequential path, which splits blocks, starts over. Without splits
+/// both paths build identical plans.
+fn stage_blocks_parallel(
+    request: &PlanRequest,
+    pairs: &[PairInfo],
+    stages: &mut [Stage],
+    stage_source: &[(usize, usize)],
+    blocks: &[Block],
+) -> Option<Vec<Block>> {
+    let total: usize = request.sections.iter().sum();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if workers < 2 || total < 100_000 || blocks.is_empty() {
+        return None;
+    }
+    let max_to = request.args.iter().map(|a| a.to_size).max().unwrap_or(0);
+    let stage_cols: Vec<(usize, Vec<usize>)> = stages
+        .iter()
+        .enumerate()
+        .map(|(s, st)| (stage_source[s].0, st.columns.clone()))
+        .collect();
+    let bytes_per_stage: Vec<usize> = (0..stages.len())
+        .map(|s| {
+            pairs
+                .iter()
+                .filter(|p| p.stage == s)
+                .map(|p| p.bytes_per_entity)
+                .sum()
+        })
+        .collect();
+    let runs: Vec<&[Block]> = blocks.chunks(blocks.len().div_ceil(workers)).collect();
+    for stage in stages.iter_mut() {
+        stage.g2l = vec![vec![0u16; total]; stage.columns.len()];
+    }
+    // g2l_runs[run][stage][column]: the run's element range of each g2l array.
+    let mut g2l_runs: Vec<Vec<Vec<&mut [u16]>>> = (0..runs.len())
+        .map(|_| (0..stages.len()).map(|_| Vec::new()).collect())
+        .collect();
+    for (s, stage) in stages.iter_mut().enumerate() {
+        for col in stage.g2l.iter_mut() {
+            let mut rest: &mut [u16] = col.as_mut_slice();
+            let mut at = 0;
+            for (r, run) in runs.iter().enumerate() {
+                let end = run.last().map_or(at, |b| b.start + b.len);
+                let (head, tail) = std::mem::take(&mut rest).split_at_mut(end - at);
+                g2l_runs[r][s].push(head);
+                rest = tail;
+                at = end;
+            }
+        }
+    }
+    let staged_runs: Vec<Option<StagedRun>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = runs
+            .iter()
+            .zip(g2l_runs)
+            .map(|(run, mut g2l)| {
+                let (stage_cols, bytes_per_stage) = (&stage_cols, &bytes_per_stage);
+                scope.spawn(move || {
+                    let ns = stage_cols.len();
+                    let mut pos = vec![u32::MAX; max_to];
+                    let mut list = Vec::new();
+                    let mut out = StagedRun {
+                        l2g: vec![Vec::new(); ns],
+                        lens: vec![Vec::new(); ns],
+                        staged_bytes: Vec::with_capacity(run.len()),
+                    };
+                    let base = run[0].start;
+                    for block in run.iter() {
+                        let mut staged = 0;
+                        for (s, (arity, columns)) in stage_cols.iter().enumerate() {
+                            let map = request.args[stage_source[s].1].map;
+                            block_l2g(map, *arity, columns, block, &mut pos, &mut list);
+                            if list.len() > MAX_STAGED_PER_PAIR {
+                                return None;
+                            }
+                            staged += bytes_per_stage[s] * list.len();
+                            for (i, &t) in list.iter().enumerate() {
+                                pos[t as usize] = i as u32;
+                            }
+                            for (k, &c) in columns.iter().enumerate() {
+                                let g2l = &mut g2l[s][k];
+                                for e in block.start..block.start + block.len {
+                                    g2l[e - base] = pos[map[e * arity + c] as usize] as u16;
+                                }
+                            }
+                            for &t in &list {
+                                pos[t as usize] = u32::MAX;
+                            }
+                            out.l2g[s].extend_from_slice(&list);
+                            out.lens[s].push(list.len());
+                        }
+                        if staged > request.shared_memory_bytes {
+                            return None;
+                        }
+                        out.staged_bytes.push(staged);
+                    }
+                    Some(out)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a staging worker panicked"))
+            .collect()
+    });
+    // Nothing is written unless every run fitted.
+    let staged_runs: Vec<StagedRun> = staged_runs.into_iter().collect::<Option<_>>()?;
+    let mut staged_blocks = blocks.to_vec();
+    for stage in stages.iter_mut() {
+        stage.l2g.clear();
+        stage.l2g_offsets = vec![0];
+    }
+    let mut b = 0;
+    for run in staged_runs {
+        for (s, stage) in stages.iter_mut().enumerate() {
+            stage.l2g.extend_from_slice(&run.l2g[s]);
+            for &len in &run.lens[s] {
+                let last = *stage.l2g_offsets.last().expect("starts with 0");
+                stage.l2g_offsets.push(last + len);
+            }
+        }
+        for bytes in run.staged_bytes {
+            staged_blocks[b].staged_bytes = bytes;
+            b += 1;
+        }
+    }
+    Some(staged_blocks)
 }

@@ -409,3 +409,54 @@ fn rcm_handles_disconnected_and_empty_sets() {
     order.sort_unstable();
     assert_eq!(order, vec![0, 1, 2, 3]);
 }
+
+#[test]
+fn parallel_staging_falls_back_to_splitting_when_a_later_block_overflows() {
+    // The first half of the elements all stage entity 0; the second half
+    // stage distinct entities, so its blocks exceed the budget and split.
+    let size = 200_000;
+    let map: Vec<i32> = (0..size as i32)
+        .map(|e| if e < size as i32 / 2 { 0 } else { e })
+        .collect();
+    let args = [IndirectArg {
+        map: &map,
+        arity: 1,
+        to_size: size,
+        columns: Columns::All,
+        map_id: 1,
+        dat_id: 1,
+        bytes_per_entity: 8,
+        conflicts: true,
+    }];
+    let request = PlanRequest {
+        sections: &[size],
+        args: &args,
+        shared_memory_bytes: 4000,
+        part_size: Some(1000),
+        staging: true,
+    };
+    let plan = build_plan(&request).unwrap();
+    plan.check(&request).unwrap();
+    assert!(
+        plan.blocks.iter().any(|b| b.len < 1000),
+        "the second half must have been split"
+    );
+    assert!(plan.blocks.iter().all(|b| b.staged_bytes <= 4000));
+}
+
+#[test]
+fn large_staged_plans_satisfy_every_invariant() {
+    // Big enough for the parallel staging path.
+    let c = Case {
+        sections: vec![150_000, 30_000, 20_000],
+        arity: 2,
+        to_size: 120_000,
+        cluster: 30,
+        repeat: true,
+        seed: 11,
+        part_size: None,
+        budget: 48 * 1024,
+        second_map_arity: 3,
+    };
+    check_case(&c, true).unwrap();
+}
