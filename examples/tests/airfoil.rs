@@ -3,7 +3,7 @@
 //! byte-identical to the reference grid, and 1000 iterations reproduce OP2's
 //! residuals within 1e-10 relative on every CPU backend.
 
-use parloop::{Backend, Error, Runtime};
+use parloop::{Backend, Error, Runtime, Strategy};
 use parloop_examples::airfoil::{grid::Grid, Airfoil};
 use sha2::{Digest, Sha256};
 
@@ -70,6 +70,35 @@ fn assert_reference(got: &[(usize, f64)]) {
             "iteration {iter}: rms {rms:.17e}, reference {want:.17e}, relative error {rel:.2e}"
         );
     }
+}
+
+/// The device path on the emulated device, with one increment strategy.
+fn emu_residuals(strategy: Strategy) -> Vec<(usize, f64)> {
+    let mut rt = Runtime::with_backend(Backend::Emu).unwrap();
+    rt.set_strategy(Some(strategy));
+    let grid = Grid::generate(100, 150).unwrap().rounded();
+    let mut airfoil = Airfoil::new(&rt, &grid).unwrap();
+    airfoil.run(1000, |_, _| {}).unwrap()
+}
+
+#[test]
+fn emu_staged_reproduces_the_reference_residuals() {
+    assert_reference(&emu_residuals(Strategy::Staged));
+}
+
+#[test]
+fn emu_staged_atomic_reproduces_the_reference_residuals() {
+    assert_reference(&emu_residuals(Strategy::StagedAtomic));
+}
+
+#[test]
+fn emu_atomic_reproduces_the_reference_residuals() {
+    assert_reference(&emu_residuals(Strategy::Atomic));
+}
+
+#[test]
+fn emu_global_colour_reproduces_the_reference_residuals() {
+    assert_reference(&emu_residuals(Strategy::GlobalColour));
 }
 
 #[test]

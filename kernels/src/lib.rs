@@ -61,10 +61,13 @@
 //! `abs` wraps, `%` on floats is `fmod`, `powi` multiplies in LLVM's order.
 //! The [`PRELUDE`] holds the helpers.
 
+mod emu;
+pub mod loops;
 mod prelude;
 mod translate;
 mod types;
 
+pub use emu::EMU_HEADER;
 pub use prelude::PRELUDE;
 pub use translate::{check_wrapper, cpp_ident, translate, FnKind, Param, Translation};
 pub use types::Scalar;

@@ -8,6 +8,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use crate::coherence::MirrorSlot;
+use crate::device::{Device, DeviceBuffer};
 use crate::error::{Error, Result};
 use crate::types::{ElemType, Scalar};
 
@@ -114,6 +116,8 @@ pub(crate) struct MapInner {
     to: Set,
     arity: usize,
     values: Vec<i32>,
+    /// The values on a device (maps never change, so one upload suffices).
+    device: Mutex<Option<(Arc<dyn Device>, DeviceBuffer)>>,
 }
 
 /// A fixed-arity map from the entities of one set to those of another
@@ -169,6 +173,7 @@ impl Map {
             to: to.clone(),
             arity,
             values,
+            device: Mutex::new(None),
         })))
     }
 
@@ -196,6 +201,25 @@ impl Map {
     pub fn values(&self) -> &[i32] {
         &self.0.values
     }
+
+    /// The values' address on `device`, uploading them on first use.
+    pub(crate) fn on_device(&self, device: &Arc<dyn Device>) -> Result<u64> {
+        let mut slot = self.0.device.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((d, buf)) = slot.as_ref() {
+            if std::ptr::eq(
+                Arc::as_ptr(d) as *const (),
+                Arc::as_ptr(device) as *const (),
+            ) {
+                return Ok(buf.addr);
+            }
+        }
+        let bytes: &[u8] = bytemuck::cast_slice(&self.0.values);
+        let buf = device.alloc(bytes.len())?;
+        device.upload(&buf, bytes)?;
+        let addr = buf.addr;
+        *slot = Some((device.clone(), buf));
+        Ok(addr)
+    }
 }
 
 impl fmt::Debug for Map {
@@ -218,6 +242,7 @@ pub(crate) struct DatInner<T> {
     pub(crate) set: Set,
     pub(crate) dim: usize,
     pub(crate) values: RwLock<Vec<T>>,
+    pub(crate) mirror: MirrorSlot,
 }
 
 /// Data on a set: `dim` values of `T` per entity, stored entity-major.
@@ -257,6 +282,7 @@ impl<T: Scalar> Dat<T> {
             set: set.clone(),
             dim,
             values: RwLock::new(values),
+            mirror: MirrorSlot::default(),
         })))
     }
 
@@ -285,14 +311,18 @@ impl<T: Scalar> Dat<T> {
     /// Calls `f` with the values, without copying. Loops that need this dat
     /// return [`Error::Busy`] while `f` runs.
     pub fn with_values<R>(&self, f: impl FnOnce(&[T]) -> R) -> R {
+        self.0.refresh_host();
         let guard = self.0.values.read().unwrap_or_else(|e| e.into_inner());
         f(&guard)
     }
 
     /// Calls `f` with mutable access to the values.
     pub fn with_values_mut<R>(&self, f: impl FnOnce(&mut [T]) -> R) -> R {
+        self.0.refresh_host();
         let mut guard = self.0.values.write().unwrap_or_else(|e| e.into_inner());
-        f(&mut guard)
+        let r = f(&mut guard);
+        self.0.mirror.host_written();
+        r
     }
 
     /// Replaces all values; the length must be `set.total() * dim`.
@@ -331,6 +361,26 @@ pub(crate) struct GlobalInner<T> {
     pub(crate) id: u64,
     pub(crate) name: String,
     pub(crate) values: Mutex<Vec<T>>,
+    pub(crate) mirror: MirrorSlot,
+}
+
+impl<T: Scalar> GlobalInner<T> {
+    /// The values, current (downloaded when a device loop reduced last).
+    fn current(&self) -> std::sync::MutexGuard<'_, Vec<T>> {
+        let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
+        self.mirror
+            .refresh_host(bytemuck::cast_slice_mut(&mut values));
+        values
+    }
+}
+
+impl<T: Scalar> DatInner<T> {
+    /// Downloads the values when a device loop wrote them last.
+    fn refresh_host(&self) {
+        let mut values = self.values.write().unwrap_or_else(|e| e.into_inner());
+        self.mirror
+            .refresh_host(bytemuck::cast_slice_mut(&mut values));
+    }
 }
 
 /// Values not tied to a set: READ constants, or INC/MIN/MAX reductions.
@@ -358,6 +408,7 @@ impl<T: Scalar> Global<T> {
             id: next_id(),
             name: name.into(),
             values: Mutex::new(values.to_vec()),
+            mirror: MirrorSlot::default(),
         })))
     }
 
@@ -371,19 +422,16 @@ impl<T: Scalar> Global<T> {
     }
     /// All values.
     pub fn values(&self) -> Vec<T> {
-        self.0
-            .values
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.0.current().clone()
     }
     /// The first value (the value of a scalar global).
     pub fn value(&self) -> T {
-        self.0.values.lock().unwrap_or_else(|e| e.into_inner())[0]
+        self.0.current()[0]
     }
     /// Replaces the values; the count must not change.
     pub fn set_values(&self, values: &[T]) -> Result<()> {
-        let mut v = self.0.values.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v = self.0.current();
+        self.0.mirror.host_written();
         if v.len() != values.len() {
             return Err(Error::WrongLength {
                 what: "global",
@@ -417,6 +465,13 @@ pub(crate) trait Storage: Send + Sync {
     fn elem(&self) -> ElemType;
     /// Locks the values for a loop; `None` when the host holds them.
     fn lock(&self) -> Option<Box<dyn LockedValues + '_>>;
+    /// The address of current values on `device` (uploading stale ones);
+    /// `None` when the host holds them.
+    fn on_device(&self, device: &Arc<dyn Device>) -> Option<Result<u64>>;
+    /// Records that a device loop wrote the values.
+    fn device_written(&self);
+    /// Records that a host loop wrote the values.
+    fn host_written(&self);
 }
 
 /// Values locked for the duration of a loop.
@@ -432,6 +487,23 @@ impl<G: std::ops::DerefMut<Target = Vec<T>>, T> LockedValues for G {
 }
 
 impl<T: Scalar> Storage for DatInner<T> {
+    fn on_device(&self, device: &Arc<dyn Device>) -> Option<Result<u64>> {
+        let mut values = match self.values.try_write() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(
+            self.mirror
+                .on_device(device, bytemuck::cast_slice_mut(&mut values)),
+        )
+    }
+    fn device_written(&self) {
+        self.mirror.device_written();
+    }
+    fn host_written(&self) {
+        self.mirror.host_written();
+    }
     fn id(&self) -> u64 {
         self.id
     }
@@ -442,15 +514,35 @@ impl<T: Scalar> Storage for DatInner<T> {
         T::TYPE
     }
     fn lock(&self) -> Option<Box<dyn LockedValues + '_>> {
-        match self.values.try_write() {
-            Ok(g) => Some(Box::new(g)),
-            Err(std::sync::TryLockError::Poisoned(e)) => Some(Box::new(e.into_inner())),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
+        let mut guard = match self.values.try_write() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        self.mirror
+            .refresh_host(bytemuck::cast_slice_mut(&mut guard));
+        Some(Box::new(guard))
     }
 }
 
 impl<T: Scalar> Storage for GlobalInner<T> {
+    fn on_device(&self, device: &Arc<dyn Device>) -> Option<Result<u64>> {
+        let mut values = match self.values.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(
+            self.mirror
+                .on_device(device, bytemuck::cast_slice_mut(&mut values)),
+        )
+    }
+    fn device_written(&self) {
+        self.mirror.device_written();
+    }
+    fn host_written(&self) {
+        self.mirror.host_written();
+    }
     fn id(&self) -> u64 {
         self.id
     }
@@ -461,10 +553,13 @@ impl<T: Scalar> Storage for GlobalInner<T> {
         T::TYPE
     }
     fn lock(&self) -> Option<Box<dyn LockedValues + '_>> {
-        match self.values.try_lock() {
-            Ok(g) => Some(Box::new(g)),
-            Err(std::sync::TryLockError::Poisoned(e)) => Some(Box::new(e.into_inner())),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
+        let mut guard = match self.values.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        self.mirror
+            .refresh_host(bytemuck::cast_slice_mut(&mut guard));
+        Some(Box::new(guard))
     }
 }

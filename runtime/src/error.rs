@@ -119,6 +119,19 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// Generated device code did not compile: the compiler's log and the
+    /// source with line numbers.
+    #[error(
+        "module `{module}` failed to compile:\n{log}\n--- generated source ---\n{source_text}"
+    )]
+    Compile {
+        /// The module.
+        module: String,
+        /// The compiler's messages.
+        log: String,
+        /// The source, numbered.
+        source_text: String,
+    },
     /// An I/O error, with the path involved.
     #[error("{path}: {source}")]
     Io {

@@ -45,7 +45,9 @@ extern crate self as parloop;
 
 mod arg;
 mod backend;
+mod coherence;
 mod decl;
+mod device;
 mod error;
 mod exec;
 mod kernel;
@@ -62,6 +64,8 @@ pub use decl::{Dat, Global, Map, Sections, Set};
 pub use error::{ArgProblem, Error, Result};
 pub use kernel::{DeviceFn, HostFn, Kernel, ParamSig};
 pub use par_loop::ParLoop;
+/// Device increment strategies (see [`Runtime::set_strategy`]).
+pub use parloop_kernels::loops::Strategy;
 pub use parloop_macros::{device, kernel};
 pub use profile::LoopReport;
 pub use runtime::Runtime;

@@ -9,7 +9,10 @@ use std::sync::Arc;
 use crate::arg::{Arg, ArgKind};
 use crate::decl::{Sections, Set};
 use crate::types::Access;
+use parloop_kernels::loops::Strategy;
 use parloop_planner::Plan;
+
+use crate::backend::device::DeviceLoop;
 
 /// One argument, as the cache sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -34,6 +37,8 @@ pub(crate) struct LoopKey {
     part_size: Option<usize>,
     budget: usize,
     needs_plan: bool,
+    /// Device strategy (`None` on host backends).
+    strategy: Option<Strategy>,
     args: Vec<ArgKey>,
 }
 
@@ -44,6 +49,7 @@ impl LoopKey {
         part_size: Option<usize>,
         budget: usize,
         needs_plan: bool,
+        strategy: Option<Strategy>,
         args: &[Arg],
     ) -> LoopKey {
         let args = args
@@ -77,6 +83,7 @@ impl LoopKey {
             part_size,
             budget,
             needs_plan,
+            strategy,
             args,
         }
     }
@@ -89,6 +96,14 @@ pub(crate) struct LoopPlan {
     pub plan: Option<Plan>,
     /// Minimum bytes one execution moves.
     pub bytes: u64,
+    /// The loop prepared for the runtime's device.
+    pub device: Option<DeviceLoop>,
+}
+
+impl std::fmt::Debug for DeviceLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceLoop({})", self.strategy().name())
+    }
 }
 
 /// A bounded cache, evicting the oldest entry first.
@@ -142,7 +157,7 @@ mod tests {
         let mut cache = PlanCache::new(2);
         let rt = Runtime::with_backend(Backend::Seq).unwrap();
         let keys: Vec<LoopKey> = (0..3)
-            .map(|n| LoopKey::new(&rt.set("s", n), n, None, 1024, false, &[]))
+            .map(|n| LoopKey::new(&rt.set("s", n), n, None, 1024, false, None, &[]))
             .collect();
         for k in &keys {
             cache.insert(
@@ -150,6 +165,7 @@ mod tests {
                 Arc::new(LoopPlan {
                     plan: None,
                     bytes: 0,
+                    device: None,
                 }),
             );
         }

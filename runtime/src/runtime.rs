@@ -9,8 +9,10 @@ use parloop_planner::{
 };
 
 use crate::arg::{Arg, ArgKind};
-use crate::backend::{seq, threads, Backend};
+use crate::backend::{device, seq, threads, Backend};
 use crate::decl::{Dat, Global, Map, Sections, Set};
+use crate::device::emu::Emu;
+use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::exec::{lock_args, Reduction};
 use crate::kernel::Kernel;
@@ -18,6 +20,7 @@ use crate::par_loop::ParLoop;
 use crate::plan_cache::{LoopKey, LoopPlan, PlanCache};
 use crate::profile::{self, LoopReport, Profile, Range};
 use crate::types::Scalar;
+use parloop_kernels::loops::Strategy;
 
 /// Shared-memory budget the CPU backends plan with: the GPU's classic 48 KiB
 /// also keeps a block's working set inside a core's L2 cache.
@@ -60,6 +63,10 @@ enum ProfileOutput {
 /// ```
 pub struct Runtime {
     backend: Backend,
+    /// The device of device backends.
+    device: Option<Arc<dyn Device>>,
+    /// `PARLOOP_STRATEGY`: the increment strategy device loops should use.
+    strategy: Option<Strategy>,
     part_size: Option<usize>,
     plans: Mutex<PlanCache>,
     profile: Mutex<Profile>,
@@ -112,8 +119,32 @@ impl Runtime {
                 }
             },
         };
+        let device: Option<Arc<dyn Device>> = match backend {
+            Backend::Emu => Some(Arc::new(Emu::new()?)),
+            Backend::Seq | Backend::Threads => None,
+        };
+        let strategy = match env("PARLOOP_STRATEGY") {
+            None => None,
+            Some(v) => match v.trim() {
+                "auto" => None,
+                "staged" => Some(Strategy::Staged),
+                "staged-atomic" => Some(Strategy::StagedAtomic),
+                "atomic" => Some(Strategy::Atomic),
+                "global-colour" | "global-color" => Some(Strategy::GlobalColour),
+                _ => {
+                    return Err(Error::Env {
+                        var: "PARLOOP_STRATEGY",
+                        value: v,
+                        reason: "expected auto, staged, staged-atomic, atomic or global-colour"
+                            .into(),
+                    })
+                }
+            },
+        };
         Ok(Runtime {
             backend,
+            device,
+            strategy,
             part_size,
             plans: Mutex::new(PlanCache::new(PLAN_CACHE_CAPACITY)),
             profile: Mutex::new(Profile::default()),
@@ -124,6 +155,19 @@ impl Runtime {
     /// The backend loops run on.
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// Chooses the increment strategy of device loops (`None`: automatic,
+    /// as `PARLOOP_STRATEGY=auto`). A strategy that cannot run a loop
+    /// correctly (atomics on an indirect RW argument) is replaced by
+    /// [`Strategy::Staged`] for that loop.
+    pub fn set_strategy(&mut self, strategy: Option<Strategy>) {
+        self.strategy = strategy;
+    }
+
+    /// The strategy device loops are asked to use (`None`: automatic).
+    pub fn strategy(&self) -> Option<Strategy> {
+        self.strategy
     }
 
     /// Overrides the elements per block of new plans (`None`: from the budget).
@@ -196,8 +240,25 @@ impl Runtime {
         }
         let executed: usize = sections.iter().sum();
         let needs_plan = self.backend == Backend::Threads && exec_halo;
+        let strategy = self
+            .device
+            .as_ref()
+            .map(|_| device::choose_strategy(args, self.strategy));
 
-        let (loop_plan, plan_time) = self.loop_plan(kernel, set, &sections, needs_plan, args)?;
+        let (loop_plan, plan_time) =
+            self.loop_plan(kernel, set, &sections, needs_plan, strategy, args)?;
+        if let (Some(dev), Some(dl)) = (&self.device, &loop_plan.device) {
+            let start = Instant::now();
+            if executed > 0 {
+                device::run(dev, dl, kernel.name(), args)?;
+            }
+            let elapsed = start.elapsed();
+            self.profile
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .record(kernel.name(), elapsed, plan_time, loop_plan.bytes);
+            return Ok(());
+        }
         let locked = lock_args(kernel.name(), args)?;
         let start = Instant::now();
         if executed > 0 {
@@ -217,10 +278,14 @@ impl Runtime {
                     },
                     &Reduction::of(args),
                 ),
+                (Backend::Emu, _) => unreachable!("device loops return above"),
             }
         }
         let elapsed = start.elapsed();
         drop(locked);
+        for a in args.iter().filter(|a| a.access.writes()) {
+            a.storage.host_written();
+        }
         self.profile
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -231,10 +296,11 @@ impl Runtime {
     /// The cached plan and byte count of a loop shape, built on first use.
     fn loop_plan(
         &self,
-        kernel: &Kernel,
+        kernel: &'static Kernel,
         set: &Set,
         sections: &[usize],
         needs_plan: bool,
+        strategy: Option<Strategy>,
         args: &[Arg],
     ) -> Result<(Arc<LoopPlan>, Duration)> {
         let executed: usize = sections.iter().sum();
@@ -244,6 +310,7 @@ impl Runtime {
             self.part_size,
             CPU_BLOCK_BUDGET,
             needs_plan,
+            strategy,
             args,
         );
         if let Some(p) = self
@@ -313,7 +380,22 @@ impl Runtime {
             })
             .collect();
         let bytes = min_bytes(executed, &byte_args);
-        let entry = Arc::new(LoopPlan { plan, bytes });
+        let device = match (&self.device, strategy) {
+            (Some(dev), Some(strategy)) => Some(device::prepare(
+                dev,
+                kernel,
+                args,
+                sections,
+                strategy,
+                self.part_size,
+            )?),
+            _ => None,
+        };
+        let entry = Arc::new(LoopPlan {
+            plan,
+            bytes,
+            device,
+        });
         let elapsed = start.elapsed();
         self.plans
             .lock()

@@ -4,7 +4,7 @@
 //! order (1e-12 relative); everything else must be identical. Threaded
 //! results must not depend on the thread count.
 
-use parloop::{Access, Backend, Runtime};
+use parloop::{Access, Backend, Runtime, Strategy as DeviceStrategy};
 use proptest::prelude::*;
 
 /// Edge loop: INC through both columns, READ through a vector argument,
@@ -110,8 +110,18 @@ struct Outcome {
 }
 
 fn run(backend: Backend, m: &Mesh, part_size: Option<usize>) -> Outcome {
+    run_with(backend, None, m, part_size)
+}
+
+fn run_with(
+    backend: Backend,
+    strategy: Option<DeviceStrategy>,
+    m: &Mesh,
+    part_size: Option<usize>,
+) -> Outcome {
     let mut rt = Runtime::with_backend(backend).unwrap();
     rt.set_part_size(part_size);
+    rt.set_strategy(strategy);
     let edges = rt.set("edges", m.nedges);
     let nodes = rt.set("nodes", m.nnodes);
     let pair = rt.map("pair", &edges, &nodes, 2, m.pairs.clone()).unwrap();
@@ -336,5 +346,72 @@ proptest! {
         let seq = run(Backend::Seq, &m, None);
         let want = oracle(&m);
         prop_assert_eq!(seq, want);
+    }
+}
+
+/// Every device strategy on the emulated device against seq.
+fn emu_matches_seq(
+    strategy: DeviceStrategy,
+    m: &Mesh,
+    part: Option<usize>,
+) -> Result<(), TestCaseError> {
+    let seq = run(Backend::Seq, m, None);
+    let emu = run_with(Backend::Emu, Some(strategy), m, part);
+    assert_matches(&seq, &emu)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn emu_staged_matches_seq(m in mesh(), part in prop_oneof![Just(None), (1usize..300).prop_map(Some)]) {
+        emu_matches_seq(DeviceStrategy::Staged, &m, part)?;
+    }
+
+    #[test]
+    fn emu_staged_atomic_matches_seq(m in mesh(), part in prop_oneof![Just(None), (1usize..300).prop_map(Some)]) {
+        emu_matches_seq(DeviceStrategy::StagedAtomic, &m, part)?;
+    }
+
+    #[test]
+    fn emu_atomic_matches_seq(m in mesh()) {
+        emu_matches_seq(DeviceStrategy::Atomic, &m, None)?;
+    }
+
+    #[test]
+    fn emu_global_colour_matches_seq(m in mesh()) {
+        emu_matches_seq(DeviceStrategy::GlobalColour, &m, None)?;
+    }
+}
+
+#[test]
+fn staged_and_global_colour_are_bitwise_reproducible() {
+    let (nedges, nnodes) = (3000, 200);
+    let m = Mesh {
+        nedges,
+        nnodes,
+        arity3: (0..nedges * 3)
+            .map(|k| ((k * 7919) % nnodes) as i32)
+            .collect(),
+        pairs: (0..nedges * 2)
+            .map(|k| ((k * 104_729 + 11) % nnodes) as i32)
+            .collect(),
+        weights: (0..nedges).map(|k| 0.01 + (k % 97) as f64 * 0.1).collect(),
+        coords: (0..nnodes * 2)
+            .map(|k| ((k % 13) as f64 - 6.0) * 0.37)
+            .collect(),
+    };
+    for strategy in [DeviceStrategy::Staged, DeviceStrategy::GlobalColour] {
+        let a = run_with(Backend::Emu, Some(strategy), &m, None);
+        let b = run_with(Backend::Emu, Some(strategy), &m, None);
+        let bits = |o: &Outcome| {
+            (
+                o.res.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                o.total.to_bits(),
+                o.spread.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(bits(&a), bits(&b), "{strategy:?} is not reproducible");
+        assert_matches(&run(Backend::Seq, &m, None), &a).unwrap();
     }
 }

@@ -3,6 +3,7 @@
 //! - [`Backend::Seq`]: one thread, plain loops; the reference for every test.
 //! - [`Backend::Threads`]: rayon; blocks of one plan colour in parallel.
 
+pub(crate) mod device;
 pub(crate) mod seq;
 pub(crate) mod threads;
 
@@ -19,6 +20,9 @@ pub enum Backend {
     Seq,
     /// All cores through rayon (`RAYON_NUM_THREADS` sets the count).
     Threads,
+    /// The emulated device: generated CUDA compiled by the host C++
+    /// compiler, so the whole device path runs without a GPU.
+    Emu,
 }
 
 impl Backend {
@@ -32,6 +36,7 @@ impl Backend {
         match self {
             Backend::Seq => "seq",
             Backend::Threads => "threads",
+            Backend::Emu => "emu",
         }
     }
 }
@@ -45,22 +50,23 @@ impl fmt::Display for Backend {
 impl FromStr for Backend {
     type Err = Error;
 
-    /// Parses `auto`, `seq` or `threads`; `cuda` and `emu` are recognised
-    /// and reported as not available in this build.
+    /// Parses `auto`, `seq`, `threads` or `emu`; `cuda` is recognised and
+    /// reported as not available in this build.
     fn from_str(s: &str) -> Result<Backend, Error> {
         match s.trim().to_ascii_lowercase().as_str() {
             "" | "auto" => Ok(Backend::auto()),
             "seq" => Ok(Backend::Seq),
             "threads" => Ok(Backend::Threads),
-            "cuda" | "emu" => Err(Error::Backend {
+            "emu" => Ok(Backend::Emu),
+            "cuda" => Err(Error::Backend {
                 name: s.into(),
-                reason:
-                    "the device backends are not part of this build yet; use seq, threads or auto"
-                        .into(),
+                reason: "the CUDA device is not part of this build yet; \
+                         `emu` runs the device path on the CPU; or use seq, threads, auto"
+                    .into(),
             }),
             _ => Err(Error::Backend {
                 name: s.into(),
-                reason: "unknown backend; expected auto, seq or threads".into(),
+                reason: "unknown backend; expected auto, seq, threads or emu".into(),
             }),
         }
     }

@@ -1,0 +1,785 @@
+//! CUDA C++ for a whole loop: the `__global__` entry that runs a translated
+//! kernel over a range of elements with one of the increment strategies
+//! (DESIGN.md section 5, seed 002), and the entry that finishes global
+//! reductions.
+//!
+//! Every entry takes one `pl_params` by value: `ptr[]` holds device
+//! pointers, `val[]` integers, at slots described by [`Layout`]. The same
+//! source compiles with NVRTC and, under [`crate::EMU_HEADER`], with the
+//! host C++ compiler.
+
+use std::fmt::Write as _;
+
+use crate::types::Scalar;
+
+/// Pointer slots in `pl_params`.
+pub const MAX_PTRS: usize = 96;
+/// Integer slots in `pl_params`.
+pub const MAX_VALS: usize = 8;
+
+/// `val[]` slots.
+pub mod val {
+    /// First element (or first index into the permutation).
+    pub const START: usize = 0;
+    /// One past the last.
+    pub const END: usize = 1;
+    /// Staged: first index into `blocks_by_colour` of this launch.
+    pub const BLOCK_LIST_OFFSET: usize = 2;
+    /// First partial-result slot of this launch (reductions).
+    pub const PARTIAL_BASE: usize = 3;
+    /// Finish entry: number of partial results.
+    pub const PARTIALS: usize = 4;
+}
+
+/// How a loop's indirect increments are made race-free on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    /// No indirect writes: a grid-stride loop.
+    Direct,
+    /// Stage through shared memory, apply increments thread colour by
+    /// thread colour, one launch per block colour. Deterministic.
+    Staged,
+    /// Stage through shared memory, shared-memory atomics.
+    StagedAtomic,
+    /// No staging, global atomics.
+    Atomic,
+    /// Elements coloured globally, one launch per colour through a
+    /// permutation, no staging. Deterministic.
+    GlobalColour,
+}
+
+impl Strategy {
+    /// The name used by `PARLOOP_STRATEGY` and in profiles.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Direct => "direct",
+            Strategy::Staged => "staged",
+            Strategy::StagedAtomic => "staged-atomic",
+            Strategy::Atomic => "atomic",
+            Strategy::GlobalColour => "global-colour",
+        }
+    }
+
+    /// Whether results are bitwise identical from run to run.
+    pub fn deterministic(self) -> bool {
+        matches!(
+            self,
+            Strategy::Direct | Strategy::Staged | Strategy::GlobalColour
+        )
+    }
+
+    /// Whether the strategy uses the planner's staging maps.
+    pub fn staged(self) -> bool {
+        matches!(self, Strategy::Staged | Strategy::StagedAtomic)
+    }
+}
+
+/// Access mode of a loop argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// READ
+    Read,
+    /// WRITE
+    Write,
+    /// RW
+    ReadWrite,
+    /// INC
+    Inc,
+    /// MIN (globals)
+    Min,
+    /// MAX (globals)
+    Max,
+}
+
+/// How an argument reaches its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// Entity `e` of a dat on the iteration set.
+    Direct,
+    /// Entity `map[e][column]`.
+    Indirect {
+        /// Index into [`LoopSpec::maps`].
+        map: usize,
+        /// Map column.
+        column: usize,
+    },
+    /// Entities of every column of `map[e]`.
+    Vector {
+        /// Index into [`LoopSpec::maps`].
+        map: usize,
+    },
+    /// A global.
+    Global,
+}
+
+/// One argument of a loop.
+#[derive(Clone, Debug)]
+pub struct ArgSpec {
+    /// How it reaches its data.
+    pub reach: Reach,
+    /// Access mode.
+    pub mode: Mode,
+    /// Element type.
+    pub elem: Scalar,
+    /// Values per entity (for globals: all values).
+    pub dim: usize,
+    /// The kernel parameter's rows (vectors: the map's arity).
+    pub rows: usize,
+    /// The kernel parameter's values per row.
+    pub cols: usize,
+    /// Staged strategies: index of the (dat, map) pair in [`LoopSpec::pairs`].
+    pub pair: Option<usize>,
+}
+
+/// A staged (dat, map) pair: which stage's indices it uses.
+#[derive(Clone, Debug)]
+pub struct PairSpec {
+    /// The first argument of the pair (its data pointer and mode are the pair's).
+    pub arg: usize,
+    /// Index into [`LoopSpec::stages`].
+    pub stage: usize,
+}
+
+/// Staging indices shared by the pairs on one map with the same columns.
+#[derive(Clone, Debug)]
+pub struct StageSpec {
+    /// Index into [`LoopSpec::maps`].
+    pub map: usize,
+    /// Columns staged, in the order of the plan's g2l arrays.
+    pub columns: Vec<usize>,
+}
+
+/// A loop to generate code for.
+#[derive(Clone, Debug)]
+pub struct LoopSpec {
+    /// Entry name prefix (unique per loop shape and strategy).
+    pub name: String,
+    /// The kernel's C++ name.
+    pub kernel: String,
+    /// Arguments in kernel-parameter order.
+    pub args: Vec<ArgSpec>,
+    /// Arity of each map used.
+    pub maps: Vec<usize>,
+    /// Staged strategies: the pairs.
+    pub pairs: Vec<PairSpec>,
+    /// Staged strategies: the stages.
+    pub stages: Vec<StageSpec>,
+    /// The strategy.
+    pub strategy: Strategy,
+}
+
+/// Where the runtime puts what, in `pl_params.ptr[]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// Data of argument `a` (dat or global buffer) at `ptr[a]`.
+    pub args: usize,
+    /// Map `m` at `ptr[maps + m]`.
+    pub maps: usize,
+    /// Partial results of reduced argument `a`: `(a, slot)`.
+    pub partials: Vec<(usize, usize)>,
+    /// GlobalColour: the permutation (i32).
+    pub perm: Option<usize>,
+    /// Staged: block starts, lengths, block list by colour, per-block thread
+    /// colour counts, per-element thread colours (all i32).
+    pub blocks: Option<[usize; 5]>,
+    /// Staged: per stage, the slot of its l2g (i32) and l2g offsets (i32).
+    pub l2g: Vec<[usize; 2]>,
+    /// Staged: per stage, the slots of its g2l arrays (u16), one per column.
+    pub g2l: Vec<Vec<usize>>,
+}
+
+/// Generated code of a loop.
+#[derive(Clone, Debug)]
+pub struct Generated {
+    /// CUDA C++: loop prelude, then the entries (the kernel module, with the
+    /// translated kernel and its helpers, goes before).
+    pub source: String,
+    /// The loop entry.
+    pub entry: String,
+    /// The entry finishing reductions, when the loop reduces globals.
+    pub finish: Option<String>,
+    /// Parameter slots.
+    pub layout: Layout,
+}
+
+/// Why a strategy cannot run a loop.
+pub fn unsupported(spec: &LoopSpec) -> Option<String> {
+    let mapped_write = spec.args.iter().any(|a| {
+        !matches!(a.reach, Reach::Direct | Reach::Global)
+            && matches!(a.mode, Mode::Write | Mode::ReadWrite)
+    });
+    let indirect = spec.args.iter().any(|a| {
+        matches!(a.reach, Reach::Indirect { .. } | Reach::Vector { .. }) && a.mode != Mode::Read
+    });
+    match spec.strategy {
+        Strategy::Direct if indirect => Some("the loop writes through a map".into()),
+        Strategy::Atomic | Strategy::StagedAtomic if mapped_write => {
+            Some("atomics cannot make indirect WRITE or RW race-free".into())
+        }
+        _ => None,
+    }
+}
+
+/// The loop-level prelude: `pl_params` and the entry macro.
+pub const LOOP_PRELUDE: &str = r#"// parloop loop prelude
+#ifndef PARLOOP_LOOPS
+#define PARLOOP_LOOPS
+struct pl_params { void* ptr[96]; long long val[8]; };
+#ifdef PARLOOP_EMU
+#define PL_ENTRY(name) static void name##_body(const pl_params& prm); \
+    extern "C" void name(const void* a) { name##_body(*(const pl_params*)a); } \
+    static void name##_body(const pl_params& prm)
+#define PL_DYNAMIC_SHARED(name) char* name = pl_emu_shared
+#else
+#define PL_ENTRY(name) extern "C" __global__ void name(const pl_params prm)
+#define PL_DYNAMIC_SHARED(name) extern __shared__ __align__(16) char name[]
+#endif
+__device__ inline long long pl_align8(long long n) { return (n + 7) & ~7ll; }
+#endif
+"#;
+
+fn ctype(s: Scalar) -> &'static str {
+    s.cpp()
+}
+
+/// The parameter type the translated kernel expects, for a cast.
+fn param_type(a: &ArgSpec, mutable: bool) -> String {
+    let c = if mutable { "" } else { "const " };
+    if a.rows > 1 {
+        format!("{c}{} (*)[{}]", ctype(a.elem), a.cols)
+    } else {
+        format!("{c}{}*", ctype(a.elem))
+    }
+}
+
+struct Writer {
+    out: String,
+    indent: usize,
+}
+
+impl Writer {
+    fn line(&mut self, s: impl AsRef<str>) {
+        for _ in 0..self.indent {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(s.as_ref());
+        self.out.push('\n');
+    }
+    fn open(&mut self, s: impl AsRef<str>) {
+        self.line(s);
+        self.indent += 1;
+    }
+    fn close(&mut self) {
+        self.indent -= 1;
+        self.line("}");
+    }
+}
+
+fn combine(mode: Mode, acc: &str, v: &str) -> String {
+    match mode {
+        Mode::Min => format!("if ({v} < {acc}) {acc} = {v};"),
+        Mode::Max => format!("if ({v} > {acc}) {acc} = {v};"),
+        _ => format!("{acc} += {v};"),
+    }
+}
+
+/// Generates the entries of `spec`.
+pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
+    if let Some(why) = unsupported(spec) {
+        return Err(format!(
+            "strategy {} cannot run loop `{}`: {why}",
+            spec.strategy.name(),
+            spec.kernel
+        ));
+    }
+    let nargs = spec.args.len();
+    let mut layout = Layout {
+        args: 0,
+        maps: nargs,
+        ..Layout::default()
+    };
+    let mut next = nargs + spec.maps.len();
+    let mut slot = || {
+        next += 1;
+        next - 1
+    };
+    let reduced: Vec<usize> = (0..nargs)
+        .filter(|&a| {
+            spec.args[a].reach == Reach::Global
+                && matches!(spec.args[a].mode, Mode::Inc | Mode::Min | Mode::Max)
+        })
+        .collect();
+    for &a in &reduced {
+        layout.partials.push((a, slot()));
+    }
+    let staged = spec.strategy.staged();
+    if spec.strategy == Strategy::GlobalColour {
+        layout.perm = Some(slot());
+    }
+    if staged {
+        layout.blocks = Some([slot(), slot(), slot(), slot(), slot()]);
+        for st in &spec.stages {
+            layout.l2g.push([slot(), slot()]);
+            layout.g2l.push(st.columns.iter().map(|_| slot()).collect());
+        }
+    }
+    if next > MAX_PTRS {
+        return Err(format!(
+            "loop `{}` needs {next} pointer slots, more than {MAX_PTRS}",
+            spec.kernel
+        ));
+    }
+
+    let entry = format!(
+        "pl_{}_{}",
+        spec.name,
+        spec.strategy.name().replace('-', "_")
+    );
+    let mut w = Writer {
+        out: String::new(),
+        indent: 0,
+    };
+    w.open(format!("PL_ENTRY({entry}) {{"));
+    // Typed pointers.
+    for (a, arg) in spec.args.iter().enumerate() {
+        w.line(format!(
+            "{}* const d{a} = ({}*)prm.ptr[{a}];",
+            ctype(arg.elem),
+            ctype(arg.elem)
+        ));
+    }
+    for (m, _) in spec.maps.iter().enumerate() {
+        w.line(format!(
+            "const int* const m{m} = (const int*)prm.ptr[{}];",
+            nargs + m
+        ));
+    }
+    for &(a, s) in &layout.partials {
+        let t = ctype(spec.args[a].elem);
+        w.line(format!("{t}* const part{a} = ({t}*)prm.ptr[{s}];"));
+    }
+    // Reduction accumulators: INC from zero, MIN/MAX from the current value.
+    for &a in &reduced {
+        let arg = &spec.args[a];
+        let t = ctype(arg.elem);
+        w.line(format!("{t} acc{a}[{}];", arg.dim));
+        let init = if arg.mode == Mode::Inc {
+            format!("({t})0")
+        } else {
+            format!("d{a}[k]")
+        };
+        w.line(format!(
+            "for (int k = 0; k < {}; ++k) acc{a}[k] = {init};",
+            arg.dim
+        ));
+    }
+    if staged {
+        staged_body(spec, &layout, &mut w);
+    } else {
+        flat_body(spec, &layout, &mut w);
+    }
+    block_reduction(spec, &reduced, &mut w, staged);
+    w.close();
+
+    let finish = if reduced.is_empty() {
+        None
+    } else {
+        let name = format!("{entry}_finish");
+        w.open(format!("PL_ENTRY({name}) {{"));
+        w.open("if (blockIdx.x == 0 && threadIdx.x == 0) {");
+        w.line(format!("const long long n = prm.val[{}];", val::PARTIALS));
+        for &(a, s) in &layout.partials {
+            let arg = &spec.args[a];
+            let t = ctype(arg.elem);
+            w.line(format!("{t}* const g{a} = ({t}*)prm.ptr[{a}];"));
+            w.line(format!("const {t}* const p{a} = (const {t}*)prm.ptr[{s}];"));
+            w.open(format!("for (int k = 0; k < {}; ++k) {{", arg.dim));
+            w.line(format!("{t} v = g{a}[k];"));
+            w.line(format!(
+                "for (long long p = 0; p < n; ++p) {{ const {t} x = p{a}[p * {} + k]; {} }}",
+                arg.dim,
+                combine(arg.mode, "v", "x")
+            ));
+            w.line(format!("g{a}[k] = v;"));
+            w.close();
+        }
+        w.close();
+        w.close();
+        Some(name)
+    };
+    let mut source = String::from(LOOP_PRELUDE);
+    source.push_str(&w.out);
+    Ok(Generated {
+        source,
+        entry,
+        finish,
+        layout,
+    })
+}
+
+/// Declares per-element locals and builds the kernel's call arguments for
+/// element `e` (non-staged), plus the statements after the call.
+fn flat_args(spec: &LoopSpec, w: &mut Writer) -> (Vec<String>, Vec<String>) {
+    let atomic = spec.strategy == Strategy::Atomic;
+    let mut call = Vec::new();
+    let mut after = Vec::new();
+    for (a, arg) in spec.args.iter().enumerate() {
+        let t = ctype(arg.elem);
+        let writes = arg.mode != Mode::Read;
+        let len = arg.rows * arg.cols;
+        match arg.reach {
+            Reach::Direct => call.push(format!(
+                "({})(d{a} + e * {})",
+                param_type(arg, writes),
+                arg.dim
+            )),
+            Reach::Global if matches!(arg.mode, Mode::Inc | Mode::Min | Mode::Max) => {
+                call.push(format!("({})(acc{a})", param_type(arg, true)))
+            }
+            Reach::Global => call.push(format!("({})(d{a})", param_type(arg, false))),
+            Reach::Indirect { map, column } => {
+                let arity = spec.maps[map];
+                let tgt = format!("(long long)m{map}[e * {arity} + {column}] * {}", arg.dim);
+                if !writes {
+                    call.push(format!("({})(d{a} + {tgt})", param_type(arg, false)));
+                    continue;
+                }
+                w.line(format!("const long long t{a} = {tgt};"));
+                if arg.mode == Mode::Inc {
+                    w.line(format!("{t} l{a}[{len}] = {{}};"));
+                } else {
+                    w.line(format!("{t} l{a}[{len}]; for (int k = 0; k < {len}; ++k) l{a}[k] = d{a}[t{a} + k];"));
+                }
+                call.push(format!("({})(l{a})", param_type(arg, true)));
+                let op = match (arg.mode, atomic) {
+                    (Mode::Inc, true) => format!("atomicAdd(&d{a}[t{a} + k], l{a}[k]);"),
+                    (Mode::Inc, false) => format!("d{a}[t{a} + k] += l{a}[k];"),
+                    _ => format!("d{a}[t{a} + k] = l{a}[k];"),
+                };
+                after.push(format!("for (int k = 0; k < {len}; ++k) {op}"));
+            }
+            Reach::Vector { map } => {
+                let arity = spec.maps[map];
+                let (rows, cols) = (arg.rows, arg.cols);
+                if arg.mode == Mode::Inc {
+                    w.line(format!("{t} l{a}[{rows}][{cols}] = {{}};"));
+                } else {
+                    w.line(format!("{t} l{a}[{rows}][{cols}];"));
+                    w.line(format!(
+                        "for (int r = 0; r < {rows}; ++r) for (int k = 0; k < {cols}; ++k) l{a}[r][k] = d{a}[(long long)m{map}[e * {arity} + r] * {cols} + k];"
+                    ));
+                }
+                call.push(format!("({})(l{a})", param_type(arg, writes)));
+                if writes {
+                    let target = format!("d{a}[(long long)m{map}[e * {arity} + r] * {cols} + k]");
+                    let op = match (arg.mode, atomic) {
+                        (Mode::Inc, true) => format!("atomicAdd(&{target}, l{a}[r][k]);"),
+                        (Mode::Inc, false) => format!("{target} += l{a}[r][k];"),
+                        _ => format!("{target} = l{a}[r][k];"),
+                    };
+                    after.push(format!(
+                        "for (int r = 0; r < {rows}; ++r) for (int k = 0; k < {cols}; ++k) {op}"
+                    ));
+                }
+            }
+        }
+    }
+    (call, after)
+}
+
+/// Direct, Atomic and GlobalColour: a grid-stride loop.
+fn flat_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
+    let (s, e) = (val::START, val::END);
+    if let Some(perm) = layout.perm {
+        w.line(format!(
+            "const int* const perm = (const int*)prm.ptr[{perm}];"
+        ));
+    }
+    w.open(format!(
+        "for (long long i = prm.val[{s}] + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < prm.val[{e}]; i += (long long)blockDim.x * gridDim.x) {{"
+    ));
+    w.line(if layout.perm.is_some() {
+        "const long long e = perm[i];"
+    } else {
+        "const long long e = i;"
+    });
+    let (call, after) = flat_args(spec, w);
+    w.line(format!("{}({});", spec.kernel, call.join(", ")));
+    for s in after {
+        w.line(s);
+    }
+    w.close();
+}
+
+/// Staged and StagedAtomic: one block per mini-partition.
+fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
+    let atomic = spec.strategy == Strategy::StagedAtomic;
+    let [bstart, blen, blist, nthr, thrcol] = layout.blocks.expect("staged layout");
+    w.line(format!(
+        "const int* const blk_start = (const int*)prm.ptr[{bstart}];"
+    ));
+    w.line(format!(
+        "const int* const blk_len = (const int*)prm.ptr[{blen}];"
+    ));
+    w.line(format!(
+        "const int* const blk_list = (const int*)prm.ptr[{blist}];"
+    ));
+    w.line(format!(
+        "const int* const blk_colours = (const int*)prm.ptr[{nthr}];"
+    ));
+    w.line(format!(
+        "const int* const thr_colour = (const int*)prm.ptr[{thrcol}];"
+    ));
+    for (s, st) in spec.stages.iter().enumerate() {
+        w.line(format!(
+            "const int* const l2g{s} = (const int*)prm.ptr[{}];",
+            layout.l2g[s][0]
+        ));
+        w.line(format!(
+            "const int* const l2g_off{s} = (const int*)prm.ptr[{}];",
+            layout.l2g[s][1]
+        ));
+        for (k, _) in st.columns.iter().enumerate() {
+            w.line(format!(
+                "const unsigned short* const g2l{s}_{k} = (const unsigned short*)prm.ptr[{}];",
+                layout.g2l[s][k]
+            ));
+        }
+    }
+    w.line(format!(
+        "const int b = blk_list[prm.val[{}] + blockIdx.x];",
+        val::BLOCK_LIST_OFFSET
+    ));
+    w.line("const long long bstart = blk_start[b];");
+    w.line("const int bn = blk_len[b];");
+    w.line("PL_DYNAMIC_SHARED(pl_sh);");
+    w.line("long long sh_off = 0;");
+    // Shared arrays, one per pair, laid out in pair order.
+    for (p, pair) in spec.pairs.iter().enumerate() {
+        let arg = &spec.args[pair.arg];
+        let t = ctype(arg.elem);
+        let s = pair.stage;
+        w.line(format!(
+            "const int n{p} = l2g_off{s}[b + 1] - l2g_off{s}[b];"
+        ));
+        w.line(format!(
+            "const int* const l2g_b{p} = l2g{s} + l2g_off{s}[b];"
+        ));
+        w.line(format!("{t}* const sh{p} = ({t}*)(pl_sh + sh_off);"));
+        w.line(format!(
+            "sh_off += pl_align8((long long)n{p} * {} * sizeof({t}));",
+            arg.dim
+        ));
+    }
+    // Stage in.
+    for (p, pair) in spec.pairs.iter().enumerate() {
+        let arg = &spec.args[pair.arg];
+        let (a, dim) = (pair.arg, arg.dim);
+        let load = if arg.mode == Mode::Inc {
+            format!("({})0", ctype(arg.elem))
+        } else {
+            format!("d{a}[(long long)l2g_b{p}[i / {dim}] * {dim} + i % {dim}]")
+        };
+        w.line(format!(
+            "for (int i = threadIdx.x; i < n{p} * {dim}; i += blockDim.x) sh{p}[i] = {load};"
+        ));
+    }
+    w.line("__syncthreads();");
+    // Elements, blockDim at a time. Statements per element: `prep`
+    // (locals, gathers), the call, `after` (apply private copies).
+    let mut prep: Vec<String> = Vec::new();
+    let mut after = Vec::new();
+    let mut call = Vec::new();
+    for (a, arg) in spec.args.iter().enumerate() {
+        let t = ctype(arg.elem);
+        let writes = arg.mode != Mode::Read;
+        let len = arg.rows * arg.cols;
+        let g2l = |col: usize| -> String {
+            let p = arg.pair.expect("staged indirect argument has a pair");
+            let st = &spec.stages[spec.pairs[p].stage];
+            let k = st
+                .columns
+                .iter()
+                .position(|&c| c == col)
+                .expect("column is staged");
+            format!("g2l{}_{k}[e]", spec.pairs[p].stage)
+        };
+        match arg.reach {
+            Reach::Direct => call.push(format!(
+                "({})(d{a} + e * {})",
+                param_type(arg, writes),
+                arg.dim
+            )),
+            Reach::Global if matches!(arg.mode, Mode::Inc | Mode::Min | Mode::Max) => {
+                call.push(format!("({})(acc{a})", param_type(arg, true)))
+            }
+            Reach::Global => call.push(format!("({})(d{a})", param_type(arg, false))),
+            Reach::Indirect { column, .. } => {
+                let p = arg.pair.expect("pair");
+                let local = format!("(long long){} * {}", g2l(column), arg.dim);
+                if !writes {
+                    call.push(format!("({})(sh{p} + {local})", param_type(arg, false)));
+                    continue;
+                }
+                if arg.mode == Mode::Inc {
+                    prep.push(format!("{t} l{a}[{len}] = {{}};"));
+                } else {
+                    prep.push(format!("{t} l{a}[{len}]; for (int k = 0; k < {len}; ++k) l{a}[k] = sh{p}[{local} + k];"));
+                }
+                call.push(format!("({})(l{a})", param_type(arg, true)));
+                let op = match (arg.mode, atomic) {
+                    (Mode::Inc, true) => format!("atomicAdd(&sh{p}[{local} + k], l{a}[k]);"),
+                    (Mode::Inc, false) => format!("sh{p}[{local} + k] += l{a}[k];"),
+                    _ => format!("sh{p}[{local} + k] = l{a}[k];"),
+                };
+                after.push(format!("for (int k = 0; k < {len}; ++k) {op}"));
+            }
+            Reach::Vector { .. } => {
+                let p = arg.pair.expect("pair");
+                let (rows, cols) = (arg.rows, arg.cols);
+                let rows_g2l: Vec<String> = (0..rows)
+                    .map(|r| format!("(long long){} * {cols}", g2l(r)))
+                    .collect();
+                prep.push(format!(
+                    "{t} l{a}[{rows}][{cols}]{};",
+                    if arg.mode == Mode::Inc { " = {}" } else { "" }
+                ));
+                if arg.mode != Mode::Inc {
+                    for (r, loc) in rows_g2l.iter().enumerate() {
+                        prep.push(format!(
+                            "for (int k = 0; k < {cols}; ++k) l{a}[{r}][k] = sh{p}[{loc} + k];"
+                        ));
+                    }
+                }
+                call.push(format!("({})(l{a})", param_type(arg, writes)));
+                if writes {
+                    for (r, loc) in rows_g2l.iter().enumerate() {
+                        let op = match (arg.mode, atomic) {
+                            (Mode::Inc, true) => {
+                                format!("atomicAdd(&sh{p}[{loc} + k], l{a}[{r}][k]);")
+                            }
+                            (Mode::Inc, false) => format!("sh{p}[{loc} + k] += l{a}[{r}][k];"),
+                            _ => format!("sh{p}[{loc} + k] = l{a}[{r}][k];"),
+                        };
+                        after.push(format!("for (int k = 0; k < {cols}; ++k) {op}"));
+                    }
+                }
+            }
+        }
+    }
+    let call = format!("{}({});", spec.kernel, call.join(", "));
+    // A mapped RW or WRITE argument must see earlier colours' writes: then
+    // the whole element runs in its colour's turn. INC-only loops compute in
+    // parallel and only apply increments colour by colour.
+    let overwrite = spec.args.iter().any(|a| {
+        !matches!(a.reach, Reach::Direct | Reach::Global)
+            && matches!(a.mode, Mode::Write | Mode::ReadWrite)
+    });
+    w.open("for (int i0 = 0; i0 < bn; i0 += blockDim.x) {");
+    w.line("const int i = i0 + threadIdx.x;");
+    w.line("const long long e = bstart + (i < bn ? i : 0);");
+    w.line("const int col = i < bn ? thr_colour[e] : -1;");
+    if atomic || after.is_empty() {
+        w.open("if (i < bn) {");
+        for s in prep.iter().chain(std::iter::once(&call)).chain(&after) {
+            w.line(s);
+        }
+        w.close();
+        if atomic {
+            w.line("__syncthreads();");
+        }
+    } else if overwrite {
+        w.open("for (int c = 0; c < blk_colours[b]; ++c) {");
+        w.open("if (col == c) {");
+        for s in prep.iter().chain(std::iter::once(&call)).chain(&after) {
+            w.line(s);
+        }
+        w.close();
+        w.line("__syncthreads();");
+        w.close();
+    } else {
+        for s in &prep {
+            w.line(s);
+        }
+        w.open("if (i < bn) {");
+        w.line(&call);
+        w.close();
+        w.open("for (int c = 0; c < blk_colours[b]; ++c) {");
+        w.open("if (col == c) {");
+        for s in &after {
+            w.line(s);
+        }
+        w.close();
+        w.line("__syncthreads();");
+        w.close();
+    }
+    w.close();
+    w.line("__syncthreads();");
+    // Stage out: RW and WRITE write back, INC adds.
+    for (p, pair) in spec.pairs.iter().enumerate() {
+        let arg = &spec.args[pair.arg];
+        let (a, dim) = (pair.arg, arg.dim);
+        let target = format!("d{a}[(long long)l2g_b{p}[i / {dim}] * {dim} + i % {dim}]");
+        let op = match arg.mode {
+            Mode::Read => continue,
+            Mode::Inc => format!("{target} += sh{p}[i];"),
+            _ => format!("{target} = sh{p}[i];"),
+        };
+        w.line(format!(
+            "for (int i = threadIdx.x; i < n{p} * {dim}; i += blockDim.x) {op}"
+        ));
+    }
+}
+
+/// Reduces every thread's accumulators into one partial result per block,
+/// in thread order (deterministic), through shared memory.
+fn block_reduction(spec: &LoopSpec, reduced: &[usize], w: &mut Writer, staged: bool) {
+    if reduced.is_empty() {
+        return;
+    }
+    if !staged {
+        w.line("PL_DYNAMIC_SHARED(pl_sh);");
+    }
+    for &a in reduced {
+        let arg = &spec.args[a];
+        let t = ctype(arg.elem);
+        let dim = arg.dim;
+        w.line("__syncthreads();");
+        w.open("{");
+        w.line(format!("{t}* const red = ({t}*)pl_sh;"));
+        w.line(format!(
+            "for (int k = 0; k < {dim}; ++k) red[threadIdx.x * {dim} + k] = acc{a}[k];"
+        ));
+        w.line("__syncthreads();");
+        w.open("if (threadIdx.x == 0) {");
+        w.open(format!("for (int k = 0; k < {dim}; ++k) {{"));
+        w.line(format!("{t} v = red[k];"));
+        w.line(format!("for (unsigned int t = 1; t < blockDim.x; ++t) {{ const {t} x = red[t * {dim} + k]; {} }}", combine(arg.mode, "v", "x")));
+        w.line(format!(
+            "part{a}[(prm.val[{}] + blockIdx.x) * {dim} + k] = v;",
+            val::PARTIAL_BASE
+        ));
+        w.close();
+        w.close();
+        w.close();
+    }
+}
+
+/// Shared memory a reduction needs per block of `threads`.
+pub fn reduction_shared_bytes(spec: &LoopSpec, threads: usize) -> usize {
+    spec.args
+        .iter()
+        .filter(|a| a.reach == Reach::Global && matches!(a.mode, Mode::Inc | Mode::Min | Mode::Max))
+        .map(|a| threads * a.dim * a.elem.bits() as usize / 8)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Prints a source with line numbers (for error messages).
+pub fn numbered(source: &str) -> String {
+    let mut s = String::new();
+    for (i, l) in source.lines().enumerate() {
+        let _ = writeln!(s, "{:5} {l}", i + 1);
+    }
+    s
+}

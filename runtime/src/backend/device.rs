@@ -1,0 +1,435 @@
+//! The device backend: one implementation of planning, code generation,
+//! staging and launching, generic over [`Device`].
+//!
+//! A loop shape is prepared once ([`prepare`], cached with the plan): the
+//! strategy is chosen, the plan built and uploaded, the loop's CUDA source
+//! generated (`parloop_kernels::loops`) after the kernel's translation, and
+//! compiled. [`run`] then fills the launch parameters with the current
+//! device addresses of the arguments and launches section by section (and,
+//! for coloured strategies, colour by colour), then finishes reductions on
+//! the device. Nothing is copied back: host reads download when they need to.
+
+use std::sync::Arc;
+
+use parloop_kernels::loops::{
+    self, ArgSpec, Generated, LoopSpec, Mode, PairSpec, Reach, StageSpec, Strategy,
+};
+use parloop_kernels::Scalar;
+use parloop_planner::{build_plan, Columns, IndirectArg, Plan, PlanRequest};
+
+use crate::arg::{Arg, ArgKind};
+use crate::device::{Device, DeviceBuffer, LaunchParams, Module};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::types::{Access, ElemType};
+
+/// Most blocks of a grid-stride launch (the loop covers the rest).
+const MAX_FLAT_GRID: usize = 4096;
+
+/// One launch of the loop entry.
+#[derive(Clone, Debug)]
+struct Launch {
+    grid: u32,
+    val: [i64; loops::MAX_VALS],
+}
+
+/// A loop shape prepared for a device.
+pub(crate) struct DeviceLoop {
+    strategy: Strategy,
+    generated: Generated,
+    module: Arc<dyn Module>,
+    /// Uploaded plan arrays: (pointer slot, buffer).
+    arrays: Vec<(usize, DeviceBuffer)>,
+    /// Partial results of reductions: (pointer slot, buffer).
+    partials: Vec<(usize, DeviceBuffer)>,
+    launches: Vec<Launch>,
+    block: u32,
+    shared: usize,
+    /// Map of each `LoopSpec` map slot, as an index into the arguments.
+    map_args: Vec<usize>,
+}
+
+impl DeviceLoop {
+    /// The strategy the loop runs with.
+    pub(crate) fn strategy(&self) -> Strategy {
+        self.strategy
+    }
+}
+
+fn scalar(e: ElemType) -> Scalar {
+    match e {
+        ElemType::F64 => Scalar::F64,
+        ElemType::F32 => Scalar::F32,
+        ElemType::I32 => Scalar::I32,
+        ElemType::U32 => Scalar::U32,
+        ElemType::I64 => Scalar::I64,
+        ElemType::U64 => Scalar::U64,
+    }
+}
+
+fn mode(a: Access) -> Mode {
+    match a {
+        Access::Read => Mode::Read,
+        Access::Write => Mode::Write,
+        Access::ReadWrite => Mode::ReadWrite,
+        Access::Inc => Mode::Inc,
+        Access::Min => Mode::Min,
+        Access::Max => Mode::Max,
+    }
+}
+
+/// The strategy for a loop: `Direct` without indirect writes; otherwise the
+/// requested one when it is correct for the loop, else `Staged`.
+pub(crate) fn choose_strategy(args: &[Arg], requested: Option<Strategy>) -> Strategy {
+    let indirect_writes = args.iter().any(|a| a.is_indirect() && a.access.writes());
+    if !indirect_writes {
+        return Strategy::Direct;
+    }
+    let mapped_overwrite = args
+        .iter()
+        .any(|a| a.is_indirect() && matches!(a.access, Access::Write | Access::ReadWrite));
+    match requested {
+        Some(Strategy::Atomic | Strategy::StagedAtomic) if mapped_overwrite => Strategy::Staged,
+        Some(Strategy::Direct) | None => Strategy::Staged,
+        Some(s) => s,
+    }
+}
+
+fn upload_i32(device: &dyn Device, values: impl Iterator<Item = i64>) -> Result<DeviceBuffer> {
+    let v: Vec<i32> = values.map(|x| x as i32).collect();
+    let bytes: &[u8] = bytemuck::cast_slice(&v);
+    let buf = device.alloc(bytes.len().max(4))?;
+    device.upload(&buf, bytes)?;
+    Ok(buf)
+}
+
+/// Prepares `kernel` over the `sections` of its iteration set on `device`.
+pub(crate) fn prepare(
+    device: &Arc<dyn Device>,
+    kernel: &'static Kernel,
+    args: &[Arg],
+    sections: &[usize],
+    strategy: Strategy,
+    part_size: Option<usize>,
+) -> Result<DeviceLoop> {
+    let device_fn = kernel.device_fn().ok_or_else(|| Error::Backend {
+        name: device.name(),
+        reason: format!(
+            "kernel `{}` has no CUDA translation (declare it with #[parloop::kernel])",
+            kernel.name()
+        ),
+    })?;
+    let block = device.block_size();
+    let params = kernel.params();
+
+    // Maps, in order of first use.
+    let mut map_ids: Vec<u64> = Vec::new();
+    let mut map_args: Vec<usize> = Vec::new();
+    let mut maps: Vec<usize> = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if let Some(m) = a.map() {
+            if !map_ids.contains(&m.id()) {
+                map_ids.push(m.id());
+                map_args.push(i);
+                maps.push(m.arity());
+            }
+        }
+    }
+    let map_slot = |a: &Arg| {
+        map_ids
+            .iter()
+            .position(|&id| Some(id) == a.map().map(|m| m.id()))
+            .expect("collected")
+    };
+
+    // The plan, for the strategies that use one.
+    let indirect: Vec<(usize, IndirectArg)> = args
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| {
+            let map = a.map()?;
+            let columns = match &a.kind {
+                ArgKind::Indirect { column, .. } => Columns::One(*column),
+                _ => Columns::All,
+            };
+            Some((
+                i,
+                IndirectArg {
+                    map: map.values(),
+                    arity: map.arity(),
+                    to_size: map.to().total(),
+                    columns,
+                    map_id: map.id(),
+                    dat_id: a.data_id(),
+                    bytes_per_entity: a.bytes_per_entity(),
+                    conflicts: a.access.writes(),
+                },
+            ))
+        })
+        .collect();
+    let indirect_args: Vec<IndirectArg> = indirect.iter().map(|(_, a)| *a).collect();
+    let plan_error = |source| Error::Plan {
+        kernel: kernel.name().into(),
+        source,
+    };
+    let reduction_bytes = |spec: &LoopSpec| loops::reduction_shared_bytes(spec, block as usize);
+    let mut spec = LoopSpec {
+        name: kernel.name().into(),
+        kernel: device_fn.cname().into(),
+        args: Vec::new(),
+        maps,
+        pairs: Vec::new(),
+        stages: Vec::new(),
+        strategy,
+    };
+    let mut plan: Option<Plan> = None;
+    if strategy.staged() {
+        let budget = device
+            .shared_memory_per_block()
+            .saturating_sub(8 * indirect.len());
+        let request = PlanRequest {
+            sections,
+            args: &indirect_args,
+            shared_memory_bytes: budget,
+            part_size,
+            staging: true,
+        };
+        let p = build_plan(&request).map_err(plan_error)?;
+        spec.stages = p
+            .stages
+            .iter()
+            .map(|s| StageSpec {
+                map: map_ids
+                    .iter()
+                    .position(|&id| id == s.map_id)
+                    .expect("stage map is an argument's"),
+                columns: s.columns.clone(),
+            })
+            .collect();
+        spec.pairs = p
+            .pairs
+            .iter()
+            .enumerate()
+            .map(|(k, pair)| PairSpec {
+                arg: indirect[p
+                    .arg_pair
+                    .iter()
+                    .position(|&q| q == k)
+                    .expect("every pair has an argument")]
+                .0,
+                stage: pair.stage,
+            })
+            .collect();
+        plan = Some(p);
+    } else if strategy == Strategy::GlobalColour {
+        // One block per section: thread colours are element colours.
+        let whole = sections.iter().copied().max().unwrap_or(1).max(1);
+        let request = PlanRequest {
+            sections,
+            args: &indirect_args,
+            shared_memory_bytes: usize::MAX,
+            part_size: Some(whole),
+            staging: false,
+        };
+        plan = Some(build_plan(&request).map_err(plan_error)?);
+    }
+    for (i, a) in args.iter().enumerate() {
+        let sig = &params[i];
+        let reach = match &a.kind {
+            ArgKind::Direct => Reach::Direct,
+            ArgKind::Indirect { column, .. } => Reach::Indirect {
+                map: map_slot(a),
+                column: *column,
+            },
+            ArgKind::Vector { .. } => Reach::Vector { map: map_slot(a) },
+            ArgKind::Global => Reach::Global,
+        };
+        let pair = match (&plan, strategy.staged()) {
+            (Some(p), true) => indirect
+                .iter()
+                .position(|(j, _)| *j == i)
+                .map(|k| p.arg_pair[k]),
+            _ => None,
+        };
+        spec.args.push(ArgSpec {
+            reach,
+            mode: mode(a.access),
+            elem: scalar(a.storage.elem()),
+            dim: a.dim,
+            rows: sig.rows,
+            cols: sig.cols,
+            pair,
+        });
+    }
+    let generated = loops::generate(&spec).map_err(|reason| Error::Backend {
+        name: device.name(),
+        reason,
+    })?;
+    let source = format!("{}\n{}", device_fn.module_source(), generated.source);
+    let module = device.compile(
+        &format!("{}_{}", kernel.name(), strategy.name().replace('-', "_")),
+        &source,
+    )?;
+
+    // Launches and plan arrays.
+    let mut arrays = Vec::new();
+    let mut launches = Vec::new();
+    let mut shared = reduction_bytes(&spec);
+    let flat = |start: usize, end: usize, launches: &mut Vec<Launch>| {
+        if end > start {
+            let grid = (end - start)
+                .div_ceil(block as usize)
+                .clamp(1, MAX_FLAT_GRID);
+            let mut val = [0i64; loops::MAX_VALS];
+            val[loops::val::START] = start as i64;
+            val[loops::val::END] = end as i64;
+            launches.push(Launch {
+                grid: grid as u32,
+                val,
+            });
+        }
+    };
+    match (strategy, &plan) {
+        (Strategy::Staged | Strategy::StagedAtomic, Some(p)) => {
+            let layout = &generated.layout;
+            let [s, l, list, ncol, tcol] = layout.blocks.expect("staged layout");
+            let d = device.as_ref();
+            arrays.push((s, upload_i32(d, p.blocks.iter().map(|b| b.start as i64))?));
+            arrays.push((l, upload_i32(d, p.blocks.iter().map(|b| b.len as i64))?));
+            arrays.push((
+                list,
+                upload_i32(d, p.blocks_by_colour.iter().map(|&b| i64::from(b)))?,
+            ));
+            arrays.push((
+                ncol,
+                upload_i32(d, p.blocks.iter().map(|b| i64::from(b.thread_colours)))?,
+            ));
+            arrays.push((
+                tcol,
+                upload_i32(d, p.thread_colour.iter().map(|&c| i64::from(c)))?,
+            ));
+            for (k, stage) in p.stages.iter().enumerate() {
+                arrays.push((
+                    layout.l2g[k][0],
+                    upload_i32(d, stage.l2g.iter().map(|&t| i64::from(t)))?,
+                ));
+                arrays.push((
+                    layout.l2g[k][1],
+                    upload_i32(d, stage.l2g_offsets.iter().map(|&o| o as i64))?,
+                ));
+                for (c, g2l) in stage.g2l.iter().enumerate() {
+                    let bytes: &[u8] = bytemuck::cast_slice(g2l);
+                    let buf = d.alloc(bytes.len().max(2))?;
+                    d.upload(&buf, bytes)?;
+                    arrays.push((layout.g2l[k][c], buf));
+                }
+            }
+            for c in 0..p.colours {
+                let n = p.colour_blocks(c).len();
+                if n > 0 {
+                    let mut val = [0i64; loops::MAX_VALS];
+                    val[loops::val::BLOCK_LIST_OFFSET] = p.colour_offsets[c as usize] as i64;
+                    launches.push(Launch {
+                        grid: n as u32,
+                        val,
+                    });
+                }
+            }
+            shared = shared.max(p.max_staged_bytes() + 8 * spec.pairs.len());
+        }
+        (Strategy::GlobalColour, Some(p)) => {
+            let mut perm: Vec<i64> = Vec::with_capacity(p.len());
+            for b in &p.blocks {
+                let mut elems: Vec<usize> = (b.start..b.start + b.len).collect();
+                elems.sort_by_key(|&e| p.thread_colour[e]);
+                let mut i = 0;
+                while i < elems.len() {
+                    let colour = p.thread_colour[elems[i]];
+                    let first = perm.len();
+                    while i < elems.len() && p.thread_colour[elems[i]] == colour {
+                        perm.push(elems[i] as i64);
+                        i += 1;
+                    }
+                    flat(first, perm.len(), &mut launches);
+                }
+            }
+            let slot = generated.layout.perm.expect("global-colour layout");
+            arrays.push((slot, upload_i32(device.as_ref(), perm.into_iter())?));
+        }
+        _ => {
+            let mut start = 0;
+            for &n in sections {
+                flat(start, start + n, &mut launches);
+                start += n;
+            }
+        }
+    }
+    // One partial result per launched block, per reduced global.
+    let mut base = 0i64;
+    for launch in &mut launches {
+        launch.val[loops::val::PARTIAL_BASE] = base;
+        base += i64::from(launch.grid);
+    }
+    let mut partials = Vec::new();
+    for &(a, slot) in &generated.layout.partials {
+        let bytes = (base.max(1) as usize) * args[a].bytes_per_entity();
+        partials.push((slot, device.alloc(bytes)?));
+    }
+    Ok(DeviceLoop {
+        strategy,
+        generated,
+        module,
+        arrays,
+        partials,
+        launches,
+        block,
+        shared,
+        map_args,
+    })
+}
+
+/// Runs a prepared loop with `args` (the loop's current arguments).
+pub(crate) fn run(
+    device: &Arc<dyn Device>,
+    dl: &DeviceLoop,
+    kernel: &str,
+    args: &[Arg],
+) -> Result<()> {
+    let mut params = LaunchParams::default();
+    for (i, a) in args.iter().enumerate() {
+        let addr = a.storage.on_device(device).ok_or_else(|| Error::Busy {
+            kernel: kernel.into(),
+            dat: a.data_name().into(),
+        })??;
+        params.ptr[dl.generated.layout.args + i] = addr;
+    }
+    for (m, &a) in dl.map_args.iter().enumerate() {
+        let map = args[a].map().expect("a map argument");
+        params.ptr[dl.generated.layout.maps + m] = map.on_device(device)?;
+    }
+    for (slot, buf) in dl.arrays.iter().chain(&dl.partials) {
+        params.ptr[*slot] = buf.addr;
+    }
+    let total: i64 = dl.launches.iter().map(|l| i64::from(l.grid)).sum();
+    for launch in &dl.launches {
+        params.val = launch.val;
+        dl.module.launch(
+            &dl.generated.entry,
+            launch.grid,
+            dl.block,
+            dl.shared,
+            &params,
+        )?;
+    }
+    if let Some(finish) = &dl.generated.finish {
+        params.val = [0; loops::MAX_VALS];
+        params.val[loops::val::PARTIALS] = total;
+        dl.module.launch(finish, 1, 1, 0, &params)?;
+    }
+    for a in args {
+        if a.access.writes() {
+            a.storage.device_written();
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,96 @@
+//! Host/device coherence of a dat's or global's values: a device mirror
+//! and which side is newer. Loops on a device upload only stale values and
+//! mark what they write as newer on the device; host reads download only
+//! then, and host writes mark the device copy stale.
+
+use std::sync::{Arc, Mutex};
+
+use crate::device::{Device, DeviceBuffer};
+use crate::error::Result;
+
+/// Which copy holds the current values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Both copies are equal.
+    InSync,
+    /// A loop wrote the device copy.
+    DeviceNewer,
+    /// The host wrote its copy.
+    HostNewer,
+}
+
+/// A device copy of host values.
+pub(crate) struct Mirror {
+    pub device: Arc<dyn Device>,
+    pub buf: DeviceBuffer,
+    pub state: State,
+}
+
+/// Where a dat or global keeps its mirror.
+#[derive(Default)]
+pub(crate) struct MirrorSlot(Mutex<Option<Mirror>>);
+
+fn same_device(a: &Arc<dyn Device>, b: &Arc<dyn Device>) -> bool {
+    std::ptr::eq(Arc::as_ptr(a) as *const (), Arc::as_ptr(b) as *const ())
+}
+
+impl MirrorSlot {
+    /// Makes `host` current: downloads when the device copy is newer.
+    ///
+    /// # Panics
+    /// When the device fails to copy (the emulated device never does; a
+    /// lost GPU would).
+    pub fn refresh_host(&self, host: &mut [u8]) {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = slot.as_mut() {
+            if m.state == State::DeviceNewer {
+                m.device
+                    .download(&m.buf, host)
+                    .expect("device-to-host copy failed");
+                m.state = State::InSync;
+            }
+        }
+    }
+
+    /// Records a host write.
+    pub fn host_written(&self) {
+        if let Some(m) = self.0.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            m.state = State::HostNewer;
+        }
+    }
+
+    /// Records a device write.
+    pub fn device_written(&self) {
+        if let Some(m) = self.0.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            m.state = State::DeviceNewer;
+        }
+    }
+
+    /// The device address of current values on `device`, allocating and
+    /// uploading as needed. `host` is the host copy.
+    pub fn on_device(&self, device: &Arc<dyn Device>, host: &mut [u8]) -> Result<u64> {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = slot.as_mut() {
+            if same_device(&m.device, device) {
+                if m.state == State::HostNewer {
+                    device.upload(&m.buf, host)?;
+                    m.state = State::InSync;
+                }
+                return Ok(m.buf.addr);
+            }
+            // Another device holds the newest values: bring them home first.
+            if m.state == State::DeviceNewer {
+                m.device.download(&m.buf, host)?;
+            }
+        }
+        let buf = device.alloc(host.len())?;
+        device.upload(&buf, host)?;
+        let addr = buf.addr;
+        *slot = Some(Mirror {
+            device: device.clone(),
+            buf,
+            state: State::InSync,
+        });
+        Ok(addr)
+    }
+}

@@ -1,0 +1,233 @@
+//! The emulated device: generated CUDA C++ compiled by the host C++
+//! compiler (`CXX`, default `g++`) against `parloop_kernels::EMU_HEADER`,
+//! loaded with libloading. Modules are cached on disk by a hash of the
+//! source and the compiler, so a second run compiles nothing.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use super::{cache_dir, fnv1a, Device, DeviceBuffer, LaunchParams, Module};
+use crate::error::{Error, Result};
+
+/// The emulated device.
+pub(crate) struct Emu {
+    compiler: String,
+    modules: Mutex<HashMap<u64, Arc<dyn Module>>>,
+}
+
+impl Emu {
+    pub(crate) fn new() -> Result<Emu> {
+        let compiler = std::env::var("CXX")
+            .ok()
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| "g++".into());
+        let probe = Command::new(&compiler).arg("--version").output();
+        if !probe.is_ok_and(|o| o.status.success()) {
+            return Err(Error::Backend {
+                name: "emu".into(),
+                reason: format!("the emulated device compiles generated code with `{compiler}`, which cannot be run"),
+            });
+        }
+        Ok(Emu {
+            compiler,
+            modules: Mutex::new(HashMap::new()),
+        })
+    }
+}
+
+/// A loaded module.
+struct EmuModule {
+    lib: libloading::Library,
+    /// Serialises launches: the emulator's fiber state is per module.
+    lock: Mutex<()>,
+    name: String,
+}
+
+type LaunchFn =
+    unsafe extern "C" fn(unsafe extern "C" fn(*const u8), *const u8, u32, u32, usize) -> i32;
+type EntryFn = unsafe extern "C" fn(*const u8);
+
+impl Module for EmuModule {
+    fn launch(
+        &self,
+        entry: &str,
+        grid: u32,
+        block: u32,
+        shared_bytes: usize,
+        params: &LaunchParams,
+    ) -> Result<()> {
+        let fail = |reason: String| Error::Backend {
+            name: "emu".into(),
+            reason,
+        };
+        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: both symbols are defined by the generated module with these
+        // signatures (`PL_ENTRY` under PARLOOP_EMU, and EMU_HEADER's launcher).
+        let code = unsafe {
+            let launch: libloading::Symbol<LaunchFn> = self
+                .lib
+                .get(b"pl_emu_launch")
+                .map_err(|e| fail(format!("module `{}`: {e}", self.name)))?;
+            let body: libloading::Symbol<EntryFn> =
+                self.lib.get(entry.as_bytes()).map_err(|e| {
+                    fail(format!(
+                        "module `{}` has no entry `{entry}`: {e}",
+                        self.name
+                    ))
+                })?;
+            launch(
+                *body,
+                (params as *const LaunchParams).cast(),
+                grid,
+                block,
+                shared_bytes,
+            )
+        };
+        if code != 0 {
+            return Err(fail(format!(
+                "launch of `{entry}` failed (code {code}: block of {block} threads?)"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Device for Emu {
+    fn name(&self) -> String {
+        format!("emulated device ({})", self.compiler)
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<DeviceBuffer> {
+        // 8-byte words keep every element type aligned.
+        let mut words = vec![0u64; bytes.div_ceil(8).max(1)];
+        let addr = words.as_mut_ptr() as u64;
+        Ok(DeviceBuffer::new(addr, bytes, Box::new(Mutex::new(words))))
+    }
+
+    fn upload(&self, buf: &DeviceBuffer, data: &[u8]) -> Result<()> {
+        assert!(
+            data.len() <= buf.bytes,
+            "upload of {} bytes into {}",
+            data.len(),
+            buf.bytes
+        );
+        // SAFETY: `buf.addr` is the start of a live allocation of at least
+        // `buf.bytes` bytes, owned by `buf`; nothing else writes it now.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf.addr as *mut u8, data.len()) };
+        Ok(())
+    }
+
+    fn download(&self, buf: &DeviceBuffer, data: &mut [u8]) -> Result<()> {
+        assert!(
+            data.len() <= buf.bytes,
+            "download of {} bytes from {}",
+            data.len(),
+            buf.bytes
+        );
+        // SAFETY: as in `upload`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(buf.addr as *const u8, data.as_mut_ptr(), data.len())
+        };
+        Ok(())
+    }
+
+    fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>> {
+        let full = format!(
+            "#define PARLOOP_EMU 1\n{}\n{}",
+            parloop_kernels::EMU_HEADER,
+            source
+        );
+        let hash = fnv1a(&[
+            full.as_bytes(),
+            self.compiler.as_bytes(),
+            env!("CARGO_PKG_VERSION").as_bytes(),
+        ]);
+        if let Some(m) = self
+            .modules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&hash)
+        {
+            return Ok(m.clone());
+        }
+        let dir = cache_dir().join("emu");
+        let io = |path: &PathBuf| {
+            let path = path.display().to_string();
+            move |source| Error::Io { path, source }
+        };
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let so = dir.join(format!("{name}-{hash:016x}.so"));
+        if !so.exists() {
+            // Private file names, then renames: concurrent compiles (threads
+            // or processes) never see a half-written source or library.
+            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let unique = format!(
+                "{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            );
+            let cpp = dir.join(format!("{name}-{hash:016x}.{unique}.tmp.cpp"));
+            let tmp = dir.join(format!("{name}-{hash:016x}.{unique}.tmp.so"));
+            std::fs::write(&cpp, &full).map_err(io(&cpp))?;
+            let out = Command::new(&self.compiler)
+                .args([
+                    "-std=c++17",
+                    "-O2",
+                    "-fPIC",
+                    "-shared",
+                    "-ffp-contract=off",
+                    "-fno-fast-math",
+                    "-w",
+                    "-o",
+                ])
+                .arg(&tmp)
+                .arg(&cpp)
+                .output()
+                .map_err(|e| Error::Backend {
+                    name: "emu".into(),
+                    reason: format!("cannot run `{}`: {e}", self.compiler),
+                })?;
+            if !out.status.success() {
+                let _ = std::fs::remove_file(&cpp);
+                return Err(Error::Compile {
+                    module: name.into(),
+                    log: String::from_utf8_lossy(&out.stderr).into_owned(),
+                    source_text: parloop_kernels::loops::numbered(&full),
+                });
+            }
+            let keep = dir.join(format!("{name}-{hash:016x}.cpp"));
+            std::fs::rename(&cpp, &keep).map_err(io(&keep))?;
+            std::fs::rename(&tmp, &so).map_err(io(&so))?;
+        }
+        // SAFETY: the library is code we generated and compiled, with no
+        // static initialisers beyond the emulator's zeroed globals.
+        let lib = unsafe { libloading::Library::new(&so) }.map_err(|e| Error::Backend {
+            name: "emu".into(),
+            reason: format!("cannot load {}: {e}", so.display()),
+        })?;
+        let module: Arc<dyn Module> = Arc::new(EmuModule {
+            lib,
+            lock: Mutex::new(()),
+            name: name.into(),
+        });
+        self.modules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(hash, module.clone());
+        Ok(module)
+    }
+
+    fn shared_memory_per_block(&self) -> usize {
+        48 * 1024
+    }
+
+    fn block_size(&self) -> u32 {
+        std::env::var("PARLOOP_BLOCK_SIZE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| (32..=1024).contains(&n))
+            .unwrap_or(128)
+    }
+}

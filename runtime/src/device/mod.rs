@@ -1,0 +1,120 @@
+//! Devices: where generated loops run. One implementation of launching,
+//! staging and coherence (`backend::device`) is generic over [`Device`]:
+//!
+//! - [`emu::Emu`]: the generated CUDA source compiled by the host C++
+//!   compiler against `parloop_kernels::EMU_HEADER`; device memory is host
+//!   memory. It lets CI, which has no GPU, run every line of the device path.
+//! - CUDA through cudarc: the next step (see docs/PERFORMANCE.md and the
+//!   closing notes); `PARLOOP_BACKEND=cuda` reports it as unavailable.
+
+pub(crate) mod emu;
+
+use std::sync::Arc;
+
+use crate::error::Result;
+
+/// Parameters of one launch: `pl_params` of the generated code.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct LaunchParams {
+    pub ptr: [u64; parloop_kernels::loops::MAX_PTRS],
+    pub val: [i64; parloop_kernels::loops::MAX_VALS],
+}
+
+impl Default for LaunchParams {
+    fn default() -> Self {
+        LaunchParams {
+            ptr: [0; parloop_kernels::loops::MAX_PTRS],
+            val: [0; parloop_kernels::loops::MAX_VALS],
+        }
+    }
+}
+
+/// Device memory: an address the generated code can use, and its owner.
+pub(crate) struct DeviceBuffer {
+    /// Address in the device's address space.
+    pub addr: u64,
+    /// Size in bytes.
+    pub bytes: usize,
+    /// Keeps the allocation alive.
+    _owner: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl DeviceBuffer {
+    pub(crate) fn new(
+        addr: u64,
+        bytes: usize,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> DeviceBuffer {
+        DeviceBuffer {
+            addr,
+            bytes,
+            _owner: owner,
+        }
+    }
+}
+
+impl std::fmt::Debug for DeviceBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceBuffer({:#x}, {} bytes)", self.addr, self.bytes)
+    }
+}
+
+/// A compiled module.
+pub(crate) trait Module: Send + Sync {
+    /// Launches `entry` with `grid` blocks of `block` threads.
+    fn launch(
+        &self,
+        entry: &str,
+        grid: u32,
+        block: u32,
+        shared_bytes: usize,
+        params: &LaunchParams,
+    ) -> Result<()>;
+}
+
+/// What the device path needs from a device.
+pub(crate) trait Device: Send + Sync {
+    /// A readable name (for the profile and errors).
+    fn name(&self) -> String;
+    /// Allocates `bytes` (zeroed).
+    fn alloc(&self, bytes: usize) -> Result<DeviceBuffer>;
+    /// Copies `data` to the start of `buf`.
+    fn upload(&self, buf: &DeviceBuffer, data: &[u8]) -> Result<()>;
+    /// Copies the start of `buf` into `data`.
+    fn download(&self, buf: &DeviceBuffer, data: &mut [u8]) -> Result<()>;
+    /// Compiles a module from CUDA C++ (cached by source hash).
+    fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>>;
+    /// Shared memory one block may use, in bytes.
+    fn shared_memory_per_block(&self) -> usize;
+    /// Threads per block of generated loops.
+    fn block_size(&self) -> u32;
+}
+
+/// A stable 64-bit FNV-1a hash (for cache keys across runs).
+pub(crate) fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &b in *part {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The compiled-module cache directory: `PARLOOP_CACHE_DIR`, else
+/// `~/.cache/parloop`, else the system temporary directory.
+pub(crate) fn cache_dir() -> std::path::PathBuf {
+    if let Some(dir) = std::env::var_os("PARLOOP_CACHE_DIR").filter(|d| !d.is_empty()) {
+        return dir.into();
+    }
+    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(home) => std::path::PathBuf::from(home)
+            .join(".cache")
+            .join("parloop"),
+        None => std::env::temp_dir().join("parloop-cache"),
+    }
+}
