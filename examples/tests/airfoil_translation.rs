@@ -5,8 +5,12 @@
 #[path = "../../runtime/tests/support/mod.rs"]
 mod support;
 
+use parloop::{Backend, Runtime, Strategy};
 use parloop_examples::airfoil::kernels::{adt_calc, bres_calc, res_calc, save_soln, update};
-use support::{differential, nvrtc_available, nvrtc_check, Compare, Floats, Ints, Spec};
+use parloop_examples::airfoil::{grid::Grid, Airfoil};
+use support::{
+    differential, nvrtc_available, nvrtc_check, nvrtc_compile, Compare, Floats, Ints, Spec,
+};
 
 fn specs() -> Vec<Spec> {
     [
@@ -54,5 +58,33 @@ fn airfoil_kernels_compile_with_nvrtc_for_sm_90_without_warnings() {
         .iter()
         .filter_map(|s| nvrtc_check(s.kernel).err())
         .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn airfoil_loops_generate_cuda_that_nvrtc_compiles_for_sm_90_for_every_strategy() {
+    if !nvrtc_available() {
+        return;
+    }
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let grid = Grid::generate(10, 15).unwrap().rounded();
+    let airfoil = Airfoil::new(&rt, &grid).unwrap();
+    let mut failures = Vec::new();
+    for lp in airfoil.loops() {
+        for strategy in [
+            Strategy::Staged,
+            Strategy::StagedAtomic,
+            Strategy::Atomic,
+            Strategy::GlobalColour,
+        ] {
+            let source = rt.cuda_loop_source(lp, strategy).unwrap();
+            if let Err(e) = nvrtc_compile(
+                &format!("{}/{}", lp.kernel().name(), strategy.name()),
+                &source,
+            ) {
+                failures.push(e);
+            }
+        }
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -147,7 +147,10 @@ extern "C" int pl_emu_launch(void (*body)(const void*), const void* args, unsign
         }
         pl_nfibers = block;
     }
-    char* shared = (char*)malloc(shared_bytes > 0 ? shared_bytes : 16);
+    /* A canary after the shared memory: a block that writes past the size
+       the launch asked for fails the launch instead of corrupting memory. */
+    const size_t canary = 64;
+    char* shared = (char*)malloc(shared_bytes + canary);
     if (!shared) return 2;
     pl_emu_shared = shared;
     pl_body = body;
@@ -158,7 +161,7 @@ extern "C" int pl_emu_launch(void (*body)(const void*), const void* args, unsign
     blockIdx.y = 0; blockIdx.z = 0;
     for (unsigned int b = 0; b < grid; ++b) {
         blockIdx.x = b;
-        memset(shared, 0xA5, shared_bytes); /* garbage, as on a GPU */
+        memset(shared, 0xA5, shared_bytes + canary); /* garbage, as on a GPU */
         for (unsigned int t = 0; t < block; ++t) pl_start_fiber(t);
         unsigned int finished = 0;
         while (finished < block) {
@@ -171,6 +174,9 @@ extern "C" int pl_emu_launch(void (*body)(const void*), const void* args, unsign
                 }
                 finished += pl_fibers[t].done;
             }
+        }
+        for (size_t i = 0; i < canary; ++i) {
+            if ((unsigned char)shared[shared_bytes + i] != 0xA5) { free(shared); return 3; }
         }
     }
     free(shared);

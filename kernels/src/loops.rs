@@ -340,19 +340,29 @@ pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
         indent: 0,
     };
     w.open(format!("PL_ENTRY({entry}) {{"));
-    // Typed pointers.
+    // Typed pointers, for what this strategy reads them for: INC globals
+    // start from zero; staged pairs go through their first argument and
+    // through the staging maps instead of the maps.
     for (a, arg) in spec.args.iter().enumerate() {
-        w.line(format!(
-            "{}* const d{a} = ({}*)prm.ptr[{a}];",
-            ctype(arg.elem),
-            ctype(arg.elem)
-        ));
+        let used = match arg.reach {
+            Reach::Global => arg.mode != Mode::Inc,
+            Reach::Direct => true,
+            Reach::Indirect { .. } | Reach::Vector { .. } => {
+                !staged || spec.pairs.iter().any(|p| p.arg == a)
+            }
+        };
+        if used {
+            let t = ctype(arg.elem);
+            w.line(format!("{t}* const d{a} = ({t}*)prm.ptr[{a}];"));
+        }
     }
-    for (m, _) in spec.maps.iter().enumerate() {
-        w.line(format!(
-            "const int* const m{m} = (const int*)prm.ptr[{}];",
-            nargs + m
-        ));
+    if !staged {
+        for (m, _) in spec.maps.iter().enumerate() {
+            w.line(format!(
+                "const int* const m{m} = (const int*)prm.ptr[{}];",
+                nargs + m
+            ));
+        }
     }
     for &(a, s) in &layout.partials {
         let t = ctype(spec.args[a].elem);
@@ -524,12 +534,15 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
     w.line(format!(
         "const int* const blk_list = (const int*)prm.ptr[{blist}];"
     ));
-    w.line(format!(
-        "const int* const blk_colours = (const int*)prm.ptr[{nthr}];"
-    ));
-    w.line(format!(
-        "const int* const thr_colour = (const int*)prm.ptr[{thrcol}];"
-    ));
+    if !atomic {
+        // Thread colours: StagedAtomic needs none.
+        w.line(format!(
+            "const int* const blk_colours = (const int*)prm.ptr[{nthr}];"
+        ));
+        w.line(format!(
+            "const int* const thr_colour = (const int*)prm.ptr[{thrcol}];"
+        ));
+    }
     for (s, st) in spec.stages.iter().enumerate() {
         w.line(format!(
             "const int* const l2g{s} = (const int*)prm.ptr[{}];",
@@ -678,7 +691,9 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
     w.open("for (int i0 = 0; i0 < bn; i0 += blockDim.x) {");
     w.line("const int i = i0 + threadIdx.x;");
     w.line("const long long e = bstart + (i < bn ? i : 0);");
-    w.line("const int col = i < bn ? thr_colour[e] : -1;");
+    if !(atomic || after.is_empty()) {
+        w.line("const int col = i < bn ? thr_colour[e] : -1;");
+    }
     if atomic || after.is_empty() {
         w.open("if (i < bn) {");
         for s in prep.iter().chain(std::iter::once(&call)).chain(&after) {

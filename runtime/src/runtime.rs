@@ -404,6 +404,37 @@ impl Runtime {
         Ok((entry, elapsed))
     }
 
+    /// The device of a device backend, described.
+    pub fn device_name(&self) -> Option<String> {
+        self.device.as_ref().map(|d| d.name())
+    }
+
+    /// The CUDA C++ module a device runs for `lp` with `strategy` (the
+    /// kernel's translation, then the generated loop entries), with the
+    /// shared-memory budget of an H100/H200-class GPU's default 48 KiB. For
+    /// inspection and for checking with NVRTC; no device is needed.
+    pub fn cuda_loop_source(&self, lp: &ParLoop, strategy: Strategy) -> Result<String> {
+        let s = lp.set().sections();
+        let exec_halo = lp
+            .args()
+            .iter()
+            .any(|a| a.is_indirect() && a.access.writes());
+        let mut sections = vec![s.core, s.owned];
+        if exec_halo {
+            sections.push(s.exec);
+        }
+        let strategy = device::choose_strategy(lp.args(), Some(strategy));
+        Ok(device::build(
+            lp.kernel(),
+            lp.args(),
+            &sections,
+            strategy,
+            self.part_size,
+            48 * 1024,
+        )?
+        .source)
+    }
+
     /// Number of loop shapes in the plan cache.
     pub fn cached_plans(&self) -> usize {
         self.plans.lock().unwrap_or_else(|e| e.into_inner()).len()

@@ -4,7 +4,9 @@
 //! order (1e-12 relative); everything else must be identical. Threaded
 //! results must not depend on the thread count.
 
-use parloop::{Access, Backend, Runtime, Strategy as DeviceStrategy};
+mod support;
+
+use parloop::{Access, Backend, ParLoop, Runtime, Strategy as DeviceStrategy};
 use proptest::prelude::*;
 
 /// Edge loop: INC through both columns, READ through a vector argument,
@@ -414,4 +416,96 @@ fn staged_and_global_colour_are_bitwise_reproducible() {
         assert_eq!(bits(&a), bits(&b), "{strategy:?} is not reproducible");
         assert_matches(&run(Backend::Seq, &m, None), &a).unwrap();
     }
+}
+
+#[test]
+fn every_generated_loop_of_this_suite_compiles_with_nvrtc_for_sm_90() {
+    if !support::nvrtc_available() {
+        return;
+    }
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let edges = rt.set("edges", 4);
+    let nodes = rt.set("nodes", 3);
+    let pair = rt
+        .map("pair", &edges, &nodes, 2, vec![0, 1, 1, 2, 2, 0, 0, 2])
+        .unwrap();
+    let tri = rt
+        .map(
+            "tri",
+            &edges,
+            &nodes,
+            3,
+            vec![0, 1, 2, 1, 2, 0, 2, 0, 1, 0, 1, 2],
+        )
+        .unwrap();
+    let w = rt.dat("w", &edges, 1, vec![1.0f64; 4]).unwrap();
+    let x = rt.dat("x", &nodes, 2, vec![0.0f64; 6]).unwrap();
+    let res = rt.dat("res", &nodes, 2, vec![0.0f64; 6]).unwrap();
+    let id = rt.dat("id", &edges, 1, vec![1i64; 4]).unwrap();
+    let t = rt.dat("t", &nodes, 2, vec![0i64; 6]).unwrap();
+    let v = rt.dat("v", &edges, 1, vec![1.0f32; 4]).unwrap();
+    let s = rt.dat("s", &nodes, 1, vec![0.0f32; 3]).unwrap();
+    let a = rt.dat("a", &edges, 1, vec![0.0f64; 4]).unwrap();
+    let b = rt.dat("b", &edges, 1, vec![0u32; 4]).unwrap();
+    let count = rt.global("count", &[0u64]).unwrap();
+    let lo = rt.global("lo", &[0i32]).unwrap();
+    let hi = rt.global("hi", &[0.0f32]).unwrap();
+    let total = rt.global("total", &[0.0f64]).unwrap();
+    let loops = [
+        ParLoop::new(
+            edge_flux::KERNEL,
+            &edges,
+            &[
+                w.arg(Access::READ),
+                x.arg_vec(&pair, Access::READ),
+                res.arg_via(&pair, 0, Access::INC),
+                res.arg_via(&pair, 1, Access::INC),
+                count.arg(Access::INC),
+                lo.arg(Access::MIN),
+                hi.arg(Access::MAX),
+                total.arg(Access::INC),
+            ],
+        )
+        .unwrap(),
+        ParLoop::new(
+            tally::KERNEL,
+            &edges,
+            &[id.arg(Access::READ), t.arg_via(&tri, 2, Access::RW)],
+        )
+        .unwrap(),
+        ParLoop::new(
+            spread::KERNEL,
+            &edges,
+            &[v.arg(Access::READ), s.arg_vec(&tri, Access::INC)],
+        )
+        .unwrap(),
+        ParLoop::new(
+            relax::KERNEL,
+            &edges,
+            &[
+                x.arg_via(&tri, 1, Access::READ),
+                a.arg(Access::RW),
+                b.arg(Access::WRITE),
+            ],
+        )
+        .unwrap(),
+    ];
+    let mut failures = Vec::new();
+    for lp in &loops {
+        for strategy in [
+            DeviceStrategy::Staged,
+            DeviceStrategy::StagedAtomic,
+            DeviceStrategy::Atomic,
+            DeviceStrategy::GlobalColour,
+        ] {
+            let source = rt.cuda_loop_source(lp, strategy).unwrap();
+            if let Err(e) = support::nvrtc_compile(
+                &format!("{}/{}", lp.kernel().name(), strategy.name()),
+                &source,
+            ) {
+                failures.push(e);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

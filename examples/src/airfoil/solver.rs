@@ -1,6 +1,6 @@
 //! The airfoil time loop on a parloop runtime.
 
-use parloop::{Access, Dat, Error, Global, Map, Runtime, Set};
+use parloop::{Access, Dat, Error, Global, ParLoop, Runtime, Set};
 
 use super::grid::Grid;
 use super::kernels::{adt_calc, bres_calc, gam, gm1, res_calc, save_soln, update, MACH};
@@ -24,31 +24,24 @@ impl Default for FlowConstants {
     }
 }
 
-/// The solver's declarations: sets, maps, dats and globals on a runtime.
+/// The solver's declarations (sets, maps, dats and globals on a runtime)
+/// and its five loops, validated once.
 pub struct Airfoil<'rt> {
     rt: &'rt Runtime,
     /// Cells.
     pub cells: Set,
-    /// Interior edges.
-    pub edges: Set,
-    /// Boundary edges.
-    pub bedges: Set,
-    pedge: Map,
-    pecell: Map,
-    pbedge: Map,
-    pbecell: Map,
-    pcell: Map,
-    bound: Dat<i32>,
-    x: Dat<f64>,
     /// Conserved variables per cell.
     pub q: Dat<f64>,
-    qold: Dat<f64>,
     /// Local time step per cell.
     pub adt: Dat<f64>,
     /// Residual per cell.
     pub res: Dat<f64>,
-    qinf: Global<f64>,
     rms: Global<f64>,
+    save_soln: ParLoop,
+    adt_calc: ParLoop,
+    res_calc: ParLoop,
+    bres_calc: ParLoop,
+    update: ParLoop,
 }
 
 impl<'rt> Airfoil<'rt> {
@@ -66,85 +59,91 @@ impl<'rt> Airfoil<'rt> {
         let flow = FlowConstants::default();
         let ncell = grid.ncell();
         let q0: Vec<f64> = flow.qinf.iter().copied().cycle().take(4 * ncell).collect();
+        let bound = rt.dat("p_bound", &bedges, 1, grid.bound.clone())?;
+        let x = rt.dat("p_x", &nodes, 2, grid.x.clone())?;
+        let q = rt.dat("p_q", &cells, 4, q0.clone())?;
+        let qold = rt.dat("p_qold", &cells, 4, q0)?;
+        let adt = rt.dat("p_adt", &cells, 1, vec![0.0; ncell])?;
+        let res = rt.dat("p_res", &cells, 4, vec![0.0; 4 * ncell])?;
+        let qinf = rt.global("qinf", &flow.qinf)?;
+        let rms = rt.global("rms", &[0.0])?;
+        let (read, write, rw, inc) = (Access::READ, Access::WRITE, Access::RW, Access::INC);
         Ok(Airfoil {
             rt,
-            bound: rt.dat("p_bound", &bedges, 1, grid.bound.clone())?,
-            x: rt.dat("p_x", &nodes, 2, grid.x.clone())?,
-            q: rt.dat("p_q", &cells, 4, q0.clone())?,
-            qold: rt.dat("p_qold", &cells, 4, q0)?,
-            adt: rt.dat("p_adt", &cells, 1, vec![0.0; ncell])?,
-            res: rt.dat("p_res", &cells, 4, vec![0.0; 4 * ncell])?,
-            qinf: rt.global("qinf", &flow.qinf)?,
-            rms: rt.global("rms", &[0.0])?,
+            save_soln: ParLoop::new(save_soln::KERNEL, &cells, &[q.arg(read), qold.arg(write)])?,
+            adt_calc: ParLoop::new(
+                adt_calc::KERNEL,
+                &cells,
+                &[x.arg_vec(&pcell, read), q.arg(read), adt.arg(write)],
+            )?,
+            res_calc: ParLoop::new(
+                res_calc::KERNEL,
+                &edges,
+                &[
+                    x.arg_via(&pedge, 0, read),
+                    x.arg_via(&pedge, 1, read),
+                    q.arg_via(&pecell, 0, read),
+                    q.arg_via(&pecell, 1, read),
+                    adt.arg_via(&pecell, 0, read),
+                    adt.arg_via(&pecell, 1, read),
+                    res.arg_via(&pecell, 0, inc),
+                    res.arg_via(&pecell, 1, inc),
+                ],
+            )?,
+            bres_calc: ParLoop::new(
+                bres_calc::KERNEL,
+                &bedges,
+                &[
+                    x.arg_via(&pbedge, 0, read),
+                    x.arg_via(&pbedge, 1, read),
+                    q.arg_via(&pbecell, 0, read),
+                    adt.arg_via(&pbecell, 0, read),
+                    res.arg_via(&pbecell, 0, inc),
+                    bound.arg(read),
+                    qinf.arg(read),
+                ],
+            )?,
+            update: ParLoop::new(
+                update::KERNEL,
+                &cells,
+                &[
+                    qold.arg(read),
+                    q.arg(write),
+                    res.arg(rw),
+                    adt.arg(read),
+                    rms.arg(inc),
+                ],
+            )?,
             cells,
-            edges,
-            bedges,
-            pedge,
-            pecell,
-            pbedge,
-            pbecell,
-            pcell,
+            q,
+            adt,
+            res,
+            rms,
         })
+    }
+
+    /// The five loops, in the order a step first runs them.
+    pub fn loops(&self) -> [&ParLoop; 5] {
+        [
+            &self.save_soln,
+            &self.adt_calc,
+            &self.res_calc,
+            &self.bres_calc,
+            &self.update,
+        ]
     }
 
     /// One time step (save_soln, then two predictor/corrector sweeps of
     /// adt_calc, res_calc, bres_calc, update); returns `sqrt(rms / ncell)`.
     pub fn step(&mut self) -> Result<f64, Error> {
         let rt = self.rt;
-        rt.par_loop(
-            save_soln::KERNEL,
-            &self.cells,
-            &[self.q.arg(Access::READ), self.qold.arg(Access::WRITE)],
-        )?;
+        rt.execute(&self.save_soln)?;
         for _ in 0..2 {
-            rt.par_loop(
-                adt_calc::KERNEL,
-                &self.cells,
-                &[
-                    self.x.arg_vec(&self.pcell, Access::READ),
-                    self.q.arg(Access::READ),
-                    self.adt.arg(Access::WRITE),
-                ],
-            )?;
-            rt.par_loop(
-                res_calc::KERNEL,
-                &self.edges,
-                &[
-                    self.x.arg_via(&self.pedge, 0, Access::READ),
-                    self.x.arg_via(&self.pedge, 1, Access::READ),
-                    self.q.arg_via(&self.pecell, 0, Access::READ),
-                    self.q.arg_via(&self.pecell, 1, Access::READ),
-                    self.adt.arg_via(&self.pecell, 0, Access::READ),
-                    self.adt.arg_via(&self.pecell, 1, Access::READ),
-                    self.res.arg_via(&self.pecell, 0, Access::INC),
-                    self.res.arg_via(&self.pecell, 1, Access::INC),
-                ],
-            )?;
-            rt.par_loop(
-                bres_calc::KERNEL,
-                &self.bedges,
-                &[
-                    self.x.arg_via(&self.pbedge, 0, Access::READ),
-                    self.x.arg_via(&self.pbedge, 1, Access::READ),
-                    self.q.arg_via(&self.pbecell, 0, Access::READ),
-                    self.adt.arg_via(&self.pbecell, 0, Access::READ),
-                    self.res.arg_via(&self.pbecell, 0, Access::INC),
-                    self.bound.arg(Access::READ),
-                    self.qinf.arg(Access::READ),
-                ],
-            )?;
+            rt.execute(&self.adt_calc)?;
+            rt.execute(&self.res_calc)?;
+            rt.execute(&self.bres_calc)?;
             self.rms.set_values(&[0.0])?;
-            rt.par_loop(
-                update::KERNEL,
-                &self.cells,
-                &[
-                    self.qold.arg(Access::READ),
-                    self.q.arg(Access::WRITE),
-                    self.res.arg(Access::RW),
-                    self.adt.arg(Access::READ),
-                    self.rms.arg(Access::INC),
-                ],
-            )?;
+            rt.execute(&self.update)?;
         }
         Ok((self.rms.value() / self.cells.size() as f64).sqrt())
     }

@@ -83,14 +83,18 @@ fn run(args: Args) -> Result<(), Error> {
         None => format!("generated {}x{}", args.grid_size.0, args.grid_size.1),
     };
     println!(
-        "airfoil: {source} grid, {} nodes, {} cells, {} edges, {} boundary edges ({:.2} s); backend {}, {} threads",
+        "airfoil: {source} grid, {} nodes, {} cells, {} edges, {} boundary edges ({:.2} s); backend {} ({})",
         grid.nnode(),
         grid.ncell(),
         grid.nedge(),
         grid.nbedge(),
         t0.elapsed().as_secs_f64(),
         rt.backend(),
-        if rt.backend() == Backend::Seq { 1 } else { rayon_threads() },
+        match (rt.backend(), rt.device_name()) {
+            (_, Some(device)) => device,
+            (Backend::Seq, None) => "1 thread".into(),
+            (_, None) => format!("{} threads", rayon_threads()),
+        },
     );
     let mut airfoil = Airfoil::new(&rt, &grid)?;
     let bar = if std::io::stderr().is_terminal() && !args.quiet {

@@ -103,23 +103,34 @@ fn upload_i32(device: &dyn Device, values: impl Iterator<Item = i64>) -> Result<
     Ok(buf)
 }
 
-/// Prepares `kernel` over the `sections` of its iteration set on `device`.
-pub(crate) fn prepare(
-    device: &Arc<dyn Device>,
+/// A loop's plan and generated code, before any device is involved.
+pub(crate) struct Built {
+    spec: LoopSpec,
+    generated: Generated,
+    plan: Option<Plan>,
+    /// The CUDA module: the kernel's translation, then the loop entries.
+    pub source: String,
+    /// Argument index of each map slot.
+    map_args: Vec<usize>,
+}
+
+/// Plans `kernel` over `sections` and generates its loop code for a device
+/// with `shared` bytes of shared memory per block.
+pub(crate) fn build(
     kernel: &'static Kernel,
     args: &[Arg],
     sections: &[usize],
     strategy: Strategy,
     part_size: Option<usize>,
-) -> Result<DeviceLoop> {
+    shared: usize,
+) -> Result<Built> {
     let device_fn = kernel.device_fn().ok_or_else(|| Error::Backend {
-        name: device.name(),
+        name: "device".into(),
         reason: format!(
             "kernel `{}` has no CUDA translation (declare it with #[parloop::kernel])",
             kernel.name()
         ),
     })?;
-    let block = device.block_size();
     let params = kernel.params();
 
     // Maps, in order of first use.
@@ -172,7 +183,6 @@ pub(crate) fn prepare(
         kernel: kernel.name().into(),
         source,
     };
-    let reduction_bytes = |spec: &LoopSpec| loops::reduction_shared_bytes(spec, block as usize);
     let mut spec = LoopSpec {
         name: kernel.name().into(),
         kernel: device_fn.cname().into(),
@@ -184,9 +194,7 @@ pub(crate) fn prepare(
     };
     let mut plan: Option<Plan> = None;
     if strategy.staged() {
-        let budget = device
-            .shared_memory_per_block()
-            .saturating_sub(8 * indirect.len());
+        let budget = shared.saturating_sub(8 * indirect.len());
         let request = PlanRequest {
             sections,
             args: &indirect_args,
@@ -262,14 +270,48 @@ pub(crate) fn prepare(
         });
     }
     let generated = loops::generate(&spec).map_err(|reason| Error::Backend {
-        name: device.name(),
+        name: "device".into(),
         reason,
     })?;
     let source = format!("{}\n{}", device_fn.module_source(), generated.source);
+    Ok(Built {
+        spec,
+        generated,
+        plan,
+        source,
+        map_args,
+    })
+}
+
+/// Prepares `kernel` over the `sections` of its iteration set on `device`.
+pub(crate) fn prepare(
+    device: &Arc<dyn Device>,
+    kernel: &'static Kernel,
+    args: &[Arg],
+    sections: &[usize],
+    strategy: Strategy,
+    part_size: Option<usize>,
+) -> Result<DeviceLoop> {
+    let block = device.block_size();
+    let Built {
+        spec,
+        generated,
+        plan,
+        source,
+        map_args,
+    } = build(
+        kernel,
+        args,
+        sections,
+        strategy,
+        part_size,
+        device.shared_memory_per_block(),
+    )?;
     let module = device.compile(
         &format!("{}_{}", kernel.name(), strategy.name().replace('-', "_")),
         &source,
     )?;
+    let reduction_bytes = |spec: &LoopSpec| loops::reduction_shared_bytes(spec, block as usize);
 
     // Launches and plan arrays.
     let mut arrays = Vec::new();

@@ -491,7 +491,6 @@ pub fn nvrtc_available() -> bool {
 /// Compiles the kernel's CUDA module plus a `__global__` wrapper with NVRTC
 /// for sm_90; errors with the log when it fails or warns.
 pub fn nvrtc_check(kernel: &Kernel) -> Result<(), String> {
-    use cudarc::nvrtc::result;
     let device = kernel.device_fn().expect("the kernel has a translation");
     let sigs = kernel.params();
     let decls: Vec<String> = sigs
@@ -514,7 +513,14 @@ pub fn nvrtc_check(kernel: &Kernel) -> Result<(), String> {
         device.cname(),
         args.join(", ")
     );
-    let src = std::ffi::CString::new(source.clone()).unwrap();
+    nvrtc_compile(kernel.name(), &source)
+}
+
+/// Compiles CUDA C++ with NVRTC for sm_90; errors with the log when it
+/// fails or warns.
+pub fn nvrtc_compile(name: &str, source: &str) -> Result<(), String> {
+    use cudarc::nvrtc::result;
+    let src = std::ffi::CString::new(source).unwrap();
     let prog = result::create_program(&src, None).map_err(|e| format!("{e:?}"))?;
     let opts = ["--gpu-architecture=sm_90", "-std=c++17", "-lineinfo"];
     // SAFETY: `prog` was just created and is destroyed below.
@@ -532,9 +538,8 @@ pub fn nvrtc_check(kernel: &Kernel) -> Result<(), String> {
     unsafe { result::destroy_program(prog) }.map_err(|e| format!("{e:?}"))?;
     if compiled.is_err() || !log.is_empty() {
         return Err(format!(
-            "NVRTC on `{}`: {compiled:?}\n{log}\n--- source ---\n{}",
-            kernel.name(),
-            numbered(&source)
+            "NVRTC on `{name}`: {compiled:?}\n{log}\n--- source ---\n{}",
+            numbered(source)
         ));
     }
     Ok(())
