@@ -15,9 +15,7 @@ fn step(c: &mut Criterion) {
             let rt = Runtime::with_backend(backend).expect("a CPU backend");
             let mut airfoil = Airfoil::new(&rt, &grid).expect("a valid airfoil");
             airfoil.step().expect("a step");
-            group.bench_function(backend.name(), |b| {
-                b.iter(|| airfoil.step().expect("a step"))
-            });
+            group.bench_function(backend.name(), |b| b.iter(|| airfoil.step().expect("a step")));
         }
         group.finish();
     }

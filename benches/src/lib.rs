@@ -9,11 +9,7 @@ use parloop_planner::{Columns, IndirectArg};
 pub fn res_calc_args(grid: &Grid) -> Vec<IndirectArg<'_>> {
     let (nnode, ncell) = (grid.nnode(), grid.ncell());
     let arg = |map: &'static str, dat: u64, col: usize, bytes: usize, conflicts: bool| {
-        let (values, to_size, map_id) = if map == "pedge" {
-            (&grid.edge, nnode, 1)
-        } else {
-            (&grid.ecell, ncell, 2)
-        };
+        let (values, to_size, map_id) = if map == "pedge" { (&grid.edge, nnode, 1) } else { (&grid.ecell, ncell, 2) };
         IndirectArg {
             map: values,
             arity: 2,

@@ -8,8 +8,7 @@ use parloop_examples::airfoil::{grid::Grid, Airfoil};
 use sha2::{Digest, Sha256};
 
 /// SHA-256 of the reference 100x150 grid file (shared/data/airfoil/README.md).
-const GRID_100X150_SHA256: &str =
-    "f82b00093ef15cbdcf9e1672edfdcf1917961c58539f14a77f4585c14e426178";
+const GRID_100X150_SHA256: &str = "f82b00093ef15cbdcf9e1672edfdcf1917961c58539f14a77f4585c14e426178";
 
 /// OP2's sequential double-precision rms every 100 iterations, 100x150 grid,
 /// copied digit for digit from the reference table.
@@ -36,10 +35,7 @@ fn grid_file_bytes() -> Vec<u8> {
 #[test]
 fn generated_grid_file_is_byte_identical_to_the_reference() {
     let bytes = grid_file_bytes();
-    let hash: String = Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(hash, GRID_100X150_SHA256);
     let text = std::str::from_utf8(&bytes).unwrap();
     assert!(text.starts_with(" 45451 45000 89650 700 \n 9.000000 -0.000000 \n"));
@@ -65,10 +61,7 @@ fn assert_reference(got: &[(usize, f64)]) {
     for (k, (&(iter, rms), &want)) in got.iter().zip(&REFERENCE_100X150).enumerate() {
         assert_eq!(iter, 100 * (k + 1));
         let rel = ((rms - want) / want).abs();
-        assert!(
-            rel <= 1e-10,
-            "iteration {iter}: rms {rms:.17e}, reference {want:.17e}, relative error {rel:.2e}"
-        );
+        assert!(rel <= 1e-10, "iteration {iter}: rms {rms:.17e}, reference {want:.17e}, relative error {rel:.2e}");
     }
 }
 
@@ -103,24 +96,17 @@ fn emu_global_colour_reproduces_the_reference_residuals() {
 
 #[test]
 fn seq_reproduces_the_reference_residuals_on_the_generated_grid() {
-    assert_reference(&residuals(
-        Backend::Seq,
-        &Grid::generate(100, 150).unwrap().rounded(),
-    ));
+    assert_reference(&residuals(Backend::Seq, &Grid::generate(100, 150).unwrap().rounded()));
 }
 
 #[test]
 fn threads_reproduces_the_reference_residuals_on_the_generated_grid() {
-    assert_reference(&residuals(
-        Backend::Threads,
-        &Grid::generate(100, 150).unwrap().rounded(),
-    ));
+    assert_reference(&residuals(Backend::Threads, &Grid::generate(100, 150).unwrap().rounded()));
 }
 
 /// The grid written to a file and read back, as a user would.
 fn grid_through_a_file(tag: &str) -> Grid {
-    let path =
-        std::env::temp_dir().join(format!("parloop-airfoil-{tag}-{}.dat", std::process::id()));
+    let path = std::env::temp_dir().join(format!("parloop-airfoil-{tag}-{}.dat", std::process::id()));
     Grid::generate(100, 150).unwrap().write_file(&path).unwrap();
     let grid = Grid::read_file(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
@@ -134,19 +120,14 @@ fn seq_reproduces_the_reference_residuals_on_the_grid_read_from_a_file() {
 
 #[test]
 fn threads_reproduces_the_reference_residuals_on_the_grid_read_from_a_file() {
-    assert_reference(&residuals(
-        Backend::Threads,
-        &grid_through_a_file("threads"),
-    ));
+    assert_reference(&residuals(Backend::Threads, &grid_through_a_file("threads")));
 }
 
 fn parse_error(text: &str) -> (usize, String) {
     match Grid::parse(text, "g.dat").unwrap_err() {
         e @ Error::Input { .. } => {
             let msg = e.to_string();
-            let Error::Input { line, .. } = e else {
-                unreachable!()
-            };
+            let Error::Input { line, .. } = e else { unreachable!() };
             (line, msg)
         }
         other => panic!("expected an input error, got {other:?}"),
@@ -179,76 +160,34 @@ fn malformed_grid_files_are_errors_naming_the_line() {
 
 #[test]
 fn invalid_grid_sizes_are_errors() {
-    assert!(matches!(
-        Grid::generate(0, 10).unwrap_err(),
-        Error::Input { .. }
-    ));
-    assert!(matches!(
-        Grid::generate(10, 1).unwrap_err(),
-        Error::Input { .. }
-    ));
+    assert!(matches!(Grid::generate(0, 10).unwrap_err(), Error::Input { .. }));
+    assert!(matches!(Grid::generate(10, 1).unwrap_err(), Error::Input { .. }));
 }
 
 #[test]
 fn the_airfoil_binary_prints_the_reference_residual_format() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_airfoil"))
-        .args([
-            "--grid-size",
-            "100,150",
-            "--iterations",
-            "100",
-            "--backend",
-            "threads",
-        ])
+        .args(["--grid-size", "100,150", "--iterations", "100", "--backend", "threads"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        stdout.lines().any(|l| l == "  100  5.09640e-04"),
-        "{stdout}"
-    );
+    assert!(stdout.lines().any(|l| l == "  100  5.09640e-04"), "{stdout}");
     assert!(stdout.contains("GB/s"), "{stdout}");
 }
 
 #[test]
 fn the_airfoil_binary_reports_bad_input_without_panicking() {
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_airfoil"))
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_airfoil")).args(args).output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
     };
     let (ok, err) = run(&["--grid", "/nonexistent/grid.dat"]);
-    assert!(
-        !ok && err.contains("/nonexistent/grid.dat") && !err.contains("panicked"),
-        "{err}"
-    );
-    let (ok, err) = run(&[
-        "--backend",
-        "cuda",
-        "--iterations",
-        "1",
-        "--grid-size",
-        "2,3",
-    ]);
-    assert!(
-        !ok && err.contains("cuda") && !err.contains("panicked"),
-        "{err}"
-    );
+    assert!(!ok && err.contains("/nonexistent/grid.dat") && !err.contains("panicked"), "{err}");
+    let (ok, err) = run(&["--backend", "cuda", "--iterations", "1", "--grid-size", "2,3"]);
+    assert!(!ok && err.contains("cuda") && !err.contains("panicked"), "{err}");
     let (ok, err) = run(&["--grid-size", "0,3"]);
-    assert!(
-        !ok && err.contains("0,3") && !err.contains("panicked"),
-        "{err}"
-    );
+    assert!(!ok && err.contains("0,3") && !err.contains("panicked"), "{err}");
 }
 
 #[test]
@@ -259,10 +198,7 @@ fn the_profile_counts_every_loop_and_its_bytes() {
     airfoil.run(3, |_, _| {}).unwrap();
     let report = rt.report();
     let names: Vec<&str> = report.iter().map(|r| r.name.as_str()).collect();
-    assert_eq!(
-        names,
-        ["save_soln", "adt_calc", "res_calc", "bres_calc", "update"]
-    );
+    assert_eq!(names, ["save_soln", "adt_calc", "res_calc", "bres_calc", "update"]);
     let calls: Vec<u64> = report.iter().map(|r| r.calls).collect();
     assert_eq!(calls, [3, 6, 6, 6, 6]);
     // save_soln moves q (read) and qold (written): 2 x 32 bytes per cell per call.
@@ -277,24 +213,12 @@ fn the_profile_counts_every_loop_and_its_bytes() {
 fn parloop_profile_json_writes_the_profile_at_exit() {
     let path = std::env::temp_dir().join(format!("parloop-profile-{}.json", std::process::id()));
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_airfoil"))
-        .args([
-            "--grid-size",
-            "10,15",
-            "--iterations",
-            "2",
-            "--backend",
-            "seq",
-        ])
+        .args(["--grid-size", "10,15", "--iterations", "2", "--backend", "seq"])
         .env("PARLOOP_PROFILE", format!("json:{}", path.display()))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     std::fs::remove_file(&path).unwrap();
     let loops = json["loops"].as_array().unwrap();
     assert_eq!(loops.len(), 5);

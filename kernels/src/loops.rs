@@ -62,10 +62,7 @@ impl Strategy {
 
     /// Whether results are bitwise identical from run to run.
     pub fn deterministic(self) -> bool {
-        matches!(
-            self,
-            Strategy::Direct | Strategy::Staged | Strategy::GlobalColour
-        )
+        matches!(self, Strategy::Direct | Strategy::Staged | Strategy::GlobalColour)
     }
 
     /// Whether the strategy uses the planner's staging maps.
@@ -204,13 +201,14 @@ pub struct Generated {
 
 /// Why a strategy cannot run a loop.
 pub fn unsupported(spec: &LoopSpec) -> Option<String> {
-    let mapped_write = spec.args.iter().any(|a| {
-        !matches!(a.reach, Reach::Direct | Reach::Global)
-            && matches!(a.mode, Mode::Write | Mode::ReadWrite)
-    });
-    let indirect = spec.args.iter().any(|a| {
-        matches!(a.reach, Reach::Indirect { .. } | Reach::Vector { .. }) && a.mode != Mode::Read
-    });
+    let mapped_write = spec
+        .args
+        .iter()
+        .any(|a| !matches!(a.reach, Reach::Direct | Reach::Global) && matches!(a.mode, Mode::Write | Mode::ReadWrite));
+    let indirect = spec
+        .args
+        .iter()
+        .any(|a| matches!(a.reach, Reach::Indirect { .. } | Reach::Vector { .. }) && a.mode != Mode::Read);
     match spec.strategy {
         Strategy::Direct if indirect => Some("the loop writes through a map".into()),
         Strategy::Atomic | Strategy::StagedAtomic if mapped_write => {
@@ -286,18 +284,10 @@ fn combine(mode: Mode, acc: &str, v: &str) -> String {
 /// Generates the entries of `spec`.
 pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
     if let Some(why) = unsupported(spec) {
-        return Err(format!(
-            "strategy {} cannot run loop `{}`: {why}",
-            spec.strategy.name(),
-            spec.kernel
-        ));
+        return Err(format!("strategy {} cannot run loop `{}`: {why}", spec.strategy.name(), spec.kernel));
     }
     let nargs = spec.args.len();
-    let mut layout = Layout {
-        args: 0,
-        maps: nargs,
-        ..Layout::default()
-    };
+    let mut layout = Layout { args: 0, maps: nargs, ..Layout::default() };
     let mut next = nargs + spec.maps.len();
     let mut slot = || {
         next += 1;
@@ -305,8 +295,7 @@ pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
     };
     let reduced: Vec<usize> = (0..nargs)
         .filter(|&a| {
-            spec.args[a].reach == Reach::Global
-                && matches!(spec.args[a].mode, Mode::Inc | Mode::Min | Mode::Max)
+            spec.args[a].reach == Reach::Global && matches!(spec.args[a].mode, Mode::Inc | Mode::Min | Mode::Max)
         })
         .collect();
     for &a in &reduced {
@@ -324,21 +313,11 @@ pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
         }
     }
     if next > MAX_PTRS {
-        return Err(format!(
-            "loop `{}` needs {next} pointer slots, more than {MAX_PTRS}",
-            spec.kernel
-        ));
+        return Err(format!("loop `{}` needs {next} pointer slots, more than {MAX_PTRS}", spec.kernel));
     }
 
-    let entry = format!(
-        "pl_{}_{}",
-        spec.name,
-        spec.strategy.name().replace('-', "_")
-    );
-    let mut w = Writer {
-        out: String::new(),
-        indent: 0,
-    };
+    let entry = format!("pl_{}_{}", spec.name, spec.strategy.name().replace('-', "_"));
+    let mut w = Writer { out: String::new(), indent: 0 };
     w.open(format!("PL_ENTRY({entry}) {{"));
     // Typed pointers, for what this strategy reads them for: INC globals
     // start from zero; staged pairs go through their first argument and
@@ -347,9 +326,7 @@ pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
         let used = match arg.reach {
             Reach::Global => arg.mode != Mode::Inc,
             Reach::Direct => true,
-            Reach::Indirect { .. } | Reach::Vector { .. } => {
-                !staged || spec.pairs.iter().any(|p| p.arg == a)
-            }
+            Reach::Indirect { .. } | Reach::Vector { .. } => !staged || spec.pairs.iter().any(|p| p.arg == a),
         };
         if used {
             let t = ctype(arg.elem);
@@ -358,10 +335,7 @@ pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
     }
     if !staged {
         for (m, _) in spec.maps.iter().enumerate() {
-            w.line(format!(
-                "const int* const m{m} = (const int*)prm.ptr[{}];",
-                nargs + m
-            ));
+            w.line(format!("const int* const m{m} = (const int*)prm.ptr[{}];", nargs + m));
         }
     }
     for &(a, s) in &layout.partials {
@@ -373,15 +347,8 @@ pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
         let arg = &spec.args[a];
         let t = ctype(arg.elem);
         w.line(format!("{t} acc{a}[{}];", arg.dim));
-        let init = if arg.mode == Mode::Inc {
-            format!("({t})0")
-        } else {
-            format!("d{a}[k]")
-        };
-        w.line(format!(
-            "for (int k = 0; k < {}; ++k) acc{a}[k] = {init};",
-            arg.dim
-        ));
+        let init = if arg.mode == Mode::Inc { format!("({t})0") } else { format!("d{a}[k]") };
+        w.line(format!("for (int k = 0; k < {}; ++k) acc{a}[k] = {init};", arg.dim));
     }
     if staged {
         staged_body(spec, &layout, &mut w);
@@ -419,12 +386,7 @@ pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
     };
     let mut source = String::from(LOOP_PRELUDE);
     source.push_str(&w.out);
-    Ok(Generated {
-        source,
-        entry,
-        finish,
-        layout,
-    })
+    Ok(Generated { source, entry, finish, layout })
 }
 
 /// Declares per-element locals and builds the kernel's call arguments for
@@ -438,11 +400,7 @@ fn flat_args(spec: &LoopSpec, w: &mut Writer) -> (Vec<String>, Vec<String>) {
         let writes = arg.mode != Mode::Read;
         let len = arg.rows * arg.cols;
         match arg.reach {
-            Reach::Direct => call.push(format!(
-                "({})(d{a} + e * {})",
-                param_type(arg, writes),
-                arg.dim
-            )),
+            Reach::Direct => call.push(format!("({})(d{a} + e * {})", param_type(arg, writes), arg.dim)),
             Reach::Global if matches!(arg.mode, Mode::Inc | Mode::Min | Mode::Max) => {
                 call.push(format!("({})(acc{a})", param_type(arg, true)))
             }
@@ -487,9 +445,7 @@ fn flat_args(spec: &LoopSpec, w: &mut Writer) -> (Vec<String>, Vec<String>) {
                         (Mode::Inc, false) => format!("{target} += l{a}[r][k];"),
                         _ => format!("{target} = l{a}[r][k];"),
                     };
-                    after.push(format!(
-                        "for (int r = 0; r < {rows}; ++r) for (int k = 0; k < {cols}; ++k) {op}"
-                    ));
+                    after.push(format!("for (int r = 0; r < {rows}; ++r) for (int k = 0; k < {cols}; ++k) {op}"));
                 }
             }
         }
@@ -501,18 +457,12 @@ fn flat_args(spec: &LoopSpec, w: &mut Writer) -> (Vec<String>, Vec<String>) {
 fn flat_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
     let (s, e) = (val::START, val::END);
     if let Some(perm) = layout.perm {
-        w.line(format!(
-            "const int* const perm = (const int*)prm.ptr[{perm}];"
-        ));
+        w.line(format!("const int* const perm = (const int*)prm.ptr[{perm}];"));
     }
     w.open(format!(
         "for (long long i = prm.val[{s}] + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < prm.val[{e}]; i += (long long)blockDim.x * gridDim.x) {{"
     ));
-    w.line(if layout.perm.is_some() {
-        "const long long e = perm[i];"
-    } else {
-        "const long long e = i;"
-    });
+    w.line(if layout.perm.is_some() { "const long long e = perm[i];" } else { "const long long e = i;" });
     let (call, after) = flat_args(spec, w);
     w.line(format!("{}({});", spec.kernel, call.join(", ")));
     for s in after {
@@ -525,33 +475,17 @@ fn flat_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
 fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
     let atomic = spec.strategy == Strategy::StagedAtomic;
     let [bstart, blen, blist, nthr, thrcol] = layout.blocks.expect("staged layout");
-    w.line(format!(
-        "const int* const blk_start = (const int*)prm.ptr[{bstart}];"
-    ));
-    w.line(format!(
-        "const int* const blk_len = (const int*)prm.ptr[{blen}];"
-    ));
-    w.line(format!(
-        "const int* const blk_list = (const int*)prm.ptr[{blist}];"
-    ));
+    w.line(format!("const int* const blk_start = (const int*)prm.ptr[{bstart}];"));
+    w.line(format!("const int* const blk_len = (const int*)prm.ptr[{blen}];"));
+    w.line(format!("const int* const blk_list = (const int*)prm.ptr[{blist}];"));
     if !atomic {
         // Thread colours: StagedAtomic needs none.
-        w.line(format!(
-            "const int* const blk_colours = (const int*)prm.ptr[{nthr}];"
-        ));
-        w.line(format!(
-            "const int* const thr_colour = (const int*)prm.ptr[{thrcol}];"
-        ));
+        w.line(format!("const int* const blk_colours = (const int*)prm.ptr[{nthr}];"));
+        w.line(format!("const int* const thr_colour = (const int*)prm.ptr[{thrcol}];"));
     }
     for (s, st) in spec.stages.iter().enumerate() {
-        w.line(format!(
-            "const int* const l2g{s} = (const int*)prm.ptr[{}];",
-            layout.l2g[s][0]
-        ));
-        w.line(format!(
-            "const int* const l2g_off{s} = (const int*)prm.ptr[{}];",
-            layout.l2g[s][1]
-        ));
+        w.line(format!("const int* const l2g{s} = (const int*)prm.ptr[{}];", layout.l2g[s][0]));
+        w.line(format!("const int* const l2g_off{s} = (const int*)prm.ptr[{}];", layout.l2g[s][1]));
         for (k, _) in st.columns.iter().enumerate() {
             w.line(format!(
                 "const unsigned short* const g2l{s}_{k} = (const unsigned short*)prm.ptr[{}];",
@@ -559,10 +493,7 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
             ));
         }
     }
-    w.line(format!(
-        "const int b = blk_list[prm.val[{}] + blockIdx.x];",
-        val::BLOCK_LIST_OFFSET
-    ));
+    w.line(format!("const int b = blk_list[prm.val[{}] + blockIdx.x];", val::BLOCK_LIST_OFFSET));
     w.line("const long long bstart = blk_start[b];");
     w.line("const int bn = blk_len[b];");
     w.line("PL_DYNAMIC_SHARED(pl_sh);");
@@ -572,17 +503,10 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
         let arg = &spec.args[pair.arg];
         let t = ctype(arg.elem);
         let s = pair.stage;
-        w.line(format!(
-            "const int n{p} = l2g_off{s}[b + 1] - l2g_off{s}[b];"
-        ));
-        w.line(format!(
-            "const int* const l2g_b{p} = l2g{s} + l2g_off{s}[b];"
-        ));
+        w.line(format!("const int n{p} = l2g_off{s}[b + 1] - l2g_off{s}[b];"));
+        w.line(format!("const int* const l2g_b{p} = l2g{s} + l2g_off{s}[b];"));
         w.line(format!("{t}* const sh{p} = ({t}*)(pl_sh + sh_off);"));
-        w.line(format!(
-            "sh_off += pl_align8((long long)n{p} * {} * sizeof({t}));",
-            arg.dim
-        ));
+        w.line(format!("sh_off += pl_align8((long long)n{p} * {} * sizeof({t}));", arg.dim));
     }
     // Stage in.
     for (p, pair) in spec.pairs.iter().enumerate() {
@@ -593,9 +517,7 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
         } else {
             format!("d{a}[(long long)l2g_b{p}[i / {dim}] * {dim} + i % {dim}]")
         };
-        w.line(format!(
-            "for (int i = threadIdx.x; i < n{p} * {dim}; i += blockDim.x) sh{p}[i] = {load};"
-        ));
+        w.line(format!("for (int i = threadIdx.x; i < n{p} * {dim}; i += blockDim.x) sh{p}[i] = {load};"));
     }
     w.line("__syncthreads();");
     // Elements, blockDim at a time. Statements per element: `prep`
@@ -610,19 +532,11 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
         let g2l = |col: usize| -> String {
             let p = arg.pair.expect("staged indirect argument has a pair");
             let st = &spec.stages[spec.pairs[p].stage];
-            let k = st
-                .columns
-                .iter()
-                .position(|&c| c == col)
-                .expect("column is staged");
+            let k = st.columns.iter().position(|&c| c == col).expect("column is staged");
             format!("g2l{}_{k}[e]", spec.pairs[p].stage)
         };
         match arg.reach {
-            Reach::Direct => call.push(format!(
-                "({})(d{a} + e * {})",
-                param_type(arg, writes),
-                arg.dim
-            )),
+            Reach::Direct => call.push(format!("({})(d{a} + e * {})", param_type(arg, writes), arg.dim)),
             Reach::Global if matches!(arg.mode, Mode::Inc | Mode::Min | Mode::Max) => {
                 call.push(format!("({})(acc{a})", param_type(arg, true)))
             }
@@ -637,7 +551,9 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
                 if arg.mode == Mode::Inc {
                     prep.push(format!("{t} l{a}[{len}] = {{}};"));
                 } else {
-                    prep.push(format!("{t} l{a}[{len}]; for (int k = 0; k < {len}; ++k) l{a}[k] = sh{p}[{local} + k];"));
+                    prep.push(format!(
+                        "{t} l{a}[{len}]; for (int k = 0; k < {len}; ++k) l{a}[k] = sh{p}[{local} + k];"
+                    ));
                 }
                 call.push(format!("({})(l{a})", param_type(arg, true)));
                 let op = match (arg.mode, atomic) {
@@ -650,18 +566,11 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
             Reach::Vector { .. } => {
                 let p = arg.pair.expect("pair");
                 let (rows, cols) = (arg.rows, arg.cols);
-                let rows_g2l: Vec<String> = (0..rows)
-                    .map(|r| format!("(long long){} * {cols}", g2l(r)))
-                    .collect();
-                prep.push(format!(
-                    "{t} l{a}[{rows}][{cols}]{};",
-                    if arg.mode == Mode::Inc { " = {}" } else { "" }
-                ));
+                let rows_g2l: Vec<String> = (0..rows).map(|r| format!("(long long){} * {cols}", g2l(r))).collect();
+                prep.push(format!("{t} l{a}[{rows}][{cols}]{};", if arg.mode == Mode::Inc { " = {}" } else { "" }));
                 if arg.mode != Mode::Inc {
                     for (r, loc) in rows_g2l.iter().enumerate() {
-                        prep.push(format!(
-                            "for (int k = 0; k < {cols}; ++k) l{a}[{r}][k] = sh{p}[{loc} + k];"
-                        ));
+                        prep.push(format!("for (int k = 0; k < {cols}; ++k) l{a}[{r}][k] = sh{p}[{loc} + k];"));
                     }
                 }
                 call.push(format!("({})(l{a})", param_type(arg, writes)));
@@ -684,10 +593,10 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
     // A mapped RW or WRITE argument must see earlier colours' writes: then
     // the whole element runs in its colour's turn. INC-only loops compute in
     // parallel and only apply increments colour by colour.
-    let overwrite = spec.args.iter().any(|a| {
-        !matches!(a.reach, Reach::Direct | Reach::Global)
-            && matches!(a.mode, Mode::Write | Mode::ReadWrite)
-    });
+    let overwrite = spec
+        .args
+        .iter()
+        .any(|a| !matches!(a.reach, Reach::Direct | Reach::Global) && matches!(a.mode, Mode::Write | Mode::ReadWrite));
     w.open("for (int i0 = 0; i0 < bn; i0 += blockDim.x) {");
     w.line("const int i = i0 + threadIdx.x;");
     w.line("const long long e = bstart + (i < bn ? i : 0);");
@@ -740,9 +649,7 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
             Mode::Inc => format!("{target} += sh{p}[i];"),
             _ => format!("{target} = sh{p}[i];"),
         };
-        w.line(format!(
-            "for (int i = threadIdx.x; i < n{p} * {dim}; i += blockDim.x) {op}"
-        ));
+        w.line(format!("for (int i = threadIdx.x; i < n{p} * {dim}; i += blockDim.x) {op}"));
     }
 }
 
@@ -762,18 +669,16 @@ fn block_reduction(spec: &LoopSpec, reduced: &[usize], w: &mut Writer, staged: b
         w.line("__syncthreads();");
         w.open("{");
         w.line(format!("{t}* const red = ({t}*)pl_sh;"));
-        w.line(format!(
-            "for (int k = 0; k < {dim}; ++k) red[threadIdx.x * {dim} + k] = acc{a}[k];"
-        ));
+        w.line(format!("for (int k = 0; k < {dim}; ++k) red[threadIdx.x * {dim} + k] = acc{a}[k];"));
         w.line("__syncthreads();");
         w.open("if (threadIdx.x == 0) {");
         w.open(format!("for (int k = 0; k < {dim}; ++k) {{"));
         w.line(format!("{t} v = red[k];"));
-        w.line(format!("for (unsigned int t = 1; t < blockDim.x; ++t) {{ const {t} x = red[t * {dim} + k]; {} }}", combine(arg.mode, "v", "x")));
         w.line(format!(
-            "part{a}[(prm.val[{}] + blockIdx.x) * {dim} + k] = v;",
-            val::PARTIAL_BASE
+            "for (unsigned int t = 1; t < blockDim.x; ++t) {{ const {t} x = red[t * {dim} + k]; {} }}",
+            combine(arg.mode, "v", "x")
         ));
+        w.line(format!("part{a}[(prm.val[{}] + blockIdx.x) * {dim} + k] = v;", val::PARTIAL_BASE));
         w.close();
         w.close();
         w.close();

@@ -96,10 +96,7 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         ReturnType::Default => None,
         ReturnType::Type(_, ty) => {
             if kind == FnKind::Kernel {
-                return Err(error(
-                    ty.span(),
-                    "a kernel returns nothing: write results through `&mut` parameters",
-                ));
+                return Err(error(ty.span(), "a kernel returns nothing: write results through `&mut` parameters"));
             }
             Some(scalar_of_type(ty)?)
         }
@@ -115,33 +112,14 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
 
     let name = item.sig.ident.to_string();
     let cname = cpp_ident(&name);
-    let mut emit = Emit {
-        infer: &mut infer,
-        out: String::new(),
-        indent: 1,
-        pre: Vec::new(),
-        temps: 0,
-    };
-    let decls: Vec<String> = params
-        .iter()
-        .map(|p| p.cpp_decl(&cpp_ident(&p.name)))
-        .collect();
+    let mut emit = Emit { infer: &mut infer, out: String::new(), indent: 1, pre: Vec::new(), temps: 0 };
+    let decls: Vec<String> = params.iter().map(|p| p.cpp_decl(&cpp_ident(&p.name))).collect();
     let ret_c = ret.map_or("void", |s| cpp_scalar(s, false));
-    emit.out = format!(
-        "__device__ inline {ret_c} {cname}({}) {{\n",
-        decls.join(", ")
-    );
+    emit.out = format!("__device__ inline {ret_c} {cname}({}) {{\n", decls.join(", "));
     emit.block_body(&item.block, ret.is_some())?;
     emit.out.push_str("}\n");
     let source = std::mem::take(&mut emit.out);
-    Ok(Translation {
-        name,
-        cname,
-        params,
-        ret,
-        source,
-        calls: infer.calls.clone(),
-    })
+    Ok(Translation { name, cname, params, ret, source, calls: infer.calls.clone() })
 }
 
 fn check_signature(item: &ItemFn) -> syn::Result<()> {
@@ -277,25 +255,14 @@ fn scalar_of_type(ty: &Type) -> syn::Result<Scalar> {
             }
         }
     }
-    Err(error(
-        ty.span(),
-        "expected a scalar type: f64, f32, i32, u32, i64, u64, usize or bool",
-    ))
+    Err(error(ty.span(), "expected a scalar type: f64, f32, i32, u32, i64, u64, usize or bool"))
 }
 
 fn array_len(e: &Expr) -> syn::Result<usize> {
-    if let Expr::Lit(ExprLit {
-        lit: Lit::Int(i), ..
-    }) = e
-    {
-        return i
-            .base10_parse::<usize>()
-            .map_err(|_| error(e.span(), "array length must be a small integer"));
+    if let Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) = e {
+        return i.base10_parse::<usize>().map_err(|_| error(e.span(), "array length must be a small integer"));
     }
-    Err(error(
-        e.span(),
-        "array lengths in kernels must be integer literals",
-    ))
+    Err(error(e.span(), "array lengths in kernels must be integer literals"))
 }
 
 #[derive(Clone, Debug)]
@@ -325,10 +292,8 @@ fn key<T>(node: &T) -> usize {
     node as *const T as usize
 }
 
-const FLOAT_METHODS_1: &[&str] = &[
-    "sqrt", "abs", "exp", "ln", "log10", "sin", "cos", "tan", "atan", "floor", "ceil", "round",
-    "signum",
-];
+const FLOAT_METHODS_1: &[&str] =
+    &["sqrt", "abs", "exp", "ln", "log10", "sin", "cos", "tan", "atan", "floor", "ceil", "round", "signum"];
 const FLOAT_METHODS_2: &[&str] = &["min", "max", "powf", "atan2", "hypot"];
 
 impl Infer {
@@ -361,30 +326,19 @@ impl Infer {
         self.used_names.insert(cname.clone());
         self.bindings.push(Binding { cname, ty, narrow });
         let id = self.bindings.len() - 1;
-        self.scopes
-            .last_mut()
-            .expect("a scope")
-            .push((name.to_owned(), id));
+        self.scopes.last_mut().expect("a scope").push((name.to_owned(), id));
         id
     }
 
     fn lookup(&self, name: &str) -> Option<usize> {
-        self.scopes
-            .iter()
-            .rev()
-            .flat_map(|s| s.iter().rev())
-            .find(|(n, _)| n == name)
-            .map(|&(_, id)| id)
+        self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name).map(|&(_, id)| id)
     }
 
     fn params(&mut self, item: &ItemFn) -> syn::Result<Vec<Param>> {
         let mut params = Vec::new();
         for arg in &item.sig.inputs {
             let FnArg::Typed(pt) = arg else {
-                return Err(error(
-                    arg.span(),
-                    "kernels are free functions: no `self` parameter",
-                ));
+                return Err(error(arg.span(), "kernels are free functions: no `self` parameter"));
             };
             let Pat::Ident(pi) = &*pt.pat else {
                 return Err(error(pt.pat.span(), "parameters must be plain names"));
@@ -404,8 +358,7 @@ impl Infer {
     }
 
     fn param_type(&mut self, name: &str, ty: &Type) -> syn::Result<(Param, Ty)> {
-        let supported =
-            "supported parameter types: `&T`, `&mut T`, `&[T; N]`, `&mut [T; N]`, `&[[T; M]; N]` \
+        let supported = "supported parameter types: `&T`, `&mut T`, `&[T; N]`, `&mut [T; N]`, `&[[T; M]; N]` \
                          (and `T` by value in helpers) with T one of f64, f32, i32, u32, i64, u64";
         let (inner, by_ref, mutable) = match ty {
             Type::Reference(r) => {
@@ -425,12 +378,7 @@ impl Infer {
         };
         let (elem, rows, cols, array) = match inner {
             Type::Array(a) => match &*a.elem {
-                Type::Array(b) => (
-                    elem_of(&b.elem)?,
-                    array_len(&a.len)?,
-                    array_len(&b.len)?,
-                    true,
-                ),
+                Type::Array(b) => (elem_of(&b.elem)?, array_len(&a.len)?, array_len(&b.len)?, true),
                 e => (elem_of(e)?, 1, array_len(&a.len)?, true),
             },
             Type::Paren(p) => return self.param_type(name, &p.elem),
@@ -447,23 +395,8 @@ impl Infer {
         } else {
             Ty::Array(Box::new(s), cols)
         };
-        let ty = if by_ref {
-            Ty::Ref(Box::new(base), mutable)
-        } else {
-            base
-        };
-        Ok((
-            Param {
-                name: name.into(),
-                elem,
-                rows,
-                cols,
-                array,
-                by_ref,
-                mutable,
-            },
-            ty,
-        ))
+        let ty = if by_ref { Ty::Ref(Box::new(base), mutable) } else { base };
+        Ok((Param { name: name.into(), elem, rows, cols, array, by_ref, mutable }, ty))
     }
 
     fn record(&mut self, e: &Expr, t: Ty) -> Ty {
@@ -490,18 +423,14 @@ impl Infer {
                     Ty::Unit
                 }
                 Stmt::Item(item) => {
-                    return Err(error(
-                        item.span(),
-                        "only local `const` items are supported inside kernels",
-                    ))
+                    return Err(error(item.span(), "only local `const` items are supported inside kernels"))
                 }
                 Stmt::Macro(m) => {
                     return Err(error(m.span(), "macros are not supported inside kernels"));
                 }
                 Stmt::Expr(e, semi) => {
                     let t = self.expr(e)?;
-                    let diverges =
-                        matches!(e, Expr::Return(_) | Expr::Break(_) | Expr::Continue(_));
+                    let diverges = matches!(e, Expr::Return(_) | Expr::Break(_) | Expr::Continue(_));
                     if semi.is_none() && !last && !matches!(t, Ty::Unit | Ty::Never) {
                         return Err(error(e.span(), "expected `;` after this expression"));
                     }
@@ -539,25 +468,12 @@ impl Infer {
             Pat::Ident(pi) => (pi, None),
             Pat::Type(pt) => match &*pt.pat {
                 Pat::Ident(pi) => (pi, Some(&*pt.ty)),
-                p => {
-                    return Err(error(
-                        p.span(),
-                        "`let` binds one name here (no patterns or tuples)",
-                    ))
-                }
+                p => return Err(error(p.span(), "`let` binds one name here (no patterns or tuples)")),
             },
-            p => {
-                return Err(error(
-                    p.span(),
-                    "`let` binds one name here (no patterns or tuples)",
-                ))
-            }
+            p => return Err(error(p.span(), "`let` binds one name here (no patterns or tuples)")),
         };
         if ident.by_ref.is_some() || ident.subpat.is_some() {
-            return Err(error(
-                ident.span(),
-                "`let` binds one name here (no `ref` or `@` patterns)",
-            ));
+            return Err(error(ident.span(), "`let` binds one name here (no `ref` or `@` patterns)"));
         }
         let mut ty = match annotated {
             Some(t) => self.local_type(t)?,
@@ -565,10 +481,7 @@ impl Infer {
         };
         if let Some(init) = &local.init {
             if let Some((_, diverge)) = &init.diverge {
-                return Err(error(
-                    diverge.span(),
-                    "`let ... else` is not supported in kernels",
-                ));
+                return Err(error(diverge.span(), "`let ... else` is not supported in kernels"));
             }
             let t = match &*init.expr {
                 Expr::Array(a) => {
@@ -586,16 +499,9 @@ impl Infer {
                 }
                 e => self.expr(e)?,
             };
-            let t = if matches!(t, Ty::Ref(..)) && !matches!(ty, Ty::Ref(..)) {
-                self.vars.deref(&t)
-            } else {
-                t
-            };
+            let t = if matches!(t, Ty::Ref(..)) && !matches!(ty, Ty::Ref(..)) { self.vars.deref(&t) } else { t };
             if matches!(t, Ty::Ref(..)) {
-                return Err(error(
-                    init.expr.span(),
-                    "references cannot be stored in locals; copy the value instead",
-                ));
+                return Err(error(init.expr.span(), "references cannot be stored in locals; copy the value instead"));
             }
             if annotated.is_none() && matches!(t, Ty::Array(..)) {
                 // An unannotated array local takes its initialiser's type.
@@ -605,10 +511,7 @@ impl Infer {
             self.unify(init.expr.span(), &ty, &t)?;
         }
         if matches!(ty, Ty::Unit | Ty::Never) {
-            return Err(error(
-                local.span(),
-                "a `let` must hold a scalar or an array",
-            ));
+            return Err(error(local.span(), "a `let` must hold a scalar or an array"));
         }
         let id = self.bind(&ident.ident.to_string(), ty, false);
         self.resolved.insert(key(local), id);
@@ -798,10 +701,7 @@ impl Infer {
                 s => Err(error(f.span(), format!("unsupported literal suffix `{s}`"))),
             },
             Lit::Bool(_) => Ok(self.vars.known(Scalar::Bool)),
-            other => Err(error(
-                other.span(),
-                "only numeric and boolean literals are supported in kernels",
-            )),
+            other => Err(error(other.span(), "only numeric and boolean literals are supported in kernels")),
         }
     }
 
@@ -809,10 +709,7 @@ impl Infer {
         if let Some(ident) = p.path.get_ident() {
             let name = ident.to_string();
             let id = self.lookup(&name).ok_or_else(|| {
-                error(
-                    p.span(),
-                    format!("`{name}` is not a parameter, local or local const of this kernel"),
-                )
+                error(p.span(), format!("`{name}` is not a parameter, local or local const of this kernel"))
             })?;
             self.resolved.insert(key(e), id);
             return Ok(self.bindings[id].ty.clone());
@@ -829,11 +726,7 @@ impl Infer {
 
     fn place(&mut self, e: &Expr) -> syn::Result<Ty> {
         match e {
-            Expr::Path(_)
-            | Expr::Index(_)
-            | Expr::Unary(syn::ExprUnary {
-                op: UnOp::Deref(_), ..
-            }) => {
+            Expr::Path(_) | Expr::Index(_) | Expr::Unary(syn::ExprUnary { op: UnOp::Deref(_), .. }) => {
                 let t = self.expr(e)?;
                 if matches!(t, Ty::Ref(..)) {
                     return Err(error(e.span(), "assign through the reference: `*x = ...`"));
@@ -841,10 +734,7 @@ impl Infer {
                 Ok(t)
             }
             Expr::Paren(p) => self.place(&p.expr),
-            _ => Err(error(
-                e.span(),
-                "can only assign to locals, `*param` and indexed elements",
-            )),
+            _ => Err(error(e.span(), "can only assign to locals, `*param` and indexed elements")),
         }
     }
 
@@ -864,21 +754,13 @@ impl Infer {
                 | ShlAssign(_)
                 | ShrAssign(_)
         );
-        let l = if compound {
-            self.place(&b.left)?
-        } else {
-            self.expr(&b.left)?
-        };
+        let l = if compound { self.place(&b.left)? } else { self.expr(&b.left)? };
         let r = self.expr(&b.right)?;
         let (ld, rd) = (self.vars.deref(&l), self.vars.deref(&r));
         match b.op {
             Shl(_) | Shr(_) | ShlAssign(_) | ShrAssign(_) => {
-                self.vars
-                    .require_int(&ld)
-                    .map_err(|m| error(b.left.span(), m))?;
-                self.vars
-                    .require_int(&rd)
-                    .map_err(|m| error(b.right.span(), m))?;
+                self.vars.require_int(&ld).map_err(|m| error(b.left.span(), m))?;
+                self.vars.require_int(&rd).map_err(|m| error(b.right.span(), m))?;
                 Ok(if compound { Ty::Unit } else { ld })
             }
             Eq(_) | Ne(_) | Lt(_) | Le(_) | Gt(_) | Ge(_) => {
@@ -902,20 +784,9 @@ impl Infer {
         let name = m.method.to_string();
         let recv = self.expr(&m.receiver)?;
         let recv = self.vars.deref(&recv);
-        let args: Vec<Ty> = m
-            .args
-            .iter()
-            .map(|a| self.expr(a))
-            .collect::<syn::Result<_>>()?;
-        let arity_err = |n: usize| {
-            Err(error(
-                m.span(),
-                format!(
-                    "`{name}` takes {n} argument{}",
-                    if n == 1 { "" } else { "s" }
-                ),
-            ))
-        };
+        let args: Vec<Ty> = m.args.iter().map(|a| self.expr(a)).collect::<syn::Result<_>>()?;
+        let arity_err =
+            |n: usize| Err(error(m.span(), format!("`{name}` takes {n} argument{}", if n == 1 { "" } else { "s" })));
         let is_float = self.vars.is_float(&recv);
         match name.as_str() {
             n if FLOAT_METHODS_1.contains(&n) || (n == "abs") => {
@@ -972,7 +843,9 @@ impl Infer {
                 self.vars.require_float(&recv).map_err(|e| error(m.receiver.span(), e))?;
                 Ok(self.vars.known(Scalar::Bool))
             }
-            "rev" | "step_by" => Err(error(m.span(), "`.rev()` and `.step_by()` are only supported on the range of a `for` loop")),
+            "rev" | "step_by" => {
+                Err(error(m.span(), "`.rev()` and `.step_by()` are only supported on the range of a `for` loop"))
+            }
             _ => Err(error(
                 m.method.span(),
                 format!(
@@ -989,10 +862,7 @@ impl Infer {
             return Err(error(f.span(), "loop labels are not supported"));
         }
         let Pat::Ident(pi) = &*f.pat else {
-            return Err(error(
-                f.pat.span(),
-                "the loop variable must be a plain name",
-            ));
+            return Err(error(f.pat.span(), "the loop variable must be a plain name"));
         };
         let range = LoopRange::parse(&f.expr)?;
         let t = self.vars.any();
@@ -1001,9 +871,7 @@ impl Infer {
             let bt = self.vars.deref(&bt);
             self.unify(bound.span(), &bt, &t)?;
         }
-        self.vars
-            .require_int(&t)
-            .map_err(|m| error(f.expr.span(), m))?;
+        self.vars.require_int(&t).map_err(|m| error(f.expr.span(), m))?;
         if let Some(step) = range.step {
             let st = self.expr(step)?;
             let u = self.vars.known(Scalar::Usize);
@@ -1021,9 +889,7 @@ impl Infer {
 
 fn literal_fits_i32(e: &Expr) -> bool {
     match e {
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(i), ..
-        }) => i.base10_parse::<i64>().is_ok_and(|v| v < i32::MAX as i64),
+        Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) => i.base10_parse::<i64>().is_ok_and(|v| v < i32::MAX as i64),
         Expr::Paren(p) => literal_fits_i32(&p.expr),
         _ => false,
     }
@@ -1212,7 +1078,10 @@ impl Emit<'_> {
             }
             _ => {
                 let s = self.infer.vars.scalar(t).ok_or_else(|| {
-                    error(span, "cannot infer this local's type (bound to a helper's result?): annotate it, `let x: f64 = ...`")
+                    error(
+                        span,
+                        "cannot infer this local's type (bound to a helper's result?): annotate it, `let x: f64 = ...`",
+                    )
                 })?;
                 Ok((cpp_scalar(s, narrow).into(), String::new()))
             }
@@ -1275,53 +1144,31 @@ impl Emit<'_> {
         };
         match &*init.expr {
             Expr::Array(a) => {
-                let vals: Vec<String> = a
-                    .elems
-                    .iter()
-                    .map(|e| self.value(e))
-                    .collect::<syn::Result<_>>()?;
+                let vals: Vec<String> = a.elems.iter().map(|e| self.value(e)).collect::<syn::Result<_>>()?;
                 self.flush_pre();
-                self.line(&format!(
-                    "{t} {}{suffix} = {{{}}};",
-                    b.cname,
-                    vals.join(", ")
-                ));
+                self.line(&format!("{t} {}{suffix} = {{{}}};", b.cname, vals.join(", ")));
             }
             Expr::Repeat(r) => {
                 let v = self.value(&r.expr)?;
                 let n = array_len(&r.len)?;
                 self.flush_pre();
                 if matches!(self.ty_of(&r.expr), Ty::Array(..)) {
-                    return Err(error(
-                        r.span(),
-                        "nested array repeats are not supported; declare rows separately",
-                    ));
+                    return Err(error(r.span(), "nested array repeats are not supported; declare rows separately"));
                 }
                 self.line(&format!("{t} {}{suffix};", b.cname));
                 let k = self.temp("k");
-                self.line(&format!(
-                    "for (int {k} = 0; {k} < {n}; ++{k}) {}[{k}] = {v};",
-                    b.cname
-                ));
+                self.line(&format!("for (int {k} = 0; {k} < {n}; ++{k}) {}[{k}] = {v};", b.cname));
             }
             e if matches!(b.ty, Ty::Array(..)) => {
                 // Copy an array (say `let a = *x;`) element by element.
                 let src = self.array_source(e)?;
-                let Ty::Array(_, n) = &b.ty else {
-                    unreachable!()
-                };
+                let Ty::Array(_, n) = &b.ty else { unreachable!() };
                 self.flush_pre();
                 self.line(&format!("{t} {}{suffix};", b.cname));
                 let k = self.temp("k");
-                self.line(&format!(
-                    "for (int {k} = 0; {k} < {n}; ++{k}) {}[{k}] = {src}[{k}];",
-                    b.cname
-                ));
+                self.line(&format!("for (int {k} = 0; {k} < {n}; ++{k}) {}[{k}] = {src}[{k}];", b.cname));
                 if suffix.matches('[').count() > 1 {
-                    return Err(error(
-                        e.span(),
-                        "copying two-dimensional arrays is not supported",
-                    ));
+                    return Err(error(e.span(), "copying two-dimensional arrays is not supported"));
                 }
             }
             e => {
@@ -1339,16 +1186,10 @@ impl Emit<'_> {
         match e {
             Expr::Lit(_) => literal_fits_i32(e),
             Expr::Paren(p) => self.is_narrow(&p.expr),
-            Expr::Path(_) => self
-                .infer
-                .resolved
-                .get(&key(e))
-                .is_some_and(|&id| self.infer.bindings[id].narrow),
+            Expr::Path(_) => self.infer.resolved.get(&key(e)).is_some_and(|&id| self.infer.bindings[id].narrow),
             Expr::Binary(b) => {
-                matches!(
-                    b.op,
-                    BinOp::Add(_) | BinOp::Sub(_) | BinOp::Mul(_) | BinOp::Div(_) | BinOp::Rem(_)
-                ) && self.is_narrow(&b.left)
+                matches!(b.op, BinOp::Add(_) | BinOp::Sub(_) | BinOp::Mul(_) | BinOp::Div(_) | BinOp::Rem(_))
+                    && self.is_narrow(&b.left)
                     && self.is_narrow(&b.right)
             }
             Expr::MethodCall(m) => {
@@ -1485,47 +1326,28 @@ impl Emit<'_> {
         let cmp = if range.inclusive { "<=" } else { "<" };
         match (range.rev, &step) {
             (false, None) if literal_fits_i32(range.end) => {
-                self.line(&format!(
-                    "for ({t} {i} = {start}; {i} {cmp} {end}; ++{i}) {{"
-                ));
+                self.line(&format!("for ({t} {i} = {start}; {i} {cmp} {end}; ++{i}) {{"));
             }
             (false, None) if !range.inclusive => {
                 let e = self.temp("end");
-                self.line(&format!(
-                    "for ({t} {i} = {start}, {e} = {end}; {i} < {e}; ++{i}) {{"
-                ));
+                self.line(&format!("for ({t} {i} = {start}, {e} = {end}; {i} < {e}; ++{i}) {{"));
             }
             _ => {
                 // General form: count the iterations once, derive the index;
                 // `continue` stays correct and no bound can overflow.
-                let (lo, hi, n, k) = (
-                    self.temp("lo"),
-                    self.temp("hi"),
-                    self.temp("n"),
-                    self.temp("k"),
-                );
+                let (lo, hi, n, k) = (self.temp("lo"), self.temp("hi"), self.temp("n"), self.temp("k"));
                 let step = step.clone().unwrap_or_else(|| "1".into());
-                let span = if range.inclusive {
-                    format!("({hi} - {lo}) + 1")
-                } else {
-                    format!("({hi} - {lo})")
-                };
+                let span = if range.inclusive { format!("({hi} - {lo}) + 1") } else { format!("({hi} - {lo})") };
                 self.line(&format!("const {t} {lo} = {start};"));
                 self.line(&format!("const {t} {hi} = {end};"));
                 self.line(&format!(
                     "const unsigned long long {n} = ({hi} {} {lo}) ? 0ull : ((unsigned long long)({span}) + ({step}) - 1) / ({step});",
                     if range.inclusive { "<" } else { "<=" }
                 ));
-                self.line(&format!(
-                    "for (unsigned long long {k} = 0; {k} < {n}; ++{k}) {{"
-                ));
+                self.line(&format!("for (unsigned long long {k} = 0; {k} < {n}; ++{k}) {{"));
                 self.indent += 1;
                 let index = if range.rev {
-                    let last = if range.inclusive {
-                        hi.clone()
-                    } else {
-                        format!("({hi} - 1)")
-                    };
+                    let last = if range.inclusive { hi.clone() } else { format!("({hi} - 1)") };
                     format!("({t})({last} - ({t})({k} * ({step})))")
                 } else {
                     format!("({t})({lo} + ({t})({k} * ({step})))")
@@ -1566,10 +1388,7 @@ impl Emit<'_> {
                 UnOp::Deref(_) => Ok(format!("(*{})", self.expr(&u.expr)?)),
                 UnOp::Neg(_) => {
                     let s = self.scalar_of(e)?;
-                    if let Expr::Lit(ExprLit {
-                        lit: Lit::Int(i), ..
-                    }) = &*u.expr
-                    {
+                    if let Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) = &*u.expr {
                         return Ok(negative_int_literal(i, s));
                     }
                     let v = self.value(&u.expr)?;
@@ -1582,11 +1401,7 @@ impl Emit<'_> {
                 UnOp::Not(_) => {
                     let s = self.scalar_of(e)?;
                     let v = self.value(&u.expr)?;
-                    Ok(if s == Scalar::Bool {
-                        format!("(!{v})")
-                    } else {
-                        format!("(~{v})")
-                    })
+                    Ok(if s == Scalar::Bool { format!("(!{v})") } else { format!("(~{v})") })
                 }
                 _ => Err(error(span, "unsupported unary operator")),
             },
@@ -1604,15 +1419,9 @@ impl Emit<'_> {
             Expr::Cast(c) => self.cast(c),
             Expr::MethodCall(m) => self.method(e, m),
             Expr::Call(c) => {
-                let Expr::Path(p) = &*c.func else {
-                    unreachable!("checked by inference")
-                };
+                let Expr::Path(p) = &*c.func else { unreachable!("checked by inference") };
                 let name = cpp_ident(&p.path.get_ident().expect("checked").to_string());
-                let args: Vec<String> = c
-                    .args
-                    .iter()
-                    .map(|a| self.arg(a))
-                    .collect::<syn::Result<_>>()?;
+                let args: Vec<String> = c.args.iter().map(|a| self.arg(a)).collect::<syn::Result<_>>()?;
                 Ok(format!("{name}({})", args.join(", ")))
             }
             Expr::Reference(r) => {
@@ -1645,10 +1454,7 @@ impl Emit<'_> {
                 self.pre.extend(body.lines().map(str::to_string));
                 Ok(tmp)
             }
-            _ => Err(error(
-                span,
-                "this expression is not supported as a value here",
-            )),
+            _ => Err(error(span, "this expression is not supported as a value here")),
         }
     }
 
@@ -1695,9 +1501,7 @@ impl Emit<'_> {
 
     fn if_value(&mut self, e: &Expr, i: &syn::ExprIf) -> syn::Result<String> {
         // Simple branches become a ternary; anything else a temporary.
-        let simple = |b: &Block| {
-            b.stmts.len() == 1 && matches!(&b.stmts[0], Stmt::Expr(x, None) if is_pure_value(x))
-        };
+        let simple = |b: &Block| b.stmts.len() == 1 && matches!(&b.stmts[0], Stmt::Expr(x, None) if is_pure_value(x));
         let else_simple = match &i.else_branch {
             Some((_, els)) => match &**els {
                 Expr::Block(b) => simple(&b.block),
@@ -1707,18 +1511,10 @@ impl Emit<'_> {
             None => false,
         };
         if simple(&i.then_branch) && else_simple {
-            let Stmt::Expr(t, None) = &i.then_branch.stmts[0] else {
-                unreachable!()
-            };
-            let Some((_, els)) = &i.else_branch else {
-                unreachable!()
-            };
-            let Expr::Block(eb) = &**els else {
-                unreachable!()
-            };
-            let Stmt::Expr(f, None) = &eb.block.stmts[0] else {
-                unreachable!()
-            };
+            let Stmt::Expr(t, None) = &i.then_branch.stmts[0] else { unreachable!() };
+            let Some((_, els)) = &i.else_branch else { unreachable!() };
+            let Expr::Block(eb) = &**els else { unreachable!() };
+            let Stmt::Expr(f, None) = &eb.block.stmts[0] else { unreachable!() };
             let c = self.value(&i.cond)?;
             let tv = self.value(t)?;
             let fv = self.value(f)?;
@@ -1777,9 +1573,7 @@ impl Emit<'_> {
                     let digits = i.base10_digits();
                     return Ok(float_literal(digits, s));
                 }
-                let v: u128 = i
-                    .base10_parse()
-                    .map_err(|_| error(i.span(), "integer literal out of range"))?;
+                let v: u128 = i.base10_parse().map_err(|_| error(i.span(), "integer literal out of range"))?;
                 Ok(int_literal(v, s))
             }
             Lit::Float(f) => {
@@ -1794,10 +1588,7 @@ impl Emit<'_> {
         use BinOp::*;
         let l_ty = self.ty_of(&b.left);
         let s = self.infer.vars.scalar(&l_ty).ok_or_else(|| {
-            error(
-                b.left.span(),
-                "cannot infer the type of this operand (a helper's result?): annotate a `let`",
-            )
+            error(b.left.span(), "cannot infer the type of this operand (a helper's result?): annotate a `let`")
         })?;
         let l = self.value(&b.left)?;
         let r = self.value(&b.right)?;
@@ -1836,11 +1627,7 @@ impl Emit<'_> {
                 | ShrAssign(_)
         );
         // The Rust semantics of the operation, as a C++ expression.
-        let lhs_place = if compound {
-            self.expr(&b.left)?
-        } else {
-            String::new()
-        };
+        let lhs_place = if compound { self.expr(&b.left)? } else { String::new() };
         let computed = match op {
             "+" | "-" | "*" if s.is_signed_int() => {
                 let f = match op {
@@ -1850,10 +1637,7 @@ impl Emit<'_> {
                 };
                 Some(format!("{f}({l}, {r})"))
             }
-            "%" if s.is_float() => Some(format!(
-                "{}({l}, {r})",
-                if s == Scalar::F32 { "fmodf" } else { "fmod" }
-            )),
+            "%" if s.is_float() => Some(format!("{}({l}, {r})", if s == Scalar::F32 { "fmodf" } else { "fmod" })),
             "<<" | ">>" => {
                 let f = if op == "<<" { "__pl_shl" } else { "__pl_shr" };
                 let cast = cpp_scalar(s, false);
@@ -1894,22 +1678,13 @@ impl Emit<'_> {
         }
         let s = self.scalar_of(e)?;
         let recv = self.value(&m.receiver)?;
-        let args: Vec<String> = m
-            .args
-            .iter()
-            .map(|a| self.value(a))
-            .collect::<syn::Result<_>>()?;
+        let args: Vec<String> = m.args.iter().map(|a| self.value(a)).collect::<syn::Result<_>>()?;
         if s.is_int() {
             return Ok(match name.as_str() {
                 "abs" => format!("__pl_iabs({recv})"),
                 "min" => format!("__pl_imin({recv}, {})", args[0]),
                 "max" => format!("__pl_imax({recv}, {})", args[0]),
-                _ => {
-                    return Err(error(
-                        m.method.span(),
-                        format!("`{name}` is a float method"),
-                    ))
-                }
+                _ => return Err(error(m.method.span(), format!("`{name}` is a float method"))),
             });
         }
         let f32 = s == Scalar::F32;
@@ -1935,12 +1710,7 @@ impl Emit<'_> {
             "hypot" => c("hypot", "hypotf"),
             "signum" => "__pl_signum".into(),
             "powi" => "__pl_powi".into(),
-            _ => {
-                return Err(error(
-                    m.method.span(),
-                    format!("unsupported method `{name}`"),
-                ))
-            }
+            _ => return Err(error(m.method.span(), format!("unsupported method `{name}`"))),
         };
         let mut all = vec![recv];
         all.extend(args);
@@ -2001,12 +1771,7 @@ fn float_literal(digits: &str, s: Scalar) -> String {
 /// compiler checks the code generation too (used by the NVRTC tests).
 pub fn check_wrapper(t: &Translation) -> String {
     let mut s = String::new();
-    let decls: Vec<String> = t
-        .params
-        .iter()
-        .enumerate()
-        .map(|(i, p)| p.cpp_decl(&format!("a{i}")))
-        .collect();
+    let decls: Vec<String> = t.params.iter().enumerate().map(|(i, p)| p.cpp_decl(&format!("a{i}"))).collect();
     let args: Vec<String> = (0..t.params.len()).map(|i| format!("a{i}")).collect();
     let _ = writeln!(
         s,

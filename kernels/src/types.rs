@@ -178,13 +178,7 @@ impl Vars {
 
     fn merge(a: Kind, b: Kind) -> Result<Kind, Mismatch> {
         use Kind::*;
-        let fail = || {
-            Err(format!(
-                "mismatched types: expected {}, found {}",
-                Self::describe(a),
-                Self::describe(b)
-            ))
-        };
+        let fail = || Err(format!("mismatched types: expected {}, found {}", Self::describe(a), Self::describe(b)));
         match (a, b) {
             (Any, k) | (k, Any) => Ok(k),
             (Int, Int) => Ok(Int),
@@ -214,11 +208,7 @@ impl Vars {
             (Ty::Ref(x, _), Ty::Ref(y, _)) => self.unify(x, y),
             // `&f64` operands auto-dereference, as Rust's `impl Add<f64> for &f64`.
             (Ty::Ref(x, _), y @ Ty::Var(_)) | (y @ Ty::Var(_), Ty::Ref(x, _)) => self.unify(x, y),
-            _ => Err(format!(
-                "mismatched types: {} and {}",
-                self.show(a),
-                self.show(b)
-            )),
+            _ => Err(format!("mismatched types: {} and {}", self.show(a), self.show(b))),
         }
     }
 
@@ -280,8 +270,7 @@ impl Vars {
         match self.deref(t) {
             Ty::Var(v) => {
                 let r = self.find(v);
-                matches!(self.kind[r], Kind::Float)
-                    || matches!(self.kind[r], Kind::Known(s) if s.is_float())
+                matches!(self.kind[r], Kind::Float) || matches!(self.kind[r], Kind::Known(s) if s.is_float())
             }
             _ => false,
         }

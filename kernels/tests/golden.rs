@@ -6,20 +6,11 @@ use parloop_kernels::{translate, FnKind};
 fn body(f: syn::ItemFn) -> Vec<String> {
     let t = translate(&f, FnKind::Kernel).unwrap_or_else(|e| panic!("{e}"));
     let lines: Vec<&str> = t.source.lines().collect();
-    lines[1..lines.len() - 1]
-        .iter()
-        .map(|l| l.trim().to_string())
-        .collect()
+    lines[1..lines.len() - 1].iter().map(|l| l.trim().to_string()).collect()
 }
 
 fn header(f: syn::ItemFn, kind: FnKind) -> String {
-    translate(&f, kind)
-        .unwrap()
-        .source
-        .lines()
-        .next()
-        .unwrap()
-        .to_string()
+    translate(&f, kind).unwrap().source.lines().next().unwrap().to_string()
 }
 
 #[test]
@@ -38,14 +29,8 @@ fn parameters_become_restrict_pointers() {
 
 #[test]
 fn helpers_take_values_and_return() {
-    let h = header(
-        syn::parse_quote! { fn h(a: f64, b: &[f32; 2]) -> f32 { b[0] } },
-        FnKind::Device,
-    );
-    assert_eq!(
-        h,
-        "__device__ inline float h(double a, const float* __restrict__ b) {"
-    );
+    let h = header(syn::parse_quote! { fn h(a: f64, b: &[f32; 2]) -> f32 { b[0] } }, FnKind::Device);
+    assert_eq!(h, "__device__ inline float h(double a, const float* __restrict__ b) {");
 }
 
 #[test]
@@ -188,13 +173,7 @@ fn integer_methods_use_rust_semantics() {
             *p = (*b).max(3);
         }
     });
-    assert_eq!(
-        b,
-        [
-            "(*o) = __pl_imax(__pl_imin(__pl_iabs((*a)), 7), (-2));",
-            "(*p) = __pl_imax((*b), 3ull);"
-        ]
-    );
+    assert_eq!(b, ["(*o) = __pl_imax(__pl_imin(__pl_iabs((*a)), 7), (-2));", "(*p) = __pl_imax((*b), 3ull);"]);
 }
 
 #[test]
@@ -265,17 +244,7 @@ fn block_expressions_use_a_scoped_temporary() {
             *o = { let t = *a * 2.0; t * t };
         }
     });
-    assert_eq!(
-        b,
-        [
-            "double pl_v0;",
-            "{",
-            "double t = ((*a) * 2.0);",
-            "pl_v0 = (t * t);",
-            "}",
-            "(*o) = pl_v0;"
-        ]
-    );
+    assert_eq!(b, ["double pl_v0;", "{", "double t = ((*a) * 2.0);", "pl_v0 = (t * t);", "}", "(*o) = pl_v0;"]);
 }
 
 #[test]
@@ -288,14 +257,7 @@ fn for_loops_over_ranges() {
     });
     assert_eq!(
         b,
-        [
-            "for (int i = 0; i < 4; ++i) {",
-            "(*o) += x[i];",
-            "}",
-            "for (int j = 1; j <= 3; ++j) {",
-            "(*o) -= x[j];",
-            "}"
-        ]
+        ["for (int i = 0; i < 4; ++i) {", "(*o) += x[i];", "}", "for (int j = 1; j <= 3; ++j) {", "(*o) -= x[j];", "}"]
     );
 }
 

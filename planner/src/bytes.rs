@@ -66,15 +66,11 @@ pub fn min_bytes(set_size: usize, args: &[ByteArg]) -> u64 {
             continue;
         }
         dats_done.push(arg.dat_id);
-        let same: Vec<&ByteArg> = args[i..]
-            .iter()
-            .filter(|a| a.dat_id == arg.dat_id)
-            .collect();
+        let same: Vec<&ByteArg> = args[i..].iter().filter(|a| a.dat_id == arg.dat_id).collect();
         let reads = same.iter().any(|a| a.reads);
         let writes = same.iter().any(|a| a.writes);
         let directions = u64::from(reads) + u64::from(writes);
-        total +=
-            directions * touched_entities(set_size, &same) as u64 * arg.bytes_per_entity as u64;
+        total += directions * touched_entities(set_size, &same) as u64 * arg.bytes_per_entity as u64;
     }
     total
 }
@@ -85,14 +81,7 @@ fn touched_entities(set_size: usize, args: &[&ByteArg]) -> usize {
     let mut seen: Vec<bool> = Vec::new();
     let mut count = 0;
     for a in args {
-        if let ByteArgKind::Indirect {
-            map,
-            arity,
-            to_size,
-            columns,
-            ..
-        } = a.kind
-        {
+        if let ByteArgKind::Indirect { map, arity, to_size, columns, .. } = a.kind {
             seen.resize(seen.len().max(to_size), false);
             for e in 0..set_size {
                 for c in columns.iter(arity) {

@@ -28,10 +28,7 @@ impl Plan {
     fn check_blocks(&self, request: &PlanRequest) -> Result<(), String> {
         let total: usize = request.sections.iter().sum();
         if self.thread_colour.len() != total {
-            return Err(format!(
-                "{} thread colours for {total} elements",
-                self.thread_colour.len()
-            ));
+            return Err(format!("{} thread colours for {total} elements", self.thread_colour.len()));
         }
         let mut bounds = vec![0usize];
         for s in request.sections {
@@ -77,10 +74,7 @@ impl Plan {
             for e in b.start..b.start + b.len {
                 let c = self.thread_colour[e];
                 if c >= b.thread_colours {
-                    return Err(format!(
-                        "element {e}: thread colour {c} >= block {i}'s {}",
-                        b.thread_colours
-                    ));
+                    return Err(format!("element {e}: thread colour {c} >= block {i}'s {}", b.thread_colours));
                 }
                 let mut clash = None;
                 targets(e, &mut |d, t| {
@@ -102,22 +96,13 @@ impl Plan {
         let mut owner: HashMap<(u64, i32, u32), usize> = HashMap::new();
         for (i, b) in self.blocks.iter().enumerate() {
             if b.colour >= self.colours {
-                return Err(format!(
-                    "block {i}: colour {} >= {}",
-                    b.colour, self.colours
-                ));
+                return Err(format!("block {i}: colour {} >= {}", b.colour, self.colours));
             }
             if b.section != 0 && b.colour < self.core_colours {
-                return Err(format!(
-                    "non-core block {i} reuses core colour {}",
-                    b.colour
-                ));
+                return Err(format!("non-core block {i} reuses core colour {}", b.colour));
             }
             if b.section == 0 && b.colour >= self.core_colours {
-                return Err(format!(
-                    "core block {i} has colour {} >= core colours",
-                    b.colour
-                ));
+                return Err(format!("core block {i} has colour {} >= core colours", b.colour));
             }
             let mut clash = None;
             for e in b.start..b.start + b.len {
@@ -131,10 +116,7 @@ impl Plan {
                 });
             }
             if let Some((other, d, t)) = clash {
-                return Err(format!(
-                    "blocks {other} and {i} share colour {} and target {t} of dat {d}",
-                    b.colour
-                ));
+                return Err(format!("blocks {other} and {i} share colour {} and target {t} of dat {d}", b.colour));
             }
         }
         let mut seen = vec![false; self.blocks.len()];
@@ -142,9 +124,7 @@ impl Plan {
             for &b in self.colour_blocks(c) {
                 let b = b as usize;
                 if b >= self.blocks.len() || seen[b] || self.blocks[b].colour != c {
-                    return Err(format!(
-                        "blocks_by_colour lists block {b} wrongly under colour {c}"
-                    ));
+                    return Err(format!("blocks_by_colour lists block {b} wrongly under colour {c}"));
                 }
                 seen[b] = true;
             }
@@ -182,19 +162,12 @@ impl Plan {
         }
         for (s, stage) in self.stages.iter().enumerate() {
             if stage.l2g_offsets.len() != self.blocks.len() + 1 {
-                return Err(format!(
-                    "stage {s}: {} offsets for {} blocks",
-                    stage.l2g_offsets.len(),
-                    self.blocks.len()
-                ));
+                return Err(format!("stage {s}: {} offsets for {} blocks", stage.l2g_offsets.len(), self.blocks.len()));
             }
             for b in 0..self.blocks.len() {
                 let l2g = stage.block_l2g(b);
                 if l2g.len() > crate::MAX_STAGED_PER_PAIR {
-                    return Err(format!(
-                        "stage {s}, block {b}: {} staged entities",
-                        l2g.len()
-                    ));
+                    return Err(format!("stage {s}, block {b}: {} staged entities", l2g.len()));
                 }
                 if l2g.windows(2).any(|w| w[0] >= w[1]) {
                     return Err(format!("stage {s}, block {b}: l2g not sorted and unique"));
@@ -202,16 +175,10 @@ impl Plan {
             }
         }
         for (i, b) in self.blocks.iter().enumerate() {
-            let staged: usize = self
-                .pairs
-                .iter()
-                .map(|p| self.stages[p.stage].block_l2g(i).len() * p.bytes_per_entity)
-                .sum();
+            let staged: usize =
+                self.pairs.iter().map(|p| self.stages[p.stage].block_l2g(i).len() * p.bytes_per_entity).sum();
             if staged != b.staged_bytes {
-                return Err(format!(
-                    "block {i}: staged_bytes {} but lists need {staged}",
-                    b.staged_bytes
-                ));
+                return Err(format!("block {i}: staged_bytes {} but lists need {staged}", b.staged_bytes));
             }
             if staged > request.shared_memory_bytes {
                 return Err(format!(

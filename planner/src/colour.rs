@@ -34,20 +34,14 @@ impl<'a> ConflictTargets<'a> {
             };
             group_sizes[group] = group_sizes[group].max(arg.to_size);
             for c in arg.columns.iter(arg.arity) {
-                if !columns
-                    .iter()
-                    .any(|&(g, m, _, col): &(usize, &[i32], usize, usize)| {
-                        g == group && std::ptr::eq(m, arg.map) && col == c
-                    })
-                {
+                if !columns.iter().any(|&(g, m, _, col): &(usize, &[i32], usize, usize)| {
+                    g == group && std::ptr::eq(m, arg.map) && col == c
+                }) {
                     columns.push((group, arg.map, arg.arity, c));
                 }
             }
         }
-        ConflictTargets {
-            columns,
-            group_sizes,
-        }
+        ConflictTargets { columns, group_sizes }
     }
 
     fn is_empty(&self) -> bool {
@@ -113,12 +107,8 @@ pub(crate) fn colour_threads(targets: &ConflictTargets, blocks: &mut [Block], co
 /// Blocks of section 0 (core) are coloured first; the others start at the
 /// first colour after the core's. Returns (colours, core colours).
 pub(crate) fn colour_blocks(targets: &ConflictTargets, blocks: &mut [Block]) -> (u32, u32) {
-    let core: Vec<usize> = (0..blocks.len())
-        .filter(|&b| blocks[b].section == 0)
-        .collect();
-    let rest: Vec<usize> = (0..blocks.len())
-        .filter(|&b| blocks[b].section != 0)
-        .collect();
+    let core: Vec<usize> = (0..blocks.len()).filter(|&b| blocks[b].section == 0).collect();
+    let rest: Vec<usize> = (0..blocks.len()).filter(|&b| blocks[b].section != 0).collect();
     let mut masks = targets.masks();
     let core_colours = colour_group(targets, blocks, &core, 0, &mut masks);
     let colours = colour_group(targets, blocks, &rest, core_colours, &mut masks);

@@ -210,21 +210,13 @@ impl Plan {
 
     /// Largest staged shared memory of any block, in bytes.
     pub fn max_staged_bytes(&self) -> usize {
-        self.blocks
-            .iter()
-            .map(|b| b.staged_bytes)
-            .max()
-            .unwrap_or(0)
+        self.blocks.iter().map(|b| b.staged_bytes).max().unwrap_or(0)
     }
 }
 
 /// Upper bound of the bytes one element stages: every column of every pair.
 fn staged_bytes_per_element(pairs: &[PairInfo], pair_columns: &[Vec<usize>]) -> usize {
-    pairs
-        .iter()
-        .zip(pair_columns)
-        .map(|(p, cols)| p.bytes_per_entity * cols.len())
-        .sum()
+    pairs.iter().zip(pair_columns).map(|(p, cols)| p.bytes_per_entity * cols.len()).sum()
 }
 
 /// Default elements per block for a budget: as many as fit, a multiple of 32
@@ -246,34 +238,21 @@ fn validate(request: &PlanRequest) -> Result<usize, PlanError> {
     for (a, arg) in request.args.iter().enumerate() {
         let needed = total * arg.arity;
         if arg.map.len() < needed {
-            return Err(PlanError::MapLength {
-                arg: a,
-                len: arg.map.len(),
-                needed,
-            });
+            return Err(PlanError::MapLength { arg: a, len: arg.map.len(), needed });
         }
         if let Columns::One(c) = arg.columns {
             if c >= arg.arity {
-                return Err(PlanError::Column {
-                    arg: a,
-                    column: c,
-                    arity: arg.arity,
-                });
+                return Err(PlanError::Column { arg: a, column: c, arity: arg.arity });
             }
         }
         // Arguments on the same map (by slice and target size) are checked once.
         let seen = request.args[..a].iter().any(|b| {
-            std::ptr::eq(b.map.as_ptr(), arg.map.as_ptr())
-                && b.map.len() == arg.map.len()
-                && b.to_size == arg.to_size
+            std::ptr::eq(b.map.as_ptr(), arg.map.as_ptr()) && b.map.len() == arg.map.len() && b.to_size == arg.to_size
         });
         if seen {
             continue;
         }
-        if let Some(pos) = arg.map[..needed]
-            .iter()
-            .position(|&v| v < 0 || v as usize >= arg.to_size)
-        {
+        if let Some(pos) = arg.map[..needed].iter().position(|&v| v < 0 || v as usize >= arg.to_size) {
             return Err(PlanError::MapValue {
                 arg: a,
                 element: pos / arg.arity.max(1),
@@ -291,10 +270,7 @@ fn collect_pairs(args: &[IndirectArg]) -> (Vec<PairInfo>, Vec<Vec<usize>>, Vec<u
     let mut columns: Vec<Vec<usize>> = Vec::new();
     let mut arg_pair = Vec::with_capacity(args.len());
     for arg in args {
-        let p = match pairs
-            .iter()
-            .position(|p| p.dat_id == arg.dat_id && p.map_id == arg.map_id)
-        {
+        let p = match pairs.iter().position(|p| p.dat_id == arg.dat_id && p.map_id == arg.map_id) {
             Some(p) => p,
             None => {
                 pairs.push(PairInfo {
@@ -330,31 +306,19 @@ pub fn build_plan(request: &PlanRequest) -> Result<Plan, PlanError> {
     let total = validate(request)?;
     let (mut pairs, pair_columns, arg_pair) = collect_pairs(request.args);
     let per_element = staged_bytes_per_element(&pairs, &pair_columns);
-    let part_size = request
-        .part_size
-        .unwrap_or_else(|| default_part_size(request.shared_memory_bytes, per_element))
-        .max(1);
+    let part_size =
+        request.part_size.unwrap_or_else(|| default_part_size(request.shared_memory_bytes, per_element)).max(1);
 
     // Stages: one per distinct (map, columns).
     let mut stages: Vec<Stage> = Vec::new();
     let mut stage_source: Vec<(usize, usize)> = Vec::new(); // (arity, arg index with that map)
     for (p, pair) in pairs.iter_mut().enumerate() {
         let cols = &pair_columns[p];
-        let s = match stages
-            .iter()
-            .position(|s| s.map_id == pair.map_id && &s.columns == cols)
-        {
+        let s = match stages.iter().position(|s| s.map_id == pair.map_id && &s.columns == cols) {
             Some(s) => s,
             None => {
-                stages.push(Stage {
-                    map_id: pair.map_id,
-                    columns: cols.clone(),
-                    ..Stage::default()
-                });
-                let a = arg_pair
-                    .iter()
-                    .position(|&ap| ap == p)
-                    .expect("every pair has an argument");
+                stages.push(Stage { map_id: pair.map_id, columns: cols.clone(), ..Stage::default() });
+                let a = arg_pair.iter().position(|&ap| ap == p).expect("every pair has an argument");
                 stage_source.push((request.args[a].arity, a));
                 stages.len() - 1
             }
@@ -370,14 +334,7 @@ pub fn build_plan(request: &PlanRequest) -> Result<Plan, PlanError> {
         let mut b = start;
         while b < end {
             let len = part_size.min(end - b);
-            blocks.push(Block {
-                start: b,
-                len,
-                section,
-                colour: 0,
-                thread_colours: 0,
-                staged_bytes: 0,
-            });
+            blocks.push(Block { start: b, len, section, colour: 0, thread_colours: 0, staged_bytes: 0 });
             b += len;
         }
         start = end;
@@ -425,14 +382,7 @@ pub fn build_plan(request: &PlanRequest) -> Result<Plan, PlanError> {
 
 /// Local-to-global list of one block for one stage, sorted and unique, using
 /// `pos` (all `u32::MAX` on entry and exit) as a scratch membership array.
-fn block_l2g(
-    map: &[i32],
-    arity: usize,
-    columns: &[usize],
-    block: &Block,
-    pos: &mut [u32],
-    out: &mut Vec<u32>,
-) {
+fn block_l2g(map: &[i32], arity: usize, columns: &[usize], block: &Block, pos: &mut [u32], out: &mut Vec<u32>) {
     out.clear();
     for e in block.start..block.start + block.len {
         for &c in columns {
@@ -472,19 +422,9 @@ fn stage_blocks(
     while let Some(mut block) = pending.pop() {
         for (s, stage) in stages.iter().enumerate() {
             let (arity, a) = stage_source[s];
-            block_l2g(
-                request.args[a].map,
-                arity,
-                &stage.columns,
-                &block,
-                &mut pos,
-                &mut lists[s],
-            );
+            block_l2g(request.args[a].map, arity, &stage.columns, &block, &mut pos, &mut lists[s]);
         }
-        let staged: usize = pairs
-            .iter()
-            .map(|p| lists[p.stage].len() * p.bytes_per_entity)
-            .sum();
+        let staged: usize = pairs.iter().map(|p| lists[p.stage].len() * p.bytes_per_entity).sum();
         let too_many = lists.iter().any(|l| l.len() > crate::MAX_STAGED_PER_PAIR);
         if staged > request.shared_memory_bytes || too_many {
             if block.len == 1 {
@@ -495,11 +435,7 @@ fn stage_blocks(
                 });
             }
             let half = block.len / 2;
-            let second = Block {
-                start: block.start + half,
-                len: block.len - half,
-                ..block
-            };
+            let second = Block { start: block.start + half, len: block.len - half, ..block };
             block.len = half;
             pending.push(second);
             pending.push(block);
@@ -558,28 +494,17 @@ fn stage_blocks_parallel(
         return None;
     }
     let max_to = request.args.iter().map(|a| a.to_size).max().unwrap_or(0);
-    let stage_cols: Vec<(usize, Vec<usize>)> = stages
-        .iter()
-        .enumerate()
-        .map(|(s, st)| (stage_source[s].0, st.columns.clone()))
-        .collect();
-    let bytes_per_stage: Vec<usize> = (0..stages.len())
-        .map(|s| {
-            pairs
-                .iter()
-                .filter(|p| p.stage == s)
-                .map(|p| p.bytes_per_entity)
-                .sum()
-        })
-        .collect();
+    let stage_cols: Vec<(usize, Vec<usize>)> =
+        stages.iter().enumerate().map(|(s, st)| (stage_source[s].0, st.columns.clone())).collect();
+    let bytes_per_stage: Vec<usize> =
+        (0..stages.len()).map(|s| pairs.iter().filter(|p| p.stage == s).map(|p| p.bytes_per_entity).sum()).collect();
     let runs: Vec<&[Block]> = blocks.chunks(blocks.len().div_ceil(workers)).collect();
     for stage in stages.iter_mut() {
         stage.g2l = vec![vec![0u16; total]; stage.columns.len()];
     }
     // g2l_runs[run][stage][column]: the run's element range of each g2l array.
-    let mut g2l_runs: Vec<Vec<Vec<&mut [u16]>>> = (0..runs.len())
-        .map(|_| (0..stages.len()).map(|_| Vec::new()).collect())
-        .collect();
+    let mut g2l_runs: Vec<Vec<Vec<&mut [u16]>>> =
+        (0..runs.len()).map(|_| (0..stages.len()).map(|_| Vec::new()).collect()).collect();
     for (s, stage) in stages.iter_mut().enumerate() {
         for col in stage.g2l.iter_mut() {
             let mut rest: &mut [u16] = col.as_mut_slice();
@@ -642,10 +567,7 @@ fn stage_blocks_parallel(
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a staging worker panicked"))
-            .collect()
+        handles.into_iter().map(|h| h.join().expect("a staging worker panicked")).collect()
     });
     // Nothing is written unless every run fitted.
     let staged_runs: Vec<StagedRun> = staged_runs.into_iter().collect::<Option<_>>()?;

@@ -4,12 +4,7 @@ use std::collections::VecDeque;
 
 /// Adjacency of the `from` entities of a map: two entities are neighbours
 /// when they share a target. Returned as CSR (offsets, neighbours).
-fn adjacency(
-    from_size: usize,
-    arity: usize,
-    values: &[i32],
-    to_size: usize,
-) -> (Vec<usize>, Vec<u32>) {
+fn adjacency(from_size: usize, arity: usize, values: &[i32], to_size: usize) -> (Vec<usize>, Vec<u32>) {
     // Inverse map: target -> from entities.
     let mut inv_off = vec![0usize; to_size + 1];
     for &t in &values[..from_size * arity] {
@@ -44,13 +39,7 @@ fn adjacency(
 
 /// Breadth-first Cuthill-McKee from `start`, appending to `order`; returns the
 /// last level's first vertex (a far vertex, used to find peripheral starts).
-fn bfs(
-    start: usize,
-    off: &[usize],
-    adj: &[u32],
-    visited: &mut [bool],
-    order: &mut Vec<u32>,
-) -> usize {
+fn bfs(start: usize, off: &[usize], adj: &[u32], visited: &mut [bool], order: &mut Vec<u32>) -> usize {
     let degree = |v: u32| off[v as usize + 1] - off[v as usize];
     let mut queue = VecDeque::from([start as u32]);
     visited[start] = true;
@@ -60,12 +49,7 @@ fn bfs(
         order.push(v);
         last = v as usize;
         next.clear();
-        next.extend(
-            adj[off[v as usize]..off[v as usize + 1]]
-                .iter()
-                .copied()
-                .filter(|&w| !visited[w as usize]),
-        );
+        next.extend(adj[off[v as usize]..off[v as usize + 1]].iter().copied().filter(|&w| !visited[w as usize]));
         next.sort_unstable_by_key(|&w| (degree(w), w));
         for &w in &next {
             visited[w as usize] = true;
@@ -103,13 +87,7 @@ pub fn rcm_order(from_size: usize, arity: usize, values: &[i32], to_size: usize)
         }
         // One sweep from the seed finds a far (pseudo-peripheral) vertex.
         scratch.clear();
-        let far = bfs(
-            seed as usize,
-            &off,
-            &adj,
-            &mut scratch_visited,
-            &mut scratch,
-        );
+        let far = bfs(seed as usize, &off, &adj, &mut scratch_visited, &mut scratch);
         bfs(far, &off, &adj, &mut visited, &mut order);
     }
     order.reverse();
@@ -126,11 +104,7 @@ pub fn bandwidth(order: &[u32], arity: usize, values: &[i32], to_size: usize) ->
     }
     let (off, adj) = adjacency(n, arity, values, to_size);
     (0..n)
-        .flat_map(|a| {
-            adj[off[a]..off[a + 1]]
-                .iter()
-                .map(move |&b| (a, b as usize))
-        })
+        .flat_map(|a| adj[off[a]..off[a + 1]].iter().map(move |&b| (a, b as usize)))
         .map(|(a, b)| new_of[a].abs_diff(new_of[b]))
         .max()
         .unwrap_or(0)

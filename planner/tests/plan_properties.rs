@@ -2,22 +2,13 @@
 //! `Plan::check` holds for random arities, sizes, sections and target
 //! distributions (uniform, clustered, repeated).
 
-use parloop_planner::{
-    bandwidth, build_plan, rcm_order, Columns, IndirectArg, PlanError, PlanRequest,
-};
+use parloop_planner::{bandwidth, build_plan, rcm_order, Columns, IndirectArg, PlanError, PlanRequest};
 use proptest::prelude::*;
 
 /// A random map: `size` elements, `arity` columns into `to_size` targets.
 /// `cluster` > 0 draws targets near `e * to_size / size` (mesh-like), else
 /// uniformly; `repeat` makes some elements hit the same target twice.
-fn random_map(
-    size: usize,
-    arity: usize,
-    to_size: usize,
-    cluster: usize,
-    repeat: bool,
-    seed: u64,
-) -> Vec<i32> {
+fn random_map(size: usize, arity: usize, to_size: usize, cluster: usize, repeat: bool, seed: u64) -> Vec<i32> {
     let mut state = seed | 1;
     let mut next = move || {
         state ^= state << 13;
@@ -57,13 +48,7 @@ struct Case {
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    let size = prop_oneof![
-        Just(0usize),
-        Just(1usize),
-        2usize..200,
-        200usize..5000,
-        Just(100_000usize)
-    ];
+    let size = prop_oneof![Just(0usize), Just(1usize), 2usize..200, 200usize..5000, Just(100_000usize)];
     (
         size,
         1usize..=4,
@@ -76,40 +61,21 @@ fn case() -> impl Strategy<Value = Case> {
         1usize..=4,
         0usize..3,
     )
-        .prop_map(
-            |(size, arity, to_size, cluster, repeat, seed, part_size, budget, second, nsec)| {
-                let sections = match nsec {
-                    0 => vec![size],
-                    1 => vec![size / 2, size - size / 2],
-                    _ => vec![size / 3, size / 3, size - 2 * (size / 3)],
-                };
-                Case {
-                    sections,
-                    arity,
-                    to_size,
-                    cluster,
-                    repeat,
-                    seed,
-                    part_size,
-                    budget,
-                    second_map_arity: second,
-                }
-            },
-        )
+        .prop_map(|(size, arity, to_size, cluster, repeat, seed, part_size, budget, second, nsec)| {
+            let sections = match nsec {
+                0 => vec![size],
+                1 => vec![size / 2, size - size / 2],
+                _ => vec![size / 3, size / 3, size - 2 * (size / 3)],
+            };
+            Case { sections, arity, to_size, cluster, repeat, seed, part_size, budget, second_map_arity: second }
+        })
 }
 
 fn check_case(c: &Case, staging: bool) -> Result<(), TestCaseError> {
     let size: usize = c.sections.iter().sum();
     let m1 = random_map(size, c.arity, c.to_size, c.cluster, c.repeat, c.seed);
     let to2 = c.to_size / 2 + 1;
-    let m2 = random_map(
-        size,
-        c.second_map_arity,
-        to2,
-        0,
-        c.repeat,
-        c.seed.wrapping_mul(31),
-    );
+    let m2 = random_map(size, c.second_map_arity, to2, 0, c.repeat, c.seed.wrapping_mul(31));
     // res INC through every column of m1; q READ through column 0 of m1;
     // w RW through the last column of m2; y READ through every column of m2.
     let args = [
@@ -214,10 +180,7 @@ fn a_block_staging_more_than_65535_entities_per_pair_is_split() {
     let plan = build_plan(&request).unwrap();
     plan.check(&request).unwrap();
     assert!(plan.blocks.len() >= 3, "{} blocks", plan.blocks.len());
-    assert!(plan.stages[0]
-        .l2g_offsets
-        .windows(2)
-        .all(|w| w[1] - w[0] <= 65535));
+    assert!(plan.stages[0].l2g_offsets.windows(2).all(|w| w[1] - w[0] <= 65535));
 }
 
 #[test]
@@ -233,31 +196,13 @@ fn a_block_over_the_shared_memory_budget_is_split_and_an_oversized_element_is_an
         bytes_per_entity: 100,
         conflicts: false,
     }];
-    let request = PlanRequest {
-        sections: &[64],
-        args: &args,
-        shared_memory_bytes: 1000,
-        part_size: Some(64),
-        staging: true,
-    };
+    let request =
+        PlanRequest { sections: &[64], args: &args, shared_memory_bytes: 1000, part_size: Some(64), staging: true };
     let plan = build_plan(&request).unwrap();
     plan.check(&request).unwrap();
-    assert!(plan
-        .blocks
-        .iter()
-        .all(|b| b.staged_bytes <= 1000 && b.len <= 10));
-    let tiny = PlanRequest {
-        shared_memory_bytes: 99,
-        ..request
-    };
-    assert_eq!(
-        build_plan(&tiny).unwrap_err(),
-        PlanError::ElementTooLarge {
-            element: 0,
-            bytes: 100,
-            budget: 99
-        }
-    );
+    assert!(plan.blocks.iter().all(|b| b.staged_bytes <= 1000 && b.len <= 10));
+    let tiny = PlanRequest { shared_memory_bytes: 99, ..request };
+    assert_eq!(build_plan(&tiny).unwrap_err(), PlanError::ElementTooLarge { element: 0, bytes: 100, budget: 99 });
 }
 
 #[test]
@@ -314,11 +259,7 @@ fn non_core_blocks_never_reuse_core_colours() {
     plan.check(&request).unwrap();
     assert_eq!(plan.core_colours, 1);
     assert_eq!(plan.colours, 2);
-    assert!(plan
-        .blocks
-        .iter()
-        .filter(|b| b.section > 0)
-        .all(|b| b.colour == 1));
+    assert!(plan.blocks.iter().filter(|b| b.section > 0).all(|b| b.colour == 1));
 }
 
 #[test]
@@ -334,30 +275,11 @@ fn invalid_requests_are_errors() {
         bytes_per_entity: 8,
         conflicts: true,
     }];
-    let request = PlanRequest {
-        sections: &[2],
-        args: &args,
-        shared_memory_bytes: 1 << 16,
-        part_size: None,
-        staging: true,
-    };
-    assert_eq!(
-        build_plan(&request).unwrap_err(),
-        PlanError::MapValue {
-            arg: 0,
-            element: 1,
-            value: 5,
-            to_size: 5
-        }
-    );
-    let short = PlanRequest {
-        sections: &[3],
-        ..request
-    };
-    assert!(matches!(
-        build_plan(&short).unwrap_err(),
-        PlanError::MapLength { .. }
-    ));
+    let request =
+        PlanRequest { sections: &[2], args: &args, shared_memory_bytes: 1 << 16, part_size: None, staging: true };
+    assert_eq!(build_plan(&request).unwrap_err(), PlanError::MapValue { arg: 0, element: 1, value: 5, to_size: 5 });
+    let short = PlanRequest { sections: &[3], ..request };
+    assert!(matches!(build_plan(&short).unwrap_err(), PlanError::MapLength { .. }));
 }
 
 /// Cells of an `n x n` structured grid with their 4 nodes, in shuffled order.
@@ -375,12 +297,7 @@ fn shuffled_grid(n: usize, seed: u64) -> Vec<i32> {
         .iter()
         .flat_map(|&c| {
             let (i, j) = (c % n, c / n);
-            [
-                nodes(i, j),
-                nodes(i + 1, j),
-                nodes(i + 1, j + 1),
-                nodes(i, j + 1),
-            ]
+            [nodes(i, j), nodes(i + 1, j), nodes(i + 1, j + 1), nodes(i, j + 1)]
         })
         .collect()
 }
@@ -415,9 +332,7 @@ fn parallel_staging_falls_back_to_splitting_when_a_later_block_overflows() {
     // The first half of the elements all stage entity 0; the second half
     // stage distinct entities, so its blocks exceed the budget and split.
     let size = 200_000;
-    let map: Vec<i32> = (0..size as i32)
-        .map(|e| if e < size as i32 / 2 { 0 } else { e })
-        .collect();
+    let map: Vec<i32> = (0..size as i32).map(|e| if e < size as i32 / 2 { 0 } else { e }).collect();
     let args = [IndirectArg {
         map: &map,
         arity: 1,
@@ -428,19 +343,11 @@ fn parallel_staging_falls_back_to_splitting_when_a_later_block_overflows() {
         bytes_per_entity: 8,
         conflicts: true,
     }];
-    let request = PlanRequest {
-        sections: &[size],
-        args: &args,
-        shared_memory_bytes: 4000,
-        part_size: Some(1000),
-        staging: true,
-    };
+    let request =
+        PlanRequest { sections: &[size], args: &args, shared_memory_bytes: 4000, part_size: Some(1000), staging: true };
     let plan = build_plan(&request).unwrap();
     plan.check(&request).unwrap();
-    assert!(
-        plan.blocks.iter().any(|b| b.len < 1000),
-        "the second half must have been split"
-    );
+    assert!(plan.blocks.iter().any(|b| b.len < 1000), "the second half must have been split");
     assert!(plan.blocks.iter().all(|b| b.staged_bytes <= 4000));
 }
 

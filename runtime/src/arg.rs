@@ -71,25 +71,13 @@ impl Arg {
 
 impl std::fmt::Debug for Arg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Arg({} {:?} {})",
-            self.storage.name(),
-            self.kind,
-            self.access
-        )
+        write!(f, "Arg({} {:?} {})", self.storage.name(), self.kind, self.access)
     }
 }
 
 impl<T: Scalar> Dat<T> {
     fn make_arg(&self, kind: ArgKind, access: Access) -> Arg {
-        Arg {
-            storage: self.0.clone(),
-            kind,
-            access,
-            dim: self.dim(),
-            set: Some(self.set().clone()),
-        }
+        Arg { storage: self.0.clone(), kind, access, dim: self.dim(), set: Some(self.set().clone()) }
     }
 
     /// A direct argument: element `e` of the loop sees entity `e` of this dat.
@@ -107,13 +95,7 @@ impl<T: Scalar> Dat<T> {
 
     /// An indirect argument: element `e` sees entity `map[e][column]`.
     pub fn arg_via(&self, map: &Map, column: usize, access: Access) -> Arg {
-        self.make_arg(
-            ArgKind::Indirect {
-                map: map.clone(),
-                column,
-            },
-            access,
-        )
+        self.make_arg(ArgKind::Indirect { map: map.clone(), column }, access)
     }
 
     /// A vector argument: element `e` sees the entities of every column of
@@ -126,12 +108,6 @@ impl<T: Scalar> Dat<T> {
 impl<T: Scalar> Global<T> {
     /// A global argument: READ for a constant, INC, MIN or MAX for a reduction.
     pub fn arg(&self, access: Access) -> Arg {
-        Arg {
-            storage: self.0.clone(),
-            kind: ArgKind::Global,
-            access,
-            dim: self.dim(),
-            set: None,
-        }
+        Arg { storage: self.0.clone(), kind: ArgKind::Global, access, dim: self.dim(), set: None }
     }
 }

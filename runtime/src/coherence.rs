@@ -44,9 +44,7 @@ impl MirrorSlot {
         let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = slot.as_mut() {
             if m.state == State::DeviceNewer {
-                m.device
-                    .download(&m.buf, host)
-                    .expect("device-to-host copy failed");
+                m.device.download(&m.buf, host).expect("device-to-host copy failed");
                 m.state = State::InSync;
             }
         }
@@ -86,11 +84,7 @@ impl MirrorSlot {
         let buf = device.alloc(host.len())?;
         device.upload(&buf, host)?;
         let addr = buf.addr;
-        *slot = Some(Mirror {
-            device: device.clone(),
-            buf,
-            state: State::InSync,
-        });
+        *slot = Some(Mirror { device: device.clone(), buf, state: State::InSync });
         Ok(addr)
     }
 }

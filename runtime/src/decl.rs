@@ -59,11 +59,7 @@ pub struct Set(Arc<SetInner>);
 
 impl Set {
     pub(crate) fn new(name: &str, sections: Sections) -> Set {
-        Set(Arc::new(SetInner {
-            id: next_id(),
-            name: name.to_owned(),
-            sections,
-        }))
+        Set(Arc::new(SetInner { id: next_id(), name: name.to_owned(), sections }))
     }
 
     /// The set's name.
@@ -101,11 +97,7 @@ impl Eq for Set {}
 
 impl fmt::Debug for Set {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Set({} #{}, {:?})",
-            self.0.name, self.0.id, self.0.sections
-        )
+        write!(f, "Set({} #{}, {:?})", self.0.name, self.0.id, self.0.sections)
     }
 }
 
@@ -126,13 +118,7 @@ pub(crate) struct MapInner {
 pub struct Map(pub(crate) Arc<MapInner>);
 
 impl Map {
-    pub(crate) fn new(
-        name: &str,
-        from: &Set,
-        to: &Set,
-        arity: usize,
-        values: Vec<i32>,
-    ) -> Result<Map> {
+    pub(crate) fn new(name: &str, from: &Set, to: &Set, arity: usize, values: Vec<i32>) -> Result<Map> {
         if arity == 0 {
             return Err(Error::InvalidDeclaration {
                 what: "map",
@@ -147,11 +133,7 @@ impl Map {
                 name: name.into(),
                 expected,
                 got: values.len(),
-                detail: format!(
-                    "{} entities of `{}` x arity {arity}",
-                    from.total(),
-                    from.name()
-                ),
+                detail: format!("{} entities of `{}` x arity {arity}", from.total(), from.name()),
             });
         }
         let to_size = to.total();
@@ -206,10 +188,7 @@ impl Map {
     pub(crate) fn on_device(&self, device: &Arc<dyn Device>) -> Result<u64> {
         let mut slot = self.0.device.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((d, buf)) = slot.as_ref() {
-            if std::ptr::eq(
-                Arc::as_ptr(d) as *const (),
-                Arc::as_ptr(device) as *const (),
-            ) {
+            if std::ptr::eq(Arc::as_ptr(d) as *const (), Arc::as_ptr(device) as *const ()) {
                 return Ok(buf.addr);
             }
         }
@@ -345,15 +324,7 @@ impl<T: Scalar> Dat<T> {
 
 impl<T: Scalar> fmt::Debug for Dat<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Dat<{}>({} #{} on {}, dim {})",
-            T::TYPE,
-            self.0.name,
-            self.0.id,
-            self.0.set.name(),
-            self.0.dim
-        )
+        write!(f, "Dat<{}>({} #{} on {}, dim {})", T::TYPE, self.0.name, self.0.id, self.0.set.name(), self.0.dim)
     }
 }
 
@@ -368,8 +339,7 @@ impl<T: Scalar> GlobalInner<T> {
     /// The values, current (downloaded when a device loop reduced last).
     fn current(&self) -> std::sync::MutexGuard<'_, Vec<T>> {
         let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
-        self.mirror
-            .refresh_host(bytemuck::cast_slice_mut(&mut values));
+        self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut values));
         values
     }
 }
@@ -378,8 +348,7 @@ impl<T: Scalar> DatInner<T> {
     /// Downloads the values when a device loop wrote them last.
     fn refresh_host(&self) {
         let mut values = self.values.write().unwrap_or_else(|e| e.into_inner());
-        self.mirror
-            .refresh_host(bytemuck::cast_slice_mut(&mut values));
+        self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut values));
     }
 }
 
@@ -448,13 +417,7 @@ impl<T: Scalar> Global<T> {
 
 impl<T: Scalar> fmt::Debug for Global<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Global<{}>({} = {:?})",
-            T::TYPE,
-            self.0.name,
-            self.values()
-        )
+        write!(f, "Global<{}>({} = {:?})", T::TYPE, self.0.name, self.values())
     }
 }
 
@@ -493,10 +456,7 @@ impl<T: Scalar> Storage for DatInner<T> {
             Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
-        Some(
-            self.mirror
-                .on_device(device, bytemuck::cast_slice_mut(&mut values)),
-        )
+        Some(self.mirror.on_device(device, bytemuck::cast_slice_mut(&mut values)))
     }
     fn device_written(&self) {
         self.mirror.device_written();
@@ -519,8 +479,7 @@ impl<T: Scalar> Storage for DatInner<T> {
             Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
-        self.mirror
-            .refresh_host(bytemuck::cast_slice_mut(&mut guard));
+        self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut guard));
         Some(Box::new(guard))
     }
 }
@@ -532,10 +491,7 @@ impl<T: Scalar> Storage for GlobalInner<T> {
             Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
-        Some(
-            self.mirror
-                .on_device(device, bytemuck::cast_slice_mut(&mut values)),
-        )
+        Some(self.mirror.on_device(device, bytemuck::cast_slice_mut(&mut values)))
     }
     fn device_written(&self) {
         self.mirror.device_written();
@@ -558,8 +514,7 @@ impl<T: Scalar> Storage for GlobalInner<T> {
             Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
-        self.mirror
-            .refresh_host(bytemuck::cast_slice_mut(&mut guard));
+        self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut guard));
         Some(Box::new(guard))
     }
 }

@@ -74,9 +74,7 @@ pub enum Error {
         problem: Box<ArgProblem>,
     },
     /// A dat is borrowed by the host while a loop needs it.
-    #[error(
-        "loop `{kernel}`: dat `{dat}` is borrowed by the host (inside a `with_values` closure?)"
-    )]
+    #[error("loop `{kernel}`: dat `{dat}` is borrowed by the host (inside a `with_values` closure?)")]
     Busy {
         /// The kernel.
         kernel: String,
@@ -121,9 +119,7 @@ pub enum Error {
     },
     /// Generated device code did not compile: the compiler's log and the
     /// source with line numbers.
-    #[error(
-        "module `{module}` failed to compile:\n{log}\n--- generated source ---\n{source_text}"
-    )]
+    #[error("module `{module}` failed to compile:\n{log}\n--- generated source ---\n{source_text}")]
     Compile {
         /// The module.
         module: String,
@@ -220,67 +216,34 @@ impl fmt::Display for ArgProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ArgProblem::ElementType { expected, got } => {
-                write!(
-                    f,
-                    "element type {got} does not match the kernel parameter's {expected}"
-                )
+                write!(f, "element type {got} does not match the kernel parameter's {expected}")
             }
             ArgProblem::Dim { expected, got } => {
-                write!(
-                    f,
-                    "the kernel parameter holds {expected}, the argument provides {got}"
-                )
+                write!(f, "the kernel parameter holds {expected}, the argument provides {got}")
             }
-            ArgProblem::Mutability {
-                access,
-                param_mutable: true,
-            } => {
-                write!(
-                    f,
-                    "{access} access on a `&mut` parameter (a READ argument needs a `&` parameter)"
-                )
+            ArgProblem::Mutability { access, param_mutable: true } => {
+                write!(f, "{access} access on a `&mut` parameter (a READ argument needs a `&` parameter)")
             }
-            ArgProblem::Mutability {
-                access,
-                param_mutable: false,
-            } => {
-                write!(
-                    f,
-                    "{access} access on a `&` parameter (writing needs a `&mut` parameter)"
-                )
+            ArgProblem::Mutability { access, param_mutable: false } => {
+                write!(f, "{access} access on a `&` parameter (writing needs a `&mut` parameter)")
             }
             ArgProblem::ReductionOnDat { access } => {
-                write!(
-                    f,
-                    "{access} is a reduction and only applies to a Global, not a Dat"
-                )
+                write!(f, "{access} is a reduction and only applies to a Global, not a Dat")
             }
             ArgProblem::WriteToGlobal { access } => {
-                write!(
-                    f,
-                    "{access} on a Global: globals are READ constants or INC/MIN/MAX reductions"
-                )
+                write!(f, "{access} on a Global: globals are READ constants or INC/MIN/MAX reductions")
             }
             ArgProblem::DirectSet { dat_set } => {
                 write!(f, "a direct argument must live on the iteration set, this dat lives on `{dat_set}`")
             }
             ArgProblem::MapFrom { map, from } => {
-                write!(
-                    f,
-                    "map `{map}` goes from `{from}`, not from the iteration set"
-                )
+                write!(f, "map `{map}` goes from `{from}`, not from the iteration set")
             }
             ArgProblem::MapTo { map, to, dat_set } => {
-                write!(
-                    f,
-                    "map `{map}` goes to `{to}`, but the dat lives on `{dat_set}`"
-                )
+                write!(f, "map `{map}` goes to `{to}`, but the dat lives on `{dat_set}`")
             }
             ArgProblem::Column { map, column, arity } => {
-                write!(
-                    f,
-                    "column {column} of map `{map}` is out of range (arity {arity})"
-                )
+                write!(f, "column {column} of map `{map}` is out of range (arity {arity})")
             }
             ArgProblem::Conflict { other, reason } => {
                 write!(f, "the same dat is argument {other} too: {reason}")

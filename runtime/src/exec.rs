@@ -27,10 +27,10 @@ pub(crate) fn lock_args<'a>(kernel: &str, args: &'a [Arg]) -> Result<LockedArgs<
         let data = match bases.iter().find(|(b, _)| *b == id) {
             Some(&(_, p)) => p,
             None => {
-                let mut guard = arg.storage.lock().ok_or_else(|| Error::Busy {
-                    kernel: kernel.into(),
-                    dat: arg.data_name().into(),
-                })?;
+                let mut guard = arg
+                    .storage
+                    .lock()
+                    .ok_or_else(|| Error::Busy { kernel: kernel.into(), dat: arg.data_name().into() })?;
                 let p = guard.base();
                 guards.push(guard);
                 bases.push((id, p));
@@ -39,29 +39,13 @@ pub(crate) fn lock_args<'a>(kernel: &str, args: &'a [Arg]) -> Result<LockedArgs<
         };
         let (kind, map, arity, column) = match &arg.kind {
             ArgKind::Direct => (ViewKind::Direct, std::ptr::null(), 0, 0),
-            ArgKind::Indirect { map, column } => (
-                ViewKind::Indirect,
-                map.values().as_ptr(),
-                map.arity(),
-                *column,
-            ),
+            ArgKind::Indirect { map, column } => (ViewKind::Indirect, map.values().as_ptr(), map.arity(), *column),
             ArgKind::Vector { map } => (ViewKind::Vector, map.values().as_ptr(), map.arity(), 0),
             ArgKind::Global => (ViewKind::Global, std::ptr::null(), 0, 0),
         };
-        views.push(ArgView {
-            data,
-            dim: arg.dim,
-            map,
-            arity,
-            column,
-            kind,
-            access: arg.access,
-        });
+        views.push(ArgView { data, dim: arg.dim, map, arity, column, kind, access: arg.access });
     }
-    Ok(LockedArgs {
-        _guards: guards,
-        views,
-    })
+    Ok(LockedArgs { _guards: guards, views })
 }
 
 /// A global reduced by a loop: which argument, its type, size and operation.
@@ -79,12 +63,7 @@ impl Reduction {
         args.iter()
             .enumerate()
             .filter(|(_, a)| a.is_global() && a.access.is_reduction())
-            .map(|(i, a)| Reduction {
-                arg: i,
-                elem: a.storage.elem(),
-                dim: a.dim,
-                access: a.access,
-            })
+            .map(|(i, a)| Reduction { arg: i, elem: a.storage.elem(), dim: a.dim, access: a.access })
             .collect()
     }
 

@@ -83,12 +83,7 @@ impl DeviceFn {
         source: &'static str,
         deps: &'static [&'static DeviceFn],
     ) -> DeviceFn {
-        DeviceFn {
-            name,
-            cname,
-            source,
-            deps,
-        }
+        DeviceFn { name, cname, source, deps }
     }
 
     /// The Rust name.
@@ -139,12 +134,7 @@ impl Kernel {
         host: HostFn,
         device: Option<&'static DeviceFn>,
     ) -> Kernel {
-        Kernel {
-            name,
-            params,
-            host,
-            device,
-        }
+        Kernel { name, params, host, device }
     }
 
     /// The kernel's name (the Rust function's).
@@ -244,12 +234,7 @@ pub trait KernelParam {
 
 impl<S: Shape> KernelParam for &S {
     type Shape = S;
-    const SIG: ParamSig = ParamSig {
-        elem: <S::Elem as Scalar>::TYPE,
-        rows: S::ROWS,
-        cols: S::COLS,
-        mutable: false,
-    };
+    const SIG: ParamSig = ParamSig { elem: <S::Elem as Scalar>::TYPE, rows: S::ROWS, cols: S::COLS, mutable: false };
     #[inline(always)]
     unsafe fn bind(binder: &mut Binder<S>, i: usize) -> Self {
         // SAFETY: forwarded contract.
@@ -259,12 +244,7 @@ impl<S: Shape> KernelParam for &S {
 
 impl<S: Shape> KernelParam for &mut S {
     type Shape = S;
-    const SIG: ParamSig = ParamSig {
-        elem: <S::Elem as Scalar>::TYPE,
-        rows: S::ROWS,
-        cols: S::COLS,
-        mutable: true,
-    };
+    const SIG: ParamSig = ParamSig { elem: <S::Elem as Scalar>::TYPE, rows: S::ROWS, cols: S::COLS, mutable: true };
     #[inline(always)]
     unsafe fn bind(binder: &mut Binder<S>, i: usize) -> Self {
         // SAFETY: forwarded contract.
@@ -394,11 +374,7 @@ impl<S: Shape> Binder<S> {
                         let copy: *mut S::Elem = self.copies[i].as_mut_ptr().cast();
                         for r in 0..S::ROWS {
                             let t = self.target(first + i, r, Self::ROW);
-                            std::ptr::copy_nonoverlapping(
-                                data.add(t),
-                                copy.add(r * Self::ROW),
-                                Self::ROW,
-                            );
+                            std::ptr::copy_nonoverlapping(data.add(t), copy.add(r * Self::ROW), Self::ROW);
                         }
                         self.ptrs[i] = copy.cast();
                     }

@@ -31,11 +31,7 @@ impl ParLoop {
     /// (see [`Error`](crate::Error) for what is checked).
     pub fn new(kernel: &'static Kernel, set: &Set, args: &[Arg]) -> Result<ParLoop> {
         crate::validate::validate(kernel, set, args)?;
-        Ok(ParLoop {
-            kernel,
-            set: set.clone(),
-            args: args.to_vec(),
-        })
+        Ok(ParLoop { kernel, set: set.clone(), args: args.to_vec() })
     }
 
     /// The kernel.

@@ -62,30 +62,11 @@ impl LoopKey {
                     ArgKind::Vector { map } => (2, map.id(), 0),
                     ArgKind::Global => (3, 0, 0),
                 };
-                let slot = args[..i]
-                    .iter()
-                    .position(|b| b.data_id() == a.data_id())
-                    .unwrap_or(i);
-                ArgKey {
-                    kind,
-                    map,
-                    column,
-                    access: a.access,
-                    slot,
-                    bytes: a.bytes_per_entity(),
-                }
+                let slot = args[..i].iter().position(|b| b.data_id() == a.data_id()).unwrap_or(i);
+                ArgKey { kind, map, column, access: a.access, slot, bytes: a.bytes_per_entity() }
             })
             .collect();
-        LoopKey {
-            set: set.id(),
-            sections: set.sections(),
-            executed,
-            part_size,
-            budget,
-            needs_plan,
-            strategy,
-            args,
-        }
+        LoopKey { set: set.id(), sections: set.sections(), executed, part_size, budget, needs_plan, strategy, args }
     }
 }
 
@@ -96,8 +77,42 @@ pub(crate) struct LoopPlan {
     pub plan: Option<Plan>,
     /// Minimum bytes one execution moves.
     pub bytes: u64,
-    /// The loop prepared for the runtime's device.
-    pub device: Option<DeviceLoop>,
+    /// The loop prepared for the runtime's device, once per candidate
+    /// strategy (one unless the strategy is automatic).
+    pub device: Vec<DeviceLoop>,
+    /// Automatic strategy: time of each candidate's trial, and the choice.
+    pub auto: std::sync::Mutex<AutoChoice>,
+}
+
+/// The state of an automatic strategy choice.
+#[derive(Debug, Default)]
+pub(crate) struct AutoChoice {
+    /// Seconds of each candidate's trial run, in candidate order.
+    pub trials: Vec<f64>,
+    /// The fastest candidate, once every one has run.
+    pub chosen: Option<usize>,
+}
+
+impl AutoChoice {
+    /// The candidate to run next out of `n`: each once, then the fastest.
+    pub fn next(&self, n: usize) -> usize {
+        match self.chosen {
+            Some(c) => c,
+            None if n <= 1 => 0,
+            None => self.trials.len(),
+        }
+    }
+
+    /// Records candidate `k`'s time; chooses once all `n` have run.
+    pub fn record(&mut self, k: usize, seconds: f64, n: usize) {
+        if self.chosen.is_none() && k == self.trials.len() {
+            self.trials.push(seconds);
+            if self.trials.len() == n {
+                let best = (0..n).min_by(|&a, &b| self.trials[a].total_cmp(&self.trials[b])).expect("n > 0");
+                self.chosen = Some(best);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for DeviceLoop {
@@ -115,11 +130,7 @@ pub(crate) struct PlanCache {
 
 impl PlanCache {
     pub fn new(capacity: usize) -> PlanCache {
-        PlanCache {
-            entries: HashMap::new(),
-            order: VecDeque::new(),
-            capacity: capacity.max(1),
-        }
+        PlanCache { entries: HashMap::new(), order: VecDeque::new(), capacity: capacity.max(1) }
     }
 
     pub fn get(&self, key: &LoopKey) -> Option<Arc<LoopPlan>> {
@@ -153,20 +164,30 @@ mod tests {
     }
 
     #[test]
+    fn the_automatic_choice_tries_each_candidate_once_then_keeps_the_fastest() {
+        let mut auto = AutoChoice::default();
+        let times = [3.0, 1.0, 2.0];
+        for (k, &t) in times.iter().enumerate() {
+            assert_eq!(auto.next(3), k);
+            auto.record(k, t, 3);
+        }
+        assert_eq!(auto.chosen, Some(1));
+        assert_eq!(auto.next(3), 1);
+        auto.record(1, 10.0, 3);
+        assert_eq!(auto.chosen, Some(1), "a choice is final");
+        assert_eq!(AutoChoice::default().next(1), 0);
+    }
+
+    #[test]
     fn the_cache_is_bounded_and_evicts_the_oldest() {
         let mut cache = PlanCache::new(2);
         let rt = Runtime::with_backend(Backend::Seq).unwrap();
-        let keys: Vec<LoopKey> = (0..3)
-            .map(|n| LoopKey::new(&rt.set("s", n), n, None, 1024, false, None, &[]))
-            .collect();
+        let keys: Vec<LoopKey> =
+            (0..3).map(|n| LoopKey::new(&rt.set("s", n), n, None, 1024, false, None, &[])).collect();
         for k in &keys {
             cache.insert(
                 k.clone(),
-                Arc::new(LoopPlan {
-                    plan: None,
-                    bytes: 0,
-                    device: None,
-                }),
+                Arc::new(LoopPlan { plan: None, bytes: 0, device: Vec::new(), auto: Default::default() }),
             );
         }
         assert_eq!(cache.len(), 2);
@@ -185,26 +206,15 @@ mod tests {
         let weak_map = std::sync::Arc::downgrade(&m.0);
         let weak_dat = std::sync::Arc::downgrade(&r.0);
         for _ in 0..3 {
-            rt.par_loop(
-                inc2::KERNEL,
-                &edges,
-                &[r.arg_via(&m, 0, Access::INC), r.arg_via(&m, 1, Access::INC)],
-            )
-            .unwrap();
+            rt.par_loop(inc2::KERNEL, &edges, &[r.arg_via(&m, 0, Access::INC), r.arg_via(&m, 1, Access::INC)]).unwrap();
         }
         assert_eq!(rt.cached_plans(), 1, "one loop shape, one plan");
         let report = rt.report();
         assert_eq!(report[0].calls, 3);
         assert!(report[0].plan_seconds > 0.0);
         drop((m, r));
-        assert!(
-            weak_map.upgrade().is_none(),
-            "the cache keeps the map alive"
-        );
-        assert!(
-            weak_dat.upgrade().is_none(),
-            "the cache keeps the dat alive"
-        );
+        assert!(weak_map.upgrade().is_none(), "the cache keeps the map alive");
+        assert!(weak_dat.upgrade().is_none(), "the cache keeps the dat alive");
         assert_eq!(rt.cached_plans(), 1);
     }
 }

@@ -50,10 +50,7 @@ impl Profile {
         let entry = match self.loops.iter().position(|l| l.name == name) {
             Some(i) => &mut self.loops[i],
             None => {
-                self.loops.push(LoopReport {
-                    name: name.into(),
-                    ..LoopReport::default()
-                });
+                self.loops.push(LoopReport { name: name.into(), ..LoopReport::default() });
                 self.loops.last_mut().expect("just pushed")
             }
         };
@@ -98,11 +95,7 @@ pub fn table(reports: &[LoopReport]) -> String {
         total,
         "",
         reports.iter().map(|r| r.plan_seconds).sum::<f64>() * 1e3,
-        if total > 0.0 {
-            bytes as f64 / total / 1e9
-        } else {
-            0.0
-        }
+        if total > 0.0 { bytes as f64 / total / 1e9 } else { 0.0 }
     );
     s
 }
@@ -123,8 +116,7 @@ pub fn json(reports: &[LoopReport]) -> String {
             })
         })
         .collect();
-    serde_json::to_string_pretty(&serde_json::json!({ "loops": loops }))
-        .expect("plain values serialise")
+    serde_json::to_string_pretty(&serde_json::json!({ "loops": loops })).expect("plain values serialise")
 }
 
 /// A named NVTX range, open until dropped (a no-op without feature `nvtx`).
@@ -135,6 +127,14 @@ impl Range {
     pub fn new(_name: &str) -> Range {
         #[cfg(feature = "nvtx")]
         nvtx::__private::_range_push(_name);
+        Range
+    }
+
+    /// A range whose name is only built when NVTX is compiled in.
+    #[inline]
+    pub fn lazy(_name: impl FnOnce() -> String) -> Range {
+        #[cfg(feature = "nvtx")]
+        nvtx::__private::_range_push(_name());
         Range
     }
 }

@@ -4,13 +4,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use parloop_planner::{
-    build_plan, min_bytes, ByteArg, ByteArgKind, Columns, IndirectArg, PlanRequest,
-};
+use parloop_planner::{build_plan, min_bytes, ByteArg, ByteArgKind, Columns, IndirectArg, PlanRequest};
 
 use crate::arg::{Arg, ArgKind};
 use crate::backend::{device, seq, threads, Backend};
 use crate::decl::{Dat, Global, Map, Sections, Set};
+use crate::device::cuda::Cuda;
 use crate::device::emu::Emu;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -67,6 +66,9 @@ pub struct Runtime {
     device: Option<Arc<dyn Device>>,
     /// `PARLOOP_STRATEGY`: the increment strategy device loops should use.
     strategy: Option<Strategy>,
+    /// `PARLOOP_DETERMINISTIC=1`: automatic choices only among
+    /// deterministic strategies.
+    deterministic: bool,
     part_size: Option<usize>,
     plans: Mutex<PlanCache>,
     profile: Mutex<Profile>,
@@ -91,17 +93,11 @@ impl Runtime {
     /// A runtime on `backend`; other settings come from the environment.
     pub fn with_backend(backend: Backend) -> Result<Runtime> {
         let part_size = match env("PARLOOP_PART_SIZE") {
-            Some(v) => Some(
-                v.trim()
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| Error::Env {
-                        var: "PARLOOP_PART_SIZE",
-                        value: v.clone(),
-                        reason: "expected a positive integer".into(),
-                    })?,
-            ),
+            Some(v) => Some(v.trim().parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| Error::Env {
+                var: "PARLOOP_PART_SIZE",
+                value: v.clone(),
+                reason: "expected a positive integer".into(),
+            })?),
             None => None,
         };
         let profile_output = match env("PARLOOP_PROFILE") {
@@ -121,6 +117,7 @@ impl Runtime {
         };
         let device: Option<Arc<dyn Device>> = match backend {
             Backend::Emu => Some(Arc::new(Emu::new()?)),
+            Backend::Cuda => Some(Arc::new(Cuda::new()?)),
             Backend::Seq | Backend::Threads => None,
         };
         let strategy = match env("PARLOOP_STRATEGY") {
@@ -135,16 +132,17 @@ impl Runtime {
                     return Err(Error::Env {
                         var: "PARLOOP_STRATEGY",
                         value: v,
-                        reason: "expected auto, staged, staged-atomic, atomic or global-colour"
-                            .into(),
+                        reason: "expected auto, staged, staged-atomic, atomic or global-colour".into(),
                     })
                 }
             },
         };
+        let deterministic = env("PARLOOP_DETERMINISTIC").is_some_and(|v| v.trim() == "1");
         Ok(Runtime {
             backend,
             device,
             strategy,
+            deterministic,
             part_size,
             plans: Mutex::new(PlanCache::new(PLAN_CACHE_CAPACITY)),
             profile: Mutex::new(Profile::default()),
@@ -177,13 +175,7 @@ impl Runtime {
 
     /// Declares a set of `size` entities (a serial set: all core).
     pub fn set(&self, name: &str, size: usize) -> Set {
-        Set::new(
-            name,
-            Sections {
-                core: size,
-                ..Sections::default()
-            },
-        )
+        Set::new(name, Sections { core: size, ..Sections::default() })
     }
 
     /// Declares a set with explicit section sizes.
@@ -193,25 +185,12 @@ impl Runtime {
 
     /// Declares a map of `arity` targets per entity of `from`, each a valid
     /// index of `to`; an out-of-range value is an error naming the entity.
-    pub fn map(
-        &self,
-        name: &str,
-        from: &Set,
-        to: &Set,
-        arity: usize,
-        values: Vec<i32>,
-    ) -> Result<Map> {
+    pub fn map(&self, name: &str, from: &Set, to: &Set, arity: usize, values: Vec<i32>) -> Result<Map> {
         Map::new(name, from, to, arity, values)
     }
 
     /// Declares a dat of `dim` values per entity of `set`.
-    pub fn dat<T: Scalar>(
-        &self,
-        name: &str,
-        set: &Set,
-        dim: usize,
-        values: Vec<T>,
-    ) -> Result<Dat<T>> {
+    pub fn dat<T: Scalar>(&self, name: &str, set: &Set, dim: usize, values: Vec<T>) -> Result<Dat<T>> {
         Dat::new(name, set, dim, values)
     }
 
@@ -240,23 +219,34 @@ impl Runtime {
         }
         let executed: usize = sections.iter().sum();
         let needs_plan = self.backend == Backend::Threads && exec_halo;
-        let strategy = self
-            .device
-            .as_ref()
-            .map(|_| device::choose_strategy(args, self.strategy));
-
-        let (loop_plan, plan_time) =
-            self.loop_plan(kernel, set, &sections, needs_plan, strategy, args)?;
-        if let (Some(dev), Some(dl)) = (&self.device, &loop_plan.device) {
+        let (loop_plan, plan_time) = self.loop_plan(kernel, set, &sections, needs_plan, self.strategy, args)?;
+        if let Some(dev) = &self.device {
+            // Devices run asynchronously: time a loop only when profiling or
+            // when an automatic strategy choice is being made.
+            let n = loop_plan.device.len();
+            let k = loop_plan.auto.lock().unwrap_or_else(|e| e.into_inner()).next(n);
+            let trial = n > 1 && loop_plan.auto.lock().unwrap_or_else(|e| e.into_inner()).chosen.is_none();
+            let timed = trial || self.profile_output != ProfileOutput::None;
+            if timed {
+                dev.synchronize()?;
+            }
             let start = Instant::now();
             if executed > 0 {
-                device::run(dev, dl, kernel.name(), args)?;
+                device::run(dev, &loop_plan.device[k], kernel.name(), args)?;
+            }
+            if timed {
+                dev.synchronize()?;
             }
             let elapsed = start.elapsed();
-            self.profile
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .record(kernel.name(), elapsed, plan_time, loop_plan.bytes);
+            if trial {
+                loop_plan.auto.lock().unwrap_or_else(|e| e.into_inner()).record(k, elapsed.as_secs_f64(), n);
+            }
+            self.profile.lock().unwrap_or_else(|e| e.into_inner()).record(
+                kernel.name(),
+                elapsed,
+                plan_time,
+                loop_plan.bytes,
+            );
             return Ok(());
         }
         let locked = lock_args(kernel.name(), args)?;
@@ -264,21 +254,16 @@ impl Runtime {
         if executed > 0 {
             match (self.backend, &loop_plan.plan) {
                 (Backend::Seq, _) => seq::run(kernel.host(), &locked.views, executed),
-                (Backend::Threads, Some(plan)) => threads::run(
-                    kernel.host(),
-                    &locked.views,
-                    threads::Work::Plan(plan),
-                    &Reduction::of(args),
-                ),
+                (Backend::Threads, Some(plan)) => {
+                    threads::run(kernel.host(), &locked.views, threads::Work::Plan(plan), &Reduction::of(args))
+                }
                 (Backend::Threads, None) => threads::run(
                     kernel.host(),
                     &locked.views,
-                    threads::Work::Chunks {
-                        sections: &sections,
-                    },
+                    threads::Work::Chunks { sections: &sections },
                     &Reduction::of(args),
                 ),
-                (Backend::Emu, _) => unreachable!("device loops return above"),
+                (Backend::Emu | Backend::Cuda, _) => unreachable!("device loops return above"),
             }
         }
         let elapsed = start.elapsed();
@@ -286,10 +271,12 @@ impl Runtime {
         for a in args.iter().filter(|a| a.access.writes()) {
             a.storage.host_written();
         }
-        self.profile
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .record(kernel.name(), elapsed, plan_time, loop_plan.bytes);
+        self.profile.lock().unwrap_or_else(|e| e.into_inner()).record(
+            kernel.name(),
+            elapsed,
+            plan_time,
+            loop_plan.bytes,
+        );
         Ok(())
     }
 
@@ -304,21 +291,8 @@ impl Runtime {
         args: &[Arg],
     ) -> Result<(Arc<LoopPlan>, Duration)> {
         let executed: usize = sections.iter().sum();
-        let key = LoopKey::new(
-            set,
-            executed,
-            self.part_size,
-            CPU_BLOCK_BUDGET,
-            needs_plan,
-            strategy,
-            args,
-        );
-        if let Some(p) = self
-            .plans
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
+        let key = LoopKey::new(set, executed, self.part_size, CPU_BLOCK_BUDGET, needs_plan, strategy, args);
+        if let Some(p) = self.plans.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok((p, Duration::ZERO));
         }
         let start = Instant::now();
@@ -352,10 +326,7 @@ impl Runtime {
                 staging: false,
             };
             let _range = Range::new(&format!("plan/{}", kernel.name()));
-            Some(build_plan(&request).map_err(|source| Error::Plan {
-                kernel: kernel.name().into(),
-                source,
-            })?)
+            Some(build_plan(&request).map_err(|source| Error::Plan { kernel: kernel.name().into(), source })?)
         } else {
             None
         };
@@ -380,27 +351,16 @@ impl Runtime {
             })
             .collect();
         let bytes = min_bytes(executed, &byte_args);
-        let device = match (&self.device, strategy) {
-            (Some(dev), Some(strategy)) => Some(device::prepare(
-                dev,
-                kernel,
-                args,
-                sections,
-                strategy,
-                self.part_size,
-            )?),
-            _ => None,
+        let device = match &self.device {
+            Some(dev) => device::candidates(args, strategy, self.deterministic)
+                .into_iter()
+                .map(|s| device::prepare(dev, kernel, args, sections, s, self.part_size))
+                .collect::<Result<Vec<_>>>()?,
+            None => Vec::new(),
         };
-        let entry = Arc::new(LoopPlan {
-            plan,
-            bytes,
-            device,
-        });
+        let entry = Arc::new(LoopPlan { plan, bytes, device, auto: Default::default() });
         let elapsed = start.elapsed();
-        self.plans
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, entry.clone());
+        self.plans.lock().unwrap_or_else(|e| e.into_inner()).insert(key, entry.clone());
         Ok((entry, elapsed))
     }
 
@@ -415,24 +375,13 @@ impl Runtime {
     /// inspection and for checking with NVRTC; no device is needed.
     pub fn cuda_loop_source(&self, lp: &ParLoop, strategy: Strategy) -> Result<String> {
         let s = lp.set().sections();
-        let exec_halo = lp
-            .args()
-            .iter()
-            .any(|a| a.is_indirect() && a.access.writes());
+        let exec_halo = lp.args().iter().any(|a| a.is_indirect() && a.access.writes());
         let mut sections = vec![s.core, s.owned];
         if exec_halo {
             sections.push(s.exec);
         }
         let strategy = device::choose_strategy(lp.args(), Some(strategy));
-        Ok(device::build(
-            lp.kernel(),
-            lp.args(),
-            &sections,
-            strategy,
-            self.part_size,
-            48 * 1024,
-        )?
-        .source)
+        Ok(device::build(lp.kernel(), lp.args(), &sections, strategy, self.part_size, 48 * 1024)?.source)
     }
 
     /// Number of loop shapes in the plan cache.
@@ -442,10 +391,7 @@ impl Runtime {
 
     /// Per-loop statistics so far, in order of first execution.
     pub fn report(&self) -> Vec<LoopReport> {
-        self.profile
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .reports()
+        self.profile.lock().unwrap_or_else(|e| e.into_inner()).reports()
     }
 
     /// The profile as a text table (what `PARLOOP_PROFILE=1` prints).
@@ -463,11 +409,7 @@ impl Drop for Runtime {
     fn drop(&mut self) {
         match &self.profile_output {
             ProfileOutput::None => {}
-            ProfileOutput::Table => eprint!(
-                "parloop profile ({} backend)\n{}",
-                self.backend,
-                self.report_table()
-            ),
+            ProfileOutput::Table => eprint!("parloop profile ({} backend)\n{}", self.backend, self.report_table()),
             ProfileOutput::Json(path) => {
                 if let Err(e) = std::fs::write(path, self.report_json()) {
                     eprintln!("parloop: cannot write the profile to {path}: {e}");
@@ -479,9 +421,6 @@ impl Drop for Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime")
-            .field("backend", &self.backend)
-            .field("part_size", &self.part_size)
-            .finish()
+        f.debug_struct("Runtime").field("backend", &self.backend).field("part_size", &self.part_size).finish()
     }
 }

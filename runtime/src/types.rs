@@ -10,9 +10,7 @@ mod sealed {
 ///
 /// The arithmetic here combines reduction partials; integer additions wrap
 /// instead of panicking.
-pub trait Scalar:
-    bytemuck::Pod + Default + PartialOrd + fmt::Debug + Send + Sync + sealed::Sealed + 'static
-{
+pub trait Scalar: bytemuck::Pod + Default + PartialOrd + fmt::Debug + Send + Sync + sealed::Sealed + 'static {
     /// The runtime tag of the type.
     const TYPE: ElemType;
     /// `self + other` (wrapping for integers).

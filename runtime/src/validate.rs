@@ -11,11 +11,7 @@ use crate::types::Access;
 pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
     let params = kernel.params();
     if params.len() != args.len() {
-        return Err(Error::ArgumentCount {
-            kernel: kernel.name().into(),
-            expected: params.len(),
-            got: args.len(),
-        });
+        return Err(Error::ArgumentCount { kernel: kernel.name().into(), expected: params.len(), got: args.len() });
     }
     let fail = |i: usize, problem: ArgProblem| Error::Argument {
         kernel: kernel.name().into(),
@@ -27,39 +23,17 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
     for (i, (arg, param)) in args.iter().zip(params).enumerate() {
         let elem = arg.storage.elem();
         if elem != param.elem {
-            return Err(fail(
-                i,
-                ArgProblem::ElementType {
-                    expected: param.elem.name(),
-                    got: elem.name(),
-                },
-            ));
+            return Err(fail(i, ArgProblem::ElementType { expected: param.elem.name(), got: elem.name() }));
         }
         let access = arg.access;
         if matches!(access, Access::Min | Access::Max) && !arg.is_global() {
-            return Err(fail(
-                i,
-                ArgProblem::ReductionOnDat {
-                    access: access.name(),
-                },
-            ));
+            return Err(fail(i, ArgProblem::ReductionOnDat { access: access.name() }));
         }
         if matches!(access, Access::Write | Access::ReadWrite) && arg.is_global() {
-            return Err(fail(
-                i,
-                ArgProblem::WriteToGlobal {
-                    access: access.name(),
-                },
-            ));
+            return Err(fail(i, ArgProblem::WriteToGlobal { access: access.name() }));
         }
         if param.mutable != access.writes() {
-            return Err(fail(
-                i,
-                ArgProblem::Mutability {
-                    access: access.name(),
-                    param_mutable: param.mutable,
-                },
-            ));
+            return Err(fail(i, ArgProblem::Mutability { access: access.name(), param_mutable: param.mutable }));
         }
         match &arg.kind {
             ArgKind::Vector { map } => {
@@ -67,18 +41,8 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
                     return Err(fail(
                         i,
                         ArgProblem::Dim {
-                            expected: format!(
-                                "{} ({} rows of {})",
-                                param.describe(),
-                                param.rows,
-                                param.cols
-                            ),
-                            got: format!(
-                                "{} rows (arity of `{}`) of dim {}",
-                                map.arity(),
-                                map.name(),
-                                arg.dim
-                            ),
+                            expected: format!("{} ({} rows of {})", param.describe(), param.rows, param.cols),
+                            got: format!("{} rows (arity of `{}`) of dim {}", map.arity(), map.name(), arg.dim),
                         },
                     ));
                 }
@@ -100,22 +64,14 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
             ArgKind::Direct => {
                 let s = dat_set.expect("dats have sets");
                 if s != set {
-                    return Err(fail(
-                        i,
-                        ArgProblem::DirectSet {
-                            dat_set: s.name().into(),
-                        },
-                    ));
+                    return Err(fail(i, ArgProblem::DirectSet { dat_set: s.name().into() }));
                 }
             }
             ArgKind::Indirect { map, .. } | ArgKind::Vector { map } => {
                 if map.from() != set {
                     return Err(fail(
                         i,
-                        ArgProblem::MapFrom {
-                            map: map.name().into(),
-                            from: map.from().name().into(),
-                        },
+                        ArgProblem::MapFrom { map: map.name().into(), from: map.from().name().into() },
                     ));
                 }
                 let s = dat_set.expect("dats have sets");
@@ -133,11 +89,7 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
                     if *column >= map.arity() {
                         return Err(fail(
                             i,
-                            ArgProblem::Column {
-                                map: map.name().into(),
-                                column: *column,
-                                arity: map.arity(),
-                            },
+                            ArgProblem::Column { map: map.name().into(), column: *column, arity: map.arity() },
                         ));
                     }
                 }

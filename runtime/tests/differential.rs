@@ -471,9 +471,6 @@ fn every_corpus_kernel_compiles_with_nvrtc_for_sm_90_without_warnings() {
     if !nvrtc_available() {
         return;
     }
-    let failures: Vec<String> = corpus()
-        .iter()
-        .filter_map(|s| nvrtc_check(s.kernel).err())
-        .collect();
+    let failures: Vec<String> = corpus().iter().filter_map(|s| nvrtc_check(s.kernel).err()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -45,93 +45,30 @@ fn map_value_out_of_range_names_map_entity_and_value() {
     let rt = rt();
     let edges = rt.set("edges", 3);
     let nodes = rt.set("nodes", 4);
-    let e = rt
-        .map("pedge", &edges, &nodes, 2, vec![0, 1, 1, 2, 2, 4])
-        .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::MapValueOutOfRange {
-                entity: 2,
-                column: 1,
-                value: 4,
-                to_size: 4,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
+    let e = rt.map("pedge", &edges, &nodes, 2, vec![0, 1, 1, 2, 2, 4]).unwrap_err();
+    assert!(matches!(e, Error::MapValueOutOfRange { entity: 2, column: 1, value: 4, to_size: 4, .. }), "{e:?}");
     let msg = e.to_string();
     assert!(
-        msg.contains("pedge")
-            && msg.contains("entity 2")
-            && msg.contains("value 4")
-            && msg.contains("nodes"),
+        msg.contains("pedge") && msg.contains("entity 2") && msg.contains("value 4") && msg.contains("nodes"),
         "{msg}"
     );
-    let e = rt
-        .map("pedge", &edges, &nodes, 2, vec![0, -1, 1, 2, 2, 3])
-        .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::MapValueOutOfRange {
-                entity: 0,
-                column: 1,
-                value: -1,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
+    let e = rt.map("pedge", &edges, &nodes, 2, vec![0, -1, 1, 2, 2, 3]).unwrap_err();
+    assert!(matches!(e, Error::MapValueOutOfRange { entity: 0, column: 1, value: -1, .. }), "{e:?}");
 }
 
 #[test]
 fn wrong_lengths_and_zero_dims_are_declaration_errors() {
     let rt = rt();
     let s = rt.set("s", 3);
-    assert!(matches!(
-        rt.map("m", &s, &s, 2, vec![0; 5]).unwrap_err(),
-        Error::WrongLength {
-            expected: 6,
-            got: 5,
-            ..
-        }
-    ));
-    assert!(matches!(
-        rt.map("m", &s, &s, 0, vec![]).unwrap_err(),
-        Error::InvalidDeclaration { .. }
-    ));
-    assert!(matches!(
-        rt.dat("d", &s, 2, vec![0.0f64; 7]).unwrap_err(),
-        Error::WrongLength {
-            expected: 6,
-            got: 7,
-            ..
-        }
-    ));
-    assert!(matches!(
-        rt.dat::<f64>("d", &s, 0, vec![]).unwrap_err(),
-        Error::InvalidDeclaration { .. }
-    ));
-    assert!(matches!(
-        rt.global::<f64>("g", &[]).unwrap_err(),
-        Error::InvalidDeclaration { .. }
-    ));
+    assert!(matches!(rt.map("m", &s, &s, 2, vec![0; 5]).unwrap_err(), Error::WrongLength { expected: 6, got: 5, .. }));
+    assert!(matches!(rt.map("m", &s, &s, 0, vec![]).unwrap_err(), Error::InvalidDeclaration { .. }));
+    assert!(matches!(rt.dat("d", &s, 2, vec![0.0f64; 7]).unwrap_err(), Error::WrongLength { expected: 6, got: 7, .. }));
+    assert!(matches!(rt.dat::<f64>("d", &s, 0, vec![]).unwrap_err(), Error::InvalidDeclaration { .. }));
+    assert!(matches!(rt.global::<f64>("g", &[]).unwrap_err(), Error::InvalidDeclaration { .. }));
     let d = rt.dat("d", &s, 1, vec![0.0f64; 3]).unwrap();
-    assert!(matches!(
-        d.set_values(&[1.0]).unwrap_err(),
-        Error::WrongLength {
-            expected: 3,
-            got: 1,
-            ..
-        }
-    ));
+    assert!(matches!(d.set_values(&[1.0]).unwrap_err(), Error::WrongLength { expected: 3, got: 1, .. }));
     let g = rt.global("g", &[0.0f64]).unwrap();
-    assert!(matches!(
-        g.set_values(&[1.0, 2.0]).unwrap_err(),
-        Error::WrongLength { .. }
-    ));
+    assert!(matches!(g.set_values(&[1.0, 2.0]).unwrap_err(), Error::WrongLength { .. }));
 }
 
 #[test]
@@ -139,20 +76,8 @@ fn argument_count_mismatch() {
     let rt = rt();
     let s = rt.set("s", 2);
     let a = rt.dat("a", &s, 2, vec![0.0f64; 4]).unwrap();
-    let e = rt
-        .par_loop(scale::KERNEL, &s, &[a.arg(Access::READ)])
-        .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::ArgumentCount {
-                expected: 2,
-                got: 1,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
+    let e = rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::READ)]).unwrap_err();
+    assert!(matches!(e, Error::ArgumentCount { expected: 2, got: 1, .. }), "{e:?}");
     assert!(e.to_string().contains("scale"));
 }
 
@@ -162,26 +87,11 @@ fn element_type_mismatch() {
     let s = rt.set("s", 2);
     let a = rt.dat("a", &s, 2, vec![0.0f32; 4]).unwrap();
     let b = rt.dat("b", &s, 2, vec![0.0f64; 4]).unwrap();
-    let (arg, p, msg) = problem(
-        rt.par_loop(
-            scale::KERNEL,
-            &s,
-            &[a.arg(Access::READ), b.arg(Access::WRITE)],
-        )
-        .unwrap_err(),
-    );
+    let (arg, p, msg) =
+        problem(rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::READ), b.arg(Access::WRITE)]).unwrap_err());
     assert_eq!(arg, 0);
-    assert_eq!(
-        p,
-        ArgProblem::ElementType {
-            expected: "f64",
-            got: "f32"
-        }
-    );
-    assert!(
-        msg.contains("scale") && msg.contains("`s`") && msg.contains("(a)"),
-        "{msg}"
-    );
+    assert_eq!(p, ArgProblem::ElementType { expected: "f64", got: "f32" });
+    assert!(msg.contains("scale") && msg.contains("`s`") && msg.contains("(a)"), "{msg}");
 }
 
 #[test]
@@ -190,14 +100,8 @@ fn dim_mismatch_direct_and_vector() {
     let s = rt.set("s", 2);
     let a = rt.dat("a", &s, 3, vec![0.0f64; 6]).unwrap();
     let b = rt.dat("b", &s, 2, vec![0.0f64; 4]).unwrap();
-    let (arg, p, _) = problem(
-        rt.par_loop(
-            scale::KERNEL,
-            &s,
-            &[a.arg(Access::READ), b.arg(Access::WRITE)],
-        )
-        .unwrap_err(),
-    );
+    let (arg, p, _) =
+        problem(rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::READ), b.arg(Access::WRITE)]).unwrap_err());
     assert_eq!(arg, 0);
     assert!(matches!(p, ArgProblem::Dim { .. }));
     // A vector argument through an arity-2 map where the kernel wants 3 rows.
@@ -205,14 +109,8 @@ fn dim_mismatch_direct_and_vector() {
     let m = rt.map("m", &s, &nodes, 2, vec![0, 1, 1, 2]).unwrap();
     let x = rt.dat("x", &nodes, 2, vec![0.0f64; 6]).unwrap();
     let out = rt.dat("out", &s, 1, vec![0.0f64; 2]).unwrap();
-    let (arg, p, msg) = problem(
-        rt.par_loop(
-            gather::KERNEL,
-            &s,
-            &[x.arg_vec(&m, Access::READ), out.arg(Access::WRITE)],
-        )
-        .unwrap_err(),
-    );
+    let (arg, p, msg) =
+        problem(rt.par_loop(gather::KERNEL, &s, &[x.arg_vec(&m, Access::READ), out.arg(Access::WRITE)]).unwrap_err());
     assert_eq!(arg, 0);
     assert!(matches!(p, ArgProblem::Dim { .. }));
     assert!(msg.contains("arity of `m`"), "{msg}");
@@ -224,60 +122,12 @@ fn writes_need_mut_parameters_and_reads_need_shared_ones() {
     let s = rt.set("s", 2);
     let a = rt.dat("a", &s, 2, vec![0.0f64; 4]).unwrap();
     let b = rt.dat("b", &s, 2, vec![0.0f64; 4]).unwrap();
-    let (arg, p, _) = problem(
-        rt.par_loop(
-            scale::KERNEL,
-            &s,
-            &[a.arg(Access::RW), b.arg(Access::WRITE)],
-        )
-        .unwrap_err(),
-    );
-    assert_eq!(
-        (arg, p),
-        (
-            0,
-            ArgProblem::Mutability {
-                access: "RW",
-                param_mutable: false
-            }
-        )
-    );
-    let (arg, p, _) = problem(
-        rt.par_loop(
-            scale::KERNEL,
-            &s,
-            &[a.arg(Access::READ), b.arg(Access::READ)],
-        )
-        .unwrap_err(),
-    );
-    assert_eq!(
-        (arg, p),
-        (
-            1,
-            ArgProblem::Mutability {
-                access: "READ",
-                param_mutable: true
-            }
-        )
-    );
-    let (arg, p, _) = problem(
-        rt.par_loop(
-            scale::KERNEL,
-            &s,
-            &[a.arg(Access::INC), b.arg(Access::WRITE)],
-        )
-        .unwrap_err(),
-    );
-    assert_eq!(
-        (arg, p),
-        (
-            0,
-            ArgProblem::Mutability {
-                access: "INC",
-                param_mutable: false
-            }
-        )
-    );
+    let (arg, p, _) = problem(rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::RW), b.arg(Access::WRITE)]).unwrap_err());
+    assert_eq!((arg, p), (0, ArgProblem::Mutability { access: "RW", param_mutable: false }));
+    let (arg, p, _) = problem(rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::READ), b.arg(Access::READ)]).unwrap_err());
+    assert_eq!((arg, p), (1, ArgProblem::Mutability { access: "READ", param_mutable: true }));
+    let (arg, p, _) = problem(rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::INC), b.arg(Access::WRITE)]).unwrap_err());
+    assert_eq!((arg, p), (0, ArgProblem::Mutability { access: "INC", param_mutable: false }));
 }
 
 #[test]
@@ -286,31 +136,13 @@ fn min_max_only_on_globals_and_globals_are_never_written() {
     let s = rt.set("s", 2);
     let v = rt.dat("v", &s, 1, vec![3.0f64, 1.0]).unwrap();
     let d = rt.dat("d", &s, 1, vec![0.0f64; 2]).unwrap();
-    let (arg, p, _) = problem(
-        rt.par_loop(
-            reduce::KERNEL,
-            &s,
-            &[v.arg(Access::READ), d.arg(Access::MIN)],
-        )
-        .unwrap_err(),
-    );
+    let (arg, p, _) = problem(rt.par_loop(reduce::KERNEL, &s, &[v.arg(Access::READ), d.arg(Access::MIN)]).unwrap_err());
     assert_eq!((arg, p), (1, ArgProblem::ReductionOnDat { access: "MIN" }));
     let g = rt.global("g", &[10.0f64]).unwrap();
-    let (arg, p, _) = problem(
-        rt.par_loop(
-            reduce::KERNEL,
-            &s,
-            &[v.arg(Access::READ), g.arg(Access::WRITE)],
-        )
-        .unwrap_err(),
-    );
+    let (arg, p, _) =
+        problem(rt.par_loop(reduce::KERNEL, &s, &[v.arg(Access::READ), g.arg(Access::WRITE)]).unwrap_err());
     assert_eq!((arg, p), (1, ArgProblem::WriteToGlobal { access: "WRITE" }));
-    rt.par_loop(
-        reduce::KERNEL,
-        &s,
-        &[v.arg(Access::READ), g.arg(Access::MIN)],
-    )
-    .unwrap();
+    rt.par_loop(reduce::KERNEL, &s, &[v.arg(Access::READ), g.arg(Access::MIN)]).unwrap();
     assert_eq!(g.value(), 1.0);
 }
 
@@ -321,90 +153,27 @@ fn sets_and_maps_must_match() {
     let other = rt.set("other", 2);
     let a = rt.dat("a", &other, 2, vec![0.0f64; 4]).unwrap();
     let b = rt.dat("b", &s, 2, vec![0.0f64; 4]).unwrap();
-    let (arg, p, _) = problem(
-        rt.par_loop(
-            scale::KERNEL,
-            &s,
-            &[a.arg(Access::READ), b.arg(Access::WRITE)],
-        )
-        .unwrap_err(),
-    );
-    assert_eq!(
-        (arg, p),
-        (
-            0,
-            ArgProblem::DirectSet {
-                dat_set: "other".into()
-            }
-        )
-    );
+    let (arg, p, _) =
+        problem(rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::READ), b.arg(Access::WRITE)]).unwrap_err());
+    assert_eq!((arg, p), (0, ArgProblem::DirectSet { dat_set: "other".into() }));
 
     let nodes = rt.set("nodes", 3);
     let m_from_other = rt.map("m_other", &other, &nodes, 1, vec![0, 1]).unwrap();
     let x = rt.dat("x", &nodes, 2, vec![0.0f64; 6]).unwrap();
     let (arg, p, _) = problem(
-        rt.par_loop(
-            scale::KERNEL,
-            &s,
-            &[
-                x.arg_via(&m_from_other, 0, Access::READ),
-                b.arg(Access::WRITE),
-            ],
-        )
-        .unwrap_err(),
+        rt.par_loop(scale::KERNEL, &s, &[x.arg_via(&m_from_other, 0, Access::READ), b.arg(Access::WRITE)]).unwrap_err(),
     );
-    assert_eq!(
-        (arg, p),
-        (
-            0,
-            ArgProblem::MapFrom {
-                map: "m_other".into(),
-                from: "other".into()
-            }
-        )
-    );
+    assert_eq!((arg, p), (0, ArgProblem::MapFrom { map: "m_other".into(), from: "other".into() }));
 
     let m = rt.map("m", &s, &nodes, 2, vec![0, 1, 1, 2]).unwrap();
     let y = rt.dat("y", &other, 2, vec![0.0f64; 4]).unwrap();
-    let (arg, p, _) = problem(
-        rt.par_loop(
-            scale::KERNEL,
-            &s,
-            &[y.arg_via(&m, 0, Access::READ), b.arg(Access::WRITE)],
-        )
-        .unwrap_err(),
-    );
-    assert_eq!(
-        (arg, p),
-        (
-            0,
-            ArgProblem::MapTo {
-                map: "m".into(),
-                to: "nodes".into(),
-                dat_set: "other".into()
-            }
-        )
-    );
+    let (arg, p, _) =
+        problem(rt.par_loop(scale::KERNEL, &s, &[y.arg_via(&m, 0, Access::READ), b.arg(Access::WRITE)]).unwrap_err());
+    assert_eq!((arg, p), (0, ArgProblem::MapTo { map: "m".into(), to: "nodes".into(), dat_set: "other".into() }));
 
-    let (arg, p, _) = problem(
-        rt.par_loop(
-            scale::KERNEL,
-            &s,
-            &[x.arg_via(&m, 2, Access::READ), b.arg(Access::WRITE)],
-        )
-        .unwrap_err(),
-    );
-    assert_eq!(
-        (arg, p),
-        (
-            0,
-            ArgProblem::Column {
-                map: "m".into(),
-                column: 2,
-                arity: 2
-            }
-        )
-    );
+    let (arg, p, _) =
+        problem(rt.par_loop(scale::KERNEL, &s, &[x.arg_via(&m, 2, Access::READ), b.arg(Access::WRITE)]).unwrap_err());
+    assert_eq!((arg, p), (0, ArgProblem::Column { map: "m".into(), column: 2, arity: 2 }));
 }
 
 #[test]
@@ -415,47 +184,26 @@ fn racing_or_aliasing_uses_of_one_dat_are_rejected() {
     let m = rt.map("m", &edges, &nodes, 2, vec![0, 1, 1, 2]).unwrap();
     let r = rt.dat("r", &nodes, 1, vec![0.0f64; 3]).unwrap();
     // Allowed: INC through both columns (the planner colours it).
-    rt.par_loop(
-        edge_inc::KERNEL,
-        &edges,
-        &[r.arg_via(&m, 0, Access::INC), r.arg_via(&m, 1, Access::INC)],
-    )
-    .unwrap();
+    rt.par_loop(edge_inc::KERNEL, &edges, &[r.arg_via(&m, 0, Access::INC), r.arg_via(&m, 1, Access::INC)]).unwrap();
     assert_eq!(r.values(), vec![1.0, 2.0, 1.0]);
     // Different modes, one writing, one indirect.
     let (arg, p, _) = problem(
-        rt.par_loop(
-            edge_inc::KERNEL,
-            &edges,
-            &[r.arg_via(&m, 0, Access::INC), r.arg_via(&m, 1, Access::RW)],
-        )
-        .unwrap_err(),
+        rt.par_loop(edge_inc::KERNEL, &edges, &[r.arg_via(&m, 0, Access::INC), r.arg_via(&m, 1, Access::RW)])
+            .unwrap_err(),
     );
     assert_eq!(arg, 1);
     assert!(matches!(p, ArgProblem::Conflict { other: 0, .. }));
     // A direct write aliasing a direct read of the same entity.
     let s = rt.set("s", 2);
     let a = rt.dat("a", &s, 2, vec![1.0f64; 4]).unwrap();
-    let (arg, p, msg) = problem(
-        rt.par_loop(
-            scale::KERNEL,
-            &s,
-            &[a.arg(Access::READ), a.arg(Access::WRITE)],
-        )
-        .unwrap_err(),
-    );
+    let (arg, p, msg) =
+        problem(rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::READ), a.arg(Access::WRITE)]).unwrap_err());
     assert_eq!(arg, 1);
     assert!(matches!(p, ArgProblem::Conflict { other: 0, .. }), "{msg}");
     // Two direct RW of the same dat would alias two `&mut`.
     let d = rt.dat("d", &edges, 1, vec![0.0f64; 2]).unwrap();
-    let (_, p, _) = problem(
-        rt.par_loop(
-            edge_inc::KERNEL,
-            &edges,
-            &[d.arg(Access::INC), d.arg(Access::INC)],
-        )
-        .unwrap_err(),
-    );
+    let (_, p, _) =
+        problem(rt.par_loop(edge_inc::KERNEL, &edges, &[d.arg(Access::INC), d.arg(Access::INC)]).unwrap_err());
     assert!(matches!(p, ArgProblem::Conflict { .. }));
 }
 
@@ -466,27 +214,10 @@ fn a_rejected_loop_changes_nothing() {
     let a = rt.dat("a", &s, 2, vec![1.0f64, 2.0, 3.0, 4.0]).unwrap();
     let b = rt.dat("b", &s, 2, vec![9.0f64; 4]).unwrap();
     let bad = rt.dat("bad", &s, 3, vec![0.0f64; 6]).unwrap();
-    assert!(rt
-        .par_loop(
-            scale::KERNEL,
-            &s,
-            &[a.arg(Access::READ), bad.arg(Access::WRITE)]
-        )
-        .is_err());
-    assert!(rt
-        .par_loop(
-            scale::KERNEL,
-            &s,
-            &[a.arg(Access::READ), b.arg(Access::READ)]
-        )
-        .is_err());
+    assert!(rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::READ), bad.arg(Access::WRITE)]).is_err());
+    assert!(rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::READ), b.arg(Access::READ)]).is_err());
     assert_eq!(b.values(), vec![9.0; 4]);
-    rt.par_loop(
-        scale::KERNEL,
-        &s,
-        &[a.arg(Access::READ), b.arg(Access::WRITE)],
-    )
-    .unwrap();
+    rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::READ), b.arg(Access::WRITE)]).unwrap();
     assert_eq!(b.values(), vec![2.0, 4.0, 6.0, 8.0]);
 }
 
@@ -498,12 +229,7 @@ fn zero_sized_sets_are_valid_and_do_nothing() {
         let nodes = rt.set("nodes", 2);
         let m = rt.map("m", &empty, &nodes, 2, vec![]).unwrap();
         let r = rt.dat("r", &nodes, 1, vec![5.0f64; 2]).unwrap();
-        rt.par_loop(
-            edge_inc::KERNEL,
-            &empty,
-            &[r.arg_via(&m, 0, Access::INC), r.arg_via(&m, 1, Access::INC)],
-        )
-        .unwrap();
+        rt.par_loop(edge_inc::KERNEL, &empty, &[r.arg_via(&m, 0, Access::INC), r.arg_via(&m, 1, Access::INC)]).unwrap();
         assert_eq!(r.values(), vec![5.0; 2]);
     }
 }
@@ -514,25 +240,28 @@ fn a_dat_borrowed_by_the_host_is_reported_busy() {
     let s = rt.set("s", 2);
     let a = rt.dat("a", &s, 2, vec![1.0f64; 4]).unwrap();
     let b = rt.dat("b", &s, 2, vec![0.0f64; 4]).unwrap();
-    let e = b.with_values(|_| {
-        rt.par_loop(
-            scale::KERNEL,
-            &s,
-            &[a.arg(Access::READ), b.arg(Access::WRITE)],
-        )
-        .unwrap_err()
-    });
+    let e =
+        b.with_values(|_| rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::READ), b.arg(Access::WRITE)]).unwrap_err());
     assert!(matches!(&e, Error::Busy { dat, .. } if dat == "b"), "{e:?}");
 }
 
 #[test]
+fn asking_for_cuda_without_a_gpu_is_an_error_not_a_panic() {
+    match Runtime::with_backend(Backend::Cuda) {
+        // A machine with a GPU: the runtime works.
+        Ok(rt) => assert!(rt.device_name().is_some()),
+        Err(e) => {
+            assert!(matches!(e, Error::Backend { .. }), "{e:?}");
+            assert!(e.to_string().contains("cuda"), "{e}");
+        }
+    }
+}
+
+#[test]
 fn unknown_or_unavailable_backends_are_errors() {
-    assert!(matches!(
-        "gpu".parse::<Backend>().unwrap_err(),
-        Error::Backend { .. }
-    ));
-    let e = "cuda".parse::<Backend>().unwrap_err();
-    assert!(e.to_string().contains("cuda"), "{e}");
+    assert!(matches!("gpu".parse::<Backend>().unwrap_err(), Error::Backend { .. }));
+    assert_eq!("cuda".parse::<Backend>().unwrap(), Backend::Cuda);
+    assert_eq!("emu".parse::<Backend>().unwrap(), Backend::Emu);
     assert_eq!("SEQ".parse::<Backend>().unwrap(), Backend::Seq);
     assert_eq!("threads".parse::<Backend>().unwrap(), Backend::Threads);
     assert_eq!("auto".parse::<Backend>().unwrap(), Backend::auto());

@@ -109,9 +109,7 @@ impl Spline {
 fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
     let n = b.len();
     for col in 0..n {
-        let p = (col..n)
-            .max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))
-            .unwrap_or(col);
+        let p = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs())).unwrap_or(col);
         a.swap(col, p);
         b.swap(col, p);
         for row in col + 1..n {
@@ -143,25 +141,16 @@ fn surface_spline() -> Spline {
             0.0
         } else {
             0.594689181
-                * (0.298222773 * x.sqrt() - 0.127125232 * x - 0.357907906 * x.powi(2)
-                    + 0.291984971 * x.powi(3)
+                * (0.298222773 * x.sqrt() - 0.127125232 * x - 0.357907906 * x.powi(2) + 0.291984971 * x.powi(3)
                     - 0.105174696 * x.powi(4))
         };
         upper.push(complex_sqrt(x - 0.0077, y));
     }
     // The lower surface mirrors the upper as -conj(z), in reverse order; its
     // last point duplicates the upper surface's first and is dropped.
-    let points: Vec<(f64, f64)> = upper
-        .iter()
-        .skip(1)
-        .rev()
-        .map(|&(re, im)| (-re, im))
-        .chain(upper.iter().copied())
-        .collect();
-    Spline::new(
-        points.iter().map(|p| p.0).collect(),
-        points.iter().map(|p| p.1).collect(),
-    )
+    let points: Vec<(f64, f64)> =
+        upper.iter().skip(1).rev().map(|&(re, im)| (-re, im)).chain(upper.iter().copied()).collect();
+    Spline::new(points.iter().map(|p| p.0).collect(), points.iter().map(|p| p.1).collect())
 }
 
 impl Grid {
@@ -190,9 +179,7 @@ impl Grid {
             return Err(Error::Input {
                 source_name: "--grid-size".into(),
                 line: 0,
-                reason: format!(
-                    "{i},{j}: the airfoil grid needs 1 <= I and 2 <= J, both at most 100000"
-                ),
+                reason: format!("{i},{j}: the airfoil grid needs 1 <= I and 2 <= J, both at most 100000"),
             });
         }
         let cols = 3 * i + 1;
@@ -203,11 +190,7 @@ impl Grid {
         for b in 0..=j {
             for a in 0..cols {
                 let xb = linspace(-3.0, 3.0, cols, a);
-                let yb = if a > i && a < 2 * i {
-                    spline.eval(xb)
-                } else {
-                    0.0
-                };
+                let yb = if a > i && a < 2 * i { spline.eval(xb) } else { 0.0 };
                 let y = linspace(yb, 3.0, j + 1, b);
                 x.push(xb * xb - y * y);
                 x.push(2.0 * xb * y);
@@ -216,12 +199,7 @@ impl Grid {
         let mut cells = Vec::with_capacity(4 * 3 * i * j);
         for b in 0..j {
             for a in 0..3 * i {
-                cells.extend([
-                    node(a, b),
-                    node(a + 1, b),
-                    node(a + 1, b + 1),
-                    node(a, b + 1),
-                ]);
+                cells.extend([node(a, b), node(a + 1, b), node(a + 1, b + 1), node(a, b + 1)]);
             }
         }
         let (mut edge, mut ecell) = (Vec::new(), Vec::new());
@@ -263,15 +241,7 @@ impl Grid {
             becell.push(cell(0, b));
             bound.push(2);
         }
-        Ok(Grid {
-            x,
-            cell: cells,
-            edge,
-            ecell,
-            bedge,
-            becell,
-            bound,
-        })
+        Ok(Grid { x, cell: cells, edge, ecell, bedge, becell, bound })
     }
 
     /// The grid with coordinates rounded to 6 decimals exactly as the file
@@ -289,14 +259,7 @@ impl Grid {
     /// Writes the grid in the OP2 file format.
     pub fn write(&self, mut out: impl std::io::Write) -> std::io::Result<()> {
         let mut s = String::with_capacity(64 * (self.nnode() + self.ncell() + self.nedge()));
-        let _ = writeln!(
-            s,
-            " {} {} {} {} ",
-            self.nnode(),
-            self.ncell(),
-            self.nedge(),
-            self.nbedge()
-        );
+        let _ = writeln!(s, " {} {} {} {} ", self.nnode(), self.ncell(), self.nedge(), self.nbedge());
         for p in self.x.chunks_exact(2) {
             let _ = writeln!(s, " {:.6} {:.6} ", p[0], p[1]);
         }
@@ -306,12 +269,7 @@ impl Grid {
         for (n, c) in self.edge.chunks_exact(2).zip(self.ecell.chunks_exact(2)) {
             let _ = writeln!(s, " {} {} {} {} ", n[0], n[1], c[0], c[1]);
         }
-        for ((n, c), b) in self
-            .bedge
-            .chunks_exact(2)
-            .zip(&self.becell)
-            .zip(&self.bound)
-        {
+        for ((n, c), b) in self.bedge.chunks_exact(2).zip(&self.becell).zip(&self.bound) {
             let _ = writeln!(s, " {} {} {} {} ", n[0], n[1], c, b);
         }
         out.write_all(s.as_bytes())
@@ -319,10 +277,7 @@ impl Grid {
 
     /// Writes the grid to a file.
     pub fn write_file(&self, path: &Path) -> Result<(), Error> {
-        let io = |source| Error::Io {
-            path: path.display().to_string(),
-            source,
-        };
+        let io = |source| Error::Io { path: path.display().to_string(), source };
         let file = std::fs::File::create(path).map_err(io)?;
         let mut w = std::io::BufWriter::new(file);
         self.write(&mut w).map_err(io)?;
@@ -331,10 +286,8 @@ impl Grid {
 
     /// Reads a grid file.
     pub fn read_file(path: &Path) -> Result<Grid, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.display().to_string(), source })?;
         Grid::parse(&text, &path.display().to_string())
     }
 
@@ -342,18 +295,12 @@ impl Grid {
     /// a missing or malformed number, a truncated file, an index out of range.
     pub fn parse(text: &str, source_name: &str) -> Result<Grid, Error> {
         let mut lines = text.lines().enumerate();
-        let err = |line: usize, reason: String| Error::Input {
-            source_name: source_name.into(),
-            line,
-            reason,
-        };
+        let err = |line: usize, reason: String| Error::Input { source_name: source_name.into(), line, reason };
         let mut next_line = |what: &str| -> Result<(usize, &str), Error> {
-            lines.next().map(|(n, l)| (n + 1, l)).ok_or_else(|| {
-                err(
-                    0,
-                    format!("truncated: the file ends where {what} was expected"),
-                )
-            })
+            lines
+                .next()
+                .map(|(n, l)| (n + 1, l))
+                .ok_or_else(|| err(0, format!("truncated: the file ends where {what} was expected")))
         };
         fn fields<T: std::str::FromStr, const N: usize>(
             line: usize,
@@ -364,26 +311,16 @@ impl Grid {
             let mut out = Vec::with_capacity(N);
             let mut tokens = text.split_whitespace();
             for k in 0..N {
-                let tok = tokens
-                    .next()
-                    .ok_or_else(|| err(line, format!("{what}: expected {N} numbers, found {k}")))?;
-                out.push(
-                    tok.parse::<T>()
-                        .map_err(|_| err(line, format!("{what}: `{tok}` is not a valid number")))?,
-                );
+                let tok = tokens.next().ok_or_else(|| err(line, format!("{what}: expected {N} numbers, found {k}")))?;
+                out.push(tok.parse::<T>().map_err(|_| err(line, format!("{what}: `{tok}` is not a valid number")))?);
             }
             if let Some(extra) = tokens.next() {
-                return Err(err(
-                    line,
-                    format!("{what}: unexpected extra field `{extra}`"),
-                ));
+                return Err(err(line, format!("{what}: unexpected extra field `{extra}`")));
             }
-            out.try_into()
-                .map_err(|_| err(line, format!("{what}: wrong field count")))
+            out.try_into().map_err(|_| err(line, format!("{what}: wrong field count")))
         }
         let (n, l) = next_line("the header")?;
-        let [nnode, ncell, nedge, nbedge] =
-            fields::<usize, 4>(n, l, "header (nnode ncell nedge nbedge)", &err)?;
+        let [nnode, ncell, nedge, nbedge] = fields::<usize, 4>(n, l, "header (nnode ncell nedge nbedge)", &err)?;
         let index = |line: usize, v: i64, size: usize, what: &str| -> Result<i32, Error> {
             if v < 0 || v as usize >= size {
                 Err(err(line, format!("{what} {v} is out of range (0..{size})")))
@@ -417,23 +354,16 @@ impl Grid {
         for k in 0..nedge {
             let (n, l) = next_line(&format!("edge {k}"))?;
             let [n0, n1, c0, c1] = fields::<i64, 4>(n, l, "edge (2 nodes, 2 cells)", &err)?;
-            g.edge
-                .extend([index(n, n0, nnode, "node")?, index(n, n1, nnode, "node")?]);
-            g.ecell
-                .extend([index(n, c0, ncell, "cell")?, index(n, c1, ncell, "cell")?]);
+            g.edge.extend([index(n, n0, nnode, "node")?, index(n, n1, nnode, "node")?]);
+            g.ecell.extend([index(n, c0, ncell, "cell")?, index(n, c1, ncell, "cell")?]);
         }
         for k in 0..nbedge {
             let (n, l) = next_line(&format!("boundary edge {k}"))?;
-            let [n0, n1, c0, b] =
-                fields::<i64, 4>(n, l, "boundary edge (2 nodes, cell, bound)", &err)?;
-            g.bedge
-                .extend([index(n, n0, nnode, "node")?, index(n, n1, nnode, "node")?]);
+            let [n0, n1, c0, b] = fields::<i64, 4>(n, l, "boundary edge (2 nodes, cell, bound)", &err)?;
+            g.bedge.extend([index(n, n0, nnode, "node")?, index(n, n1, nnode, "node")?]);
             g.becell.push(index(n, c0, ncell, "cell")?);
             if b != 1 && b != 2 {
-                return Err(err(
-                    n,
-                    format!("bound {b} is neither 1 (wall) nor 2 (far field)"),
-                ));
+                return Err(err(n, format!("bound {b} is neither 1 (wall) nor 2 (far field)")));
             }
             g.bound.push(b as i32);
         }

@@ -18,9 +18,7 @@ impl Default for FlowConstants {
         let (p, r) = (1.0f64, 1.0f64);
         let u = (gam() * p / r).sqrt() * MACH;
         let e = p / (r * gm1()) + 0.5 * u * u;
-        FlowConstants {
-            qinf: [r, r * u, 0.0, r * e],
-        }
+        FlowConstants { qinf: [r, r * u, 0.0, r * e] }
     }
 }
 
@@ -71,11 +69,7 @@ impl<'rt> Airfoil<'rt> {
         Ok(Airfoil {
             rt,
             save_soln: ParLoop::new(save_soln::KERNEL, &cells, &[q.arg(read), qold.arg(write)])?,
-            adt_calc: ParLoop::new(
-                adt_calc::KERNEL,
-                &cells,
-                &[x.arg_vec(&pcell, read), q.arg(read), adt.arg(write)],
-            )?,
+            adt_calc: ParLoop::new(adt_calc::KERNEL, &cells, &[x.arg_vec(&pcell, read), q.arg(read), adt.arg(write)])?,
             res_calc: ParLoop::new(
                 res_calc::KERNEL,
                 &edges,
@@ -106,13 +100,7 @@ impl<'rt> Airfoil<'rt> {
             update: ParLoop::new(
                 update::KERNEL,
                 &cells,
-                &[
-                    qold.arg(read),
-                    q.arg(write),
-                    res.arg(rw),
-                    adt.arg(read),
-                    rms.arg(inc),
-                ],
+                &[qold.arg(read), q.arg(write), res.arg(rw), adt.arg(read), rms.arg(inc)],
             )?,
             cells,
             q,
@@ -124,13 +112,7 @@ impl<'rt> Airfoil<'rt> {
 
     /// The five loops, in the order a step first runs them.
     pub fn loops(&self) -> [&ParLoop; 5] {
-        [
-            &self.save_soln,
-            &self.adt_calc,
-            &self.res_calc,
-            &self.bres_calc,
-            &self.update,
-        ]
+        [&self.save_soln, &self.adt_calc, &self.res_calc, &self.bres_calc, &self.update]
     }
 
     /// One time step (save_soln, then two predictor/corrector sweeps of
@@ -150,11 +132,7 @@ impl<'rt> Airfoil<'rt> {
 
     /// Runs `iterations` steps, calling `report(iteration, rms)` after every
     /// step; returns the rms of every 100th iteration.
-    pub fn run(
-        &mut self,
-        iterations: usize,
-        mut report: impl FnMut(usize, f64),
-    ) -> Result<Vec<(usize, f64)>, Error> {
+    pub fn run(&mut self, iterations: usize, mut report: impl FnMut(usize, f64)) -> Result<Vec<(usize, f64)>, Error> {
         let mut every_100 = Vec::new();
         for iter in 1..=iterations {
             let rms = self.step()?;

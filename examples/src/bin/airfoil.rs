@@ -38,14 +38,8 @@ struct Args {
 }
 
 fn parse_grid_size(s: &str) -> Result<(usize, usize), String> {
-    let (i, j) = s
-        .split_once(',')
-        .ok_or_else(|| format!("`{s}`: expected I,J such as 400,600"))?;
-    let n = |v: &str| {
-        v.trim()
-            .parse::<usize>()
-            .map_err(|_| format!("`{v}` is not a positive integer"))
-    };
+    let (i, j) = s.split_once(',').ok_or_else(|| format!("`{s}`: expected I,J such as 400,600"))?;
+    let n = |v: &str| v.trim().parse::<usize>().map_err(|_| format!("`{v}` is not a positive integer"));
     Ok((n(i)?, n(j)?))
 }
 
@@ -54,14 +48,7 @@ fn c_exp(v: f64) -> String {
     let s = format!("{v:.5e}");
     let (mantissa, exp) = s.split_once('e').expect("`e` formatting has an exponent");
     let exp: i32 = exp.parse().expect("an integer exponent");
-    format!(
-        "{:>10}",
-        format!(
-            "{mantissa}e{}{:02}",
-            if exp < 0 { '-' } else { '+' },
-            exp.abs()
-        )
-    )
+    format!("{:>10}", format!("{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs()))
 }
 
 fn run(args: Args) -> Result<(), Error> {
@@ -100,10 +87,8 @@ fn run(args: Args) -> Result<(), Error> {
     let bar = if std::io::stderr().is_terminal() && !args.quiet {
         let bar = ProgressBar::new(args.iterations as u64);
         bar.set_style(
-            ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} iterations, {elapsed} elapsed, eta {eta}",
-            )
-            .expect("a valid template"),
+            ProgressStyle::with_template("{bar:40} {pos}/{len} iterations, {elapsed} elapsed, eta {eta}")
+                .expect("a valid template"),
         );
         bar
     } else {
@@ -113,11 +98,7 @@ fn run(args: Args) -> Result<(), Error> {
     airfoil.run(args.iterations, |iter, rms| {
         bar.inc(1);
         if iter % 100 == 0 {
-            let rms = if args.precise {
-                format!("{rms:.16e}")
-            } else {
-                c_exp(rms)
-            };
+            let rms = if args.precise { format!("{rms:.16e}") } else { c_exp(rms) };
             bar.suspend(|| println!(" {iter:>4}  {rms}"));
         }
     })?;

@@ -64,10 +64,9 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     let name = &func.sig.ident;
     let vis = &func.vis;
     let name_str = name.to_string();
-    let deps = calls
-        .iter()
-        .map(|c| format_ident!("{}", c, span = Span::call_site()));
-    let doc = format!("The parloop descriptor of [`{name_str}()`]: its CUDA translation and, for kernels, the `Kernel`.");
+    let deps = calls.iter().map(|c| format_ident!("{}", c, span = Span::call_site()));
+    let doc =
+        format!("The parloop descriptor of [`{name_str}()`]: its CUDA translation and, for kernels, the `Kernel`.");
     let device = quote! {
         /// The CUDA C++ translation of the function, with the helpers it calls.
         #[doc(hidden)]

@@ -11,9 +11,7 @@
 
 use std::sync::Arc;
 
-use parloop_kernels::loops::{
-    self, ArgSpec, Generated, LoopSpec, Mode, PairSpec, Reach, StageSpec, Strategy,
-};
+use parloop_kernels::loops::{self, ArgSpec, Generated, LoopSpec, Mode, PairSpec, Reach, StageSpec, Strategy};
 use parloop_kernels::Scalar;
 use parloop_planner::{build_plan, Columns, IndirectArg, Plan, PlanRequest};
 
@@ -21,6 +19,7 @@ use crate::arg::{Arg, ArgKind};
 use crate::device::{Device, DeviceBuffer, LaunchParams, Module};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
+use crate::profile::Range;
 use crate::types::{Access, ElemType};
 
 /// Most blocks of a grid-stride launch (the loop covers the rest).
@@ -31,6 +30,9 @@ const MAX_FLAT_GRID: usize = 4096;
 struct Launch {
     grid: u32,
     val: [i64; loops::MAX_VALS],
+    /// The section of the iteration set (0 core, 1 owned, 2 exec; staged
+    /// launches past the core colours report 1).
+    section: usize,
 }
 
 /// A loop shape prepared for a device.
@@ -78,6 +80,23 @@ fn mode(a: Access) -> Mode {
     }
 }
 
+/// The strategies worth trying for a loop: `Direct` without indirect
+/// writes; the requested one when given (or `Staged` when it would be
+/// incorrect); otherwise every correct one, deterministic ones first, only
+/// those when `deterministic`.
+pub(crate) fn candidates(args: &[Arg], requested: Option<Strategy>, deterministic: bool) -> Vec<Strategy> {
+    if requested.is_some() || !args.iter().any(|a| a.is_indirect() && a.access.writes()) {
+        return vec![choose_strategy(args, requested)];
+    }
+    let mapped_overwrite =
+        args.iter().any(|a| a.is_indirect() && matches!(a.access, Access::Write | Access::ReadWrite));
+    let mut all = vec![Strategy::Staged, Strategy::GlobalColour];
+    if !deterministic && !mapped_overwrite {
+        all.extend([Strategy::StagedAtomic, Strategy::Atomic]);
+    }
+    all
+}
+
 /// The strategy for a loop: `Direct` without indirect writes; otherwise the
 /// requested one when it is correct for the loop, else `Staged`.
 pub(crate) fn choose_strategy(args: &[Arg], requested: Option<Strategy>) -> Strategy {
@@ -85,9 +104,8 @@ pub(crate) fn choose_strategy(args: &[Arg], requested: Option<Strategy>) -> Stra
     if !indirect_writes {
         return Strategy::Direct;
     }
-    let mapped_overwrite = args
-        .iter()
-        .any(|a| a.is_indirect() && matches!(a.access, Access::Write | Access::ReadWrite));
+    let mapped_overwrite =
+        args.iter().any(|a| a.is_indirect() && matches!(a.access, Access::Write | Access::ReadWrite));
     match requested {
         Some(Strategy::Atomic | Strategy::StagedAtomic) if mapped_overwrite => Strategy::Staged,
         Some(Strategy::Direct) | None => Strategy::Staged,
@@ -126,10 +144,7 @@ pub(crate) fn build(
 ) -> Result<Built> {
     let device_fn = kernel.device_fn().ok_or_else(|| Error::Backend {
         name: "device".into(),
-        reason: format!(
-            "kernel `{}` has no CUDA translation (declare it with #[parloop::kernel])",
-            kernel.name()
-        ),
+        reason: format!("kernel `{}` has no CUDA translation (declare it with #[parloop::kernel])", kernel.name()),
     })?;
     let params = kernel.params();
 
@@ -146,12 +161,7 @@ pub(crate) fn build(
             }
         }
     }
-    let map_slot = |a: &Arg| {
-        map_ids
-            .iter()
-            .position(|&id| Some(id) == a.map().map(|m| m.id()))
-            .expect("collected")
-    };
+    let map_slot = |a: &Arg| map_ids.iter().position(|&id| Some(id) == a.map().map(|m| m.id())).expect("collected");
 
     // The plan, for the strategies that use one.
     let indirect: Vec<(usize, IndirectArg)> = args
@@ -179,10 +189,7 @@ pub(crate) fn build(
         })
         .collect();
     let indirect_args: Vec<IndirectArg> = indirect.iter().map(|(_, a)| *a).collect();
-    let plan_error = |source| Error::Plan {
-        kernel: kernel.name().into(),
-        source,
-    };
+    let plan_error = |source| Error::Plan { kernel: kernel.name().into(), source };
     let mut spec = LoopSpec {
         name: kernel.name().into(),
         kernel: device_fn.cname().into(),
@@ -195,22 +202,14 @@ pub(crate) fn build(
     let mut plan: Option<Plan> = None;
     if strategy.staged() {
         let budget = shared.saturating_sub(8 * indirect.len());
-        let request = PlanRequest {
-            sections,
-            args: &indirect_args,
-            shared_memory_bytes: budget,
-            part_size,
-            staging: true,
-        };
+        let request =
+            PlanRequest { sections, args: &indirect_args, shared_memory_bytes: budget, part_size, staging: true };
         let p = build_plan(&request).map_err(plan_error)?;
         spec.stages = p
             .stages
             .iter()
             .map(|s| StageSpec {
-                map: map_ids
-                    .iter()
-                    .position(|&id| id == s.map_id)
-                    .expect("stage map is an argument's"),
+                map: map_ids.iter().position(|&id| id == s.map_id).expect("stage map is an argument's"),
                 columns: s.columns.clone(),
             })
             .collect();
@@ -219,12 +218,7 @@ pub(crate) fn build(
             .iter()
             .enumerate()
             .map(|(k, pair)| PairSpec {
-                arg: indirect[p
-                    .arg_pair
-                    .iter()
-                    .position(|&q| q == k)
-                    .expect("every pair has an argument")]
-                .0,
+                arg: indirect[p.arg_pair.iter().position(|&q| q == k).expect("every pair has an argument")].0,
                 stage: pair.stage,
             })
             .collect();
@@ -245,18 +239,12 @@ pub(crate) fn build(
         let sig = &params[i];
         let reach = match &a.kind {
             ArgKind::Direct => Reach::Direct,
-            ArgKind::Indirect { column, .. } => Reach::Indirect {
-                map: map_slot(a),
-                column: *column,
-            },
+            ArgKind::Indirect { column, .. } => Reach::Indirect { map: map_slot(a), column: *column },
             ArgKind::Vector { .. } => Reach::Vector { map: map_slot(a) },
             ArgKind::Global => Reach::Global,
         };
         let pair = match (&plan, strategy.staged()) {
-            (Some(p), true) => indirect
-                .iter()
-                .position(|(j, _)| *j == i)
-                .map(|k| p.arg_pair[k]),
+            (Some(p), true) => indirect.iter().position(|(j, _)| *j == i).map(|k| p.arg_pair[k]),
             _ => None,
         };
         spec.args.push(ArgSpec {
@@ -269,18 +257,9 @@ pub(crate) fn build(
             pair,
         });
     }
-    let generated = loops::generate(&spec).map_err(|reason| Error::Backend {
-        name: "device".into(),
-        reason,
-    })?;
+    let generated = loops::generate(&spec).map_err(|reason| Error::Backend { name: "device".into(), reason })?;
     let source = format!("{}\n{}", device_fn.module_source(), generated.source);
-    Ok(Built {
-        spec,
-        generated,
-        plan,
-        source,
-        map_args,
-    })
+    Ok(Built { spec, generated, plan, source, map_args })
 }
 
 /// Prepares `kernel` over the `sections` of its iteration set on `device`.
@@ -293,42 +272,22 @@ pub(crate) fn prepare(
     part_size: Option<usize>,
 ) -> Result<DeviceLoop> {
     let block = device.block_size();
-    let Built {
-        spec,
-        generated,
-        plan,
-        source,
-        map_args,
-    } = build(
-        kernel,
-        args,
-        sections,
-        strategy,
-        part_size,
-        device.shared_memory_per_block(),
-    )?;
-    let module = device.compile(
-        &format!("{}_{}", kernel.name(), strategy.name().replace('-', "_")),
-        &source,
-    )?;
+    let Built { spec, generated, plan, source, map_args } =
+        build(kernel, args, sections, strategy, part_size, device.shared_memory_per_block())?;
+    let module = device.compile(&format!("{}_{}", kernel.name(), strategy.name().replace('-', "_")), &source)?;
     let reduction_bytes = |spec: &LoopSpec| loops::reduction_shared_bytes(spec, block as usize);
 
     // Launches and plan arrays.
     let mut arrays = Vec::new();
     let mut launches = Vec::new();
     let mut shared = reduction_bytes(&spec);
-    let flat = |start: usize, end: usize, launches: &mut Vec<Launch>| {
+    let flat = |start: usize, end: usize, section: usize, launches: &mut Vec<Launch>| {
         if end > start {
-            let grid = (end - start)
-                .div_ceil(block as usize)
-                .clamp(1, MAX_FLAT_GRID);
+            let grid = (end - start).div_ceil(block as usize).clamp(1, MAX_FLAT_GRID);
             let mut val = [0i64; loops::MAX_VALS];
             val[loops::val::START] = start as i64;
             val[loops::val::END] = end as i64;
-            launches.push(Launch {
-                grid: grid as u32,
-                val,
-            });
+            launches.push(Launch { grid: grid as u32, val, section });
         }
     };
     match (strategy, &plan) {
@@ -338,27 +297,12 @@ pub(crate) fn prepare(
             let d = device.as_ref();
             arrays.push((s, upload_i32(d, p.blocks.iter().map(|b| b.start as i64))?));
             arrays.push((l, upload_i32(d, p.blocks.iter().map(|b| b.len as i64))?));
-            arrays.push((
-                list,
-                upload_i32(d, p.blocks_by_colour.iter().map(|&b| i64::from(b)))?,
-            ));
-            arrays.push((
-                ncol,
-                upload_i32(d, p.blocks.iter().map(|b| i64::from(b.thread_colours)))?,
-            ));
-            arrays.push((
-                tcol,
-                upload_i32(d, p.thread_colour.iter().map(|&c| i64::from(c)))?,
-            ));
+            arrays.push((list, upload_i32(d, p.blocks_by_colour.iter().map(|&b| i64::from(b)))?));
+            arrays.push((ncol, upload_i32(d, p.blocks.iter().map(|b| i64::from(b.thread_colours)))?));
+            arrays.push((tcol, upload_i32(d, p.thread_colour.iter().map(|&c| i64::from(c)))?));
             for (k, stage) in p.stages.iter().enumerate() {
-                arrays.push((
-                    layout.l2g[k][0],
-                    upload_i32(d, stage.l2g.iter().map(|&t| i64::from(t)))?,
-                ));
-                arrays.push((
-                    layout.l2g[k][1],
-                    upload_i32(d, stage.l2g_offsets.iter().map(|&o| o as i64))?,
-                ));
+                arrays.push((layout.l2g[k][0], upload_i32(d, stage.l2g.iter().map(|&t| i64::from(t)))?));
+                arrays.push((layout.l2g[k][1], upload_i32(d, stage.l2g_offsets.iter().map(|&o| o as i64))?));
                 for (c, g2l) in stage.g2l.iter().enumerate() {
                     let bytes: &[u8] = bytemuck::cast_slice(g2l);
                     let buf = d.alloc(bytes.len().max(2))?;
@@ -371,10 +315,7 @@ pub(crate) fn prepare(
                 if n > 0 {
                     let mut val = [0i64; loops::MAX_VALS];
                     val[loops::val::BLOCK_LIST_OFFSET] = p.colour_offsets[c as usize] as i64;
-                    launches.push(Launch {
-                        grid: n as u32,
-                        val,
-                    });
+                    launches.push(Launch { grid: n as u32, val, section: usize::from(c >= p.core_colours) });
                 }
             }
             shared = shared.max(p.max_staged_bytes() + 8 * spec.pairs.len());
@@ -392,7 +333,7 @@ pub(crate) fn prepare(
                         perm.push(elems[i] as i64);
                         i += 1;
                     }
-                    flat(first, perm.len(), &mut launches);
+                    flat(first, perm.len(), b.section, &mut launches);
                 }
             }
             let slot = generated.layout.perm.expect("global-colour layout");
@@ -400,8 +341,8 @@ pub(crate) fn prepare(
         }
         _ => {
             let mut start = 0;
-            for &n in sections {
-                flat(start, start + n, &mut launches);
+            for (section, &n) in sections.iter().enumerate() {
+                flat(start, start + n, section, &mut launches);
                 start += n;
             }
         }
@@ -417,32 +358,17 @@ pub(crate) fn prepare(
         let bytes = (base.max(1) as usize) * args[a].bytes_per_entity();
         partials.push((slot, device.alloc(bytes)?));
     }
-    Ok(DeviceLoop {
-        strategy,
-        generated,
-        module,
-        arrays,
-        partials,
-        launches,
-        block,
-        shared,
-        map_args,
-    })
+    Ok(DeviceLoop { strategy, generated, module, arrays, partials, launches, block, shared, map_args })
 }
 
 /// Runs a prepared loop with `args` (the loop's current arguments).
-pub(crate) fn run(
-    device: &Arc<dyn Device>,
-    dl: &DeviceLoop,
-    kernel: &str,
-    args: &[Arg],
-) -> Result<()> {
+pub(crate) fn run(device: &Arc<dyn Device>, dl: &DeviceLoop, kernel: &str, args: &[Arg]) -> Result<()> {
     let mut params = LaunchParams::default();
     for (i, a) in args.iter().enumerate() {
-        let addr = a.storage.on_device(device).ok_or_else(|| Error::Busy {
-            kernel: kernel.into(),
-            dat: a.data_name().into(),
-        })??;
+        let addr = a
+            .storage
+            .on_device(device)
+            .ok_or_else(|| Error::Busy { kernel: kernel.into(), dat: a.data_name().into() })??;
         params.ptr[dl.generated.layout.args + i] = addr;
     }
     for (m, &a) in dl.map_args.iter().enumerate() {
@@ -454,14 +380,12 @@ pub(crate) fn run(
     }
     let total: i64 = dl.launches.iter().map(|l| i64::from(l.grid)).sum();
     for launch in &dl.launches {
+        let _range = Range::lazy(|| {
+            let section = ["core", "owned", "exec"].get(launch.section).unwrap_or(&"halo");
+            format!("{kernel}/{section}/{}", dl.strategy.name())
+        });
         params.val = launch.val;
-        dl.module.launch(
-            &dl.generated.entry,
-            launch.grid,
-            dl.block,
-            dl.shared,
-            &params,
-        )?;
+        dl.module.launch(&dl.generated.entry, launch.grid, dl.block, dl.shared, &params)?;
     }
     if let Some(finish) = &dl.generated.finish {
         params.val = [0; loops::MAX_VALS];

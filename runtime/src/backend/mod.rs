@@ -2,6 +2,7 @@
 //!
 //! - [`Backend::Seq`]: one thread, plain loops; the reference for every test.
 //! - [`Backend::Threads`]: rayon; blocks of one plan colour in parallel.
+//! - [`Backend::Emu`], [`Backend::Cuda`]: the device path (`device`).
 
 pub(crate) mod device;
 pub(crate) mod seq;
@@ -23,12 +24,16 @@ pub enum Backend {
     /// The emulated device: generated CUDA compiled by the host C++
     /// compiler, so the whole device path runs without a GPU.
     Emu,
+    /// An NVIDIA GPU through CUDA (`PARLOOP_DEVICE` picks one, default 0).
+    Cuda,
 }
 
 impl Backend {
-    /// The best backend present: `Threads` until a GPU backend exists.
+    /// The best backend present: `Cuda` when a GPU can be used, else
+    /// `Threads`.
     pub fn auto() -> Backend {
-        Backend::Threads
+        static AUTO: std::sync::OnceLock<Backend> = std::sync::OnceLock::new();
+        *AUTO.get_or_init(|| if crate::device::cuda::present() { Backend::Cuda } else { Backend::Threads })
     }
 
     /// The name used by `PARLOOP_BACKEND`.
@@ -37,6 +42,7 @@ impl Backend {
             Backend::Seq => "seq",
             Backend::Threads => "threads",
             Backend::Emu => "emu",
+            Backend::Cuda => "cuda",
         }
     }
 }
@@ -50,23 +56,17 @@ impl fmt::Display for Backend {
 impl FromStr for Backend {
     type Err = Error;
 
-    /// Parses `auto`, `seq`, `threads` or `emu`; `cuda` is recognised and
-    /// reported as not available in this build.
+    /// Parses `auto`, `seq`, `threads`, `emu` or `cuda`.
     fn from_str(s: &str) -> Result<Backend, Error> {
         match s.trim().to_ascii_lowercase().as_str() {
             "" | "auto" => Ok(Backend::auto()),
             "seq" => Ok(Backend::Seq),
             "threads" => Ok(Backend::Threads),
             "emu" => Ok(Backend::Emu),
-            "cuda" => Err(Error::Backend {
-                name: s.into(),
-                reason: "the CUDA device is not part of this build yet; \
-                         `emu` runs the device path on the CPU; or use seq, threads, auto"
-                    .into(),
-            }),
+            "cuda" => Ok(Backend::Cuda),
             _ => Err(Error::Backend {
                 name: s.into(),
-                reason: "unknown backend; expected auto, seq, threads or emu".into(),
+                reason: "unknown backend; expected auto, seq, threads, emu or cuda".into(),
             }),
         }
     }

@@ -72,11 +72,7 @@ pub(crate) fn run(host: HostFn, views: &[ArgView], work: Work, reductions: &[Red
             }
             items
         }
-        Work::Plan(plan) => plan
-            .blocks
-            .iter()
-            .map(|b| (b.start, b.start + b.len))
-            .collect(),
+        Work::Plan(plan) => plan.blocks.iter().map(|b| (b.start, b.start + b.len)).collect(),
     };
     let offsets: Vec<usize> = reductions
         .iter()
@@ -92,18 +88,14 @@ pub(crate) fn run(host: HostFn, views: &[ArgView], work: Work, reductions: &[Red
         if r.access != Access::Inc {
             let bytes = r.dim * r.elem.size();
             for i in 0..items.len() {
-                let dst: &mut [u8] =
-                    bytemuck::cast_slice_mut(&mut partials[i * words + off..][..r.words()]);
+                let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut partials[i * words + off..][..r.words()]);
                 // SAFETY: the global's view holds `dim` values of `elem`.
                 let src = unsafe { std::slice::from_raw_parts(views[r.arg].data, bytes) };
                 dst[..bytes].copy_from_slice(src);
             }
         }
     }
-    let shared = Shared {
-        views,
-        partials: partials.as_mut_ptr(),
-    };
+    let shared = Shared { views, partials: partials.as_mut_ptr() };
     let run_item = |i: usize| {
         let (start, end) = items[i];
         if reductions.is_empty() {
@@ -123,9 +115,7 @@ pub(crate) fn run(host: HostFn, views: &[ArgView], work: Work, reductions: &[Red
         Work::Chunks { .. } => (0..items.len()).into_par_iter().for_each(run_item),
         Work::Plan(plan) => {
             for c in 0..plan.colours {
-                plan.colour_blocks(c)
-                    .par_iter()
-                    .for_each(|&b| run_item(b as usize));
+                plan.colour_blocks(c).par_iter().for_each(|&b| run_item(b as usize));
             }
         }
     }

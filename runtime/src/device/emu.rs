@@ -19,10 +19,7 @@ pub(crate) struct Emu {
 
 impl Emu {
     pub(crate) fn new() -> Result<Emu> {
-        let compiler = std::env::var("CXX")
-            .ok()
-            .filter(|c| !c.is_empty())
-            .unwrap_or_else(|| "g++".into());
+        let compiler = std::env::var("CXX").ok().filter(|c| !c.is_empty()).unwrap_or_else(|| "g++".into());
         let probe = Command::new(&compiler).arg("--version").output();
         if !probe.is_ok_and(|o| o.status.success()) {
             return Err(Error::Backend {
@@ -30,10 +27,7 @@ impl Emu {
                 reason: format!("the emulated device compiles generated code with `{compiler}`, which cannot be run"),
             });
         }
-        Ok(Emu {
-            compiler,
-            modules: Mutex::new(HashMap::new()),
-        })
+        Ok(Emu { compiler, modules: Mutex::new(HashMap::new()) })
     }
 }
 
@@ -45,50 +39,26 @@ struct EmuModule {
     name: String,
 }
 
-type LaunchFn =
-    unsafe extern "C" fn(unsafe extern "C" fn(*const u8), *const u8, u32, u32, usize) -> i32;
+type LaunchFn = unsafe extern "C" fn(unsafe extern "C" fn(*const u8), *const u8, u32, u32, usize) -> i32;
 type EntryFn = unsafe extern "C" fn(*const u8);
 
 impl Module for EmuModule {
-    fn launch(
-        &self,
-        entry: &str,
-        grid: u32,
-        block: u32,
-        shared_bytes: usize,
-        params: &LaunchParams,
-    ) -> Result<()> {
-        let fail = |reason: String| Error::Backend {
-            name: "emu".into(),
-            reason,
-        };
+    fn launch(&self, entry: &str, grid: u32, block: u32, shared_bytes: usize, params: &LaunchParams) -> Result<()> {
+        let fail = |reason: String| Error::Backend { name: "emu".into(), reason };
         let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: both symbols are defined by the generated module with these
         // signatures (`PL_ENTRY` under PARLOOP_EMU, and EMU_HEADER's launcher).
         let code = unsafe {
-            let launch: libloading::Symbol<LaunchFn> = self
+            let launch: libloading::Symbol<LaunchFn> =
+                self.lib.get(b"pl_emu_launch").map_err(|e| fail(format!("module `{}`: {e}", self.name)))?;
+            let body: libloading::Symbol<EntryFn> = self
                 .lib
-                .get(b"pl_emu_launch")
-                .map_err(|e| fail(format!("module `{}`: {e}", self.name)))?;
-            let body: libloading::Symbol<EntryFn> =
-                self.lib.get(entry.as_bytes()).map_err(|e| {
-                    fail(format!(
-                        "module `{}` has no entry `{entry}`: {e}",
-                        self.name
-                    ))
-                })?;
-            launch(
-                *body,
-                (params as *const LaunchParams).cast(),
-                grid,
-                block,
-                shared_bytes,
-            )
+                .get(entry.as_bytes())
+                .map_err(|e| fail(format!("module `{}` has no entry `{entry}`: {e}", self.name)))?;
+            launch(*body, (params as *const LaunchParams).cast(), grid, block, shared_bytes)
         };
         if code != 0 {
-            return Err(fail(format!(
-                "launch of `{entry}` failed (code {code}: block of {block} threads?)"
-            )));
+            return Err(fail(format!("launch of `{entry}` failed (code {code}: block of {block} threads?)")));
         }
         Ok(())
     }
@@ -107,12 +77,7 @@ impl Device for Emu {
     }
 
     fn upload(&self, buf: &DeviceBuffer, data: &[u8]) -> Result<()> {
-        assert!(
-            data.len() <= buf.bytes,
-            "upload of {} bytes into {}",
-            data.len(),
-            buf.bytes
-        );
+        assert!(data.len() <= buf.bytes, "upload of {} bytes into {}", data.len(), buf.bytes);
         // SAFETY: `buf.addr` is the start of a live allocation of at least
         // `buf.bytes` bytes, owned by `buf`; nothing else writes it now.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf.addr as *mut u8, data.len()) };
@@ -120,36 +85,16 @@ impl Device for Emu {
     }
 
     fn download(&self, buf: &DeviceBuffer, data: &mut [u8]) -> Result<()> {
-        assert!(
-            data.len() <= buf.bytes,
-            "download of {} bytes from {}",
-            data.len(),
-            buf.bytes
-        );
+        assert!(data.len() <= buf.bytes, "download of {} bytes from {}", data.len(), buf.bytes);
         // SAFETY: as in `upload`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(buf.addr as *const u8, data.as_mut_ptr(), data.len())
-        };
+        unsafe { std::ptr::copy_nonoverlapping(buf.addr as *const u8, data.as_mut_ptr(), data.len()) };
         Ok(())
     }
 
     fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>> {
-        let full = format!(
-            "#define PARLOOP_EMU 1\n{}\n{}",
-            parloop_kernels::EMU_HEADER,
-            source
-        );
-        let hash = fnv1a(&[
-            full.as_bytes(),
-            self.compiler.as_bytes(),
-            env!("CARGO_PKG_VERSION").as_bytes(),
-        ]);
-        if let Some(m) = self
-            .modules
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&hash)
-        {
+        let full = format!("#define PARLOOP_EMU 1\n{}\n{}", parloop_kernels::EMU_HEADER, source);
+        let hash = fnv1a(&[full.as_bytes(), self.compiler.as_bytes(), env!("CARGO_PKG_VERSION").as_bytes()]);
+        if let Some(m) = self.modules.lock().unwrap_or_else(|e| e.into_inner()).get(&hash) {
             return Ok(m.clone());
         }
         let dir = cache_dir().join("emu");
@@ -163,25 +108,12 @@ impl Device for Emu {
             // Private file names, then renames: concurrent compiles (threads
             // or processes) never see a half-written source or library.
             static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-            let unique = format!(
-                "{}-{}",
-                std::process::id(),
-                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            );
+            let unique = format!("{}-{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
             let cpp = dir.join(format!("{name}-{hash:016x}.{unique}.tmp.cpp"));
             let tmp = dir.join(format!("{name}-{hash:016x}.{unique}.tmp.so"));
             std::fs::write(&cpp, &full).map_err(io(&cpp))?;
             let out = Command::new(&self.compiler)
-                .args([
-                    "-std=c++17",
-                    "-O2",
-                    "-fPIC",
-                    "-shared",
-                    "-ffp-contract=off",
-                    "-fno-fast-math",
-                    "-w",
-                    "-o",
-                ])
+                .args(["-std=c++17", "-O2", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math", "-w", "-o"])
                 .arg(&tmp)
                 .arg(&cpp)
                 .output()
@@ -203,19 +135,10 @@ impl Device for Emu {
         }
         // SAFETY: the library is code we generated and compiled, with no
         // static initialisers beyond the emulator's zeroed globals.
-        let lib = unsafe { libloading::Library::new(&so) }.map_err(|e| Error::Backend {
-            name: "emu".into(),
-            reason: format!("cannot load {}: {e}", so.display()),
-        })?;
-        let module: Arc<dyn Module> = Arc::new(EmuModule {
-            lib,
-            lock: Mutex::new(()),
-            name: name.into(),
-        });
-        self.modules
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(hash, module.clone());
+        let lib = unsafe { libloading::Library::new(&so) }
+            .map_err(|e| Error::Backend { name: "emu".into(), reason: format!("cannot load {}: {e}", so.display()) })?;
+        let module: Arc<dyn Module> = Arc::new(EmuModule { lib, lock: Mutex::new(()), name: name.into() });
+        self.modules.lock().unwrap_or_else(|e| e.into_inner()).insert(hash, module.clone());
         Ok(module)
     }
 
@@ -229,5 +152,10 @@ impl Device for Emu {
             .and_then(|v| v.parse().ok())
             .filter(|&n| (32..=1024).contains(&n))
             .unwrap_or(128)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        // Launches and copies are synchronous on the host.
+        Ok(())
     }
 }

@@ -4,9 +4,10 @@
 //! - [`emu::Emu`]: the generated CUDA source compiled by the host C++
 //!   compiler against `parloop_kernels::EMU_HEADER`; device memory is host
 //!   memory. It lets CI, which has no GPU, run every line of the device path.
-//! - CUDA through cudarc: the next step (see docs/PERFORMANCE.md and the
-//!   closing notes); `PARLOOP_BACKEND=cuda` reports it as unavailable.
+//! - [`cuda::Cuda`]: a GPU through cudarc, NVRTC for the device's own
+//!   architecture.
 
+pub(crate) mod cuda;
 pub(crate) mod emu;
 
 use std::sync::Arc;
@@ -23,10 +24,7 @@ pub(crate) struct LaunchParams {
 
 impl Default for LaunchParams {
     fn default() -> Self {
-        LaunchParams {
-            ptr: [0; parloop_kernels::loops::MAX_PTRS],
-            val: [0; parloop_kernels::loops::MAX_VALS],
-        }
+        LaunchParams { ptr: [0; parloop_kernels::loops::MAX_PTRS], val: [0; parloop_kernels::loops::MAX_VALS] }
     }
 }
 
@@ -41,16 +39,8 @@ pub(crate) struct DeviceBuffer {
 }
 
 impl DeviceBuffer {
-    pub(crate) fn new(
-        addr: u64,
-        bytes: usize,
-        owner: Box<dyn std::any::Any + Send + Sync>,
-    ) -> DeviceBuffer {
-        DeviceBuffer {
-            addr,
-            bytes,
-            _owner: owner,
-        }
+    pub(crate) fn new(addr: u64, bytes: usize, owner: Box<dyn std::any::Any + Send + Sync>) -> DeviceBuffer {
+        DeviceBuffer { addr, bytes, _owner: owner }
     }
 }
 
@@ -63,14 +53,7 @@ impl std::fmt::Debug for DeviceBuffer {
 /// A compiled module.
 pub(crate) trait Module: Send + Sync {
     /// Launches `entry` with `grid` blocks of `block` threads.
-    fn launch(
-        &self,
-        entry: &str,
-        grid: u32,
-        block: u32,
-        shared_bytes: usize,
-        params: &LaunchParams,
-    ) -> Result<()>;
+    fn launch(&self, entry: &str, grid: u32, block: u32, shared_bytes: usize, params: &LaunchParams) -> Result<()>;
 }
 
 /// What the device path needs from a device.
@@ -89,6 +72,8 @@ pub(crate) trait Device: Send + Sync {
     fn shared_memory_per_block(&self) -> usize;
     /// Threads per block of generated loops.
     fn block_size(&self) -> u32;
+    /// Waits until every launch and copy issued so far has finished.
+    fn synchronize(&self) -> Result<()>;
 }
 
 /// A stable 64-bit FNV-1a hash (for cache keys across runs).
@@ -112,9 +97,7 @@ pub(crate) fn cache_dir() -> std::path::PathBuf {
         return dir.into();
     }
     match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        Some(home) => std::path::PathBuf::from(home)
-            .join(".cache")
-            .join("parloop"),
+        Some(home) => std::path::PathBuf::from(home).join(".cache").join("parloop"),
         None => std::env::temp_dir().join("parloop-cache"),
     }
 }

@@ -81,9 +81,7 @@ fn float(rng: &mut Rng, d: Floats, f32: bool) -> f64 {
         } else if r < 0.85 {
             (rng.next() % 21) as f64 - 10.0
         } else {
-            rng.pick(&[
-                0.0, -0.0, 1.0, -1.0, tiny, -tiny, huge, -huge, 0.5, -2.5, 1e-10, 1e10, 3.0, -7.0,
-            ])
+            rng.pick(&[0.0, -0.0, 1.0, -1.0, tiny, -tiny, huge, -huge, 0.5, -2.5, 1e-10, 1e10, 3.0, -7.0])
         }
     };
     match d {
@@ -120,20 +118,9 @@ fn int(rng: &mut Rng, d: Ints, signed: bool, bits: u32) -> i128 {
         Ints::Small => small(rng),
         Ints::Full => {
             if rng.unit() < 0.2 {
-                let (min, max) = if signed {
-                    (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-                } else {
-                    (0, (1i128 << bits) - 1)
-                };
-                rng.pick(&[
-                    min,
-                    min + 1,
-                    max,
-                    max - 1,
-                    0,
-                    1,
-                    if signed { -1 } else { 2 },
-                ])
+                let (min, max) =
+                    if signed { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
+                rng.pick(&[min, min + 1, max, max - 1, 0, 1, if signed { -1 } else { 2 }])
             } else {
                 small(rng)
             }
@@ -169,41 +156,17 @@ impl AnyDat {
     fn new(rt: &Runtime, set: &parloop::Set, sig: &ParamSig, words: &[u64]) -> AnyDat {
         let dim = sig.len();
         match sig.elem {
-            ElemType::F64 => AnyDat::F64(
-                rt.dat(
-                    "p",
-                    set,
-                    dim,
-                    words.iter().map(|&w| f64::from_bits(w)).collect(),
-                )
-                .unwrap(),
-            ),
-            ElemType::F32 => AnyDat::F32(
-                rt.dat(
-                    "p",
-                    set,
-                    dim,
-                    words.iter().map(|&w| f32::from_bits(w as u32)).collect(),
-                )
-                .unwrap(),
-            ),
-            ElemType::I32 => AnyDat::I32(
-                rt.dat(
-                    "p",
-                    set,
-                    dim,
-                    words.iter().map(|&w| w as u32 as i32).collect(),
-                )
-                .unwrap(),
-            ),
-            ElemType::U32 => AnyDat::U32(
-                rt.dat("p", set, dim, words.iter().map(|&w| w as u32).collect())
-                    .unwrap(),
-            ),
-            ElemType::I64 => AnyDat::I64(
-                rt.dat("p", set, dim, words.iter().map(|&w| w as i64).collect())
-                    .unwrap(),
-            ),
+            ElemType::F64 => {
+                AnyDat::F64(rt.dat("p", set, dim, words.iter().map(|&w| f64::from_bits(w)).collect()).unwrap())
+            }
+            ElemType::F32 => {
+                AnyDat::F32(rt.dat("p", set, dim, words.iter().map(|&w| f32::from_bits(w as u32)).collect()).unwrap())
+            }
+            ElemType::I32 => {
+                AnyDat::I32(rt.dat("p", set, dim, words.iter().map(|&w| w as u32 as i32).collect()).unwrap())
+            }
+            ElemType::U32 => AnyDat::U32(rt.dat("p", set, dim, words.iter().map(|&w| w as u32).collect()).unwrap()),
+            ElemType::I64 => AnyDat::I64(rt.dat("p", set, dim, words.iter().map(|&w| w as i64).collect()).unwrap()),
             ElemType::U64 => AnyDat::U64(rt.dat("p", set, dim, words.to_vec()).unwrap()),
         }
     }
@@ -233,23 +196,14 @@ impl AnyDat {
 fn to_bytes(elem: ElemType, words: &[u64]) -> Vec<u8> {
     match elem.size() {
         8 => words.iter().flat_map(|w| w.to_ne_bytes()).collect(),
-        _ => words
-            .iter()
-            .flat_map(|&w| (w as u32).to_ne_bytes())
-            .collect(),
+        _ => words.iter().flat_map(|&w| (w as u32).to_ne_bytes()).collect(),
     }
 }
 
 fn from_bytes(elem: ElemType, bytes: &[u8]) -> Vec<u64> {
     match elem.size() {
-        8 => bytes
-            .chunks_exact(8)
-            .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
-            .collect(),
-        _ => bytes
-            .chunks_exact(4)
-            .map(|c| u64::from(u32::from_ne_bytes(c.try_into().unwrap())))
-            .collect(),
+        8 => bytes.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect(),
+        _ => bytes.chunks_exact(4).map(|c| u64::from(u32::from_ne_bytes(c.try_into().unwrap()))).collect(),
     }
 }
 
@@ -316,10 +270,7 @@ pub fn build_host_library(name: &str, source: &str) -> libloading::Library {
 }
 
 fn numbered(src: &str) -> String {
-    src.lines()
-        .enumerate()
-        .map(|(i, l)| format!("{:4} {l}\n", i + 1))
-        .collect()
+    src.lines().enumerate().map(|(i, l)| format!("{:4} {l}\n", i + 1)).collect()
 }
 
 fn ulps(elem: ElemType, a: u64, b: u64) -> u64 {
@@ -379,61 +330,37 @@ pub fn differential(spec: &Spec, samples: usize, seed: u64) {
     let kernel = spec.kernel;
     let sigs = kernel.params();
     let mut rng = Rng(seed | 1);
-    let inputs: Vec<Vec<u64>> = sigs
-        .iter()
-        .map(|s| values(&mut rng, s.elem, samples * s.len(), spec.floats, spec.ints))
-        .collect();
+    let inputs: Vec<Vec<u64>> =
+        sigs.iter().map(|s| values(&mut rng, s.elem, samples * s.len(), spec.floats, spec.ints)).collect();
 
     // Rust, through the runtime's seq backend and direct arguments.
     let rt = Runtime::with_backend(Backend::Seq).unwrap();
     let set = rt.set("samples", samples);
-    let dats: Vec<AnyDat> = sigs
-        .iter()
-        .zip(&inputs)
-        .map(|(s, w)| AnyDat::new(&rt, &set, s, w))
-        .collect();
-    let args: Vec<Arg> = dats
-        .iter()
-        .zip(sigs)
-        .map(|(d, s)| d.arg(if s.mutable { Access::RW } else { Access::READ }))
-        .collect();
+    let dats: Vec<AnyDat> = sigs.iter().zip(&inputs).map(|(s, w)| AnyDat::new(&rt, &set, s, w)).collect();
+    let args: Vec<Arg> =
+        dats.iter().zip(sigs).map(|(d, s)| d.arg(if s.mutable { Access::RW } else { Access::READ })).collect();
     rt.par_loop(kernel, &set, &args).unwrap();
     let rust: Vec<Vec<u64>> = dats.iter().map(AnyDat::words).collect();
 
     // C++, the translation compiled for the host.
     let device = kernel.device_fn().expect("the kernel has a translation");
-    let params: Vec<String> = sigs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| param_expr(s, &format!("b[{i}]"), &format!("e * {}", s.len())))
-        .collect();
+    let params: Vec<String> =
+        sigs.iter().enumerate().map(|(i, s)| param_expr(s, &format!("b[{i}]"), &format!("e * {}", s.len()))).collect();
     let driver = format!(
         "extern \"C\" void pl_drive(void** b, long long n) {{\n    for (long long e = 0; e < n; ++e) {}({});\n}}\n",
         device.cname(),
         params.join(", ")
     );
-    let lib = build_host_library(
-        kernel.name(),
-        &format!("{}{driver}", device.module_source()),
-    );
-    let mut buffers: Vec<Vec<u8>> = sigs
-        .iter()
-        .zip(&inputs)
-        .map(|(s, w)| to_bytes(s.elem, w))
-        .collect();
+    let lib = build_host_library(kernel.name(), &format!("{}{driver}", device.module_source()));
+    let mut buffers: Vec<Vec<u8>> = sigs.iter().zip(&inputs).map(|(s, w)| to_bytes(s.elem, w)).collect();
     let mut ptrs: Vec<*mut u8> = buffers.iter_mut().map(|b| b.as_mut_ptr()).collect();
     // SAFETY: `pl_drive` has this signature, and every buffer holds
     // `samples` values of its parameter's shape.
     unsafe {
-        let drive: libloading::Symbol<unsafe extern "C" fn(*mut *mut u8, i64)> =
-            lib.get(b"pl_drive").unwrap();
+        let drive: libloading::Symbol<unsafe extern "C" fn(*mut *mut u8, i64)> = lib.get(b"pl_drive").unwrap();
         drive(ptrs.as_mut_ptr(), samples as i64);
     }
-    let cpp: Vec<Vec<u64>> = sigs
-        .iter()
-        .zip(&buffers)
-        .map(|(s, b)| from_bytes(s.elem, b))
-        .collect();
+    let cpp: Vec<Vec<u64>> = sigs.iter().zip(&buffers).map(|(s, b)| from_bytes(s.elem, b)).collect();
 
     for (p, sig) in sigs.iter().enumerate() {
         for (k, (&r, &c)) in rust[p].iter().zip(&cpp[p]).enumerate() {
@@ -454,10 +381,8 @@ pub fn differential(spec: &Spec, samples: usize, seed: u64) {
                     .iter()
                     .zip(&inputs)
                     .map(|(s, w)| {
-                        let vals: Vec<String> = w[e * s.len()..(e + 1) * s.len()]
-                            .iter()
-                            .map(|&v| show(s.elem, v))
-                            .collect();
+                        let vals: Vec<String> =
+                            w[e * s.len()..(e + 1) * s.len()].iter().map(|&v| show(s.elem, v)).collect();
                         format!("[{}]", vals.join(", "))
                     })
                     .collect();
@@ -527,20 +452,12 @@ pub fn nvrtc_compile(name: &str, source: &str) -> Result<(), String> {
     let compiled = unsafe { result::compile_program(prog, &opts) };
     // SAFETY: as above.
     let log = unsafe { result::get_program_log(prog) }.map_err(|e| format!("{e:?}"))?;
-    let log: String = log
-        .iter()
-        .map(|&c| c as u8 as char)
-        .collect::<String>()
-        .trim_end_matches('\0')
-        .trim()
-        .to_string();
+    let log: String =
+        log.iter().map(|&c| c as u8 as char).collect::<String>().trim_end_matches('\0').trim().to_string();
     // SAFETY: as above; not used afterwards.
     unsafe { result::destroy_program(prog) }.map_err(|e| format!("{e:?}"))?;
     if compiled.is_err() || !log.is_empty() {
-        return Err(format!(
-            "NVRTC on `{name}`: {compiled:?}\n{log}\n--- source ---\n{}",
-            numbered(source)
-        ));
+        return Err(format!("NVRTC on `{name}`: {compiled:?}\n{log}\n--- source ---\n{}", numbered(source)));
     }
     Ok(())
 }

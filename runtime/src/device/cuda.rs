@@ -1,0 +1,250 @@
+//! The CUDA device, through cudarc (driver and NVRTC, both loaded at run
+//! time, so parloop builds and runs on machines without CUDA).
+//!
+//! Generated modules are compiled by NVRTC for the device's own
+//! architecture (`sm_XY` from its compute capability) with `-lineinfo`,
+//! cached in memory and on disk (`PARLOOP_CACHE_DIR/cuda`) by a hash of the
+//! source, the architecture and the NVRTC version: a second run of a program
+//! compiles nothing. Memory is plain device allocations; every launch and
+//! copy goes through one stream, so they are ordered.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+use cudarc::driver::{result, CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::Ptx;
+
+use super::{cache_dir, fnv1a, Device, DeviceBuffer, LaunchParams, Module};
+use crate::error::{Error, Result};
+
+// SAFETY: `LaunchParams` is `#[repr(C)]` plain data (integers), laid out as
+// the generated `pl_params`, and is passed to kernels by value.
+unsafe impl cudarc::driver::DeviceRepr for LaunchParams {}
+
+fn fail(reason: impl std::fmt::Debug) -> Error {
+    let text = format!("{reason:?}");
+    // Plain messages are passed as strings: show them without quotes.
+    let text = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).map(str::to_string).unwrap_or(text);
+    Error::Backend { name: "cuda".into(), reason: text }
+}
+
+/// Whether a CUDA device can be used: the driver library loads and reports
+/// at least one device.
+pub(crate) fn present() -> bool {
+    // SAFETY: only probes for the library with dlopen.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return false;
+    }
+    result::init().is_ok() && CudaContext::device_count().is_ok_and(|n| n > 0)
+}
+
+/// A GPU.
+pub(crate) struct Cuda {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    arch: String,
+    name: String,
+    shared_optin: usize,
+    nvrtc_version: String,
+    modules: Mutex<HashMap<u64, Arc<dyn Module>>>,
+}
+
+impl Cuda {
+    /// The device `ordinal` (`PARLOOP_DEVICE`, default 0).
+    pub(crate) fn new() -> Result<Cuda> {
+        // SAFETY: only probes for the libraries with dlopen.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(fail("libcuda (the NVIDIA driver) cannot be loaded: no GPU here? Use threads or emu"));
+        }
+        // SAFETY: as above.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            return Err(fail("libnvrtc cannot be loaded: install the CUDA toolkit or set LD_LIBRARY_PATH"));
+        }
+        result::init().map_err(fail)?;
+        let count = CudaContext::device_count().map_err(fail)?;
+        let ordinal: usize = std::env::var("PARLOOP_DEVICE").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        if count <= 0 || ordinal >= count as usize {
+            return Err(fail(format!("device {ordinal} requested, {count} present")));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(fail)?;
+        let (major, minor) = ctx.compute_capability().map_err(fail)?;
+        let shared_optin = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .map_err(fail)? as usize;
+        let name = ctx.name().map_err(fail)?;
+        let (mut vmaj, mut vmin) = (0, 0);
+        // SAFETY: writes two integers.
+        unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut vmaj, &mut vmin) };
+        Ok(Cuda {
+            stream: ctx.default_stream(),
+            ctx,
+            arch: format!("sm_{major}{minor}"),
+            name,
+            shared_optin,
+            nvrtc_version: format!("{vmaj}.{vmin}"),
+            modules: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn compile_ptx(&self, name: &str, source: &str) -> Result<String> {
+        use cudarc::nvrtc::result as nvrtc;
+        let src = CString::new(source).map_err(fail)?;
+        let prog = nvrtc::create_program(&src, None).map_err(fail)?;
+        let opts = [format!("--gpu-architecture={}", self.arch), "-std=c++17".into(), "-lineinfo".into()];
+        // SAFETY: `prog` is live until destroyed below.
+        let compiled = unsafe { nvrtc::compile_program(prog, &opts) };
+        // SAFETY: as above.
+        let log = unsafe { nvrtc::get_program_log(prog) }.map_err(fail)?;
+        let log: String = log.iter().map(|&c| c as u8 as char).collect::<String>().trim_end_matches('\0').to_string();
+        let ptx = match compiled {
+            // SAFETY: as above; the program compiled.
+            Ok(()) => unsafe { nvrtc::get_ptx(prog) }
+                .map_err(fail)
+                .map(|p| p.iter().map(|&c| c as u8 as char).collect::<String>().trim_end_matches('\0').to_string()),
+            Err(_) => Err(Error::Compile {
+                module: name.into(),
+                log: log.clone(),
+                source_text: parloop_kernels::loops::numbered(source),
+            }),
+        };
+        // SAFETY: not used afterwards.
+        unsafe { nvrtc::destroy_program(prog) }.map_err(fail)?;
+        ptx
+    }
+}
+
+/// A device allocation, freed on drop.
+struct Allocation {
+    ptr: u64,
+    ctx: Arc<CudaContext>,
+}
+
+impl Drop for Allocation {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `ptr` came from `malloc_sync` and is freed once.
+            let _ = unsafe { result::free_sync(self.ptr) };
+        }
+    }
+}
+
+/// A loaded module and the functions looked up so far.
+struct CudaLoaded {
+    module: Arc<CudaModule>,
+    stream: Arc<CudaStream>,
+    functions: Mutex<HashMap<String, (CudaFunction, usize)>>,
+}
+
+impl Module for CudaLoaded {
+    fn launch(&self, entry: &str, grid: u32, block: u32, shared_bytes: usize, params: &LaunchParams) -> Result<()> {
+        let mut functions = self.functions.lock().unwrap_or_else(|e| e.into_inner());
+        if !functions.contains_key(entry) {
+            let f = self.module.load_function(entry).map_err(|e| fail(format!("entry `{entry}`: {e:?}")))?;
+            functions.insert(entry.into(), (f, 48 * 1024));
+        }
+        let (function, opted) = functions.get_mut(entry).expect("inserted above");
+        if shared_bytes > *opted {
+            // Beyond 48 KiB a function must opt in to more dynamic shared memory.
+            function
+                .set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared_bytes as i32,
+                )
+                .map_err(fail)?;
+            *opted = shared_bytes;
+        }
+        let config =
+            LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: shared_bytes as u32 };
+        let mut launch = self.stream.launch_builder(function);
+        launch.arg(params);
+        // SAFETY: the entry's only parameter is `pl_params`, which
+        // `LaunchParams` mirrors; every pointer in it is a live allocation
+        // of this context holding the data the generated code expects.
+        unsafe { launch.launch(config) }.map_err(|e| fail(format!("launch of `{entry}`: {e:?}")))?;
+        Ok(())
+    }
+}
+
+impl Device for Cuda {
+    fn name(&self) -> String {
+        format!("{} ({}, NVRTC {})", self.name, self.arch, self.nvrtc_version)
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<DeviceBuffer> {
+        self.ctx.bind_to_thread().map_err(fail)?;
+        let n = bytes.max(8);
+        // SAFETY: a plain allocation, zeroed before use, freed by `Allocation`.
+        let ptr = unsafe { result::malloc_sync(n) }.map_err(fail)?;
+        let owner = Allocation { ptr, ctx: self.ctx.clone() };
+        // SAFETY: `ptr` holds `n` bytes.
+        unsafe { result::memset_d8_sync(ptr, 0, n) }.map_err(fail)?;
+        Ok(DeviceBuffer::new(ptr, bytes, Box::new(owner)))
+    }
+
+    fn upload(&self, buf: &DeviceBuffer, data: &[u8]) -> Result<()> {
+        if data.len() > buf.bytes {
+            return Err(fail(format!("upload of {} bytes into {}", data.len(), buf.bytes)));
+        }
+        self.ctx.bind_to_thread().map_err(fail)?;
+        self.stream.synchronize().map_err(fail)?;
+        // SAFETY: `buf` holds at least `data.len()` bytes.
+        unsafe { result::memcpy_htod_sync(buf.addr, data) }.map_err(fail)
+    }
+
+    fn download(&self, buf: &DeviceBuffer, data: &mut [u8]) -> Result<()> {
+        if data.len() > buf.bytes {
+            return Err(fail(format!("download of {} bytes from {}", data.len(), buf.bytes)));
+        }
+        self.ctx.bind_to_thread().map_err(fail)?;
+        // Loops write asynchronously on the stream: wait for them.
+        self.stream.synchronize().map_err(fail)?;
+        // SAFETY: `buf` holds at least `data.len()` bytes.
+        unsafe { result::memcpy_dtoh_sync(data, buf.addr) }.map_err(fail)
+    }
+
+    fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>> {
+        let hash = fnv1a(&[source.as_bytes(), self.arch.as_bytes(), self.nvrtc_version.as_bytes()]);
+        if let Some(m) = self.modules.lock().unwrap_or_else(|e| e.into_inner()).get(&hash) {
+            return Ok(m.clone());
+        }
+        let dir = cache_dir().join("cuda");
+        let path = dir.join(format!("{name}-{}-{hash:016x}.ptx", self.arch));
+        let ptx = match std::fs::read_to_string(&path) {
+            Ok(ptx) => ptx,
+            Err(_) => {
+                let ptx = self.compile_ptx(name, source)?;
+                // The cache is an optimisation: failing to write it is not an error.
+                if std::fs::create_dir_all(&dir).is_ok() {
+                    let tmp = dir.join(format!("{name}-{hash:016x}.{}.tmp", std::process::id()));
+                    if std::fs::write(&tmp, &ptx).is_ok() {
+                        let _ = std::fs::rename(&tmp, &path);
+                    }
+                }
+                ptx
+            }
+        };
+        let module = self.ctx.load_module(Ptx::from_src(ptx)).map_err(fail)?;
+        let loaded: Arc<dyn Module> =
+            Arc::new(CudaLoaded { module, stream: self.stream.clone(), functions: Mutex::new(HashMap::new()) });
+        self.modules.lock().unwrap_or_else(|e| e.into_inner()).insert(hash, loaded.clone());
+        Ok(loaded)
+    }
+
+    fn shared_memory_per_block(&self) -> usize {
+        self.shared_optin.max(48 * 1024)
+    }
+
+    fn block_size(&self) -> u32 {
+        std::env::var("PARLOOP_BLOCK_SIZE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| (32..=1024).contains(&n))
+            .unwrap_or(256)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(fail)
+    }
+}
