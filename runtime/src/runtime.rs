@@ -364,6 +364,26 @@ impl Runtime {
         Ok((entry, elapsed))
     }
 
+    /// Measures the device's copy bandwidth: copies `bytes` from one device
+    /// buffer to another `repeats` times (after one warm-up copy) and
+    /// returns GB/s counting bytes read and written (1e9 bytes per GB).
+    /// Device backends only.
+    pub fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
+        let device = self.device.as_ref().ok_or_else(|| Error::Backend {
+            name: self.backend.name().into(),
+            reason: "copy bandwidth is measured on device backends (emu, cuda)".into(),
+        })?;
+        let (src, dst) = (device.alloc(bytes)?, device.alloc(bytes)?);
+        device.copy(&dst, &src, bytes)?;
+        device.synchronize()?;
+        let start = Instant::now();
+        for _ in 0..repeats.max(1) {
+            device.copy(&dst, &src, bytes)?;
+        }
+        device.synchronize()?;
+        Ok(2.0 * bytes as f64 * repeats.max(1) as f64 / start.elapsed().as_secs_f64() / 1e9)
+    }
+
     /// The device of a device backend, described.
     pub fn device_name(&self) -> Option<String> {
         self.device.as_ref().map(|d| d.name())

@@ -247,4 +247,13 @@ impl Device for Cuda {
     fn synchronize(&self) -> Result<()> {
         self.stream.synchronize().map_err(fail)
     }
+
+    fn copy(&self, dst: &DeviceBuffer, src: &DeviceBuffer, bytes: usize) -> Result<()> {
+        if bytes > dst.bytes || bytes > src.bytes {
+            return Err(fail(format!("copy of {bytes} bytes between buffers of {} and {}", src.bytes, dst.bytes)));
+        }
+        self.ctx.bind_to_thread().map_err(fail)?;
+        // SAFETY: both hold at least `bytes` bytes of this context.
+        unsafe { result::memcpy_dtod_async(dst.addr, src.addr, bytes, self.stream.cu_stream()) }.map_err(fail)
+    }
 }

@@ -74,6 +74,8 @@ pub(crate) trait Device: Send + Sync {
     fn block_size(&self) -> u32;
     /// Waits until every launch and copy issued so far has finished.
     fn synchronize(&self) -> Result<()>;
+    /// Copies `bytes` from `src` to `dst`, both on the device.
+    fn copy(&self, dst: &DeviceBuffer, src: &DeviceBuffer, bytes: usize) -> Result<()>;
 }
 
 /// A stable 64-bit FNV-1a hash (for cache keys across runs).
