@@ -391,7 +391,7 @@ pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
 
 /// Declares per-element locals and builds the kernel's call arguments for
 /// element `e` (non-staged), plus the statements after the call.
-fn flat_args(spec: &LoopSpec, w: &mut Writer) -> (Vec<String>, Vec<String>) {
+fn flat_args(spec: &LoopSpec, coalesced: &[usize], w: &mut Writer) -> (Vec<String>, Vec<String>) {
     let atomic = spec.strategy == Strategy::Atomic;
     let mut call = Vec::new();
     let mut after = Vec::new();
@@ -400,6 +400,9 @@ fn flat_args(spec: &LoopSpec, w: &mut Writer) -> (Vec<String>, Vec<String>) {
         let writes = arg.mode != Mode::Read;
         let len = arg.rows * arg.cols;
         match arg.reach {
+            Reach::Direct if coalesced.contains(&a) => {
+                call.push(format!("({})(c{a} + threadIdx.x * {})", param_type(arg, writes), arg.dim))
+            }
             Reach::Direct => call.push(format!("({})(d{a} + e * {})", param_type(arg, writes), arg.dim)),
             Reach::Global if matches!(arg.mode, Mode::Inc | Mode::Min | Mode::Max) => {
                 call.push(format!("({})(acc{a})", param_type(arg, true)))
@@ -456,6 +459,10 @@ fn flat_args(spec: &LoopSpec, w: &mut Writer) -> (Vec<String>, Vec<String>) {
 /// Direct, Atomic and GlobalColour: a grid-stride loop.
 fn flat_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
     let (s, e) = (val::START, val::END);
+    let coalesced = coalesced_args(spec);
+    if !coalesced.is_empty() {
+        return coalesced_body(spec, &coalesced, w);
+    }
     if let Some(perm) = layout.perm {
         w.line(format!("const int* const perm = (const int*)prm.ptr[{perm}];"));
     }
@@ -463,11 +470,81 @@ fn flat_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
         "for (long long i = prm.val[{s}] + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < prm.val[{e}]; i += (long long)blockDim.x * gridDim.x) {{"
     ));
     w.line(if layout.perm.is_some() { "const long long e = perm[i];" } else { "const long long e = i;" });
-    let (call, after) = flat_args(spec, w);
+    let (call, after) = flat_args(spec, &[], w);
     w.line(format!("{}({});", spec.kernel, call.join(", ")));
     for s in after {
         w.line(s);
     }
+    w.close();
+}
+
+/// Direct dats of several components that a direct loop moves through
+/// shared memory, so that a warp's loads and stores are consecutive words.
+fn coalesced_args(spec: &LoopSpec) -> Vec<usize> {
+    if spec.strategy != Strategy::Direct {
+        return Vec::new();
+    }
+    spec.args.iter().enumerate().filter(|(_, a)| a.reach == Reach::Direct && a.dim > 1).map(|(i, _)| i).collect()
+}
+
+/// Shared memory a loop's launch needs per block of `threads`: staging of
+/// coalesced direct dats, and the reduction (which reuses the same space).
+pub fn flat_shared_bytes(spec: &LoopSpec, threads: usize) -> usize {
+    let staging: usize = coalesced_args(spec)
+        .iter()
+        .map(|&a| (threads * spec.args[a].dim * spec.args[a].elem.bits() as usize / 8).div_ceil(8) * 8)
+        .sum();
+    staging.max(reduction_shared_bytes(spec, threads))
+}
+
+/// A direct loop, blockDim elements at a time, with multi-component direct
+/// dats copied through shared memory in consecutive words (OP2's scheme).
+fn coalesced_body(spec: &LoopSpec, coalesced: &[usize], w: &mut Writer) {
+    let (s, e) = (val::START, val::END);
+    w.line("PL_DYNAMIC_SHARED(pl_sh);");
+    w.line("long long sh_off = 0;");
+    for &a in coalesced {
+        let arg = &spec.args[a];
+        let t = ctype(arg.elem);
+        w.line(format!("{t}* const c{a} = ({t}*)(pl_sh + sh_off);"));
+        w.line(format!("sh_off += pl_align8((long long)blockDim.x * {} * sizeof({t}));", arg.dim));
+    }
+    w.open(format!(
+        "for (long long base = prm.val[{s}] + (long long)blockIdx.x * blockDim.x; base < prm.val[{e}]; base += (long long)blockDim.x * gridDim.x) {{"
+    ));
+    w.line(format!("const int n = (int)(prm.val[{e}] - base < (long long)blockDim.x ? prm.val[{e}] - base : (long long)blockDim.x);"));
+    for &a in coalesced {
+        let dim = spec.args[a].dim;
+        w.line(format!("for (int k = threadIdx.x; k < n * {dim}; k += blockDim.x) c{a}[k] = d{a}[base * {dim} + k];"));
+    }
+    w.line("__syncthreads();");
+    w.open("if ((int)threadIdx.x < n) {");
+    // `e` for whatever is not staged here (scalar direct dats, maps).
+    let needs_e = spec.args.iter().enumerate().any(|(a, arg)| match arg.reach {
+        Reach::Direct => !coalesced.contains(&a),
+        Reach::Indirect { .. } | Reach::Vector { .. } => true,
+        Reach::Global => false,
+    });
+    if needs_e {
+        w.line("const long long e = base + threadIdx.x;");
+    }
+    let (call, after) = flat_args(spec, coalesced, w);
+    w.line(format!("{}({});", spec.kernel, call.join(", ")));
+    for s in after {
+        w.line(s);
+    }
+    w.close();
+    w.line("__syncthreads();");
+    for &a in coalesced {
+        let arg = &spec.args[a];
+        if arg.mode != Mode::Read {
+            let dim = arg.dim;
+            w.line(format!(
+                "for (int k = threadIdx.x; k < n * {dim}; k += blockDim.x) d{a}[base * {dim} + k] = c{a}[k];"
+            ));
+        }
+    }
+    w.line("__syncthreads();");
     w.close();
 }
 
@@ -659,7 +736,7 @@ fn block_reduction(spec: &LoopSpec, reduced: &[usize], w: &mut Writer, staged: b
     if reduced.is_empty() {
         return;
     }
-    if !staged {
+    if !staged && coalesced_args(spec).is_empty() {
         w.line("PL_DYNAMIC_SHARED(pl_sh);");
     }
     for &a in reduced {

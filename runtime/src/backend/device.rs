@@ -275,7 +275,7 @@ pub(crate) fn prepare(
     let Built { spec, generated, plan, source, map_args } =
         build(kernel, args, sections, strategy, part_size, device.shared_memory_per_block())?;
     let module = device.compile(&format!("{}_{}", kernel.name(), strategy.name().replace('-', "_")), &source)?;
-    let reduction_bytes = |spec: &LoopSpec| loops::reduction_shared_bytes(spec, block as usize);
+    let reduction_bytes = |spec: &LoopSpec| loops::flat_shared_bytes(spec, block as usize);
 
     // Launches and plan arrays.
     let mut arrays = Vec::new();
@@ -398,4 +398,41 @@ pub(crate) fn run(device: &Arc<dyn Device>, dl: &DeviceLoop, kernel: &str, args:
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::emu::Emu;
+    use crate::{Access, Backend, Runtime};
+
+    #[crate::kernel]
+    fn spread_pair(w: &f64, a: &mut [f64; 2], b: &mut [f64; 2]) {
+        a[0] += *w;
+        a[1] += 2.0 * *w;
+        b[0] -= *w;
+        b[1] -= 0.5 * *w;
+    }
+
+    #[test]
+    fn launches_use_the_shared_memory_the_plan_reports_and_an_overflow_fails() {
+        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+        let (nedges, nnodes) = (5000, 700);
+        let edges = rt.set("edges", nedges);
+        let nodes = rt.set("nodes", nnodes);
+        let values: Vec<i32> = (0..2 * nedges).map(|k| ((k * 7919 + k / 2) % nnodes) as i32).collect();
+        let pair = rt.map("pair", &edges, &nodes, 2, values).unwrap();
+        let w = rt.dat("w", &edges, 1, vec![1.0f64; nedges]).unwrap();
+        let r = rt.dat("r", &nodes, 2, vec![0.0f64; 2 * nnodes]).unwrap();
+        let args = [w.arg(Access::READ), r.arg_via(&pair, 0, Access::INC), r.arg_via(&pair, 1, Access::INC)];
+        let device: Arc<dyn Device> = Arc::new(Emu::new().unwrap());
+        let mut dl = prepare(&device, spread_pair::KERNEL, &args, &[nedges], Strategy::Staged, None).unwrap();
+        let built = build(spread_pair::KERNEL, &args, &[nedges], Strategy::Staged, None, 48 * 1024).unwrap();
+        let plan = built.plan.expect("a staged plan");
+        assert!(dl.shared >= plan.max_staged_bytes(), "launch {} < plan {}", dl.shared, plan.max_staged_bytes());
+        run(&device, &dl, "spread_pair", &args).unwrap();
+        dl.shared = plan.max_staged_bytes() - 64;
+        let err = run(&device, &dl, "spread_pair", &args).unwrap_err();
+        assert!(err.to_string().contains("shared memory"), "{err}");
+    }
 }

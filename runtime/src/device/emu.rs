@@ -57,10 +57,14 @@ impl Module for EmuModule {
                 .map_err(|e| fail(format!("module `{}` has no entry `{entry}`: {e}", self.name)))?;
             launch(*body, (params as *const LaunchParams).cast(), grid, block, shared_bytes)
         };
-        if code != 0 {
-            return Err(fail(format!("launch of `{entry}` failed (code {code}: block of {block} threads?)")));
+        match code {
+            0 => Ok(()),
+            3 => Err(fail(format!(
+                "launch of `{entry}` wrote past its {shared_bytes} bytes of shared memory (module `{}`)",
+                self.name
+            ))),
+            _ => Err(fail(format!("launch of `{entry}` failed (code {code}, {block} threads per block)"))),
         }
-        Ok(())
     }
 }
 
