@@ -741,19 +741,7 @@ impl Infer {
     fn binary(&mut self, b: &syn::ExprBinary) -> syn::Result<Ty> {
         use BinOp::*;
         let span = b.span();
-        let compound = matches!(
-            b.op,
-            AddAssign(_)
-                | SubAssign(_)
-                | MulAssign(_)
-                | DivAssign(_)
-                | RemAssign(_)
-                | BitAndAssign(_)
-                | BitOrAssign(_)
-                | BitXorAssign(_)
-                | ShlAssign(_)
-                | ShrAssign(_)
-        );
+        let compound = is_compound(&b.op);
         let l = if compound { self.place(&b.left)? } else { self.expr(&b.left)? };
         let r = self.expr(&b.right)?;
         let (ld, rd) = (self.vars.deref(&l), self.vars.deref(&r));
@@ -885,6 +873,24 @@ impl Infer {
         self.scopes.pop();
         Ok(Ty::Unit)
     }
+}
+
+/// Whether `op` is a compound assignment (`+=`, `<<=`, ...).
+fn is_compound(op: &BinOp) -> bool {
+    use BinOp::*;
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+            | BitXorAssign(_)
+            | ShlAssign(_)
+            | ShrAssign(_)
+    )
 }
 
 fn literal_fits_i32(e: &Expr) -> bool {
@@ -1613,19 +1619,7 @@ impl Emit<'_> {
             Or(_) => "||",
             _ => return Err(error(b.op.span(), "unsupported operator")),
         };
-        let compound = matches!(
-            b.op,
-            AddAssign(_)
-                | SubAssign(_)
-                | MulAssign(_)
-                | DivAssign(_)
-                | RemAssign(_)
-                | BitAndAssign(_)
-                | BitOrAssign(_)
-                | BitXorAssign(_)
-                | ShlAssign(_)
-                | ShrAssign(_)
-        );
+        let compound = is_compound(&b.op);
         // The Rust semantics of the operation, as a C++ expression.
         let lhs_place = if compound { self.expr(&b.left)? } else { String::new() };
         let computed = match op {

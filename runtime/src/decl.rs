@@ -6,7 +6,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use crate::coherence::MirrorSlot;
 use crate::device::{Device, DeviceBuffer};
@@ -215,13 +215,53 @@ impl fmt::Debug for Map {
     }
 }
 
-pub(crate) struct DatInner<T> {
+/// Values behind a lock, their device mirror and their identity: what dats
+/// and globals share. `M` is what else each knows (a dat's set and dim).
+pub(crate) struct Stored<T, M> {
     pub(crate) id: u64,
     pub(crate) name: String,
-    pub(crate) set: Set,
-    pub(crate) dim: usize,
     pub(crate) values: RwLock<Vec<T>>,
     pub(crate) mirror: MirrorSlot,
+    pub(crate) meta: M,
+}
+
+/// What a dat knows beyond its values.
+pub(crate) struct DatMeta {
+    pub(crate) set: Set,
+    pub(crate) dim: usize,
+}
+
+pub(crate) type DatInner<T> = Stored<T, DatMeta>;
+pub(crate) type GlobalInner<T> = Stored<T, ()>;
+
+impl<T: Scalar, M> Stored<T, M> {
+    fn new(name: &str, values: Vec<T>, meta: M) -> Stored<T, M> {
+        Stored { id: next_id(), name: name.into(), values: RwLock::new(values), mirror: MirrorSlot::default(), meta }
+    }
+
+    /// The values for reading on the host, downloaded first when a device
+    /// loop wrote them last.
+    fn read(&self) -> RwLockReadGuard<'_, Vec<T>> {
+        drop(self.write());
+        self.values.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The values for writing on the host (current first); callers that do
+    /// write mark the device copy stale.
+    fn write(&self) -> RwLockWriteGuard<'_, Vec<T>> {
+        let mut values = self.values.write().unwrap_or_else(|e| e.into_inner());
+        self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut values));
+        values
+    }
+
+    /// Exclusive access for a loop; `None` while the host holds the values.
+    fn try_exclusive(&self) -> Option<RwLockWriteGuard<'_, Vec<T>>> {
+        match self.values.try_write() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
 }
 
 /// Data on a set: `dim` values of `T` per entity, stored entity-major.
@@ -255,14 +295,7 @@ impl<T: Scalar> Dat<T> {
                 detail: format!("{} entities of `{}` x dim {dim}", set.total(), set.name()),
             });
         }
-        Ok(Dat(Arc::new(DatInner {
-            id: next_id(),
-            name: name.into(),
-            set: set.clone(),
-            dim,
-            values: RwLock::new(values),
-            mirror: MirrorSlot::default(),
-        })))
+        Ok(Dat(Arc::new(Stored::new(name, values, DatMeta { set: set.clone(), dim }))))
     }
 
     /// The dat's name.
@@ -275,11 +308,11 @@ impl<T: Scalar> Dat<T> {
     }
     /// The set the dat lives on.
     pub fn set(&self) -> &Set {
-        &self.0.set
+        &self.0.meta.set
     }
     /// Values per entity.
     pub fn dim(&self) -> usize {
-        self.0.dim
+        self.0.meta.dim
     }
 
     /// A copy of all values (entity-major).
@@ -290,15 +323,12 @@ impl<T: Scalar> Dat<T> {
     /// Calls `f` with the values, without copying. Loops that need this dat
     /// return [`Error::Busy`] while `f` runs.
     pub fn with_values<R>(&self, f: impl FnOnce(&[T]) -> R) -> R {
-        self.0.refresh_host();
-        let guard = self.0.values.read().unwrap_or_else(|e| e.into_inner());
-        f(&guard)
+        f(&self.0.read())
     }
 
     /// Calls `f` with mutable access to the values.
     pub fn with_values_mut<R>(&self, f: impl FnOnce(&mut [T]) -> R) -> R {
-        self.0.refresh_host();
-        let mut guard = self.0.values.write().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.0.write();
         let r = f(&mut guard);
         self.0.mirror.host_written();
         r
@@ -306,49 +336,25 @@ impl<T: Scalar> Dat<T> {
 
     /// Replaces all values; the length must be `set.total() * dim`.
     pub fn set_values(&self, values: &[T]) -> Result<()> {
-        self.with_values_mut(|v| {
-            if v.len() != values.len() {
-                return Err(Error::WrongLength {
-                    what: "dat",
-                    name: self.name().into(),
-                    expected: v.len(),
-                    got: values.len(),
-                    detail: format!("{} entities x dim {}", self.set().total(), self.dim()),
-                });
-            }
-            v.copy_from_slice(values);
-            Ok(())
-        })
+        let mut v = self.0.write();
+        if v.len() != values.len() {
+            return Err(Error::WrongLength {
+                what: "dat",
+                name: self.name().into(),
+                expected: v.len(),
+                got: values.len(),
+                detail: format!("{} entities x dim {}", self.set().total(), self.dim()),
+            });
+        }
+        v.copy_from_slice(values);
+        self.0.mirror.host_written();
+        Ok(())
     }
 }
 
 impl<T: Scalar> fmt::Debug for Dat<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Dat<{}>({} #{} on {}, dim {})", T::TYPE, self.0.name, self.0.id, self.0.set.name(), self.0.dim)
-    }
-}
-
-pub(crate) struct GlobalInner<T> {
-    pub(crate) id: u64,
-    pub(crate) name: String,
-    pub(crate) values: Mutex<Vec<T>>,
-    pub(crate) mirror: MirrorSlot,
-}
-
-impl<T: Scalar> GlobalInner<T> {
-    /// The values, current (downloaded when a device loop reduced last).
-    fn current(&self) -> std::sync::MutexGuard<'_, Vec<T>> {
-        let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
-        self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut values));
-        values
-    }
-}
-
-impl<T: Scalar> DatInner<T> {
-    /// Downloads the values when a device loop wrote them last.
-    fn refresh_host(&self) {
-        let mut values = self.values.write().unwrap_or_else(|e| e.into_inner());
-        self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut values));
+        write!(f, "Dat<{}>({} #{} on {}, dim {})", T::TYPE, self.0.name, self.0.id, self.set().name(), self.dim())
     }
 }
 
@@ -373,12 +379,7 @@ impl<T: Scalar> Global<T> {
                 reason: "needs at least one value".into(),
             });
         }
-        Ok(Global(Arc::new(GlobalInner {
-            id: next_id(),
-            name: name.into(),
-            values: Mutex::new(values.to_vec()),
-            mirror: MirrorSlot::default(),
-        })))
+        Ok(Global(Arc::new(Stored::new(name, values.to_vec(), ()))))
     }
 
     /// The global's name.
@@ -387,20 +388,19 @@ impl<T: Scalar> Global<T> {
     }
     /// Number of values.
     pub fn dim(&self) -> usize {
-        self.values().len()
+        self.0.values.read().unwrap_or_else(|e| e.into_inner()).len()
     }
-    /// All values.
+    /// All values (downloaded when a device loop reduced last).
     pub fn values(&self) -> Vec<T> {
-        self.0.current().clone()
+        self.0.read().clone()
     }
     /// The first value (the value of a scalar global).
     pub fn value(&self) -> T {
-        self.0.current()[0]
+        self.0.read()[0]
     }
     /// Replaces the values; the count must not change.
     pub fn set_values(&self, values: &[T]) -> Result<()> {
-        let mut v = self.0.current();
-        self.0.mirror.host_written();
+        let mut v = self.0.write();
         if v.len() != values.len() {
             return Err(Error::WrongLength {
                 what: "global",
@@ -411,6 +411,7 @@ impl<T: Scalar> Global<T> {
             });
         }
         v.copy_from_slice(values);
+        self.0.mirror.host_written();
         Ok(())
     }
 }
@@ -449,21 +450,7 @@ impl<G: std::ops::DerefMut<Target = Vec<T>>, T> LockedValues for G {
     }
 }
 
-impl<T: Scalar> Storage for DatInner<T> {
-    fn on_device(&self, device: &Arc<dyn Device>) -> Option<Result<u64>> {
-        let mut values = match self.values.try_write() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
-        Some(self.mirror.on_device(device, bytemuck::cast_slice_mut(&mut values)))
-    }
-    fn device_written(&self) {
-        self.mirror.device_written();
-    }
-    fn host_written(&self) {
-        self.mirror.host_written();
-    }
+impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
     fn id(&self) -> u64 {
         self.id
     }
@@ -474,23 +461,12 @@ impl<T: Scalar> Storage for DatInner<T> {
         T::TYPE
     }
     fn lock(&self) -> Option<Box<dyn LockedValues + '_>> {
-        let mut guard = match self.values.try_write() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
+        let mut guard = self.try_exclusive()?;
         self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut guard));
         Some(Box::new(guard))
     }
-}
-
-impl<T: Scalar> Storage for GlobalInner<T> {
     fn on_device(&self, device: &Arc<dyn Device>) -> Option<Result<u64>> {
-        let mut values = match self.values.try_lock() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
+        let mut values = self.try_exclusive()?;
         Some(self.mirror.on_device(device, bytemuck::cast_slice_mut(&mut values)))
     }
     fn device_written(&self) {
@@ -498,23 +474,5 @@ impl<T: Scalar> Storage for GlobalInner<T> {
     }
     fn host_written(&self) {
         self.mirror.host_written();
-    }
-    fn id(&self) -> u64 {
-        self.id
-    }
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn elem(&self) -> ElemType {
-        T::TYPE
-    }
-    fn lock(&self) -> Option<Box<dyn LockedValues + '_>> {
-        let mut guard = match self.values.try_lock() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
-        self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut guard));
-        Some(Box::new(guard))
     }
 }
