@@ -230,6 +230,11 @@ pub trait KernelParam {
     /// The binder's view must satisfy the [`HostFn`] contract, and the result
     /// must not outlive the binder's next use.
     unsafe fn bind(binder: &mut Binder<Self::Shape>, i: usize) -> Self;
+    /// Binds the parameter for element `e` of an unmapped view.
+    ///
+    /// # Safety
+    /// As [`KernelParam::bind`], and [`Binder::unmapped`].
+    unsafe fn bind_at(binder: &Binder<Self::Shape>, e: usize) -> Self;
 }
 
 impl<S: Shape> KernelParam for &S {
@@ -240,6 +245,11 @@ impl<S: Shape> KernelParam for &S {
         // SAFETY: forwarded contract.
         unsafe { &*binder.ptr(i) }
     }
+    #[inline(always)]
+    unsafe fn bind_at(binder: &Binder<S>, e: usize) -> Self {
+        // SAFETY: forwarded contract.
+        unsafe { &*binder.at(e) }
+    }
 }
 
 impl<S: Shape> KernelParam for &mut S {
@@ -249,6 +259,11 @@ impl<S: Shape> KernelParam for &mut S {
     unsafe fn bind(binder: &mut Binder<S>, i: usize) -> Self {
         // SAFETY: forwarded contract.
         unsafe { &mut *binder.ptr(i) }
+    }
+    #[inline(always)]
+    unsafe fn bind_at(binder: &Binder<S>, e: usize) -> Self {
+        // SAFETY: forwarded contract; distinct mutable views are distinct dats (validated).
+        unsafe { &mut *binder.at(e) }
     }
 }
 
@@ -315,6 +330,24 @@ impl<S: Shape> Binder<S> {
     #[inline(always)]
     pub fn sequential(&self) -> bool {
         self.writeback == Writeback::Copy
+    }
+
+    /// Whether the view needs no map (direct or global): loops whose views
+    /// are all unmapped bind pointers inline, without batches.
+    #[inline(always)]
+    pub fn unmapped(&self) -> bool {
+        matches!(self.view.kind, ViewKind::Direct | ViewKind::Global)
+    }
+
+    /// The pointer of element `e` of an unmapped view.
+    ///
+    /// # Safety
+    /// As [`KernelParam::bind`]; the view is unmapped and `e` in range.
+    #[inline(always)]
+    pub unsafe fn at(&self, e: usize) -> *mut S {
+        let stride = if self.view.kind == ViewKind::Global { 0 } else { Self::ALL };
+        // SAFETY: forwarded contract; the data holds `dim == ALL` values per element.
+        unsafe { self.elems().add(e * stride).cast() }
     }
 
     #[inline(always)]
@@ -455,6 +488,16 @@ macro_rules! __host_adapter {
                     <$ty as $crate::__private::KernelParam>::Shape,
                 >::new(*views.next().expect("validated argument count"));
             )*
+            let mut unmapped = true;
+            $( unmapped &= $param.unmapped(); )*
+            if unmapped {
+                // No maps: pointers inline, no batches.
+                for e in start..end {
+                    // SAFETY: the executor upholds the HostFn contract.
+                    unsafe { $name( $( <$ty as $crate::__private::KernelParam>::bind_at(&$param, e) ),* ) };
+                }
+                return;
+            }
             let mut batch = $crate::__private::BATCH;
             $( if $param.sequential() { batch = 1; } )*
             let mut first = start;
