@@ -302,7 +302,7 @@ enum Writeback {
 
 /// Elements per batch of the host adapter.
 #[doc(hidden)]
-pub const BATCH: usize = 16;
+pub const BATCH: usize = 32;
 
 impl<S: Shape> Binder<S> {
     /// Values of one mapped entity: a row for vectors, the shape otherwise.
