@@ -81,7 +81,12 @@ impl Device for Emu {
     }
 
     fn upload(&self, buf: &DeviceBuffer, data: &[u8]) -> Result<()> {
-        assert!(data.len() <= buf.bytes, "upload of {} bytes into {}", data.len(), buf.bytes);
+        if data.len() > buf.bytes {
+            return Err(Error::Backend {
+                name: "emu".into(),
+                reason: format!("upload of {} bytes into {}", data.len(), buf.bytes),
+            });
+        }
         // SAFETY: `buf.addr` is the start of a live allocation of at least
         // `buf.bytes` bytes, owned by `buf`; nothing else writes it now.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf.addr as *mut u8, data.len()) };
@@ -89,7 +94,12 @@ impl Device for Emu {
     }
 
     fn download(&self, buf: &DeviceBuffer, data: &mut [u8]) -> Result<()> {
-        assert!(data.len() <= buf.bytes, "download of {} bytes from {}", data.len(), buf.bytes);
+        if data.len() > buf.bytes {
+            return Err(Error::Backend {
+                name: "emu".into(),
+                reason: format!("download of {} bytes from {}", data.len(), buf.bytes),
+            });
+        }
         // SAFETY: as in `upload`.
         unsafe { std::ptr::copy_nonoverlapping(buf.addr as *const u8, data.as_mut_ptr(), data.len()) };
         Ok(())
@@ -164,7 +174,12 @@ impl Device for Emu {
     }
 
     fn copy(&self, dst: &DeviceBuffer, src: &DeviceBuffer, bytes: usize) -> Result<()> {
-        assert!(bytes <= dst.bytes && bytes <= src.bytes, "copy of {bytes} bytes");
+        if bytes > dst.bytes || bytes > src.bytes {
+            return Err(Error::Backend {
+                name: "emu".into(),
+                reason: format!("copy of {bytes} bytes between buffers of {} and {}", src.bytes, dst.bytes),
+            });
+        }
         // SAFETY: both are live allocations of at least `bytes` bytes; distinct buffers never overlap.
         unsafe { std::ptr::copy(src.addr as *const u8, dst.addr as *mut u8, bytes) };
         Ok(())
