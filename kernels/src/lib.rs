@@ -69,5 +69,5 @@ mod types;
 
 pub use emu::EMU_HEADER;
 pub use prelude::PRELUDE;
-pub use translate::{check_wrapper, cpp_ident, translate, FnKind, Param, Translation};
+pub use translate::{cpp_ident, translate, FnKind, Param, Translation};
 pub use types::Scalar;

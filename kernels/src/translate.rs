@@ -1760,20 +1760,3 @@ fn float_literal(digits: &str, s: Scalar) -> String {
     }
     d
 }
-
-/// A `__global__` wrapper that calls a kernel's device function, so that a
-/// compiler checks the code generation too (used by the NVRTC tests).
-pub fn check_wrapper(t: &Translation) -> String {
-    let mut s = String::new();
-    let decls: Vec<String> = t.params.iter().enumerate().map(|(i, p)| p.cpp_decl(&format!("a{i}"))).collect();
-    let args: Vec<String> = (0..t.params.len()).map(|i| format!("a{i}")).collect();
-    let _ = writeln!(
-        s,
-        "extern \"C\" __global__ void pl_check_{}({}) {{ {}({}); }}",
-        t.cname,
-        decls.join(", "),
-        t.cname,
-        args.join(", ")
-    );
-    s
-}
