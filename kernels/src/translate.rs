@@ -8,7 +8,6 @@
 //! `powi`, `signum`). Shadowed bindings get fresh C++ names.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
 
 use proc_macro2::Span;
 use syn::spanned::Spanned;
