@@ -61,6 +61,7 @@ mod validate;
 pub use arg::Arg;
 pub use backend::Backend;
 pub use decl::{Dat, Global, Map, Sections, Set};
+pub use device::DeviceProperties;
 pub use error::{ArgProblem, Error, Result};
 pub use kernel::{DeviceFn, HostFn, Kernel, ParamSig};
 pub use par_loop::ParLoop;

@@ -11,7 +11,7 @@ use crate::backend::{device, seq, threads, Backend};
 use crate::decl::{Dat, Global, Map, Sections, Set};
 use crate::device::cuda::Cuda;
 use crate::device::emu::Emu;
-use crate::device::Device;
+use crate::device::{Device, DeviceProperties};
 use crate::error::{Error, Result};
 use crate::exec::{lock_args, Reduction};
 use crate::kernel::Kernel;
@@ -227,17 +227,17 @@ impl Runtime {
             let k = loop_plan.auto.lock().unwrap_or_else(|e| e.into_inner()).next(n);
             let trial = n > 1 && loop_plan.auto.lock().unwrap_or_else(|e| e.into_inner()).chosen.is_none();
             let timed = trial || self.profile_output != ProfileOutput::None;
-            if timed {
-                dev.synchronize()?;
-            }
+            // Timed runs measure device time between events on the compute
+            // stream; untimed runs record launch time only and never wait.
+            let before = if timed { Some(dev.record_event()?) } else { None };
             let start = Instant::now();
             if executed > 0 {
                 device::run(dev, &loop_plan.device[k], kernel.name(), args)?;
             }
-            if timed {
-                dev.synchronize()?;
-            }
-            let elapsed = start.elapsed();
+            let elapsed = match before {
+                Some(before) => Duration::from_secs_f64(dev.elapsed(&before, &dev.record_event()?)?),
+                None => start.elapsed(),
+            };
             if trial {
                 loop_plan.auto.lock().unwrap_or_else(|e| e.into_inner()).record(k, elapsed.as_secs_f64(), n);
             }
@@ -387,6 +387,11 @@ impl Runtime {
     /// The device of a device backend, described.
     pub fn device_name(&self) -> Option<String> {
         self.device.as_ref().map(|d| d.name())
+    }
+
+    /// What the device of a device backend is and offers.
+    pub fn device_properties(&self) -> Option<DeviceProperties> {
+        self.device.as_ref().map(|d| d.properties())
     }
 
     /// The CUDA C++ module a device runs for `lp` with `strategy` (the

@@ -27,6 +27,20 @@ fn main() -> ExitCode {
     let result = args.backend.parse::<Backend>().and_then(Runtime::with_backend).and_then(|rt| {
         let name = rt.device_name().unwrap_or_else(|| format!("{} (no device)", rt.backend()));
         println!("device: {name}");
+        if let Some(p) = rt.device_properties() {
+            if let Some((major, minor)) = p.compute_capability {
+                println!("compute capability: {major}.{minor}");
+            }
+            println!("multiprocessors: {}", p.multiprocessors);
+            println!(
+                "shared memory per block: {} KiB ({} KiB opt-in)",
+                p.shared_memory_per_block >> 10,
+                p.shared_memory_per_block_optin >> 10
+            );
+            if p.global_memory > 0 {
+                println!("global memory: {:.1} GiB", p.global_memory as f64 / (1u64 << 30) as f64);
+            }
+        }
         let gbs = rt.copy_bandwidth(args.bytes, args.repeats)?;
         println!("copy bandwidth: {gbs:.1} GB/s ({} MiB per copy, read + written)", args.bytes >> 20);
         Ok(())

@@ -12,11 +12,14 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 
+use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
-use cudarc::driver::{result, CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    result, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg,
+};
 use cudarc::nvrtc::Ptx;
 
-use super::{cache_dir, fnv1a, Device, DeviceBuffer, LaunchParams, Module};
+use super::{cache_dir, fnv1a, Device, DeviceBuffer, DeviceProperties, Event, LaunchParams, Module};
 use crate::error::{Error, Result};
 
 // SAFETY: `LaunchParams` is `#[repr(C)]` plain data (integers), laid out as
@@ -43,7 +46,9 @@ pub(crate) fn present() -> bool {
 /// A GPU.
 pub(crate) struct Cuda {
     ctx: Arc<CudaContext>,
+    /// The compute stream: every launch and copy, in order.
     stream: Arc<CudaStream>,
+    properties: DeviceProperties,
     arch: String,
     name: String,
     shared_optin: usize,
@@ -74,11 +79,21 @@ impl Cuda {
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
             .map_err(fail)? as usize;
         let name = ctx.name().map_err(fail)?;
+        let attribute = |a| ctx.attribute(a).map_err(fail).map(|v| v.max(0) as usize);
+        let properties = DeviceProperties {
+            name: name.clone(),
+            compute_capability: Some((major, minor)),
+            multiprocessors: attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            shared_memory_per_block: attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+            shared_memory_per_block_optin: shared_optin,
+            global_memory: ctx.total_mem().map_err(fail)?,
+        };
         let (mut vmaj, mut vmin) = (0, 0);
         // SAFETY: writes two integers.
         unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut vmaj, &mut vmin) };
         Ok(Cuda {
-            stream: ctx.default_stream(),
+            stream: ctx.new_stream().map_err(fail)?,
+            properties,
             ctx,
             arch: format!("sm_{major}{minor}"),
             name,
@@ -178,8 +193,9 @@ impl Device for Cuda {
         // SAFETY: a plain allocation, zeroed before use, freed by `Allocation`.
         let ptr = unsafe { result::malloc_sync(n) }.map_err(fail)?;
         let owner = Allocation { ptr, ctx: self.ctx.clone() };
-        // SAFETY: `ptr` holds `n` bytes.
-        unsafe { result::memset_d8_sync(ptr, 0, n) }.map_err(fail)?;
+        // SAFETY: `ptr` holds `n` bytes. On the compute stream, so that later
+        // launches see zeros.
+        unsafe { result::memset_d8_async(ptr, 0, n, self.stream.cu_stream()) }.map_err(fail)?;
         Ok(DeviceBuffer::new(ptr, bytes, Box::new(owner)))
     }
 
@@ -188,9 +204,11 @@ impl Device for Cuda {
             return Err(fail(format!("upload of {} bytes into {}", data.len(), buf.bytes)));
         }
         self.ctx.bind_to_thread().map_err(fail)?;
-        self.stream.synchronize().map_err(fail)?;
+        // On the compute stream (ordered with launches), then waited for, so
+        // that `data` may be released when this returns.
         // SAFETY: `buf` holds at least `data.len()` bytes.
-        unsafe { result::memcpy_htod_sync(buf.addr, data) }.map_err(fail)
+        unsafe { result::memcpy_htod_async(buf.addr, data, self.stream.cu_stream()) }.map_err(fail)?;
+        self.stream.synchronize().map_err(fail)
     }
 
     fn download(&self, buf: &DeviceBuffer, data: &mut [u8]) -> Result<()> {
@@ -198,10 +216,10 @@ impl Device for Cuda {
             return Err(fail(format!("download of {} bytes from {}", data.len(), buf.bytes)));
         }
         self.ctx.bind_to_thread().map_err(fail)?;
-        // Loops write asynchronously on the stream: wait for them.
-        self.stream.synchronize().map_err(fail)?;
+        // After the loops issued before it on the stream, then waited for.
         // SAFETY: `buf` holds at least `data.len()` bytes.
-        unsafe { result::memcpy_dtoh_sync(data, buf.addr) }.map_err(fail)
+        unsafe { result::memcpy_dtoh_async(data, buf.addr, self.stream.cu_stream()) }.map_err(fail)?;
+        self.stream.synchronize().map_err(fail)
     }
 
     fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>> {
@@ -255,5 +273,25 @@ impl Device for Cuda {
         self.ctx.bind_to_thread().map_err(fail)?;
         // SAFETY: both hold at least `bytes` bytes of this context.
         unsafe { result::memcpy_dtod_async(dst.addr, src.addr, bytes, self.stream.cu_stream()) }.map_err(fail)
+    }
+
+    fn properties(&self) -> DeviceProperties {
+        self.properties.clone()
+    }
+
+    fn record_event(&self) -> Result<Event> {
+        let event = self.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(fail)?;
+        event.record(&self.stream).map_err(fail)?;
+        Ok(Event::new(event))
+    }
+
+    fn elapsed(&self, start: &Event, end: &Event) -> Result<f64> {
+        match (start.get::<CudaEvent>(), end.get::<CudaEvent>()) {
+            (Some(a), Some(b)) => {
+                b.synchronize().map_err(fail)?;
+                Ok(f64::from(a.elapsed_ms(b).map_err(fail)?) / 1e3)
+            }
+            _ => Err(fail("events of another device")),
+        }
     }
 }

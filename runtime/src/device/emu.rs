@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use super::{cache_dir, fnv1a, Device, DeviceBuffer, LaunchParams, Module};
+use super::{cache_dir, fnv1a, Device, DeviceBuffer, DeviceProperties, Event, LaunchParams, Module};
 use crate::error::{Error, Result};
 
 /// The emulated device.
@@ -183,5 +183,28 @@ impl Device for Emu {
         // SAFETY: both are live allocations of at least `bytes` bytes; distinct buffers never overlap.
         unsafe { std::ptr::copy(src.addr as *const u8, dst.addr as *mut u8, bytes) };
         Ok(())
+    }
+
+    fn properties(&self) -> DeviceProperties {
+        DeviceProperties {
+            name: self.name(),
+            compute_capability: None,
+            multiprocessors: 1,
+            shared_memory_per_block: self.shared_memory_per_block(),
+            shared_memory_per_block_optin: self.shared_memory_per_block(),
+            global_memory: 0,
+        }
+    }
+
+    fn record_event(&self) -> Result<Event> {
+        // Work is synchronous: an event is the time it is recorded.
+        Ok(Event::new(std::time::Instant::now()))
+    }
+
+    fn elapsed(&self, start: &Event, end: &Event) -> Result<f64> {
+        match (start.get::<std::time::Instant>(), end.get::<std::time::Instant>()) {
+            (Some(a), Some(b)) => Ok(b.saturating_duration_since(*a).as_secs_f64()),
+            _ => Err(Error::Backend { name: "emu".into(), reason: "events of another device".into() }),
+        }
     }
 }

@@ -50,6 +50,36 @@ impl std::fmt::Debug for DeviceBuffer {
     }
 }
 
+/// What a device is and offers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceProperties {
+    /// The device's name.
+    pub name: String,
+    /// CUDA compute capability (major, minor); `None` for the emulated device.
+    pub compute_capability: Option<(i32, i32)>,
+    /// Streaming multiprocessors (host threads for the emulated device).
+    pub multiprocessors: usize,
+    /// Shared memory a block may use by default, in bytes.
+    pub shared_memory_per_block: usize,
+    /// Shared memory a block may use after opting in, in bytes.
+    pub shared_memory_per_block_optin: usize,
+    /// Global memory, in bytes (0 when unknown).
+    pub global_memory: usize,
+}
+
+/// A point on a device's compute stream, for timing work on the device.
+pub(crate) struct Event(Box<dyn std::any::Any + Send + Sync>);
+
+impl Event {
+    pub(crate) fn new(inner: impl std::any::Any + Send + Sync) -> Event {
+        Event(Box::new(inner))
+    }
+
+    pub(crate) fn get<T: 'static>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
+}
+
 /// A compiled module.
 pub(crate) trait Module: Send + Sync {
     /// Launches `entry` with `grid` blocks of `block` threads.
@@ -76,6 +106,12 @@ pub(crate) trait Device: Send + Sync {
     fn synchronize(&self) -> Result<()>;
     /// Copies `bytes` from `src` to `dst`, both on the device.
     fn copy(&self, dst: &DeviceBuffer, src: &DeviceBuffer, bytes: usize) -> Result<()>;
+    /// What the device is and offers.
+    fn properties(&self) -> DeviceProperties;
+    /// Records an event on the compute stream (after the work issued so far).
+    fn record_event(&self) -> Result<Event>;
+    /// Seconds of device work between two events; waits for `end`.
+    fn elapsed(&self, start: &Event, end: &Event) -> Result<f64>;
 }
 
 /// A stable 64-bit FNV-1a hash (for cache keys across runs).
