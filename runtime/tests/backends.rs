@@ -202,17 +202,22 @@ proptest! {
     }
 }
 
-#[test]
-fn threaded_results_are_bitwise_identical_for_any_thread_count() {
-    let (nedges, nnodes) = (2500, 300);
-    let m = Mesh {
+/// A deterministic mesh with shared targets everywhere (no randomness, so
+/// that reproducibility tests compare like with like).
+fn fixed_mesh(nedges: usize, nnodes: usize) -> Mesh {
+    Mesh {
         nedges,
         nnodes,
         arity3: (0..nedges * 3).map(|k| ((k * 7919) % nnodes) as i32).collect(),
         pairs: (0..nedges * 2).map(|k| ((k * 104_729 + 11) % nnodes) as i32).collect(),
         weights: (0..nedges).map(|k| 0.01 + (k % 97) as f64 * 0.1).collect(),
         coords: (0..nnodes * 2).map(|k| ((k % 13) as f64 - 6.0) * 0.37).collect(),
-    };
+    }
+}
+
+#[test]
+fn threaded_results_are_bitwise_identical_for_any_thread_count() {
+    let m = fixed_mesh(2500, 300);
     let pool = |n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
     let one = pool(1).install(|| run(Backend::Threads, &m, None));
     let two = pool(2).install(|| run(Backend::Threads, &m, None));
@@ -309,15 +314,7 @@ proptest! {
 
 #[test]
 fn staged_and_global_colour_are_bitwise_reproducible() {
-    let (nedges, nnodes) = (3000, 200);
-    let m = Mesh {
-        nedges,
-        nnodes,
-        arity3: (0..nedges * 3).map(|k| ((k * 7919) % nnodes) as i32).collect(),
-        pairs: (0..nedges * 2).map(|k| ((k * 104_729 + 11) % nnodes) as i32).collect(),
-        weights: (0..nedges).map(|k| 0.01 + (k % 97) as f64 * 0.1).collect(),
-        coords: (0..nnodes * 2).map(|k| ((k % 13) as f64 - 6.0) * 0.37).collect(),
-    };
+    let m = fixed_mesh(3000, 200);
     for strategy in [DeviceStrategy::Staged, DeviceStrategy::GlobalColour] {
         let a = run_with(Backend::Emu, Some(strategy), &m, None);
         let b = run_with(Backend::Emu, Some(strategy), &m, None);
