@@ -6,7 +6,7 @@
 
 mod support;
 
-use parloop::{Access, Backend, ParLoop, Runtime, Strategy as DeviceStrategy};
+use parloop::{Access, Backend, Dat, Global, Map, ParLoop, Runtime, Set, Strategy as DeviceStrategy};
 use proptest::prelude::*;
 
 /// Edge loop: INC through both columns, READ through a vector argument,
@@ -111,6 +111,30 @@ fn run(backend: Backend, m: &Mesh, part_size: Option<usize>) -> Outcome {
     run_with(backend, None, m, part_size)
 }
 
+/// The reductions of `edge_flux`: count (INC), lo (MIN), hi (MAX), total (INC).
+type FluxGlobals<'a> = (&'a Global<u64>, &'a Global<i32>, &'a Global<f32>, &'a Global<f64>);
+
+/// The `edge_flux` loop: INC through both columns of `pair`, a READ vector
+/// argument, and every kind of global reduction.
+fn edge_flux_loop(edges: &Set, pair: &Map, w: &Dat<f64>, x: &Dat<f64>, res: &Dat<f64>, g: FluxGlobals) -> ParLoop {
+    let (count, lo, hi, total) = g;
+    ParLoop::new(
+        edge_flux::KERNEL,
+        edges,
+        &[
+            w.arg(Access::READ),
+            x.arg_vec(pair, Access::READ),
+            res.arg_via(pair, 0, Access::INC),
+            res.arg_via(pair, 1, Access::INC),
+            count.arg(Access::INC),
+            lo.arg(Access::MIN),
+            hi.arg(Access::MAX),
+            total.arg(Access::INC),
+        ],
+    )
+    .unwrap()
+}
+
 fn run_with(backend: Backend, strategy: Option<DeviceStrategy>, m: &Mesh, part_size: Option<usize>) -> Outcome {
     let mut rt = Runtime::with_backend(backend).unwrap();
     rt.set_part_size(part_size);
@@ -126,22 +150,9 @@ fn run_with(backend: Backend, strategy: Option<DeviceStrategy>, m: &Mesh, part_s
     let lo = rt.global("lo", &[i32::MAX]).unwrap();
     let hi = rt.global("hi", &[f32::MIN]).unwrap();
     let total = rt.global("total", &[0.0f64]).unwrap();
+    let flux = edge_flux_loop(&edges, &pair, &w, &x, &res, (&count, &lo, &hi, &total));
     for _ in 0..2 {
-        rt.par_loop(
-            edge_flux::KERNEL,
-            &edges,
-            &[
-                w.arg(Access::READ),
-                x.arg_vec(&pair, Access::READ),
-                res.arg_via(&pair, 0, Access::INC),
-                res.arg_via(&pair, 1, Access::INC),
-                count.arg(Access::INC),
-                lo.arg(Access::MIN),
-                hi.arg(Access::MAX),
-                total.arg(Access::INC),
-            ],
-        )
-        .unwrap();
+        rt.execute(&flux).unwrap();
     }
     let ids: Vec<i64> = (0..m.nedges as i64).map(|i| i * 7919 - 3).collect();
     let id = rt.dat("id", &edges, 1, ids).unwrap();
@@ -354,21 +365,7 @@ fn every_generated_loop_of_this_suite_compiles_with_nvrtc_for_sm_90() {
     let hi = rt.global("hi", &[0.0f32]).unwrap();
     let total = rt.global("total", &[0.0f64]).unwrap();
     let loops = [
-        ParLoop::new(
-            edge_flux::KERNEL,
-            &edges,
-            &[
-                w.arg(Access::READ),
-                x.arg_vec(&pair, Access::READ),
-                res.arg_via(&pair, 0, Access::INC),
-                res.arg_via(&pair, 1, Access::INC),
-                count.arg(Access::INC),
-                lo.arg(Access::MIN),
-                hi.arg(Access::MAX),
-                total.arg(Access::INC),
-            ],
-        )
-        .unwrap(),
+        edge_flux_loop(&edges, &pair, &w, &x, &res, (&count, &lo, &hi, &total)),
         ParLoop::new(tally::KERNEL, &edges, &[id.arg(Access::READ), t.arg_via(&tri, 2, Access::RW)]).unwrap(),
         ParLoop::new(spread::KERNEL, &edges, &[v.arg(Access::READ), s.arg_vec(&tri, Access::INC)]).unwrap(),
         ParLoop::new(
