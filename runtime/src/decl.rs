@@ -6,7 +6,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use crate::coherence::MirrorSlot;
 use crate::device::{Device, DeviceBuffer};
@@ -40,10 +40,25 @@ impl Sections {
     }
 }
 
-struct SetInner {
+pub(crate) struct SetInner {
     id: u64,
     name: String,
     sections: Sections,
+    /// This rank's part once the set is distributed.
+    pub(crate) local: OnceLock<Arc<LocalPart>>,
+}
+
+/// A distributed set's part on this rank.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) struct LocalPart {
+    pub sections: Sections,
+    /// The global index of every local entity.
+    pub global: Vec<usize>,
+    /// Entities of the whole set.
+    pub global_size: usize,
+    /// Where the other parts are.
+    #[cfg(feature = "mpi")]
+    pub comm: Arc<crate::dist::Comm>,
 }
 
 /// A named collection of entities (nodes, edges, cells).
@@ -55,11 +70,11 @@ struct SetInner {
 /// assert_eq!(cells.name(), "cells");
 /// ```
 #[derive(Clone)]
-pub struct Set(Arc<SetInner>);
+pub struct Set(pub(crate) Arc<SetInner>);
 
 impl Set {
     pub(crate) fn new(name: &str, sections: Sections) -> Set {
-        Set(Arc::new(SetInner { id: next_id(), name: name.to_owned(), sections }))
+        Set(Arc::new(SetInner { id: next_id(), name: name.to_owned(), sections, local: OnceLock::new() }))
     }
 
     /// The set's name.
@@ -74,17 +89,18 @@ impl Set {
 
     /// Owned entities (core and owned sections).
     pub fn size(&self) -> usize {
-        self.0.sections.core + self.0.sections.owned
+        let s = self.sections();
+        s.core + s.owned
     }
 
     /// All local entities, halos included: the length of data on this set.
     pub fn total(&self) -> usize {
-        self.0.sections.total()
+        self.sections().total()
     }
 
-    /// The section sizes.
+    /// The section sizes (this rank's, once distributed).
     pub fn sections(&self) -> Sections {
-        self.0.sections
+        self.0.local.get().map_or(self.0.sections, |l| l.sections)
     }
 }
 
@@ -108,6 +124,8 @@ pub(crate) struct MapInner {
     to: Set,
     arity: usize,
     values: Vec<i32>,
+    /// This rank's rows, in local numbering, once distributed.
+    pub(crate) local: OnceLock<Vec<i32>>,
     /// The values on a device (maps never change, so one upload suffices).
     device: Mutex<Option<(Arc<dyn Device>, DeviceBuffer)>>,
 }
@@ -155,6 +173,7 @@ impl Map {
             to: to.clone(),
             arity,
             values,
+            local: OnceLock::new(),
             device: Mutex::new(None),
         })))
     }
@@ -179,8 +198,15 @@ impl Map {
     pub fn arity(&self) -> usize {
         self.0.arity
     }
-    /// The values, `arity` per source entity.
+    /// The values, `arity` per source entity (this rank's rows in local
+    /// numbering, once distributed).
     pub fn values(&self) -> &[i32] {
+        self.0.local.get().unwrap_or(&self.0.values)
+    }
+
+    /// The values as declared, before any distribution.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn global_values(&self) -> &[i32] {
         &self.0.values
     }
 
@@ -349,6 +375,27 @@ impl<T: Scalar> Dat<T> {
         v.copy_from_slice(values);
         self.0.mirror.host_written();
         Ok(())
+    }
+}
+
+/// A dat whose values follow its set when the set is distributed.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) trait Redistribute: Send + Sync {
+    fn set(&self) -> &Set;
+    /// Keeps the values of entities `global`, in that order.
+    fn keep(&self, global: &[usize]);
+}
+
+impl<T: Scalar> Redistribute for DatInner<T> {
+    fn set(&self) -> &Set {
+        &self.meta.set
+    }
+    fn keep(&self, global: &[usize]) {
+        let dim = self.meta.dim;
+        let mut values = self.write();
+        let local: Vec<T> = global.iter().flat_map(|&g| values[g * dim..(g + 1) * dim].iter().copied()).collect();
+        *values = local;
+        self.mirror.host_written();
     }
 }
 

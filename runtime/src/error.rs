@@ -89,6 +89,14 @@ pub enum Error {
         /// Why it cannot be used.
         reason: String,
     },
+    /// A distributed run cannot proceed (partitioning, a rank mismatch, MPI).
+    #[error("distributed run, rank {rank}: {reason}")]
+    Distributed {
+        /// The rank that found the problem.
+        rank: usize,
+        /// What went wrong, naming the set, map, dat or loop.
+        reason: String,
+    },
     /// An environment variable has a value parloop does not understand.
     #[error("environment variable {var}={value}: {reason}")]
     Env {

@@ -48,6 +48,8 @@ mod backend;
 mod coherence;
 mod decl;
 mod device;
+#[cfg(feature = "mpi")]
+mod dist;
 mod error;
 mod exec;
 mod kernel;
@@ -71,6 +73,15 @@ pub use parloop_macros::{device, kernel};
 pub use profile::LoopReport;
 pub use runtime::Runtime;
 pub use types::{Access, ElemType, Scalar};
+
+/// Distributed runs: MPI set-up, partitioners and the partition report.
+#[cfg(feature = "mpi")]
+pub mod mpi {
+    pub use crate::dist::{initialize, Comm, PartitionReport, Partitioner, SetReport, Universe};
+    pub use ::mpi::collective::{CommunicatorCollectives, SystemOperation};
+    pub use ::mpi::topology::SimpleCommunicator;
+    pub use ::mpi::traits::Communicator;
+}
 
 /// Re-exported planner, for callers that want plans or RCM directly.
 pub use parloop_planner as planner;

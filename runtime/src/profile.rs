@@ -17,6 +17,12 @@ pub struct LoopReport {
     pub plan_seconds: f64,
     /// Minimum bytes moved over all executions (the planner's byte model).
     pub bytes: u64,
+    /// Halo bytes sent per dat, over all executions (distributed runs).
+    pub halo_bytes: Vec<(String, u64)>,
+    /// Halo messages sent, over all executions.
+    pub halo_messages: u64,
+    /// Time spent waiting for halo messages, in seconds.
+    pub mpi_wait_seconds: f64,
 }
 
 impl LoopReport {
@@ -58,6 +64,20 @@ impl Profile {
         entry.seconds += run.as_secs_f64();
         entry.plan_seconds += plan.as_secs_f64();
         entry.bytes += bytes;
+    }
+
+    /// Adds one execution's halo traffic to loop `name` (recorded before).
+    #[cfg(feature = "mpi")]
+    pub(crate) fn record_halo(&mut self, name: &str, t: crate::dist::HaloTraffic) {
+        let Some(entry) = self.loops.iter_mut().find(|l| l.name == name) else { return };
+        entry.halo_messages += t.messages;
+        entry.mpi_wait_seconds += t.wait.as_secs_f64();
+        for (dat, b) in t.bytes {
+            match entry.halo_bytes.iter_mut().find(|(d, _)| *d == dat) {
+                Some((_, total)) => *total += b,
+                None => entry.halo_bytes.push((dat, b)),
+            }
+        }
     }
 
     pub fn reports(&self) -> Vec<LoopReport> {

@@ -72,6 +72,9 @@ pub struct Runtime {
     part_size: Option<usize>,
     plans: Mutex<PlanCache>,
     profile: Mutex<Profile>,
+    /// The communicator and the distributed mesh, under MPI.
+    #[cfg(feature = "mpi")]
+    pub(crate) dist: crate::dist::DistState,
     profile_output: ProfileOutput,
 }
 
@@ -88,6 +91,15 @@ impl Runtime {
             None => Backend::auto(),
         };
         Runtime::with_backend(backend)
+    }
+
+    /// A runtime on `backend` whose distributed loops use (a duplicate of)
+    /// `comm` instead of the world communicator.
+    #[cfg(feature = "mpi")]
+    pub fn with_communicator(backend: Backend, comm: &mpi::topology::SimpleCommunicator) -> Result<Runtime> {
+        let mut rt = Runtime::with_backend(backend)?;
+        rt.dist.comm = Some(Arc::new(crate::dist::Comm::new(comm)));
+        Ok(rt)
     }
 
     /// A runtime on `backend`; other settings come from the environment.
@@ -145,6 +157,15 @@ impl Runtime {
             deterministic,
             part_size,
             plans: Mutex::new(PlanCache::new(PLAN_CACHE_CAPACITY)),
+            #[cfg(feature = "mpi")]
+            dist: crate::dist::DistState {
+                // Under MPI, the world unless the solver passes a communicator.
+                comm: mpi::environment::is_initialized()
+                    .then(|| Arc::new(crate::dist::Comm::new(&mpi::topology::SimpleCommunicator::world()))),
+                check_ranks: env("PARLOOP_CHECK_RANKS").is_some_and(|v| v.trim() == "1"),
+                no_overlap: env("PARLOOP_OVERLAP").is_some_and(|v| v.trim() == "0"),
+                ..Default::default()
+            },
             profile: Mutex::new(Profile::default()),
             profile_output,
         })
@@ -175,23 +196,78 @@ impl Runtime {
 
     /// Declares a set of `size` entities (a serial set: all core).
     pub fn set(&self, name: &str, size: usize) -> Set {
-        Set::new(name, Sections { core: size, ..Sections::default() })
+        self.set_with_sections(name, Sections { core: size, ..Sections::default() })
     }
 
     /// Declares a set with explicit section sizes.
     pub fn set_with_sections(&self, name: &str, sections: Sections) -> Set {
-        Set::new(name, sections)
+        let set = Set::new(name, sections);
+        #[cfg(feature = "mpi")]
+        self.dist.declared.lock().unwrap_or_else(|e| e.into_inner()).sets.push(Arc::downgrade(&set.0));
+        set
     }
 
     /// Declares a map of `arity` targets per entity of `from`, each a valid
     /// index of `to`; an out-of-range value is an error naming the entity.
     pub fn map(&self, name: &str, from: &Set, to: &Set, arity: usize, values: Vec<i32>) -> Result<Map> {
-        Map::new(name, from, to, arity, values)
+        let map = Map::new(name, from, to, arity, values)?;
+        #[cfg(feature = "mpi")]
+        self.dist.declared.lock().unwrap_or_else(|e| e.into_inner()).maps.push(Arc::downgrade(&map.0));
+        Ok(map)
     }
 
     /// Declares a dat of `dim` values per entity of `set`.
     pub fn dat<T: Scalar>(&self, name: &str, set: &Set, dim: usize, values: Vec<T>) -> Result<Dat<T>> {
-        Dat::new(name, set, dim, values)
+        let dat = Dat::new(name, set, dim, values)?;
+        #[cfg(feature = "mpi")]
+        {
+            let weak: std::sync::Weak<dyn crate::decl::Redistribute> = Arc::downgrade(&dat.0) as _;
+            self.dist.declared.lock().unwrap_or_else(|e| e.into_inner()).dats.push(weak);
+        }
+        Ok(dat)
+    }
+
+    /// Forgets every cached plan (the maps changed under them).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn clear_plans(&self) {
+        *self.plans.lock().unwrap_or_else(|e| e.into_inner()) = PlanCache::new(PLAN_CACHE_CAPACITY);
+    }
+
+    /// This process's rank in the runtime's communicator (0 when serial).
+    pub fn rank(&self) -> usize {
+        #[cfg(feature = "mpi")]
+        if let Some(c) = &self.dist.comm {
+            return c.rank();
+        }
+        0
+    }
+
+    /// Ranks in the runtime's communicator (1 when serial).
+    pub fn ranks(&self) -> usize {
+        #[cfg(feature = "mpi")]
+        if let Some(c) = &self.dist.comm {
+            return c.size();
+        }
+        1
+    }
+
+    /// Under MPI with more than one rank, ends the whole job with `err`
+    /// and this rank's number, so that the other ranks do not hang waiting
+    /// for this one; otherwise returns `err`. Solvers call it on errors
+    /// they cannot handle.
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// let err = parloop::Error::Input { source_name: "grid".into(), line: 3, reason: "bad number".into() };
+    /// assert!(matches!(rt.fail(err), parloop::Error::Input { .. }));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn fail(&self, err: Error) -> Error {
+        #[cfg(feature = "mpi")]
+        if let Some(c) = self.dist.comm.as_ref().filter(|c| c.size() > 1) {
+            c.abort(&err);
+        }
+        err
     }
 
     /// Declares a global with the given initial values.
@@ -251,32 +327,43 @@ impl Runtime {
         }
         let locked = lock_args(kernel.name(), args)?;
         let start = Instant::now();
-        if executed > 0 {
-            match (self.backend, &loop_plan.plan) {
-                (Backend::Seq, _) => seq::run(kernel.host(), &locked.views, executed),
-                (Backend::Threads, Some(plan)) => {
-                    threads::run(kernel.host(), &locked.views, threads::Work::Plan(plan), &Reduction::of(args))
-                }
-                (Backend::Threads, None) => threads::run(
-                    kernel.host(),
-                    &locked.views,
-                    threads::Work::Chunks { sections: &sections },
-                    &Reduction::of(args),
-                ),
-                (Backend::Emu | Backend::Cuda, _) => unreachable!("device loops return above"),
+        let reductions = Reduction::of(args);
+        let host = kernel.host();
+        let views = &locked.views;
+        // Core, owned, then the exec halo, whose elements never count in
+        // reductions (their owners count them).
+        let (core, owned) = (s.core, s.core + s.owned);
+        let phase = |range: std::ops::Range<usize>, reduce: bool| match (self.backend, &loop_plan.plan) {
+            (Backend::Seq, _) => seq::run(host, views, range, &reductions, reduce),
+            (Backend::Threads, Some(plan)) => {
+                threads::run(host, views, threads::Work::Plan(plan), &reductions, range, reduce)
             }
+            (Backend::Threads, None) => {
+                threads::run(host, views, threads::Work::Chunks { sections: &sections }, &reductions, range, reduce)
+            }
+            (Backend::Emu | Backend::Cuda, _) => unreachable!("device loops return above"),
+        };
+        #[cfg(feature = "mpi")]
+        let distributed = self.distributed_begin(kernel, set, args, views, &reductions)?;
+        #[cfg(feature = "mpi")]
+        let halo = self.halo_exchange(set, args, views, exec_halo, || phase(0..core, true))?;
+        #[cfg(not(feature = "mpi"))]
+        phase(0..core, true);
+        phase(core..owned, true);
+        if exec_halo {
+            phase(owned..executed, false);
         }
+        #[cfg(feature = "mpi")]
+        self.distributed_end(distributed, args, views, &reductions);
         let elapsed = start.elapsed();
         drop(locked);
         for a in args.iter().filter(|a| a.access.writes()) {
             a.storage.host_written();
         }
-        self.profile.lock().unwrap_or_else(|e| e.into_inner()).record(
-            kernel.name(),
-            elapsed,
-            plan_time,
-            loop_plan.bytes,
-        );
+        let mut profile = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+        profile.record(kernel.name(), elapsed, plan_time, loop_plan.bytes);
+        #[cfg(feature = "mpi")]
+        profile.record_halo(kernel.name(), halo);
         Ok(())
     }
 

@@ -1,6 +1,6 @@
 //! The airfoil time loop on a parloop runtime.
 
-use parloop::{Access, Dat, Error, Global, ParLoop, Runtime, Set};
+use parloop::{Access, Dat, Error, Global, Map, ParLoop, Runtime, Set};
 
 use super::grid::Grid;
 use super::kernels::{adt_calc, bres_calc, gam, gm1, res_calc, save_soln, update, MACH};
@@ -28,6 +28,12 @@ pub struct Airfoil<'rt> {
     rt: &'rt Runtime,
     /// Cells.
     pub cells: Set,
+    /// Edge to its two cells (the graph partitioners cut).
+    pub pecell: Map,
+    /// Node coordinates.
+    pub x: Dat<f64>,
+    /// Cells of the whole grid (the rms divides by it on every rank).
+    ncell: usize,
     /// Conserved variables per cell.
     pub q: Dat<f64>,
     /// Local time step per cell.
@@ -103,6 +109,9 @@ impl<'rt> Airfoil<'rt> {
                 &[qold.arg(read), q.arg(write), res.arg(rw), adt.arg(read), rms.arg(inc)],
             )?,
             cells,
+            pecell,
+            x,
+            ncell,
             q,
             adt,
             res,
@@ -127,7 +136,7 @@ impl<'rt> Airfoil<'rt> {
             self.rms.set_values(&[0.0])?;
             rt.execute(&self.update)?;
         }
-        Ok((self.rms.value() / self.cells.size() as f64).sqrt())
+        Ok((self.rms.value() / self.ncell as f64).sqrt())
     }
 
     /// Runs `iterations` steps, calling `report(iteration, rms)` after every

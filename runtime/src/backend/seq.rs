@@ -1,10 +1,34 @@
 //! The sequential backend: every element in order, on the calling thread.
 
+use std::ops::Range;
+
+use crate::exec::Reduction;
 use crate::kernel::{ArgView, HostFn};
 
-/// Runs elements `0..len` in order. Reductions go straight into the globals.
-pub(crate) fn run(host: HostFn, views: &[ArgView], len: usize) {
-    // SAFETY: `views` come from `exec::lock_args` over validated arguments,
-    // whose data stays locked while this runs; a single thread touches it.
-    unsafe { host(views, 0, len) }
+/// Runs elements `range` in order. Reductions go straight into the globals
+/// when `reduce`, into scratch copies otherwise (the exec halo, whose
+/// elements other ranks own and count).
+pub(crate) fn run(host: HostFn, views: &[ArgView], range: Range<usize>, reductions: &[Reduction], reduce: bool) {
+    if range.is_empty() {
+        return;
+    }
+    if reduce || reductions.is_empty() {
+        // SAFETY: `views` come from `exec::lock_args` over validated arguments,
+        // whose data stays locked while this runs; a single thread touches it.
+        unsafe { host(views, range.start, range.end) };
+        return;
+    }
+    let mut scratch: Vec<Vec<u64>> = Vec::new();
+    let mut local = views.to_vec();
+    for r in reductions {
+        let mut words = vec![0u64; r.words()];
+        // SAFETY: the global's view holds `dim` values of `elem` (r.words() words).
+        unsafe {
+            std::ptr::copy_nonoverlapping(views[r.arg].data, words.as_mut_ptr().cast(), r.dim * r.elem.size());
+        }
+        local[r.arg].data = words.as_mut_ptr().cast();
+        scratch.push(words);
+    }
+    // SAFETY: as above; reduction views point into `scratch`, alive here.
+    unsafe { host(&local, range.start, range.end) };
 }

@@ -55,9 +55,21 @@ impl Shared<'_> {
     }
 }
 
-/// Runs `work` with `host` over `views`, reducing `reductions`.
-pub(crate) fn run(host: HostFn, views: &[ArgView], work: Work, reductions: &[Reduction]) {
-    let items: Vec<(usize, usize)> = match &work {
+/// Runs the blocks or chunks of `work` that start in `range` with `host`
+/// over `views`, reducing `reductions` into the globals when `reduce` (not
+/// for the exec halo, whose elements other ranks own and count).
+pub(crate) fn run(
+    host: HostFn,
+    views: &[ArgView],
+    work: Work,
+    reductions: &[Reduction],
+    range: std::ops::Range<usize>,
+    reduce: bool,
+) {
+    if range.is_empty() {
+        return;
+    }
+    let all: Vec<(usize, usize)> = match &work {
         Work::Chunks { sections } => {
             let mut items = Vec::new();
             let mut start = 0;
@@ -74,6 +86,10 @@ pub(crate) fn run(host: HostFn, views: &[ArgView], work: Work, reductions: &[Red
         }
         Work::Plan(plan) => plan.blocks.iter().map(|b| (b.start, b.start + b.len)).collect(),
     };
+    // Items keep their indices (blocks are named by index in the plan);
+    // those outside `range` do nothing.
+    let items: Vec<(usize, usize)> =
+        all.iter().map(|&(s, e)| if range.contains(&s) { (s, e) } else { (s, s) }).collect();
     let offsets: Vec<usize> = reductions
         .iter()
         .scan(0, |acc, r| {
@@ -98,6 +114,9 @@ pub(crate) fn run(host: HostFn, views: &[ArgView], work: Work, reductions: &[Red
     let shared = Shared { views, partials: partials.as_mut_ptr() };
     let run_item = |i: usize| {
         let (start, end) = items[i];
+        if start == end {
+            return;
+        }
         if reductions.is_empty() {
             // SAFETY: see `Shared`.
             unsafe { host(shared.views(), start, end) };
@@ -120,6 +139,9 @@ pub(crate) fn run(host: HostFn, views: &[ArgView], work: Work, reductions: &[Red
         }
     }
     for (r, &off) in reductions.iter().zip(&offsets) {
+        if !reduce {
+            break;
+        }
         for i in 0..items.len() {
             let src = partials[i * words + off..].as_ptr().cast::<u8>();
             // SAFETY: both hold `dim` values of `elem`; the global is locked.
@@ -132,7 +154,7 @@ pub(crate) fn run(host: HostFn, views: &[ArgView], work: Work, reductions: &[Red
 ///
 /// # Safety
 /// Both pointers hold `dim` aligned values of `elem`.
-unsafe fn combine(elem: ElemType, access: Access, dst: *mut u8, src: *const u8, dim: usize) {
+pub(crate) unsafe fn combine(elem: ElemType, access: Access, dst: *mut u8, src: *const u8, dim: usize) {
     unsafe fn typed<T: Scalar>(access: Access, dst: *mut u8, src: *const u8, dim: usize) {
         for k in 0..dim {
             // SAFETY: forwarded contract.

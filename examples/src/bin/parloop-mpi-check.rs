@@ -1,0 +1,271 @@
+//! Distributed runs checked against serial ones, under `mpiexec -n N`:
+//!
+//! - the airfoil on the 100x150 grid, with METIS, block and geometric
+//!   partitions, on the seq and threads backends: the rms of every step and
+//!   the gathered `q` against a serial run of the same program on each rank
+//!   (within 1e-10 relative);
+//! - random meshes with every access mode (direct READ/WRITE/RW, indirect
+//!   READ/INC, vector READ, global INC/MIN/MAX), gathered results against
+//!   serial;
+//! - a partition with more ranks than entities of a set.
+//!
+//! `parloop-mpi-check --ranks N` fails unless the world has N ranks, so a
+//! launcher and library that do not match fail loudly. Exits non-zero on
+//! the first mismatch, after every rank reached it.
+
+use parloop::mpi::{Communicator, CommunicatorCollectives, Partitioner, SystemOperation};
+use parloop::{Access, Backend, Runtime};
+use parloop_examples::airfoil::grid::Grid;
+use parloop_examples::airfoil::Airfoil;
+
+#[parloop::kernel]
+fn edge_mix(xa: &[f64; 2], xb: &[f64; 2], w: &f64, na: &mut [f64; 2], nb: &mut [f64; 2], total: &mut f64) {
+    let f0 = *w * (xa[0] - xb[0]) + 0.25 * xa[1];
+    let f1 = *w * (xa[1] * xb[0]) - 0.5;
+    na[0] += f0;
+    na[1] += f1;
+    nb[0] -= f0;
+    nb[1] -= 0.5 * f1;
+    *total += f0 * f1;
+}
+
+#[parloop::kernel]
+fn node_update(n: &[f64; 2], x: &mut [f64; 2], lo: &mut f64, hi: &mut f64) {
+    x[0] = 0.9 * x[0] + 0.01 * n[0];
+    x[1] += 0.01 * n[1];
+    *lo = lo.min(x[0]);
+    *hi = hi.max(x[1]);
+}
+
+#[parloop::kernel]
+fn tri_gather(x: &[[f64; 2]; 3], area: &mut f64) {
+    *area = 0.5 * ((x[1][0] - x[0][0]) * (x[2][1] - x[0][1]) - (x[2][0] - x[0][0]) * (x[1][1] - x[0][1]));
+}
+
+#[parloop::kernel]
+fn clear(n: &mut [f64; 2]) {
+    n[0] = 0.0;
+    n[1] = 0.0;
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-10 * a.abs().max(b.abs()).max(1e-300)
+}
+
+/// A deterministic pseudo-random stream (every rank draws the same mesh).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn unit(&mut self) -> f64 {
+        self.next() as f64 / (1u64 << 31) as f64
+    }
+}
+
+/// Results of the random-mesh program: node values, areas, and globals.
+type Outcome = (Vec<f64>, Vec<f64>, Vec<f64>);
+
+/// Runs the random-mesh program on `rt`, distributed when `part` is given.
+fn random_mesh(rt: &Runtime, seed: u64, part: Option<Partitioner>) -> parloop::Result<Outcome> {
+    let mut rng = Lcg(seed);
+    let nnodes = 50 + rng.below(400);
+    let nedges = nnodes * 2;
+    let ntris = nnodes;
+    let nodes = rt.set("nodes", nnodes);
+    let edges = rt.set("edges", nedges);
+    let tris = rt.set("tris", ntris);
+    // Edges between nearby nodes (a banded, mesh-like graph) and triangles.
+    let ev: Vec<i32> = (0..nedges)
+        .flat_map(|_| {
+            let a = rng.below(nnodes);
+            let b = (a + 1 + rng.below(8)) % nnodes;
+            [a as i32, b as i32]
+        })
+        .collect();
+    let tv: Vec<i32> = (0..ntris).flat_map(|t| [t, (t + 1) % nnodes, (t + 3) % nnodes].map(|v| v as i32)).collect();
+    let pedge = rt.map("pedge", &edges, &nodes, 2, ev)?;
+    let ptri = rt.map("ptri", &tris, &nodes, 3, tv)?;
+    let x = rt.dat("x", &nodes, 2, (0..2 * nnodes).map(|_| rng.unit()).collect())?;
+    let n = rt.dat("n", &nodes, 2, vec![0.0; 2 * nnodes])?;
+    let w = rt.dat("w", &edges, 1, (0..nedges).map(|_| rng.unit()).collect())?;
+    let area = rt.dat("area", &tris, 1, vec![0.0; ntris])?;
+    let total = rt.global("total", &[1.5])?;
+    let lo = rt.global("lo", &[f64::MAX])?;
+    let hi = rt.global("hi", &[f64::MIN])?;
+    if let Some(p) = part {
+        rt.partition(&edges, &pedge, p)?;
+    }
+    for _ in 0..3 {
+        rt.par_loop(clear::KERNEL, &nodes, &[n.arg(Access::WRITE)])?;
+        rt.par_loop(
+            edge_mix::KERNEL,
+            &edges,
+            &[
+                x.arg_via(&pedge, 0, Access::READ),
+                x.arg_via(&pedge, 1, Access::READ),
+                w.arg(Access::READ),
+                n.arg_via(&pedge, 0, Access::INC),
+                n.arg_via(&pedge, 1, Access::INC),
+                total.arg(Access::INC),
+            ],
+        )?;
+        rt.par_loop(
+            node_update::KERNEL,
+            &nodes,
+            &[n.arg(Access::READ), x.arg(Access::RW), lo.arg(Access::MIN), hi.arg(Access::MAX)],
+        )?;
+        rt.par_loop(tri_gather::KERNEL, &tris, &[x.arg_vec(&ptri, Access::READ), area.arg(Access::WRITE)])?;
+    }
+    let xs = x.gather(0)?.unwrap_or_default();
+    let areas = area.gather(0)?.unwrap_or_default();
+    Ok((xs, areas, vec![total.value(), lo.value(), hi.value()]))
+}
+
+fn check(ok: bool, what: &str, failures: &mut Vec<String>) {
+    if !ok {
+        failures.push(what.to_owned());
+    }
+}
+
+fn main() {
+    let universe = parloop::mpi::initialize().expect("MPI initialises once");
+    let world = universe.world();
+    let (rank, size) = (world.rank() as usize, world.size() as usize);
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--ranks") {
+        let want: usize = args.get(i + 1).and_then(|v| v.parse().ok()).expect("--ranks N");
+        if want != size {
+            eprintln!("parloop-mpi-check: expected {want} ranks, the world has {size} (launcher/library mismatch?)");
+            std::process::exit(2);
+        }
+    }
+    let mut failures = Vec::new();
+    let grid = Grid::generate(100, 150).expect("the 100x150 grid");
+    let iterations = 20;
+    for backend in [Backend::Seq, Backend::Threads] {
+        // The serial reference, on every rank.
+        let serial_rt = Runtime::with_backend(backend).expect("serial runtime");
+        let mut serial = Airfoil::new(&serial_rt, &grid).expect("serial airfoil");
+        let serial_rms: Vec<f64> = (0..iterations).map(|_| serial.step().expect("serial step")).collect();
+        let serial_q = serial.q.values();
+        for name in ["metis", "block", "geometric"] {
+            let rt = Runtime::with_communicator(backend, &world).expect("runtime");
+            let mut airfoil = Airfoil::new(&rt, &grid).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+            let partitioner = match name {
+                "metis" => Partitioner::Metis,
+                "block" => Partitioner::Block,
+                _ => Partitioner::Geometric(&airfoil.x),
+            };
+            let report =
+                rt.partition(&airfoil.cells, &airfoil.pecell, partitioner).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+            if rank == 0 && backend == Backend::Seq {
+                print!("{name}: {report}");
+            }
+            let mut worst = 0.0f64;
+            for (k, want) in serial_rms.iter().enumerate() {
+                let got = airfoil.step().unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+                worst = worst.max((got - want).abs() / want.abs());
+                check(
+                    close(got, *want),
+                    &format!("{backend:?}/{name}: rms of step {} is {got:e}, serial {want:e}", k + 1),
+                    &mut failures,
+                );
+            }
+            let q = airfoil.q.gather(0).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+            if let Some(q) = q {
+                // Increments land in another order, so values near zero (the
+                // vertical momentum) differ by rounding relative to the state's
+                // scale: compare against it.
+                let scale = serial_q.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                let worst_q = q.iter().zip(&serial_q).fold(0.0f64, |m, (a, b)| m.max((a - b).abs() / scale));
+                check(
+                    q.len() == serial_q.len() && worst_q <= 1e-10,
+                    &format!("{backend:?}/{name}: gathered q differs from serial by {worst_q:e} of its scale"),
+                    &mut failures,
+                );
+                println!(
+                    "airfoil {backend:?} {name} on {size} ranks: {iterations} steps, worst rms rel. error {worst:.2e}, \
+                     q {worst_q:.2e}"
+                );
+            }
+        }
+        for seed in 1..=4u64 {
+            let serial_rt = Runtime::with_backend(backend).expect("serial runtime");
+            let want = random_mesh(&serial_rt, seed, None).expect("serial random mesh");
+            for (name, p) in [("metis", Partitioner::Metis), ("block", Partitioner::Block)] {
+                let rt = Runtime::with_communicator(backend, &world).expect("runtime");
+                let got = random_mesh(&rt, seed, Some(p)).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+                let label = format!("{backend:?}/random mesh {seed}/{name}");
+                check(
+                    got.2.iter().zip(&want.2).all(|(a, b)| close(*a, *b)),
+                    &format!("{label}: globals {:?} vs {:?}", got.2, want.2),
+                    &mut failures,
+                );
+                if rank == 0 {
+                    check(
+                        got.0.len() == want.0.len() && got.0.iter().zip(&want.0).all(|(a, b)| close(*a, *b)),
+                        &format!("{label}: x"),
+                        &mut failures,
+                    );
+                    check(
+                        got.1.len() == want.1.len() && got.1.iter().zip(&want.1).all(|(a, b)| close(*a, *b)),
+                        &format!("{label}: areas"),
+                        &mut failures,
+                    );
+                }
+            }
+        }
+    }
+    // More ranks than entities: some ranks own nothing, the run is still right.
+    {
+        let rt = Runtime::with_communicator(Backend::Seq, &world).expect("runtime");
+        let cells = rt.set("few_cells", 2);
+        let edges = rt.set("few_edges", 1);
+        let m = rt.map("few_map", &edges, &cells, 2, vec![0, 1]).expect("map");
+        let x = rt.dat("few_x", &cells, 2, vec![1.0, 2.0, 3.0, 4.0]).expect("dat");
+        let v = rt.dat("few_v", &cells, 2, vec![0.0; 4]).expect("dat");
+        let w = rt.dat("few_w", &edges, 1, vec![2.0]).expect("dat");
+        let total = rt.global("few_total", &[0.0]).expect("global");
+        rt.partition(&cells, &m, Partitioner::Block).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+        rt.par_loop(
+            edge_mix::KERNEL,
+            &edges,
+            &[
+                x.arg_via(&m, 0, Access::READ),
+                x.arg_via(&m, 1, Access::READ),
+                w.arg(Access::READ),
+                v.arg_via(&m, 0, Access::INC),
+                v.arg_via(&m, 1, Access::INC),
+                total.arg(Access::INC),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+        // f0 = 2 * (1 - 3) + 0.25 * 2 = -3.5, f1 = 2 * (2 * 3) - 0.5 = 11.5.
+        let want = [-3.5, 11.5, 3.5, -5.75];
+        if let Some(got) = v.gather(0).unwrap_or_else(|e| panic!("{}", rt.fail(e))) {
+            check(got == want, &format!("more ranks than cells: {got:?}, want {want:?}"), &mut failures);
+        }
+        check(total.value() == -3.5 * 11.5, &format!("more ranks than cells: total {}", total.value()), &mut failures);
+    }
+    let bad = failures.len() as u64;
+    let mut any = 0u64;
+    world.all_reduce_into(&bad, &mut any, SystemOperation::max());
+    for f in &failures {
+        eprintln!("rank {rank}: MISMATCH {f}");
+    }
+    if any > 0 {
+        if rank == 0 {
+            eprintln!("parloop-mpi-check: FAILED on {size} ranks");
+        }
+        drop(universe);
+        std::process::exit(1);
+    }
+    if rank == 0 {
+        println!("parloop-mpi-check: all distributed runs match serial on {size} ranks");
+    }
+}

@@ -1,0 +1,334 @@
+//! Partitioning and local numbering, as pure functions of the global mesh
+//! (no communication): owners of the primary set, ownership of the other
+//! sets through the maps, and each rank's numbering
+//! `core | owned | exec halo | non-exec halo` (seed 004).
+
+use std::collections::HashMap;
+
+use crate::decl::Sections;
+
+/// A set of the global mesh.
+#[derive(Clone, Debug)]
+pub(crate) struct GlobalSet {
+    pub size: usize,
+}
+
+/// A map of the global mesh, between sets by index.
+#[derive(Clone, Debug)]
+pub(crate) struct GlobalMap {
+    pub from: usize,
+    pub to: usize,
+    pub arity: usize,
+    pub values: Vec<i32>,
+}
+
+/// Primary-set adjacency in CSR form (METIS's input): two primary entities
+/// are neighbours when one row of the map holds both (the map goes into the
+/// primary set) or when they share a target (the map leaves it).
+pub(crate) fn adjacency(primary: usize, sets: &[GlobalSet], map: &GlobalMap) -> (Vec<i32>, Vec<i32>) {
+    let n = sets[primary].size;
+    let mut neighbours: Vec<Vec<i32>> = vec![Vec::new(); n];
+    let mut clique = |members: &[i32]| {
+        for &a in members {
+            for &b in members {
+                if a != b {
+                    neighbours[a as usize].push(b);
+                }
+            }
+        }
+    };
+    if map.to == primary {
+        for row in map.values.chunks(map.arity.max(1)) {
+            clique(row);
+        }
+    } else {
+        // Entities of the primary set grouped by shared target.
+        let mut by_target: Vec<Vec<i32>> = vec![Vec::new(); sets[map.to].size];
+        for (e, row) in map.values.chunks(map.arity.max(1)).enumerate() {
+            for &t in row {
+                by_target[t as usize].push(e as i32);
+            }
+        }
+        for group in &by_target {
+            clique(group);
+        }
+    }
+    let mut xadj = Vec::with_capacity(n + 1);
+    let mut adjncy = Vec::new();
+    xadj.push(0);
+    for list in &mut neighbours {
+        list.sort_unstable();
+        list.dedup();
+        adjncy.extend_from_slice(list);
+        xadj.push(adjncy.len() as i32);
+    }
+    (xadj, adjncy)
+}
+
+/// Contiguous blocks of nearly equal size.
+pub(crate) fn block_owners(n: usize, parts: usize) -> Vec<i32> {
+    (0..n).map(|e| (e * parts / n.max(1)) as i32).collect()
+}
+
+/// Recursive coordinate bisection: splits along the longest extent, sizes
+/// proportional to the parts on each side; ties broken by index.
+pub(crate) fn rcb_owners(coords: &[f64], dim: usize, parts: usize) -> Vec<i32> {
+    let n = coords.len() / dim.max(1);
+    let mut owners = vec![0i32; n];
+    let mut stack = vec![((0..n).collect::<Vec<usize>>(), 0usize, parts)];
+    while let Some((mut items, first, k)) = stack.pop() {
+        if k <= 1 || items.is_empty() {
+            for &e in &items {
+                owners[e] = first as i32;
+            }
+            continue;
+        }
+        let extent = |d: usize| {
+            let (lo, hi) = items.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &e| {
+                let v = coords[e * dim + d];
+                (lo.min(v), hi.max(v))
+            });
+            hi - lo
+        };
+        let axis = (0..dim).max_by(|&a, &b| extent(a).total_cmp(&extent(b)).then(b.cmp(&a))).unwrap_or(0);
+        items.sort_by(|&a, &b| coords[a * dim + axis].total_cmp(&coords[b * dim + axis]).then(a.cmp(&b)));
+        let left_parts = k / 2;
+        let cut = items.len() * left_parts / k;
+        let right = items.split_off(cut);
+        stack.push((items, first, left_parts));
+        stack.push((right, first + left_parts, k - left_parts));
+    }
+    owners
+}
+
+/// Owners of every set, from the primary set's: repeatedly, a set without
+/// owners takes them through a map to or from a set with owners (an edge
+/// goes with its first cell; a node with the lowest-numbered cell naming
+/// it). Sets no map reaches are cut into blocks.
+pub(crate) fn propagate(sets: &[GlobalSet], maps: &[GlobalMap], owners: &mut [Option<Vec<i32>>], parts: usize) {
+    loop {
+        let mut changed = false;
+        for m in maps {
+            match (owners[m.from].is_some(), owners[m.to].is_some()) {
+                (false, true) => {
+                    let to = owners[m.to].as_ref().expect("checked");
+                    let own = (0..sets[m.from].size).map(|e| to[m.values[e * m.arity] as usize]).collect();
+                    owners[m.from] = Some(own);
+                    changed = true;
+                }
+                (true, false) => {
+                    let from = owners[m.from].as_ref().expect("checked");
+                    let mut own = vec![-1i32; sets[m.to].size];
+                    for (e, row) in m.values.chunks(m.arity).enumerate() {
+                        for &t in row {
+                            if own[t as usize] < 0 {
+                                own[t as usize] = from[e];
+                            }
+                        }
+                    }
+                    // Targets no row names go in blocks.
+                    let blocks = block_owners(own.len(), parts);
+                    for (t, o) in own.iter_mut().enumerate() {
+                        if *o < 0 {
+                            *o = blocks[t];
+                        }
+                    }
+                    owners[m.to] = Some(own);
+                    changed = true;
+                }
+                _ => {}
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (s, o) in owners.iter_mut().enumerate() {
+        if o.is_none() {
+            *o = Some(block_owners(sets[s].size, parts));
+        }
+    }
+}
+
+/// One set's local numbering on one rank.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LocalSet {
+    pub sections: Sections,
+    /// Global index of every local entity, in local order.
+    pub global: Vec<usize>,
+    /// Per neighbour rank, the local indices of the halo entities it owns,
+    /// exec halo first, each part in global order.
+    pub imports: Vec<(usize, Vec<u32>)>,
+}
+
+/// One rank's view of the distributed mesh.
+#[derive(Clone, Debug)]
+pub(crate) struct Local {
+    pub sets: Vec<LocalSet>,
+    /// Local values of every map (rows of the source set's local entities).
+    pub maps: Vec<Vec<i32>>,
+}
+
+/// The local numbering of `rank` (see the module documentation).
+pub(crate) fn localise(rank: usize, sets: &[GlobalSet], maps: &[GlobalMap], owners: &[Vec<i32>]) -> Local {
+    let r = rank as i32;
+    let ns = sets.len();
+    let mine = |s: usize, e: usize| owners[s][e] == r;
+    // Exec halo: others' entities that reach one of mine through a map.
+    let mut exec: Vec<Vec<usize>> = vec![Vec::new(); ns];
+    let mut is_exec: Vec<Vec<bool>> = sets.iter().map(|s| vec![false; s.size]).collect();
+    for m in maps {
+        for (e, row) in m.values.chunks(m.arity).enumerate() {
+            if !mine(m.from, e) && !is_exec[m.from][e] && row.iter().any(|&t| mine(m.to, t as usize)) {
+                is_exec[m.from][e] = true;
+                exec[m.from].push(e);
+            }
+        }
+    }
+    // Boundary (owned section): mine, reaching a halo entity through a map.
+    let mut boundary: Vec<Vec<bool>> = sets.iter().map(|s| vec![false; s.size]).collect();
+    // Non-exec halo: others' entities, not exec, read by my or exec entities.
+    let mut is_nonexec: Vec<Vec<bool>> = sets.iter().map(|s| vec![false; s.size]).collect();
+    for m in maps {
+        for (e, row) in m.values.chunks(m.arity).enumerate() {
+            let local = mine(m.from, e);
+            if !local && !is_exec[m.from][e] {
+                continue;
+            }
+            for &t in row {
+                let t = t as usize;
+                if !mine(m.to, t) {
+                    if local {
+                        boundary[m.from][e] = true;
+                    }
+                    if !is_exec[m.to][t] {
+                        is_nonexec[m.to][t] = true;
+                    }
+                }
+            }
+        }
+    }
+    let mut local_sets = Vec::with_capacity(ns);
+    for s in 0..ns {
+        let n = sets[s].size;
+        let core: Vec<usize> = (0..n).filter(|&e| mine(s, e) && !boundary[s][e]).collect();
+        let owned: Vec<usize> = (0..n).filter(|&e| mine(s, e) && boundary[s][e]).collect();
+        let by_owner = |mut v: Vec<usize>| {
+            v.sort_by_key(|&e| (owners[s][e], e));
+            v
+        };
+        let ex = by_owner(exec[s].clone());
+        let nonexec = by_owner((0..n).filter(|&e| is_nonexec[s][e]).collect());
+        let sections = Sections { core: core.len(), owned: owned.len(), exec: ex.len(), non_exec: nonexec.len() };
+        let global: Vec<usize> = core.into_iter().chain(owned).chain(ex).chain(nonexec).collect();
+        let halo_start = sections.core + sections.owned;
+        let mut imports: Vec<(usize, Vec<u32>)> = Vec::new();
+        for (i, &g) in global.iter().enumerate().skip(halo_start) {
+            let q = owners[s][g] as usize;
+            match imports.iter_mut().find(|(o, _)| *o == q) {
+                Some((_, list)) => list.push(i as u32),
+                None => imports.push((q, vec![i as u32])),
+            }
+        }
+        imports.sort_by_key(|(q, _)| *q);
+        local_sets.push(LocalSet { sections, global, imports });
+    }
+    let mut local_maps = Vec::with_capacity(maps.len());
+    for m in maps {
+        let to_local: HashMap<usize, i32> =
+            local_sets[m.to].global.iter().enumerate().map(|(i, &g)| (g, i as i32)).collect();
+        let from = &local_sets[m.from];
+        let mut values = Vec::with_capacity(from.global.len() * m.arity);
+        for &g in &from.global {
+            for &t in &m.values[g * m.arity..(g + 1) * m.arity] {
+                // Rows of non-exec entities are never executed; a target
+                // not held here points at entity 0.
+                values.push(to_local.get(&(t as usize)).copied().unwrap_or(0));
+            }
+        }
+        local_maps.push(values);
+    }
+    Local { sets: local_sets, maps: local_maps }
+}
+
+/// Graph edges whose ends have different owners.
+pub(crate) fn edge_cut(xadj: &[i32], adjncy: &[i32], owners: &[i32]) -> usize {
+    let mut cut = 0;
+    for v in 0..owners.len() {
+        for &u in &adjncy[xadj[v] as usize..xadj[v + 1] as usize] {
+            if owners[u as usize] != owners[v] {
+                cut += 1;
+            }
+        }
+    }
+    cut / 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A strip of `n` cells in a row, edges between neighbours.
+    fn strip(n: usize) -> (Vec<GlobalSet>, Vec<GlobalMap>) {
+        let sets = vec![GlobalSet { size: n }, GlobalSet { size: n - 1 }];
+        let values = (0..n - 1).flat_map(|e| [e as i32, e as i32 + 1]).collect();
+        (sets, vec![GlobalMap { from: 1, to: 0, arity: 2, values }])
+    }
+
+    #[test]
+    fn numbering_has_four_sections_and_covers_every_entity_once() {
+        let (sets, maps) = strip(10);
+        let mut owners = vec![Some(block_owners(10, 2)), None];
+        propagate(&sets, &maps, &mut owners, 2);
+        let owners: Vec<Vec<i32>> = owners.into_iter().map(Option::unwrap).collect();
+        // Edge 4 joins cells 4 (rank 0) and 5 (rank 1) and goes with cell 4.
+        assert_eq!(owners[1][4], 0);
+        let mut seen = [vec![0; 10], vec![0; 9]];
+        for rank in 0..2 {
+            let local = localise(rank, &sets, &maps, &owners);
+            for (s, ls) in local.sets.iter().enumerate() {
+                assert_eq!(ls.sections.total(), ls.global.len());
+                let owned = ls.sections.core + ls.sections.owned;
+                for &g in &ls.global[..owned] {
+                    seen[s][g] += 1;
+                    assert_eq!(owners[s][g], rank as i32);
+                }
+            }
+            // Local map rows name the same entities as the global ones.
+            let (cells, edges) = (&local.sets[0], &local.sets[1]);
+            let executed = edges.sections.core + edges.sections.owned + edges.sections.exec;
+            for (i, &g) in edges.global[..executed].iter().enumerate() {
+                for c in 0..2 {
+                    let l = local.maps[0][i * 2 + c] as usize;
+                    assert_eq!(cells.global[l] as i32, maps[0].values[g * 2 + c]);
+                }
+            }
+        }
+        assert!(seen.iter().flatten().all(|&k| k == 1));
+        let r1 = localise(1, &sets, &maps, &owners);
+        // Rank 1 runs edge 4 redundantly (it touches its cell 5) and reads cell 4.
+        assert_eq!(r1.sets[1].sections.exec, 1);
+        assert_eq!(r1.sets[0].sections, Sections { core: 4, owned: 1, exec: 0, non_exec: 1 });
+        assert_eq!(r1.sets[0].imports, vec![(0, vec![5])]);
+    }
+
+    #[test]
+    fn rcb_balances_and_block_covers_every_part() {
+        let coords: Vec<f64> = (0..100).flat_map(|i| [(i % 10) as f64, (i / 10) as f64 * 0.5]).collect();
+        let owners = rcb_owners(&coords, 2, 4);
+        for p in 0..4 {
+            assert_eq!(owners.iter().filter(|&&o| o == p).count(), 25);
+        }
+        assert_eq!(block_owners(5, 8).iter().max(), Some(&7));
+        assert_eq!(block_owners(10, 3), vec![0, 0, 0, 0, 1, 1, 1, 2, 2, 2]);
+    }
+
+    #[test]
+    fn adjacency_through_a_map_into_the_primary_set() {
+        let (sets, maps) = strip(4);
+        let (xadj, adjncy) = adjacency(0, &sets, &maps[0]);
+        assert_eq!(xadj, vec![0, 1, 3, 5, 6]);
+        assert_eq!(adjncy, vec![1, 0, 2, 1, 3, 2]);
+        assert_eq!(edge_cut(&xadj, &adjncy, &[0, 0, 1, 1]), 1);
+    }
+}

@@ -1,0 +1,347 @@
+//! Distributed runs under MPI (feature `mpi`): partitioning, migration to
+//! the local numbering `core | owned | exec | non-exec` (seed 004), halo
+//! exchange, reductions across ranks and gathering results.
+//!
+//! Every rank declares the same global mesh; [`crate::Runtime::partition`]
+//! then keeps each rank's part of every set, map and dat declared so far.
+//! The numbering itself is computed by [`layout`] from the global mesh;
+//! this module adds what needs communication.
+
+pub(crate) mod layout;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use mpi::collective::SystemOperation;
+use mpi::datatype::{Partition, PartitionMut};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::*;
+
+use crate::decl::{Dat, Sections};
+use crate::error::{Error, Result};
+use crate::types::ElemType;
+
+pub use mpi::environment::Universe;
+
+/// Initialises MPI (once per process) and returns its universe; MPI is
+/// finalised when the universe is dropped, so keep it for the whole run.
+///
+/// ```no_run
+/// let universe = parloop::mpi::initialize()?;
+/// let rt = parloop::Runtime::with_communicator(parloop::Backend::Seq, &universe.world())?;
+/// # Ok::<(), parloop::Error>(())
+/// ```
+pub fn initialize() -> Result<Universe> {
+    mpi::initialize()
+        .ok_or_else(|| Error::Distributed { rank: 0, reason: "MPI was already initialised in this process".into() })
+}
+
+/// The communicator of a runtime: a duplicate of the solver's, so that
+/// parloop's messages never match the solver's own.
+pub struct Comm {
+    inner: Mutex<SimpleCommunicator>,
+    rank: usize,
+    size: usize,
+}
+
+// SAFETY: MPI is initialised with `Threading::Single`-compatible use: parloop
+// makes MPI calls only while holding `inner`'s lock, one thread at a time.
+unsafe impl Send for Comm {}
+// SAFETY: as above; the rank and size are plain values.
+unsafe impl Sync for Comm {}
+
+impl Comm {
+    pub(crate) fn new(comm: &SimpleCommunicator) -> Comm {
+        let dup = comm.duplicate();
+        let (rank, size) = (dup.rank() as usize, dup.size() as usize);
+        Comm { inner: Mutex::new(dup), rank, size }
+    }
+
+    pub(crate) fn rank(&self) -> usize {
+        self.rank
+    }
+
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, SimpleCommunicator> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Ends the whole job with `err`, printed with this rank's number.
+    pub(crate) fn abort(&self, err: &Error) -> ! {
+        eprintln!("parloop: rank {} of {}: {err}", self.rank, self.size);
+        self.lock().abort(1)
+    }
+
+    pub(crate) fn error(&self, reason: impl Into<String>) -> Error {
+        Error::Distributed { rank: self.rank, reason: reason.into() }
+    }
+
+    /// Whether every rank passed the same `value`.
+    pub(crate) fn agree(&self, value: u64) -> bool {
+        let c = self.lock();
+        let (mut lo, mut hi) = (0u64, 0u64);
+        c.all_reduce_into(&value, &mut lo, SystemOperation::min());
+        c.all_reduce_into(&value, &mut hi, SystemOperation::max());
+        lo == hi
+    }
+
+    /// `counts[q]` values to rank `q`; returns what each rank sent here.
+    pub(crate) fn all_to_all(&self, outgoing: &[Vec<u64>]) -> Vec<Vec<u64>> {
+        let c = self.lock();
+        let counts: Vec<i32> = outgoing.iter().map(|v| v.len() as i32).collect();
+        let mut incoming_counts = vec![0i32; self.size];
+        c.all_to_all_into(&counts[..], &mut incoming_counts[..]);
+        let send: Vec<u64> = outgoing.concat();
+        let displs = offsets(&counts);
+        let rdispls = offsets(&incoming_counts);
+        let mut recv = vec![0u64; incoming_counts.iter().sum::<i32>() as usize];
+        {
+            let sp = Partition::new(&send[..], &counts[..], &displs[..]);
+            let mut rp = PartitionMut::new(&mut recv[..], &incoming_counts[..], &rdispls[..]);
+            c.all_to_all_varcount_into(&sp, &mut rp);
+        }
+        (0..self.size).map(|q| recv[rdispls[q] as usize..(rdispls[q] + incoming_counts[q]) as usize].to_vec()).collect()
+    }
+}
+
+fn offsets(counts: &[i32]) -> Vec<i32> {
+    counts
+        .iter()
+        .scan(0, |acc, &c| {
+            let o = *acc;
+            *acc += c;
+            Some(o)
+        })
+        .collect()
+}
+
+/// How [`crate::Runtime::partition`] assigns the primary set's entities.
+pub enum Partitioner<'a> {
+    /// METIS k-way on the graph of the primary set through the map.
+    Metis,
+    /// Contiguous blocks in declaration order.
+    Block,
+    /// Recursive coordinate bisection of coordinates on the primary set, or
+    /// on a set a map from it reaches (then each entity's centroid).
+    Geometric(&'a Dat<f64>),
+    /// The owner rank of every entity of the primary set.
+    External(Vec<i32>),
+}
+
+/// Partition quality: entities and halo sizes per set and rank.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartitionReport {
+    /// Ranks.
+    pub ranks: usize,
+    /// Edges of the primary set's graph cut by the partition.
+    pub edge_cut: usize,
+    /// One entry per distributed set.
+    pub sets: Vec<SetReport>,
+}
+
+/// One set's sections on every rank.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SetReport {
+    /// The set's name.
+    pub name: String,
+    /// Sections per rank.
+    pub sections: Vec<Sections>,
+}
+
+impl fmt::Display for PartitionReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "partition over {} ranks, edge cut {}", self.ranks, self.edge_cut)?;
+        writeln!(f, "{:<12} {:>5} {:>10} {:>10} {:>10} {:>10}", "set", "rank", "core", "owned", "exec", "non-exec")?;
+        for s in &self.sets {
+            for (r, sec) in s.sections.iter().enumerate() {
+                writeln!(
+                    f,
+                    "{:<12} {:>5} {:>10} {:>10} {:>10} {:>10}",
+                    s.name, r, sec.core, sec.owned, sec.exec, sec.non_exec
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Per neighbour rank, the local indices to send (export) and receive
+/// (import) for one set.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Halo {
+    pub imports: Vec<(usize, Vec<u32>)>,
+    pub exports: Vec<(usize, Vec<u32>)>,
+}
+
+/// Builds the export lists matching every rank's imports: each rank tells
+/// each owner which of its entities it needs (global indices), and the owner
+/// turns them into its local indices.
+pub(crate) fn exchange_lists(comm: &Comm, imports: &[(usize, Vec<u32>)], global: &[usize]) -> Result<Halo> {
+    let mut outgoing = vec![Vec::new(); comm.size()];
+    for (q, list) in imports {
+        outgoing[*q] = list.iter().map(|&i| global[i as usize] as u64).collect();
+    }
+    let incoming = comm.all_to_all(&outgoing);
+    let to_local: HashMap<usize, u32> = global.iter().enumerate().map(|(i, &g)| (g, i as u32)).collect();
+    let mut exports = Vec::new();
+    for (q, wanted) in incoming.into_iter().enumerate() {
+        if wanted.is_empty() {
+            continue;
+        }
+        let list = wanted
+            .iter()
+            .map(|&g| {
+                to_local
+                    .get(&(g as usize))
+                    .copied()
+                    .ok_or_else(|| comm.error(format!("rank {q} asks for entity {g}, which this rank does not hold")))
+            })
+            .collect::<Result<Vec<u32>>>()?;
+        exports.push((q, list));
+    }
+    Ok(Halo { imports: imports.to_vec(), exports })
+}
+
+/// All-reduces `dim` values of `elem` at `data` in place.
+///
+/// # Safety
+/// `data` holds `dim` aligned values of `elem`.
+pub(crate) unsafe fn all_reduce(comm: &Comm, elem: ElemType, op: crate::Access, data: *mut u8, dim: usize) {
+    unsafe fn typed<T: crate::Scalar + Equivalence>(
+        c: &SimpleCommunicator,
+        op: crate::Access,
+        data: *mut u8,
+        n: usize,
+    ) {
+        // SAFETY: forwarded contract.
+        let values = unsafe { std::slice::from_raw_parts_mut(data.cast::<T>(), n) };
+        let local = values.to_vec();
+        let op = match op {
+            crate::Access::Min => SystemOperation::min(),
+            crate::Access::Max => SystemOperation::max(),
+            _ => SystemOperation::sum(),
+        };
+        c.all_reduce_into(&local[..], values, op);
+    }
+    let c = comm.lock();
+    // SAFETY: forwarded contract.
+    unsafe {
+        match elem {
+            ElemType::F64 => typed::<f64>(&c, op, data, dim),
+            ElemType::F32 => typed::<f32>(&c, op, data, dim),
+            ElemType::I32 => typed::<i32>(&c, op, data, dim),
+            ElemType::U32 => typed::<u32>(&c, op, data, dim),
+            ElemType::I64 => typed::<i64>(&c, op, data, dim),
+            ElemType::U64 => typed::<u64>(&c, op, data, dim),
+        }
+    }
+}
+
+/// What a runtime knows of the distributed run.
+#[derive(Default)]
+pub(crate) struct DistState {
+    /// The communicator (`None`: not under MPI).
+    pub comm: Option<Arc<Comm>>,
+    /// Everything declared, for [`crate::Runtime::partition`].
+    pub declared: Mutex<Declared>,
+    /// Halo lists per distributed set id.
+    pub halos: Mutex<HashMap<u64, Arc<Halo>>>,
+    /// Dats (by id) whose halo is out of date.
+    pub stale: Mutex<std::collections::HashSet<u64>>,
+    /// Loops run so far (partitioning must come first).
+    pub loops: std::sync::atomic::AtomicU64,
+    /// `PARLOOP_CHECK_RANKS=1`: ranks compare a hash of every loop.
+    pub check_ranks: bool,
+    /// `PARLOOP_OVERLAP=0`: wait for halos before the core section.
+    pub no_overlap: bool,
+}
+
+/// Weak handles to every declared set, map and dat.
+#[derive(Default)]
+pub(crate) struct Declared {
+    pub sets: Vec<std::sync::Weak<crate::decl::SetInner>>,
+    pub maps: Vec<std::sync::Weak<crate::decl::MapInner>>,
+    pub dats: Vec<std::sync::Weak<dyn crate::decl::Redistribute>>,
+}
+
+/// Halo traffic of one loop execution, for the profile.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HaloTraffic {
+    /// Bytes sent per dat name.
+    pub bytes: Vec<(String, u64)>,
+    /// Messages sent.
+    pub messages: u64,
+    /// Time spent waiting for messages.
+    pub wait: std::time::Duration,
+}
+
+mod execute;
+mod partition;
+
+impl<T: crate::Scalar> Dat<T> {
+    /// The values of every entity in the global numbering the mesh was
+    /// declared in, on rank `root` (`None` on the others); a dat on a set
+    /// that is not distributed returns its own values. Collective: every
+    /// rank must call it.
+    ///
+    /// ```no_run
+    /// # fn f(q: &parloop::Dat<f64>) -> parloop::Result<()> {
+    /// if let Some(all) = q.gather(0)? {
+    ///     println!("{} values", all.len());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn gather(&self, root: usize) -> Result<Option<Vec<T>>> {
+        let Some(part) = self.set().0.local.get() else { return Ok(Some(self.values())) };
+        let comm = &part.comm;
+        if root >= comm.size() {
+            return Err(comm.error(format!("gather of `{}`: root {root} is not a rank", self.name())));
+        }
+        let dim = self.dim();
+        let owned = part.sections.core + part.sections.owned;
+        let ids: Vec<u64> = part.global[..owned].iter().map(|&g| g as u64).collect();
+        let values: Vec<T> = self.with_values(|v| v[..owned * dim].to_vec());
+        let bytes: Vec<u8> = bytemuck::cast_slice(&values).to_vec();
+        let c = comm.lock();
+        let at_root = c.process_at_rank(root as i32);
+        if comm.rank() != root {
+            at_root.gather_into(&(ids.len() as i32));
+            at_root.gather_varcount_into(&ids[..]);
+            at_root.gather_varcount_into(&bytes[..]);
+            return Ok(None);
+        }
+        let mut counts = vec![0i32; comm.size()];
+        at_root.gather_into_root(&(ids.len() as i32), &mut counts[..]);
+        let mut all_ids = vec![0u64; counts.iter().sum::<i32>() as usize];
+        at_root.gather_varcount_into_root(
+            &ids[..],
+            &mut PartitionMut::new(&mut all_ids[..], &counts[..], &offsets(&counts)[..]),
+        );
+        let size = std::mem::size_of::<T>() * dim;
+        let byte_counts: Vec<i32> = counts.iter().map(|&n| n * size as i32).collect();
+        let mut all_bytes = vec![0u8; all_ids.len() * size];
+        at_root.gather_varcount_into_root(
+            &bytes[..],
+            &mut PartitionMut::new(&mut all_bytes[..], &byte_counts[..], &offsets(&byte_counts)[..]),
+        );
+        let mut out = vec![T::default(); part.global_size * dim];
+        let mut seen = vec![false; part.global_size];
+        for (k, &g) in all_ids.iter().enumerate() {
+            let g = g as usize;
+            seen[g] = true;
+            let elem = std::mem::size_of::<T>();
+            for d in 0..dim {
+                let at = k * size + d * elem;
+                out[g * dim + d] = bytemuck::pod_read_unaligned(&all_bytes[at..at + elem]);
+            }
+        }
+        if let Some(g) = seen.iter().position(|s| !s) {
+            return Err(comm.error(format!("gather of `{}`: no rank owns entity {g}", self.name())));
+        }
+        Ok(Some(out))
+    }
+}
