@@ -296,6 +296,19 @@ impl Runtime {
         let executed: usize = sections.iter().sum();
         let needs_plan = self.backend == Backend::Threads && exec_halo;
         let (loop_plan, plan_time) = self.loop_plan(kernel, set, &sections, needs_plan, self.strategy, args)?;
+        #[cfg(feature = "mpi")]
+        if self.device.is_some() && set.0.local.get().is_some() {
+            // Halos would go stale silently: refuse instead.
+            return Err(Error::Distributed {
+                rank: self.rank(),
+                reason: format!(
+                    "loop `{}` over distributed set `{}`: the {} backend does not exchange halos yet; use seq or threads",
+                    kernel.name(),
+                    set.name(),
+                    self.backend
+                ),
+            });
+        }
         if let Some(dev) = &self.device {
             // Devices run asynchronously: time a loop only when profiling or
             // when an automatic strategy choice is being made.
