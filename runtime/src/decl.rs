@@ -98,6 +98,12 @@ impl Set {
         self.sections().total()
     }
 
+    /// Whether [`Runtime::partition`](crate::Runtime) distributed the set.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn is_distributed(&self) -> bool {
+        self.0.local.get().is_some()
+    }
+
     /// The section sizes (this rank's, once distributed).
     pub fn sections(&self) -> Sections {
         self.0.local.get().map_or(self.0.sections, |l| l.sections)

@@ -71,4 +71,15 @@ impl Reduction {
     pub fn words(&self) -> usize {
         (self.dim * self.elem.size()).div_ceil(8)
     }
+
+    /// Copies the global's current values (through its view) into `dst`.
+    ///
+    /// # Safety
+    /// `views[self.arg]` points to the global's `dim` values of `elem`.
+    pub unsafe fn copy_current(&self, views: &[ArgView], dst: &mut [u64]) {
+        let bytes = self.dim * self.elem.size();
+        assert!(dst.len() * 8 >= bytes, "a partial holds the global");
+        // SAFETY: forwarded contract; `dst` holds at least `bytes`.
+        unsafe { std::ptr::copy_nonoverlapping(views[self.arg].data, dst.as_mut_ptr().cast(), bytes) };
+    }
 }

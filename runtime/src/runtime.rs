@@ -297,7 +297,7 @@ impl Runtime {
         let needs_plan = self.backend == Backend::Threads && exec_halo;
         let (loop_plan, plan_time) = self.loop_plan(kernel, set, &sections, needs_plan, self.strategy, args)?;
         #[cfg(feature = "mpi")]
-        if self.device.is_some() && set.0.local.get().is_some() {
+        if self.device.is_some() && set.is_distributed() {
             // Halos would go stale silently: refuse instead.
             return Err(Error::Distributed {
                 rank: self.rank(),

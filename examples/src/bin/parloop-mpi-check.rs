@@ -14,7 +14,7 @@
 //! the first mismatch, after every rank reached it.
 
 use parloop::mpi::{Communicator, CommunicatorCollectives, Partitioner, SystemOperation};
-use parloop::{Access, Backend, Runtime};
+use parloop::{Access, Backend, Dat, Global, Map, Runtime, Set};
 use parloop_examples::airfoil::grid::Grid;
 use parloop_examples::airfoil::Airfoil;
 
@@ -67,6 +67,30 @@ impl Lcg {
     }
 }
 
+/// `edge_mix` over `edges`: reads `x` at both ends, adds to `n` at both.
+fn edge_mix_loop(
+    rt: &Runtime,
+    edges: &Set,
+    pedge: &Map,
+    x: &Dat<f64>,
+    w: &Dat<f64>,
+    n: &Dat<f64>,
+    total: &Global<f64>,
+) -> parloop::Result<()> {
+    rt.par_loop(
+        edge_mix::KERNEL,
+        edges,
+        &[
+            x.arg_via(pedge, 0, Access::READ),
+            x.arg_via(pedge, 1, Access::READ),
+            w.arg(Access::READ),
+            n.arg_via(pedge, 0, Access::INC),
+            n.arg_via(pedge, 1, Access::INC),
+            total.arg(Access::INC),
+        ],
+    )
+}
+
 /// Results of the random-mesh program: node values, areas, and globals.
 type Outcome = (Vec<f64>, Vec<f64>, Vec<f64>);
 
@@ -102,18 +126,7 @@ fn random_mesh(rt: &Runtime, seed: u64, part: Option<Partitioner>) -> parloop::R
     }
     for _ in 0..3 {
         rt.par_loop(clear::KERNEL, &nodes, &[n.arg(Access::WRITE)])?;
-        rt.par_loop(
-            edge_mix::KERNEL,
-            &edges,
-            &[
-                x.arg_via(&pedge, 0, Access::READ),
-                x.arg_via(&pedge, 1, Access::READ),
-                w.arg(Access::READ),
-                n.arg_via(&pedge, 0, Access::INC),
-                n.arg_via(&pedge, 1, Access::INC),
-                total.arg(Access::INC),
-            ],
-        )?;
+        edge_mix_loop(rt, &edges, &pedge, &x, &w, &n, &total)?;
         rt.par_loop(
             node_update::KERNEL,
             &nodes,
@@ -232,19 +245,7 @@ fn main() {
         let w = rt.dat("few_w", &edges, 1, vec![2.0]).expect("dat");
         let total = rt.global("few_total", &[0.0]).expect("global");
         rt.partition(&cells, &m, Partitioner::Block).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
-        rt.par_loop(
-            edge_mix::KERNEL,
-            &edges,
-            &[
-                x.arg_via(&m, 0, Access::READ),
-                x.arg_via(&m, 1, Access::READ),
-                w.arg(Access::READ),
-                v.arg_via(&m, 0, Access::INC),
-                v.arg_via(&m, 1, Access::INC),
-                total.arg(Access::INC),
-            ],
-        )
-        .unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+        edge_mix_loop(&rt, &edges, &m, &x, &w, &v, &total).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
         // f0 = 2 * (1 - 3) + 0.25 * 2 = -3.5, f1 = 2 * (2 * 3) - 0.5 = 11.5.
         let want = [-3.5, 11.5, 3.5, -5.75];
         if let Some(got) = v.gather(0).unwrap_or_else(|e| panic!("{}", rt.fail(e))) {

@@ -22,10 +22,8 @@ pub(crate) fn run(host: HostFn, views: &[ArgView], range: Range<usize>, reductio
     let mut local = views.to_vec();
     for r in reductions {
         let mut words = vec![0u64; r.words()];
-        // SAFETY: the global's view holds `dim` values of `elem` (r.words() words).
-        unsafe {
-            std::ptr::copy_nonoverlapping(views[r.arg].data, words.as_mut_ptr().cast(), r.dim * r.elem.size());
-        }
+        // SAFETY: the global's view holds `dim` values of `elem`.
+        unsafe { r.copy_current(views, &mut words) };
         local[r.arg].data = words.as_mut_ptr().cast();
         scratch.push(words);
     }

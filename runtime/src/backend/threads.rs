@@ -102,12 +102,9 @@ pub(crate) fn run(
     let mut partials = vec![0u64; items.len() * words];
     for (r, &off) in reductions.iter().zip(&offsets) {
         if r.access != Access::Inc {
-            let bytes = r.dim * r.elem.size();
             for i in 0..items.len() {
-                let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut partials[i * words + off..][..r.words()]);
                 // SAFETY: the global's view holds `dim` values of `elem`.
-                let src = unsafe { std::slice::from_raw_parts(views[r.arg].data, bytes) };
-                dst[..bytes].copy_from_slice(src);
+                unsafe { r.copy_current(views, &mut partials[i * words + off..][..r.words()]) };
             }
         }
     }

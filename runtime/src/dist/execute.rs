@@ -52,18 +52,17 @@ impl Runtime {
                 );
             }
         }
-        if set.0.local.get().is_none() {
+        if !set.is_distributed() {
             return Ok(None);
         }
         let mut initial = Vec::new();
         for r in reductions.iter().filter(|r| r.access == Access::Inc) {
             let mut words = vec![0u64; r.words()];
-            let bytes = r.dim * r.elem.size();
             // SAFETY: the global's view holds `dim` values of `elem`; zero
             // bits are zero in every element type.
             unsafe {
-                std::ptr::copy_nonoverlapping(views[r.arg].data, words.as_mut_ptr().cast(), bytes);
-                std::ptr::write_bytes(views[r.arg].data, 0, bytes);
+                r.copy_current(views, &mut words);
+                std::ptr::write_bytes(views[r.arg].data, 0, r.dim * r.elem.size());
             }
             initial.push((r.arg, words));
         }
@@ -87,7 +86,7 @@ impl Runtime {
             core();
             return Ok(traffic);
         };
-        if set.0.local.get().is_none() {
+        if !set.is_distributed() {
             core();
             return Ok(traffic);
         }
@@ -130,8 +129,8 @@ impl Runtime {
                 sent += (list.len() * bpe) as u64;
             }
             for (q, list) in &halo.imports {
-                let len = recvs.get(q).map_or(0, Vec::len);
-                recvs.insert(*q, vec![0u8; len + list.len() * bpe]);
+                let buf = recvs.entry(*q).or_default();
+                buf.resize(buf.len() + list.len() * bpe, 0);
             }
             traffic.bytes.push((args[i].data_name().to_owned(), sent));
         }
@@ -210,7 +209,7 @@ impl Runtime {
         }
         let mut stale = self.dist.stale.lock().unwrap_or_else(|e| e.into_inner());
         for a in args.iter().filter(|a| a.access.writes() && !a.is_global()) {
-            if a.set.as_ref().is_some_and(|s| s.0.local.get().is_some()) {
+            if a.set.as_ref().is_some_and(|s| s.is_distributed()) {
                 stale.insert(a.data_id());
             }
         }

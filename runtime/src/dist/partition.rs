@@ -45,7 +45,7 @@ impl Runtime {
             let dats: Vec<_> = d.dats.iter().filter_map(|w| w.upgrade()).collect();
             (sets, maps, dats)
         };
-        if let Some(s) = sets.iter().find(|s| s.0.local.get().is_some()) {
+        if let Some(s) = sets.iter().find(|s| s.is_distributed()) {
             return Err(comm.error(format!("set `{}` is already distributed", s.name())));
         }
         let index = |s: &Set| sets.iter().position(|x| x == s);
