@@ -97,13 +97,28 @@ impl Runtime {
     /// `comm` instead of the world communicator.
     #[cfg(feature = "mpi")]
     pub fn with_communicator(backend: Backend, comm: &mpi::topology::SimpleCommunicator) -> Result<Runtime> {
-        let mut rt = Runtime::with_backend(backend)?;
-        rt.dist.comm = Some(Arc::new(crate::dist::Comm::new(comm)));
-        Ok(rt)
+        Runtime::build(backend, Some(comm))
     }
 
     /// A runtime on `backend`; other settings come from the environment.
+    /// Under MPI (with the `mpi` feature) its communicator is the world.
     pub fn with_backend(backend: Backend) -> Result<Runtime> {
+        #[cfg(feature = "mpi")]
+        if mpi::environment::is_initialized() {
+            return Runtime::build(backend, Some(&mpi::topology::SimpleCommunicator::world()));
+        }
+        Runtime::build(
+            backend,
+            #[cfg(feature = "mpi")]
+            None,
+        )
+    }
+
+    /// A runtime on `backend`, distributed over (a duplicate of) `comm`.
+    fn build(
+        backend: Backend,
+        #[cfg(feature = "mpi")] comm: Option<&mpi::topology::SimpleCommunicator>,
+    ) -> Result<Runtime> {
         let part_size = match env("PARLOOP_PART_SIZE") {
             Some(v) => Some(v.trim().parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| Error::Env {
                 var: "PARLOOP_PART_SIZE",
@@ -159,9 +174,7 @@ impl Runtime {
             plans: Mutex::new(PlanCache::new(PLAN_CACHE_CAPACITY)),
             #[cfg(feature = "mpi")]
             dist: crate::dist::DistState {
-                // Under MPI, the world unless the solver passes a communicator.
-                comm: mpi::environment::is_initialized()
-                    .then(|| Arc::new(crate::dist::Comm::new(&mpi::topology::SimpleCommunicator::world()))),
+                comm: comm.map(|c| Arc::new(crate::dist::Comm::new(c))),
                 check_ranks: env("PARLOOP_CHECK_RANKS").is_some_and(|v| v.trim() == "1"),
                 no_overlap: env("PARLOOP_OVERLAP").is_some_and(|v| v.trim() == "0"),
                 ..Default::default()
@@ -295,7 +308,6 @@ impl Runtime {
         }
         let executed: usize = sections.iter().sum();
         let needs_plan = self.backend == Backend::Threads && exec_halo;
-        let (loop_plan, plan_time) = self.loop_plan(kernel, set, &sections, needs_plan, self.strategy, args)?;
         #[cfg(feature = "mpi")]
         if self.device.is_some() && set.is_distributed() {
             // Halos would go stale silently: refuse instead.
@@ -309,6 +321,7 @@ impl Runtime {
                 ),
             });
         }
+        let (loop_plan, plan_time) = self.loop_plan(kernel, set, &sections, needs_plan, self.strategy, args)?;
         if let Some(dev) = &self.device {
             // Devices run asynchronously: time a loop only when profiling or
             // when an automatic strategy choice is being made.
