@@ -50,6 +50,12 @@ impl MirrorSlot {
         }
     }
 
+    /// Drops the device copy (the host values changed shape).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub fn forget(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
     /// Records a host write.
     pub fn host_written(&self) {
         if let Some(m) = self.0.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {

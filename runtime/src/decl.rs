@@ -98,6 +98,18 @@ impl Set {
         self.sections().total()
     }
 
+    /// Entities of the whole set on all ranks: the declared size, also
+    /// after [`Runtime::partition`](crate::Runtime) kept this rank's part
+    /// (and on every rank when rank 0 alone declared the mesh).
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq).unwrap();
+    /// assert_eq!(rt.set("cells", 12).global_size(), 12);
+    /// ```
+    pub fn global_size(&self) -> usize {
+        self.0.local.get().map_or(self.0.sections.total(), |l| l.global_size)
+    }
+
     /// Whether [`Runtime::partition`](crate::Runtime) distributed the set.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn is_distributed(&self) -> bool {
@@ -210,6 +222,14 @@ impl Map {
         self.0.local.get().unwrap_or(&self.0.values)
     }
 
+    /// Replaces the values by this rank's rows in local numbering (once,
+    /// when the map is distributed); a device copy of the old ones goes.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn localise(&self, values: Vec<i32>) {
+        let _ = self.0.local.set(values);
+        *self.0.device.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
     /// The values as declared, before any distribution.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn global_values(&self) -> &[i32] {
@@ -224,7 +244,7 @@ impl Map {
                 return Ok(buf.addr);
             }
         }
-        let bytes: &[u8] = bytemuck::cast_slice(&self.0.values);
+        let bytes: &[u8] = bytemuck::cast_slice(self.values());
         let buf = device.alloc(bytes.len())?;
         device.upload(&buf, bytes)?;
         let addr = buf.addr;
@@ -390,6 +410,10 @@ pub(crate) trait Redistribute: Send + Sync {
     fn set(&self) -> &Set;
     /// Keeps the values of entities `global`, in that order.
     fn keep(&self, global: &[usize]);
+    /// The values' bytes (to send them to other ranks).
+    fn to_bytes(&self) -> Vec<u8>;
+    /// Replaces the values with `bytes` (received from another rank).
+    fn replace(&self, bytes: &[u8]);
 }
 
 impl<T: Scalar> Redistribute for DatInner<T> {
@@ -401,7 +425,15 @@ impl<T: Scalar> Redistribute for DatInner<T> {
         let mut values = self.write();
         let local: Vec<T> = global.iter().flat_map(|&g| values[g * dim..(g + 1) * dim].iter().copied()).collect();
         *values = local;
-        self.mirror.host_written();
+        self.mirror.forget();
+    }
+    fn to_bytes(&self) -> Vec<u8> {
+        bytemuck::cast_slice(&self.read()).to_vec()
+    }
+    fn replace(&self, bytes: &[u8]) {
+        let size = std::mem::size_of::<T>();
+        *self.write() = bytes.chunks_exact(size).map(bytemuck::pod_read_unaligned).collect();
+        self.mirror.forget();
     }
 }
 

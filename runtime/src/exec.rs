@@ -19,12 +19,23 @@ pub(crate) struct LockedArgs<'a> {
 
 /// Locks every distinct dat and global of `args` and builds their views.
 pub(crate) fn lock_args<'a>(kernel: &str, args: &'a [Arg]) -> Result<LockedArgs<'a>> {
+    lock_args_where(kernel, args, |_| true)
+}
+
+/// Locks the distinct dats and globals of the arguments `pick` selects;
+/// the others' views have no data (a null pointer).
+pub(crate) fn lock_args_where<'a>(
+    kernel: &str,
+    args: &'a [Arg],
+    pick: impl Fn(&Arg) -> bool,
+) -> Result<LockedArgs<'a>> {
     let mut guards: Vec<Box<dyn LockedValues + 'a>> = Vec::new();
     let mut bases: Vec<(u64, *mut u8)> = Vec::new();
     let mut views = Vec::with_capacity(args.len());
     for arg in args {
         let id = arg.data_id();
         let data = match bases.iter().find(|(b, _)| *b == id) {
+            _ if !pick(arg) => std::ptr::null_mut(),
             Some(&(_, p)) => p,
             None => {
                 let mut guard = arg

@@ -144,7 +144,19 @@ impl Runtime {
         };
         let device: Option<Arc<dyn Device>> = match backend {
             Backend::Emu => Some(Arc::new(Emu::new()?)),
-            Backend::Cuda => Some(Arc::new(Cuda::new()?)),
+            Backend::Cuda => {
+                // Ranks on one node share its GPUs round-robin by their rank
+                // on the node (collective over `comm`: every rank builds
+                // the same backend).
+                #[cfg(feature = "mpi")]
+                let local_rank = comm.map_or(0, |c| {
+                    use mpi::topology::Communicator;
+                    c.split_shared(c.rank()).rank() as usize
+                });
+                #[cfg(not(feature = "mpi"))]
+                let local_rank = 0;
+                Some(Arc::new(Cuda::new(local_rank)?))
+            }
             Backend::Seq | Backend::Threads => None,
         };
         let strategy = match env("PARLOOP_STRATEGY") {
@@ -308,19 +320,6 @@ impl Runtime {
         }
         let executed: usize = sections.iter().sum();
         let needs_plan = self.backend == Backend::Threads && exec_halo;
-        #[cfg(feature = "mpi")]
-        if self.device.is_some() && set.is_distributed() {
-            // Halos would go stale silently: refuse instead.
-            return Err(Error::Distributed {
-                rank: self.rank(),
-                reason: format!(
-                    "loop `{}` over distributed set `{}`: the {} backend does not exchange halos yet; use seq or threads",
-                    kernel.name(),
-                    set.name(),
-                    self.backend
-                ),
-            });
-        }
         let (loop_plan, plan_time) = self.loop_plan(kernel, set, &sections, needs_plan, self.strategy, args)?;
         if let Some(dev) = &self.device {
             // Devices run asynchronously: time a loop only when profiling or
@@ -333,6 +332,17 @@ impl Runtime {
             // stream; untimed runs record launch time only and never wait.
             let before = if timed { Some(dev.record_event()?) } else { None };
             let start = Instant::now();
+            #[cfg(feature = "mpi")]
+            let halo = match &self.dist.comm {
+                // Every rank takes part in exchanges and reductions, with or without elements.
+                Some(_) => Some(self.device_loop(dev, &loop_plan.device[k], kernel, set, args, exec_halo)?),
+                None if executed > 0 => {
+                    device::run(dev, &loop_plan.device[k], kernel.name(), args)?;
+                    None
+                }
+                None => None,
+            };
+            #[cfg(not(feature = "mpi"))]
             if executed > 0 {
                 device::run(dev, &loop_plan.device[k], kernel.name(), args)?;
             }
@@ -343,12 +353,12 @@ impl Runtime {
             if trial {
                 loop_plan.auto.lock().unwrap_or_else(|e| e.into_inner()).record(k, elapsed.as_secs_f64(), n);
             }
-            self.profile.lock().unwrap_or_else(|e| e.into_inner()).record(
-                kernel.name(),
-                elapsed,
-                plan_time,
-                loop_plan.bytes,
-            );
+            let mut profile = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+            profile.record(kernel.name(), elapsed, plan_time, loop_plan.bytes);
+            #[cfg(feature = "mpi")]
+            if let Some(halo) = halo {
+                profile.record_halo(kernel.name(), halo);
+            }
             return Ok(());
         }
         let locked = lock_args(kernel.name(), args)?;

@@ -17,7 +17,7 @@ use std::path::Path;
 use parloop::Error;
 
 /// An airfoil grid in OP2's layout (0-based indices).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Grid {
     /// Node coordinates, 2 per node.
     pub x: Vec<f64>,

@@ -32,8 +32,6 @@ pub struct Airfoil<'rt> {
     pub pecell: Map,
     /// Node coordinates.
     pub x: Dat<f64>,
-    /// Cells of the whole grid (the rms divides by it on every rank).
-    ncell: usize,
     /// Conserved variables per cell.
     pub q: Dat<f64>,
     /// Local time step per cell.
@@ -111,7 +109,6 @@ impl<'rt> Airfoil<'rt> {
             cells,
             pecell,
             x,
-            ncell,
             q,
             adt,
             res,
@@ -136,7 +133,8 @@ impl<'rt> Airfoil<'rt> {
             self.rms.set_values(&[0.0])?;
             rt.execute(&self.update)?;
         }
-        Ok((self.rms.value() / self.ncell as f64).sqrt())
+        // Cells of the whole grid, on every rank of a distributed run.
+        Ok((self.rms.value() / self.cells.global_size() as f64).sqrt())
     }
 
     /// Runs `iterations` steps, calling `report(iteration, rms)` after every

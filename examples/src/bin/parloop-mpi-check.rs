@@ -7,8 +7,13 @@
 //! - random meshes with every access mode (direct READ/WRITE/RW, indirect
 //!   READ/INC, vector READ, global INC/MIN/MAX), gathered results against
 //!   serial;
+//! - the airfoil declared on rank 0 alone (the other ranks declare it
+//!   empty), partitioned with METIS;
 //! - a partition with more ranks than entities of a set.
 //!
+//! Backends: seq, threads and emu (the emulated device: halos packed and
+//! unpacked by device kernels; `PARLOOP_CUDA_AWARE=0` stages the messages
+//! through host buffers instead), or those `--backends seq,emu` names.
 //! `parloop-mpi-check --ranks N` fails unless the world has N ranks, so a
 //! launcher and library that do not match fail loudly. Exits non-zero on
 //! the first mismatch, after every rank reached it.
@@ -157,26 +162,37 @@ fn main() {
             std::process::exit(2);
         }
     }
+    let backends: Vec<Backend> = match args.iter().position(|a| a == "--backends") {
+        Some(i) => args
+            .get(i + 1)
+            .expect("--backends seq,threads,emu")
+            .split(',')
+            .map(|b| b.parse().unwrap_or_else(|e| panic!("--backends: {e}")))
+            .collect(),
+        None => vec![Backend::Seq, Backend::Threads, Backend::Emu],
+    };
     let mut failures = Vec::new();
     let grid = Grid::generate(100, 150).expect("the 100x150 grid");
+    let empty = Grid::default();
     let iterations = 20;
-    for backend in [Backend::Seq, Backend::Threads] {
+    for &backend in &backends {
         // The serial reference, on every rank.
         let serial_rt = Runtime::with_backend(backend).expect("serial runtime");
         let mut serial = Airfoil::new(&serial_rt, &grid).expect("serial airfoil");
         let serial_rms: Vec<f64> = (0..iterations).map(|_| serial.step().expect("serial step")).collect();
         let serial_q = serial.q.values();
-        for name in ["metis", "block", "geometric"] {
+        for name in ["metis", "block", "geometric", "metis, declared on rank 0"] {
             let rt = Runtime::with_communicator(backend, &world).expect("runtime");
-            let mut airfoil = Airfoil::new(&rt, &grid).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+            let declared = if name.ends_with("rank 0") && rank != 0 { &empty } else { &grid };
+            let mut airfoil = Airfoil::new(&rt, declared).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
             let partitioner = match name {
-                "metis" => Partitioner::Metis,
                 "block" => Partitioner::Block,
-                _ => Partitioner::Geometric(&airfoil.x),
+                "geometric" => Partitioner::Geometric(&airfoil.x),
+                _ => Partitioner::Metis,
             };
             let report =
                 rt.partition(&airfoil.cells, &airfoil.pecell, partitioner).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
-            if rank == 0 && backend == Backend::Seq {
+            if rank == 0 && backend == backends[0] {
                 print!("{name}: {report}");
             }
             let mut worst = 0.0f64;

@@ -22,6 +22,9 @@ use crate::kernel::Kernel;
 use crate::profile::Range;
 use crate::types::{Access, ElemType};
 
+/// The section number of the exec halo.
+const EXEC_SECTION: usize = 2;
+
 /// Most blocks of a grid-stride launch (the loop covers the rest).
 const MAX_FLAT_GRID: usize = 4096;
 
@@ -31,7 +34,7 @@ struct Launch {
     grid: u32,
     val: [i64; loops::MAX_VALS],
     /// The section of the iteration set (0 core, 1 owned, 2 exec; staged
-    /// launches past the core colours report 1).
+    /// launches of non-core colours report 1 for their owned blocks).
     section: usize,
 }
 
@@ -45,6 +48,8 @@ pub(crate) struct DeviceLoop {
     /// Partial results of reductions: (pointer slot, buffer).
     partials: Vec<(usize, DeviceBuffer)>,
     launches: Vec<Launch>,
+    /// Blocks whose partial results the finishing entry combines.
+    counted: i64,
     block: u32,
     shared: usize,
     /// Map of each `LoopSpec` map slot, as an index into the arguments.
@@ -297,7 +302,18 @@ pub(crate) fn prepare(
             let d = device.as_ref();
             arrays.push((s, upload_i32(d, p.blocks.iter().map(|b| b.start as i64))?));
             arrays.push((l, upload_i32(d, p.blocks.iter().map(|b| b.len as i64))?));
-            arrays.push((list, upload_i32(d, p.blocks_by_colour.iter().map(|&b| i64::from(b)))?));
+            // Within a colour, exec-halo blocks go last so that they launch
+            // on their own and their partial results can be left out.
+            let mut by_colour: Vec<u32> = Vec::with_capacity(p.blocks_by_colour.len());
+            let mut exec_counts = Vec::with_capacity(p.colours as usize);
+            for c in 0..p.colours {
+                let blocks = p.colour_blocks(c);
+                let is_exec = |b: &&u32| p.blocks[**b as usize].section >= EXEC_SECTION;
+                by_colour.extend(blocks.iter().filter(|b| !is_exec(b)));
+                by_colour.extend(blocks.iter().filter(is_exec));
+                exec_counts.push(blocks.iter().filter(is_exec).count());
+            }
+            arrays.push((list, upload_i32(d, by_colour.iter().map(|&b| i64::from(b)))?));
             arrays.push((ncol, upload_i32(d, p.blocks.iter().map(|b| i64::from(b.thread_colours)))?));
             arrays.push((tcol, upload_i32(d, p.thread_colour.iter().map(|&c| i64::from(c)))?));
             for (k, stage) in p.stages.iter().enumerate() {
@@ -312,10 +328,15 @@ pub(crate) fn prepare(
             }
             for c in 0..p.colours {
                 let n = p.colour_blocks(c).len();
-                if n > 0 {
-                    let mut val = [0i64; loops::MAX_VALS];
-                    val[loops::val::BLOCK_LIST_OFFSET] = p.colour_offsets[c as usize] as i64;
-                    launches.push(Launch { grid: n as u32, val, section: usize::from(c >= p.core_colours) });
+                let exec = exec_counts[c as usize];
+                let offset = p.colour_offsets[c as usize];
+                let section = usize::from(c >= p.core_colours);
+                for (first, count, section) in [(offset, n - exec, section), (offset + n - exec, exec, EXEC_SECTION)] {
+                    if count > 0 {
+                        let mut val = [0i64; loops::MAX_VALS];
+                        val[loops::val::BLOCK_LIST_OFFSET] = first as i64;
+                        launches.push(Launch { grid: count as u32, val, section });
+                    }
                 }
             }
             shared = shared.max(p.max_staged_bytes() + 8 * spec.pairs.len());
@@ -347,57 +368,103 @@ pub(crate) fn prepare(
             }
         }
     }
-    // One partial result per launched block, per reduced global.
+    // One partial result per launched block, per reduced global; the
+    // exec halo's come after all others, and the finishing entry reads only
+    // those before (an exec-halo element belongs to another rank, which
+    // counts it).
     let mut base = 0i64;
-    for launch in &mut launches {
-        launch.val[loops::val::PARTIAL_BASE] = base;
-        base += i64::from(launch.grid);
+    for exec in [false, true] {
+        for launch in launches.iter_mut().filter(|l| (l.section >= EXEC_SECTION) == exec) {
+            launch.val[loops::val::PARTIAL_BASE] = base;
+            base += i64::from(launch.grid);
+        }
     }
+    let counted = launches.iter().filter(|l| l.section < EXEC_SECTION).map(|l| i64::from(l.grid)).sum();
     let mut partials = Vec::new();
     for &(a, slot) in &generated.layout.partials {
         let bytes = (base.max(1) as usize) * args[a].bytes_per_entity();
         partials.push((slot, device.alloc(bytes)?));
     }
-    Ok(DeviceLoop { strategy, generated, module, arrays, partials, launches, block, shared, map_args })
+    Ok(DeviceLoop { strategy, generated, module, arrays, partials, launches, counted, block, shared, map_args })
+}
+
+/// A prepared loop bound to its current arguments, launched section by
+/// section so that a halo exchange can run between the core and the rest.
+pub(crate) struct Launcher<'a> {
+    dl: &'a DeviceLoop,
+    kernel: &'a str,
+    args: &'a [Arg],
+    params: LaunchParams,
+}
+
+impl<'a> Launcher<'a> {
+    /// Fills the launch parameters with the arguments' current device
+    /// addresses (uploading stale values).
+    pub(crate) fn new(
+        device: &'a Arc<dyn Device>,
+        dl: &'a DeviceLoop,
+        kernel: &'a str,
+        args: &'a [Arg],
+    ) -> Result<Launcher<'a>> {
+        let mut params = LaunchParams::default();
+        for (i, a) in args.iter().enumerate() {
+            let addr = a
+                .storage
+                .on_device(device)
+                .ok_or_else(|| Error::Busy { kernel: kernel.into(), dat: a.data_name().into() })??;
+            params.ptr[dl.generated.layout.args + i] = addr;
+        }
+        for (m, &a) in dl.map_args.iter().enumerate() {
+            let map = args[a].map().expect("a map argument");
+            params.ptr[dl.generated.layout.maps + m] = map.on_device(device)?;
+        }
+        for (slot, buf) in dl.arrays.iter().chain(&dl.partials) {
+            params.ptr[*slot] = buf.addr;
+        }
+        Ok(Launcher { dl, kernel, args, params })
+    }
+
+    /// Launches the core section (which needs no halo data).
+    pub(crate) fn core(&mut self) -> Result<()> {
+        self.launch(|section| section == 0)
+    }
+
+    /// Launches the other sections, finishes reductions and records the
+    /// writes.
+    pub(crate) fn rest(mut self) -> Result<()> {
+        self.launch(|section| section != 0)?;
+        if let Some(finish) = &self.dl.generated.finish {
+            self.params.val = [0; loops::MAX_VALS];
+            self.params.val[loops::val::PARTIALS] = self.dl.counted;
+            self.dl.module.launch(finish, 1, 1, 0, &self.params)?;
+        }
+        for a in self.args {
+            if a.access.writes() {
+                a.storage.device_written();
+            }
+        }
+        Ok(())
+    }
+
+    fn launch(&mut self, sections: impl Fn(usize) -> bool) -> Result<()> {
+        let dl = self.dl;
+        for launch in dl.launches.iter().filter(|l| sections(l.section)) {
+            let _range = Range::lazy(|| {
+                let section = ["core", "owned", "exec"].get(launch.section).unwrap_or(&"halo");
+                format!("{}/{section}/{}", self.kernel, dl.strategy.name())
+            });
+            self.params.val = launch.val;
+            dl.module.launch(&dl.generated.entry, launch.grid, dl.block, dl.shared, &self.params)?;
+        }
+        Ok(())
+    }
 }
 
 /// Runs a prepared loop with `args` (the loop's current arguments).
 pub(crate) fn run(device: &Arc<dyn Device>, dl: &DeviceLoop, kernel: &str, args: &[Arg]) -> Result<()> {
-    let mut params = LaunchParams::default();
-    for (i, a) in args.iter().enumerate() {
-        let addr = a
-            .storage
-            .on_device(device)
-            .ok_or_else(|| Error::Busy { kernel: kernel.into(), dat: a.data_name().into() })??;
-        params.ptr[dl.generated.layout.args + i] = addr;
-    }
-    for (m, &a) in dl.map_args.iter().enumerate() {
-        let map = args[a].map().expect("a map argument");
-        params.ptr[dl.generated.layout.maps + m] = map.on_device(device)?;
-    }
-    for (slot, buf) in dl.arrays.iter().chain(&dl.partials) {
-        params.ptr[*slot] = buf.addr;
-    }
-    let total: i64 = dl.launches.iter().map(|l| i64::from(l.grid)).sum();
-    for launch in &dl.launches {
-        let _range = Range::lazy(|| {
-            let section = ["core", "owned", "exec"].get(launch.section).unwrap_or(&"halo");
-            format!("{kernel}/{section}/{}", dl.strategy.name())
-        });
-        params.val = launch.val;
-        dl.module.launch(&dl.generated.entry, launch.grid, dl.block, dl.shared, &params)?;
-    }
-    if let Some(finish) = &dl.generated.finish {
-        params.val = [0; loops::MAX_VALS];
-        params.val[loops::val::PARTIALS] = total;
-        dl.module.launch(finish, 1, 1, 0, &params)?;
-    }
-    for a in args {
-        if a.access.writes() {
-            a.storage.device_written();
-        }
-    }
-    Ok(())
+    let mut launcher = Launcher::new(device, dl, kernel, args)?;
+    launcher.core()?;
+    launcher.rest()
 }
 
 #[cfg(test)]

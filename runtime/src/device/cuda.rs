@@ -57,8 +57,9 @@ pub(crate) struct Cuda {
 }
 
 impl Cuda {
-    /// The device `ordinal` (`PARLOOP_DEVICE`, default 0).
-    pub(crate) fn new() -> Result<Cuda> {
+    /// The device `PARLOOP_DEVICE`, else `local_rank % device_count` (the
+    /// rank among the MPI ranks on this node; 0 when serial).
+    pub(crate) fn new(local_rank: usize) -> Result<Cuda> {
         // SAFETY: only probes for the libraries with dlopen.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err(fail("libcuda (the NVIDIA driver) cannot be loaded: no GPU here? Use threads or emu"));
@@ -69,7 +70,10 @@ impl Cuda {
         }
         result::init().map_err(fail)?;
         let count = CudaContext::device_count().map_err(fail)?;
-        let ordinal: usize = std::env::var("PARLOOP_DEVICE").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let ordinal: usize = std::env::var("PARLOOP_DEVICE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(local_rank % count.max(1) as usize);
         if count <= 0 || ordinal >= count as usize {
             return Err(fail(format!("device {ordinal} requested, {count} present")));
         }

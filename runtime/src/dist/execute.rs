@@ -2,24 +2,28 @@
 //! reads while the core section runs, reduce globals across ranks, and
 //! mark the halos it writes stale.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::Duration;
 
-use mpi::traits::*;
-
+use super::messages::{exchange, HaloDat, Layout};
 use super::{all_reduce, HaloTraffic};
 use crate::arg::Arg;
+use crate::backend::device::{DeviceLoop, Launcher};
 use crate::backend::threads::combine;
 use crate::decl::Set;
+use crate::device::Device;
 use crate::error::Result;
-use crate::exec::Reduction;
+use crate::exec::{lock_args_where, Reduction};
 use crate::kernel::{ArgView, Kernel};
+use crate::profile::Range;
 use crate::runtime::Runtime;
 use crate::types::Access;
 
-/// Message tag of halo exchanges on parloop's own communicator.
-const HALO_TAG: i32 = 17;
+/// The dats of an exchange, for profiling ranges: `q+adt`.
+pub(crate) fn label(args: &[Arg], dats: &[HaloDat]) -> String {
+    dats.iter().map(|d| args[d.arg].data_name()).collect::<Vec<_>>().join("+")
+}
 
 /// What `distributed_begin` set aside for `distributed_end`.
 pub(crate) struct Begun {
@@ -69,6 +73,44 @@ impl Runtime {
         Ok(Some(Begun { initial }))
     }
 
+    /// The dats a loop must refresh before its owned section: read through
+    /// a map, or read directly where the exec halo runs, with a stale halo;
+    /// each once, in argument order.
+    pub(crate) fn stale_reads(&self, set: &Set, args: &[Arg], exec_halo: bool) -> Vec<HaloDat> {
+        let mut dats: Vec<HaloDat> = Vec::new();
+        if self.dist.comm.is_none() || !set.is_distributed() {
+            return dats;
+        }
+        let stale = self.dist.stale.lock().unwrap_or_else(|e| e.into_inner());
+        let halos = self.dist.halos.lock().unwrap_or_else(|e| e.into_inner());
+        for (i, a) in args.iter().enumerate() {
+            let reads = matches!(a.access, Access::Read | Access::ReadWrite);
+            let Some(on) = &a.set else { continue };
+            if !reads || !(a.is_indirect() || exec_halo) || !stale.contains(&a.data_id()) {
+                continue;
+            }
+            if dats.iter().any(|d| args[d.arg].data_id() == a.data_id()) {
+                continue;
+            }
+            if let Some(halo) = halos.get(&on.id()) {
+                dats.push(HaloDat { arg: i, halo: halo.clone(), bytes_per_entity: a.bytes_per_entity() });
+            }
+        }
+        dats
+    }
+
+    /// Marks the refreshed dats' halos clean and totals the traffic.
+    pub(crate) fn refreshed(&self, args: &[Arg], dats: &[HaloDat], messages: usize, wait: Duration) -> HaloTraffic {
+        let mut stale = self.dist.stale.lock().unwrap_or_else(|e| e.into_inner());
+        let mut traffic = HaloTraffic { messages: messages as u64, wait, ..Default::default() };
+        for d in dats {
+            stale.remove(&args[d.arg].data_id());
+            let sent = d.halo.exports.iter().map(|(_, l)| l.len() * d.bytes_per_entity).sum::<usize>();
+            traffic.bytes.push((args[d.arg].data_name().to_owned(), sent as u64));
+        }
+        traffic
+    }
+
     /// Runs `core` (the core section) while the stale halos the loop reads
     /// are exchanged, then unpacks them: one message per neighbour rank
     /// carrying every such dat. With `PARLOOP_OVERLAP=0` the exchange
@@ -81,110 +123,90 @@ impl Runtime {
         exec_halo: bool,
         core: impl FnOnce(),
     ) -> Result<HaloTraffic> {
-        let mut traffic = HaloTraffic::default();
-        let Some(comm) = &self.dist.comm else {
+        let dats = self.stale_reads(set, args, exec_halo);
+        let Some(comm) = self.dist.comm.as_ref().filter(|_| !dats.is_empty()) else {
             core();
-            return Ok(traffic);
+            return Ok(HaloTraffic::default());
         };
-        if !set.is_distributed() {
-            core();
-            return Ok(traffic);
-        }
-        // The dats to refresh: read through a map, or read directly where
-        // the exec halo runs, with a stale halo; each once.
-        let mut dats: Vec<(usize, std::sync::Arc<super::Halo>, usize)> = Vec::new();
-        {
-            let stale = self.dist.stale.lock().unwrap_or_else(|e| e.into_inner());
-            let halos = self.dist.halos.lock().unwrap_or_else(|e| e.into_inner());
-            for (i, a) in args.iter().enumerate() {
-                let reads = matches!(a.access, Access::Read | Access::ReadWrite);
-                let Some(on) = &a.set else { continue };
-                if !reads || !(a.is_indirect() || exec_halo) || !stale.contains(&a.data_id()) {
-                    continue;
-                }
-                if dats.iter().any(|&(j, _, _)| args[j].data_id() == a.data_id()) {
-                    continue;
-                }
-                if let Some(h) = halos.get(&on.id()) {
-                    dats.push((i, h.clone(), a.bytes_per_entity()));
+        let label = label(args, &dats);
+        let (send, recv) = (Layout::new(&dats, true), Layout::new(&dats, false));
+        let mut send_buf = vec![0u8; send.total];
+        let mut recv_buf = vec![0u8; recv.total];
+        for p in &send.pieces {
+            let d = &dats[p.dat];
+            let _range = Range::lazy(|| format!("halo/{}/pack", args[d.arg].data_name()));
+            let bpe = d.bytes_per_entity;
+            for (k, &l) in p.list.iter().enumerate() {
+                // SAFETY: export indices are owned entities of the dat's
+                // set, inside the locked values; the buffer holds the piece.
+                unsafe {
+                    let src = views[d.arg].data.add(l as usize * bpe);
+                    std::ptr::copy_nonoverlapping(src, send_buf.as_mut_ptr().add(p.at + k * bpe), bpe);
                 }
             }
         }
-        if dats.is_empty() {
-            core();
-            return Ok(traffic);
-        }
-        let mut sends: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
-        let mut recvs: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
-        for &(i, ref halo, bpe) in &dats {
-            let mut sent = 0u64;
-            for (q, list) in &halo.exports {
-                let buf = sends.entry(*q).or_default();
-                for &l in list {
-                    // SAFETY: export indices are owned entities of the
-                    // dat's set, inside the locked values.
-                    let src = unsafe { std::slice::from_raw_parts(views[i].data.add(l as usize * bpe), bpe) };
-                    buf.extend_from_slice(src);
-                }
-                sent += (list.len() * bpe) as u64;
-            }
-            for (q, list) in &halo.imports {
-                let buf = recvs.entry(*q).or_default();
-                buf.resize(buf.len() + list.len() * bpe, 0);
-            }
-            traffic.bytes.push((args[i].data_name().to_owned(), sent));
-        }
-        traffic.messages = sends.values().filter(|b| !b.is_empty()).count() as u64;
-        {
-            let c = comm.lock();
-            let mut core = Some(core);
-            mpi::request::scope(|scope| {
-                let mut requests = Vec::new();
-                for (q, buf) in recvs.iter_mut().filter(|(_, b)| !b.is_empty()) {
-                    requests.push(c.process_at_rank(*q as i32).immediate_receive_into_with_tag(
-                        scope,
-                        &mut buf[..],
-                        HALO_TAG,
-                    ));
-                }
-                let mut sent = Vec::new();
-                for (q, buf) in sends.iter().filter(|(_, b)| !b.is_empty()) {
-                    sent.push(c.process_at_rank(*q as i32).immediate_send_with_tag(scope, &buf[..], HALO_TAG));
-                }
-                if !self.dist.no_overlap {
-                    (core.take().expect("once"))();
-                }
-                let wait = Instant::now();
-                for r in requests {
-                    r.wait();
-                }
-                for r in sent {
-                    r.wait();
-                }
-                traffic.wait = wait.elapsed();
-            });
-            if let Some(core) = core {
-                core();
-            }
-        }
-        let mut offsets: BTreeMap<usize, usize> = BTreeMap::new();
-        for &(i, ref halo, bpe) in &dats {
-            for (q, list) in &halo.imports {
-                let buf = &recvs[q];
-                let off = offsets.entry(*q).or_default();
-                for &l in list {
-                    // SAFETY: import indices are halo entities of the dat's
-                    // set, inside the locked values; the message holds them.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(buf[*off..].as_ptr(), views[i].data.add(l as usize * bpe), bpe);
-                    }
-                    *off += bpe;
+        // SAFETY: both buffers hold their layouts and live past the call.
+        let wait = unsafe {
+            exchange(
+                comm,
+                (send_buf.as_ptr(), &send.slots),
+                (recv_buf.as_mut_ptr(), &recv.slots),
+                !self.dist.no_overlap,
+                &label,
+                || {
+                    core();
+                    Ok(())
+                },
+            )?
+        };
+        for p in &recv.pieces {
+            let d = &dats[p.dat];
+            let _range = Range::lazy(|| format!("halo/{}/unpack", args[d.arg].data_name()));
+            let bpe = d.bytes_per_entity;
+            for (k, &l) in p.list.iter().enumerate() {
+                // SAFETY: import indices are halo entities of the dat's
+                // set, inside the locked values; the message holds them.
+                unsafe {
+                    let dst = views[d.arg].data.add(l as usize * bpe);
+                    std::ptr::copy_nonoverlapping(recv_buf.as_ptr().add(p.at + k * bpe), dst, bpe);
                 }
             }
         }
-        let mut stale = self.dist.stale.lock().unwrap_or_else(|e| e.into_inner());
-        for &(i, _, _) in &dats {
-            stale.remove(&args[i].data_id());
+        Ok(self.refreshed(args, &dats, send.slots.len(), wait))
+    }
+
+    /// A loop on a device under MPI: reduced globals go through the host
+    /// around the launches (INC ones from zero, then all-reduced), and the
+    /// stale halos are exchanged on the device while the core section runs.
+    pub(crate) fn device_loop(
+        &self,
+        device: &Arc<dyn Device>,
+        prepared: &DeviceLoop,
+        kernel: &Kernel,
+        set: &Set,
+        args: &[Arg],
+        exec_halo: bool,
+    ) -> Result<HaloTraffic> {
+        let reductions = Reduction::of(args);
+        let begun = {
+            let globals = lock_args_where(kernel.name(), args, Arg::is_global)?;
+            self.distributed_begin(kernel, set, args, &globals.views, &reductions)?
+        };
+        if begun.is_some() {
+            for r in reductions.iter().filter(|r| r.access == Access::Inc) {
+                args[r.arg].storage.host_written();
+            }
+        }
+        let mut launcher = Launcher::new(device, prepared, kernel.name(), args)?;
+        let traffic = self.device_halo_exchange(device, set, args, exec_halo, || launcher.core())?;
+        launcher.rest()?;
+        if begun.is_some() {
+            let globals = lock_args_where(kernel.name(), args, Arg::is_global)?;
+            self.distributed_end(begun, args, &globals.views, &reductions);
+            drop(globals);
+            for r in &reductions {
+                args[r.arg].storage.host_written();
+            }
         }
         Ok(traffic)
     }

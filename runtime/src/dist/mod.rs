@@ -258,6 +258,8 @@ pub(crate) struct DistState {
     pub check_ranks: bool,
     /// `PARLOOP_OVERLAP=0`: wait for halos before the core section.
     pub no_overlap: bool,
+    /// Device-side halo buffers and kernels.
+    pub device: device_halo::DeviceHalos,
 }
 
 /// Weak handles to every declared set, map and dat.
@@ -279,7 +281,9 @@ pub(crate) struct HaloTraffic {
     pub wait: std::time::Duration,
 }
 
+mod device_halo;
 mod execute;
+mod messages;
 mod partition;
 
 impl<T: crate::Scalar> Dat<T> {

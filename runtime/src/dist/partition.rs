@@ -1,13 +1,13 @@
-//! [`Runtime::partition`]: from the global mesh every rank declared to each
-//! rank's part of it.
+//! [`Runtime::partition`]: from the global mesh (declared by every rank, or
+//! by rank 0 alone) to each rank's part of it.
 
 use std::sync::Arc;
 
 use mpi::traits::*;
 
 use super::layout::{self, GlobalMap, GlobalSet};
-use super::{exchange_lists, PartitionReport, Partitioner, SetReport};
-use crate::decl::{LocalPart, Map, Sections, Set};
+use super::{exchange_lists, Comm, PartitionReport, Partitioner, SetReport};
+use crate::decl::{LocalPart, Map, Redistribute, Sections, Set};
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 
@@ -18,7 +18,9 @@ impl Runtime {
     /// its first cell, a node with the lowest-numbered cell naming it), and
     /// every set, map and dat keeps this rank's part, numbered
     /// `core | owned | exec halo | non-exec halo`. Every rank must have
-    /// declared the same global mesh, and no loop may have run yet.
+    /// declared the same global mesh, or rank 0 alone declared it and the
+    /// other ranks made the same declarations with empty sets, maps and
+    /// dats (rank 0 then sends it to them). No loop may have run yet.
     ///
     /// ```no_run
     /// # let universe = parloop::mpi::initialize()?;
@@ -60,7 +62,6 @@ impl Runtime {
                 primary.name()
             )));
         }
-        let gsets: Vec<GlobalSet> = sets.iter().map(|s| GlobalSet { size: s.total() }).collect();
         let mut gmaps = Vec::new();
         for m in &maps {
             let (Some(from), Some(to)) = (index(m.from()), index(m.to())) else {
@@ -73,19 +74,38 @@ impl Runtime {
             .zip(&maps)
             .position(|(_, m)| m.id() == through.id())
             .ok_or_else(|| comm.error(format!("map `{}` was not declared by this runtime", through.name())))?;
-        // Every rank must hold the same mesh.
-        let sizes: Vec<u64> = gsets.iter().map(|s| s.size as u64).collect();
-        let mut parts: Vec<&[u8]> = vec![bytemuck::cast_slice(&sizes)];
-        let shapes: Vec<u64> = gmaps.iter().flat_map(|m| [m.from as u64, m.to as u64, m.arity as u64]).collect();
-        parts.push(bytemuck::cast_slice(&shapes));
-        parts.extend(gmaps.iter().map(|m| -> &[u8] { bytemuck::cast_slice(&m.values) }));
-        let hash = crate::device::fnv1a(&parts);
-        if !comm.agree(hash) {
-            return Err(comm.error("the ranks declared different meshes (set sizes or map values differ)"));
+        // Every rank must declare the same sets, maps and dats.
+        let mut shapes: Vec<u64> = vec![sets.len() as u64, maps.len() as u64, dats.len() as u64];
+        shapes.extend(gmaps.iter().flat_map(|m| [m.from as u64, m.to as u64, m.arity as u64]));
+        shapes.extend(dats.iter().map(|d| index(d.set()).map_or(u64::MAX, |s| s as u64)));
+        if !comm.agree(crate::device::fnv1a(&[bytemuck::cast_slice(&shapes)])) {
+            return Err(comm.error("the ranks declared different sets, maps or dats (number, order or shape)"));
         }
+        // Either every rank declared the whole mesh, or rank 0 alone did and
+        // the others declared the same sets, maps and dats empty.
+        let empty_here = u8::from(sets.iter().all(|s| s.total() == 0));
+        let mut empty = vec![0u8; comm.size()];
+        comm.lock().all_gather_into(&empty_here, &mut empty[..]);
+        let root_only = comm.size() > 1 && empty[0] == 0 && empty[1..].iter().all(|&e| e == 1);
+        let mut sizes: Vec<u64> = sets.iter().map(|s| s.total() as u64).collect();
+        if root_only {
+            broadcast_mesh(&comm, &mut sizes, &mut gmaps, &dats);
+        } else {
+            let mut parts: Vec<&[u8]> = vec![bytemuck::cast_slice(&sizes)];
+            parts.extend(gmaps.iter().map(|m| -> &[u8] { bytemuck::cast_slice(&m.values) }));
+            if !comm.agree(crate::device::fnv1a(&parts)) {
+                return Err(comm.error(
+                    "the ranks declared different meshes (set sizes or map values differ); declare the same \
+                     mesh on every rank, or on rank 0 alone with empty sets elsewhere",
+                ));
+            }
+        }
+        let gsets: Vec<GlobalSet> = sizes.iter().map(|&n| GlobalSet { size: n as usize }).collect();
         let ranks = comm.size();
         let (xadj, adjncy) = layout::adjacency(p, &gsets, &gmaps[t]);
         let mut primary_owners = match partitioner {
+            // Only rank 0's owners count (they are broadcast below).
+            Partitioner::External(_) if root_only && comm.rank() != 0 => vec![0; gsets[p].size],
             Partitioner::External(owners) => {
                 if owners.len() != gsets[p].size {
                     return Err(comm.error(format!(
@@ -114,10 +134,10 @@ impl Runtime {
                 let values = &values;
                 let centres = if on == primary {
                     values.clone()
-                } else if let Some(m) = maps.iter().find(|m| m.from() == primary && m.to() == on) {
+                } else if let Some(m) = gmaps.iter().find(|m| m.from == p && index(on) == Some(m.to)) {
                     // The centroid of each primary entity's targets.
-                    let a = m.arity();
-                    let mv = m.global_values();
+                    let a = m.arity;
+                    let mv = &m.values;
                     (0..gsets[p].size)
                         .flat_map(|e| {
                             (0..dim).map(move |d| {
@@ -162,18 +182,18 @@ impl Runtime {
             }
         }
         let mut halos = self.dist.halos.lock().unwrap_or_else(|e| e.into_inner());
-        for (s, ls) in sets.iter().zip(&local.sets) {
+        for ((s, ls), gs) in sets.iter().zip(&local.sets).zip(&gsets) {
             halos.insert(s.id(), Arc::new(exchange_lists(&comm, &ls.imports, &ls.global)?));
             let part = LocalPart {
                 sections: ls.sections,
                 global: ls.global.clone(),
-                global_size: s.total(),
+                global_size: gs.size,
                 comm: comm.clone(),
             };
             let _ = s.0.local.set(Arc::new(part));
         }
         for (m, values) in maps.iter().zip(local.maps) {
-            let _ = m.0.local.set(values);
+            m.localise(values);
         }
         self.clear_plans();
         // The report: every rank's sections of every set.
@@ -205,6 +225,28 @@ impl Runtime {
             })
             .collect();
         Ok(PartitionReport { ranks, edge_cut, sets: report_sets })
+    }
+}
+
+/// Sends rank 0's whole mesh to the other ranks, which declared it empty:
+/// set sizes, map values and dat values (each rank then keeps its part).
+fn broadcast_mesh(comm: &Comm, sizes: &mut [u64], gmaps: &mut [GlobalMap], dats: &[Arc<dyn Redistribute>]) {
+    let c = comm.lock();
+    let root = c.process_at_rank(0);
+    root.broadcast_into(sizes);
+    for m in gmaps.iter_mut() {
+        m.values.resize(sizes[m.from] as usize * m.arity, 0);
+        root.broadcast_into(&mut m.values[..]);
+    }
+    for d in dats {
+        let mut bytes = if comm.rank() == 0 { d.to_bytes() } else { Vec::new() };
+        let mut len = bytes.len() as u64;
+        root.broadcast_into(&mut len);
+        bytes.resize(len as usize, 0);
+        root.broadcast_into(&mut bytes[..]);
+        if comm.rank() != 0 {
+            d.replace(&bytes);
+        }
     }
 }
 

@@ -1,0 +1,246 @@
+//! Halo exchange on a device: the export entries are gathered into a
+//! device send buffer by a pack kernel and the received ones scattered
+//! into the dats' halo tails by an unpack kernel, so that values never go
+//! through the host dats. Messages carry device pointers when MPI is
+//! CUDA-aware (`PARLOOP_CUDA_AWARE`, else `MPIX_Query_cuda_support`) and
+//! otherwise go through host staging buffers. The core launches are queued
+//! between posting and waiting, so the device computes while messages fly.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::execute::label;
+use super::messages::{exchange, HaloDat, Layout, Piece};
+use super::HaloTraffic;
+use crate::arg::Arg;
+use crate::decl::Set;
+use crate::device::{Device, DeviceBuffer, LaunchParams, Module};
+use crate::error::{Error, Result};
+use crate::profile::Range;
+use crate::runtime::Runtime;
+
+/// Pack and unpack in 4-byte words (every element type is a whole number
+/// of them): `ptr[0]` source, `ptr[1]` i32 entity list, `ptr[2]`
+/// destination; `val[0]` entities, `val[1]` words per entity.
+const HALO_SOURCE: &str = r#"
+PL_ENTRY(pl_halo_pack) {
+    const unsigned int* src = (const unsigned int*)prm.ptr[0];
+    const int* list = (const int*)prm.ptr[1];
+    unsigned int* dst = (unsigned int*)prm.ptr[2];
+    const long long words = prm.val[0] * prm.val[1];
+    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < words;
+         k += (long long)gridDim.x * blockDim.x) {
+        const long long e = k / prm.val[1];
+        dst[k] = src[(long long)list[e] * prm.val[1] + (k - e * prm.val[1])];
+    }
+}
+PL_ENTRY(pl_halo_unpack) {
+    const unsigned int* src = (const unsigned int*)prm.ptr[0];
+    const int* list = (const int*)prm.ptr[1];
+    unsigned int* dst = (unsigned int*)prm.ptr[2];
+    const long long words = prm.val[0] * prm.val[1];
+    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < words;
+         k += (long long)gridDim.x * blockDim.x) {
+        const long long e = k / prm.val[1];
+        dst[(long long)list[e] * prm.val[1] + (k - e * prm.val[1])] = src[k];
+    }
+}
+"#;
+
+/// Threads per block of the pack and unpack kernels.
+const BLOCK: u32 = 256;
+/// Most blocks of one pack or unpack launch (a grid-stride loop covers the rest).
+const MAX_GRID: u64 = 1024;
+
+/// What device exchanges keep between loops.
+#[derive(Default)]
+pub(crate) struct DeviceHalos {
+    /// The pack/unpack module.
+    module: OnceLock<Arc<dyn Module>>,
+    /// Whether MPI may be given device pointers.
+    cuda_aware: OnceLock<bool>,
+    /// Entity lists on the device, by (list address, length): a halo's
+    /// lists live as long as the runtime.
+    lists: Mutex<HashMap<(usize, usize), Arc<DeviceBuffer>>>,
+    /// Send and receive buffers, grown as needed.
+    buffers: Mutex<[Option<Arc<DeviceBuffer>>; 2]>,
+}
+
+/// Whether MPI reads and writes device memory itself: `PARLOOP_CUDA_AWARE`
+/// when set, else the library's own answer (Open MPI and MPICH export
+/// `MPIX_Query_cuda_support`). The emulated device's memory is host memory,
+/// so there the answer is yes unless the variable says otherwise.
+fn cuda_aware(device: &dyn Device) -> Result<bool> {
+    if let Some(v) = std::env::var("PARLOOP_CUDA_AWARE").ok().filter(|v| !v.trim().is_empty()) {
+        return match v.trim() {
+            "1" => Ok(true),
+            "0" => Ok(false),
+            _ => Err(Error::Env { var: "PARLOOP_CUDA_AWARE", value: v, reason: "expected 0 or 1".into() }),
+        };
+    }
+    if device.properties().compute_capability.is_none() {
+        return Ok(true);
+    }
+    Ok(query_cuda_support())
+}
+
+/// `MPIX_Query_cuda_support()`, looked up in the running process so that
+/// MPI libraries without it still link.
+fn query_cuda_support() -> bool {
+    type Query = unsafe extern "C" fn() -> std::os::raw::c_int;
+    let this = libloading::os::unix::Library::this();
+    // SAFETY: when present, the symbol is MPI's `int MPIX_Query_cuda_support(void)`,
+    // callable any time after MPI_Init.
+    unsafe { this.get::<Query>(b"MPIX_Query_cuda_support").map(|query| query() == 1).unwrap_or(false) }
+}
+
+impl DeviceHalos {
+    fn module(&self, device: &dyn Device) -> Result<Arc<dyn Module>> {
+        if let Some(m) = self.module.get() {
+            return Ok(m.clone());
+        }
+        let source = format!("{}{HALO_SOURCE}", parloop_kernels::loops::LOOP_PRELUDE);
+        let m = device.compile("parloop_halo", &source)?;
+        Ok(self.module.get_or_init(|| m).clone())
+    }
+
+    fn list(&self, device: &dyn Device, list: &[u32]) -> Result<Arc<DeviceBuffer>> {
+        let key = (list.as_ptr() as usize, list.len());
+        let mut lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = lists.get(&key) {
+            return Ok(b.clone());
+        }
+        let bytes: &[u8] = bytemuck::cast_slice(list);
+        let buf = device.alloc(bytes.len().max(4))?;
+        device.upload(&buf, bytes)?;
+        let buf = Arc::new(buf);
+        lists.insert(key, buf.clone());
+        Ok(buf)
+    }
+
+    /// A buffer of at least `bytes` (0: send, 1: receive).
+    fn buffer(&self, device: &dyn Device, which: usize, bytes: usize) -> Result<Arc<DeviceBuffer>> {
+        let mut buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = &mut buffers[which];
+        match slot {
+            Some(b) if b.bytes >= bytes => Ok(b.clone()),
+            _ => Ok(slot.insert(Arc::new(device.alloc(bytes.next_power_of_two().max(256))?)).clone()),
+        }
+    }
+}
+
+/// Launches the pack or unpack kernel for each piece; `dats[k]` is the
+/// device address of dat `k`'s values, `buffer` the message buffer's.
+fn launch_pieces(
+    halos: &DeviceHalos,
+    device: &dyn Device,
+    module: &dyn Module,
+    (args, dats, addrs): (&[Arg], &[HaloDat], &[u64]),
+    pieces: &[Piece],
+    buffer: u64,
+    pack: bool,
+) -> Result<()> {
+    for p in pieces.iter().filter(|p| !p.list.is_empty()) {
+        let d = &dats[p.dat];
+        let step = if pack { "pack" } else { "unpack" };
+        let _range = Range::lazy(|| format!("halo/{}/{step}", args[d.arg].data_name()));
+        let list = halos.list(device, p.list)?;
+        let words = (d.bytes_per_entity / 4) as u64;
+        let mut params = LaunchParams::default();
+        let at = buffer + p.at as u64;
+        params.ptr[..3].copy_from_slice(&if pack {
+            [addrs[p.dat], list.addr, at]
+        } else {
+            [at, list.addr, addrs[p.dat]]
+        });
+        params.val[0] = p.list.len() as i64;
+        params.val[1] = words as i64;
+        let grid = (p.list.len() as u64 * words).div_ceil(u64::from(BLOCK)).clamp(1, MAX_GRID) as u32;
+        module.launch(if pack { "pl_halo_pack" } else { "pl_halo_unpack" }, grid, BLOCK, 0, &params)?;
+    }
+    Ok(())
+}
+
+impl Runtime {
+    /// The device counterpart of `halo_exchange`: packs the stale halos the
+    /// loop reads on `device`, posts the messages, runs `core` (which
+    /// queues the core launches), waits and unpacks on the device.
+    pub(crate) fn device_halo_exchange(
+        &self,
+        device: &Arc<dyn Device>,
+        set: &Set,
+        args: &[Arg],
+        exec_halo: bool,
+        core: impl FnOnce() -> Result<()>,
+    ) -> Result<HaloTraffic> {
+        let dats = self.stale_reads(set, args, exec_halo);
+        let Some(comm) = self.dist.comm.as_ref().filter(|_| !dats.is_empty()) else {
+            core()?;
+            return Ok(HaloTraffic::default());
+        };
+        let halos = &self.dist.device;
+        let dev = device.as_ref();
+        let module = halos.module(dev)?;
+        let aware = *match halos.cuda_aware.get() {
+            Some(a) => a,
+            None => halos.cuda_aware.get_or_init(|| cuda_aware(dev).unwrap_or(false)),
+        };
+        let mut addrs = Vec::with_capacity(dats.len());
+        for d in &dats {
+            let a = &args[d.arg];
+            let busy = || Error::Busy { kernel: "halo exchange".into(), dat: a.data_name().into() };
+            addrs.push(a.storage.on_device(device).ok_or_else(busy)??);
+        }
+        let (send, recv) = (Layout::new(&dats, true), Layout::new(&dats, false));
+        let send_buf = halos.buffer(dev, 0, send.total)?;
+        let recv_buf = halos.buffer(dev, 1, recv.total)?;
+        let (send_dev, recv_dev) = (send_buf.addr, recv_buf.addr);
+        launch_pieces(halos, dev, module.as_ref(), (args, &dats, &addrs), &send.pieces, send_dev, true)?;
+        let label = label(args, &dats);
+        let overlap = !self.dist.no_overlap;
+        let wait = if aware {
+            // MPI reads the send buffer: the packs must have finished.
+            dev.synchronize()?;
+            // SAFETY: both device buffers hold their layouts (allocated
+            // above, kept in `halos`) and nothing else uses them until the
+            // exchange returns; MPI is CUDA-aware (or the device's memory
+            // is host memory).
+            unsafe {
+                exchange(
+                    comm,
+                    (send_dev as *const u8, &send.slots),
+                    (recv_dev as *mut u8, &recv.slots),
+                    overlap,
+                    &label,
+                    core,
+                )?
+            }
+        } else {
+            let mut send_host = vec![0u8; send.total];
+            let mut recv_host = vec![0u8; recv.total];
+            {
+                let _range = Range::lazy(|| format!("halo/{label}/download"));
+                dev.download(&send_buf, &mut send_host)?;
+            }
+            // SAFETY: both host buffers hold their layouts and live past the call.
+            let wait = unsafe {
+                exchange(
+                    comm,
+                    (send_host.as_ptr(), &send.slots),
+                    (recv_host.as_mut_ptr(), &recv.slots),
+                    overlap,
+                    &label,
+                    core,
+                )?
+            };
+            let _range = Range::lazy(|| format!("halo/{label}/upload"));
+            dev.upload(&recv_buf, &recv_host)?;
+            wait
+        };
+        launch_pieces(halos, dev, module.as_ref(), (args, &dats, &addrs), &recv.pieces, recv_dev, false)?;
+        for d in &dats {
+            args[d.arg].storage.device_written();
+        }
+        Ok(self.refreshed(args, &dats, send.slots.len(), wait))
+    }
+}
