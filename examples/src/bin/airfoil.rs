@@ -35,6 +35,15 @@ struct Args {
     /// reference table) instead of OP2's `%10.5e`.
     #[arg(long)]
     precise: bool,
+    /// Run distributed under MPI (`mpiexec -n N airfoil --partition metis`):
+    /// partition the cells with metis, block or geometric (needs the `mpi`
+    /// feature).
+    #[arg(long, value_name = "METHOD")]
+    partition: Option<String>,
+    /// Only report the partitions over these numbers of parts (halo sizes),
+    /// computed on this process, and exit (needs the `mpi` feature).
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
+    preview_parts: Vec<usize>,
 }
 
 fn parse_grid_size(s: &str) -> Result<(usize, usize), String> {
@@ -59,7 +68,23 @@ fn run(args: Args) -> Result<(), Error> {
             _ => Backend::auto(),
         },
     };
+    #[cfg(feature = "mpi")]
+    let universe = match args.partition {
+        Some(_) => Some(parloop::mpi::initialize()?),
+        None => None,
+    };
+    #[cfg(not(feature = "mpi"))]
+    if args.partition.is_some() || !args.preview_parts.is_empty() {
+        return Err(Error::Distributed {
+            rank: 0,
+            reason: "--partition and --preview-parts need the mpi feature: \
+                     cargo build --release --features mpi --bin airfoil"
+                .into(),
+        });
+    }
     let rt = Runtime::with_backend(backend)?;
+    // Under MPI, rank 0 alone prints.
+    let lead = rt.rank() == 0;
     let t0 = Instant::now();
     let grid = match &args.grid {
         Some(path) => Grid::read_file(path)?,
@@ -69,7 +94,14 @@ fn run(args: Args) -> Result<(), Error> {
         Some(p) => p.display().to_string(),
         None => format!("generated {}x{}", args.grid_size.0, args.grid_size.1),
     };
-    println!(
+    macro_rules! say {
+        ($($t:tt)*) => {
+            if lead {
+                println!($($t)*);
+            }
+        };
+    }
+    say!(
         "airfoil: {source} grid, {} nodes, {} cells, {} edges, {} boundary edges ({:.2} s); backend {} ({})",
         grid.nnode(),
         grid.ncell(),
@@ -84,7 +116,42 @@ fn run(args: Args) -> Result<(), Error> {
         },
     );
     let mut airfoil = Airfoil::new(&rt, &grid)?;
-    let bar = if std::io::stderr().is_terminal() && !args.quiet {
+    #[cfg(feature = "mpi")]
+    {
+        let method = |name: &str| -> Result<parloop::mpi::Partitioner, Error> {
+            Ok(match name {
+                "metis" => parloop::mpi::Partitioner::Metis,
+                "block" => parloop::mpi::Partitioner::Block,
+                "geometric" => parloop::mpi::Partitioner::Geometric(&airfoil.x),
+                other => {
+                    return Err(Error::Distributed {
+                        rank: rt.rank(),
+                        reason: format!("--partition {other}: expected metis, block or geometric"),
+                    })
+                }
+            })
+        };
+        if !args.preview_parts.is_empty() {
+            for &parts in &args.preview_parts {
+                let t = Instant::now();
+                let name = args.partition.as_deref().unwrap_or("metis");
+                let report = rt.partition_preview(&airfoil.cells, &airfoil.pecell, method(name)?, parts)?;
+                say!("{name} over {parts} parts ({:.2} s):\n{}", t.elapsed().as_secs_f64(), report.summary());
+            }
+            return Ok(());
+        }
+        if let Some(name) = &args.partition {
+            let t = Instant::now();
+            let report = rt.partition(&airfoil.cells, &airfoil.pecell, method(name)?)?;
+            say!(
+                "{name} partition over {} ranks ({:.2} s):\n{}",
+                rt.ranks(),
+                t.elapsed().as_secs_f64(),
+                report.summary()
+            );
+        }
+    }
+    let bar = if lead && std::io::stderr().is_terminal() && !args.quiet {
         let bar = ProgressBar::new(args.iterations as u64);
         bar.set_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} iterations, {elapsed} elapsed, eta {eta}")
@@ -99,7 +166,7 @@ fn run(args: Args) -> Result<(), Error> {
         bar.inc(1);
         if iter % 100 == 0 {
             let rms = if args.precise { format!("{rms:.16e}") } else { c_exp(rms) };
-            bar.suspend(|| println!(" {iter:>4}  {rms}"));
+            bar.suspend(|| say!(" {iter:>4}  {rms}"));
         }
     })?;
     bar.finish_and_clear();
@@ -110,13 +177,26 @@ fn run(args: Args) -> Result<(), Error> {
     let planning: f64 = report.iter().map(|r| r.plan_seconds).sum();
     let steady = (wall - planning).max(f64::MIN_POSITIVE);
     let iters = args.iterations.max(1) as f64;
-    println!(
+    say!(
         "wall time {wall:.3} s ({planning:.3} s planning and compiling), {:.3} ms per iteration, \
          {:.2} GB/s at the minimum-bytes model ({:.1} MB per iteration)",
         steady * 1e3 / iters,
         bytes as f64 / steady / 1e9,
         bytes as f64 / iters / 1e6,
     );
+    #[cfg(feature = "mpi")]
+    if lead && universe.is_some() {
+        for r in report.iter().filter(|r| r.halo_messages > 0 || r.mpi_wait_seconds > 0.0) {
+            let bytes: u64 = r.halo_bytes.iter().map(|(_, b)| b).sum();
+            println!(
+                "rank 0 {:<10} halo {:>8.2} MB in {:>6} messages, MPI wait {:.3} s",
+                r.name,
+                bytes as f64 / 1e6,
+                r.halo_messages,
+                r.mpi_wait_seconds
+            );
+        }
+    }
     Ok(())
 }
 

@@ -2,10 +2,13 @@
 //! the local numbering `core | owned | exec | non-exec` (seed 004), halo
 //! exchange, reductions across ranks and gathering results.
 //!
-//! Every rank declares the same global mesh; [`crate::Runtime::partition`]
-//! then keeps each rank's part of every set, map and dat declared so far.
-//! The numbering itself is computed by [`layout`] from the global mesh;
-//! this module adds what needs communication.
+//! Every rank declares the same global mesh (or rank 0 alone does);
+//! [`crate::Runtime::partition`] then keeps each rank's part of every set,
+//! map and dat declared so far. The numbering itself is computed by
+//! [`layout`] from the global mesh; this module adds what needs
+//! communication: `messages` (the one-message-per-neighbour layout and its
+//! posting), `execute` (a loop's exchange on the host, reductions, stale
+//! halos) and `device_halo` (the exchange on a device).
 
 pub(crate) mod layout;
 
@@ -150,6 +153,29 @@ pub struct SetReport {
     pub name: String,
     /// Sections per rank.
     pub sections: Vec<Sections>,
+}
+
+impl PartitionReport {
+    /// One line per set: owned entities per rank (least and most), and the
+    /// exec and non-exec halos (largest on a rank, and summed over ranks).
+    pub fn summary(&self) -> String {
+        let mut out = format!("{} parts, edge cut {}\n", self.ranks, self.edge_cut);
+        for s in &self.sets {
+            let owned = s.sections.iter().map(|x| x.core + x.owned);
+            let (exec, non_exec) = (s.sections.iter().map(|x| x.exec), s.sections.iter().map(|x| x.non_exec));
+            out.push_str(&format!(
+                "{:<12} owned {}..{} per rank; exec halo max {} total {}; non-exec halo max {} total {}\n",
+                s.name,
+                owned.clone().min().unwrap_or(0),
+                owned.max().unwrap_or(0),
+                exec.clone().max().unwrap_or(0),
+                exec.sum::<usize>(),
+                non_exec.clone().max().unwrap_or(0),
+                non_exec.sum::<usize>(),
+            ));
+        }
+        out
+    }
 }
 
 impl fmt::Display for PartitionReport {

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use mpi::traits::*;
+use rayon::prelude::*;
 
 use super::layout::{self, GlobalMap, GlobalSet};
 use super::{exchange_lists, Comm, PartitionReport, Partitioner, SetReport};
@@ -40,40 +41,9 @@ impl Runtime {
         if self.dist.loops.load(std::sync::atomic::Ordering::Relaxed) > 0 {
             return Err(comm.error("partition must come before the first loop"));
         }
-        let (sets, maps, dats) = {
-            let d = self.dist.declared.lock().unwrap_or_else(|e| e.into_inner());
-            let sets: Vec<Set> = d.sets.iter().filter_map(|w| w.upgrade()).map(Set).collect();
-            let maps: Vec<Map> = d.maps.iter().filter_map(|w| w.upgrade()).map(Map).collect();
-            let dats: Vec<_> = d.dats.iter().filter_map(|w| w.upgrade()).collect();
-            (sets, maps, dats)
-        };
-        if let Some(s) = sets.iter().find(|s| s.is_distributed()) {
-            return Err(comm.error(format!("set `{}` is already distributed", s.name())));
-        }
+        let Declared { sets, maps, dats, mut gmaps, primary: p, through: t } =
+            self.declared_mesh(primary, through, &|reason| comm.error(reason))?;
         let index = |s: &Set| sets.iter().position(|x| x == s);
-        let p = index(primary)
-            .ok_or_else(|| comm.error(format!("set `{}` was not declared by this runtime", primary.name())))?;
-        if through.from() != primary && through.to() != primary {
-            return Err(comm.error(format!(
-                "map `{}` ({} -> {}) does not touch the primary set `{}`",
-                through.name(),
-                through.from().name(),
-                through.to().name(),
-                primary.name()
-            )));
-        }
-        let mut gmaps = Vec::new();
-        for m in &maps {
-            let (Some(from), Some(to)) = (index(m.from()), index(m.to())) else {
-                return Err(comm.error(format!("map `{}` joins a set this runtime did not declare", m.name())));
-            };
-            gmaps.push(GlobalMap { from, to, arity: m.arity(), values: m.global_values().to_vec() });
-        }
-        let t = gmaps
-            .iter()
-            .zip(&maps)
-            .position(|(_, m)| m.id() == through.id())
-            .ok_or_else(|| comm.error(format!("map `{}` was not declared by this runtime", through.name())))?;
         // Every rank must declare the same sets, maps and dats.
         let mut shapes: Vec<u64> = vec![sets.len() as u64, maps.len() as u64, dats.len() as u64];
         shapes.extend(gmaps.iter().flat_map(|m| [m.from as u64, m.to as u64, m.arity as u64]));
@@ -103,60 +73,12 @@ impl Runtime {
         let gsets: Vec<GlobalSet> = sizes.iter().map(|&n| GlobalSet { size: n as usize }).collect();
         let ranks = comm.size();
         let (xadj, adjncy) = layout::adjacency(p, &gsets, &gmaps[t]);
-        let mut primary_owners = match partitioner {
-            // Only rank 0's owners count (they are broadcast below).
-            Partitioner::External(_) if root_only && comm.rank() != 0 => vec![0; gsets[p].size],
-            Partitioner::External(owners) => {
-                if owners.len() != gsets[p].size {
-                    return Err(comm.error(format!(
-                        "external partition has {} owners for {} entities of `{}`",
-                        owners.len(),
-                        gsets[p].size,
-                        primary.name()
-                    )));
-                }
-                if let Some(e) = owners.iter().position(|&o| o < 0 || o as usize >= ranks) {
-                    return Err(comm.error(format!(
-                        "external partition: entity {e} of `{}` has owner {}, outside 0..{ranks}",
-                        primary.name(),
-                        owners[e]
-                    )));
-                }
-                owners
-            }
-            _ if comm.rank() != 0 => vec![0; gsets[p].size],
-            Partitioner::Block => layout::block_owners(gsets[p].size, ranks),
-            Partitioner::Metis => metis_owners(&xadj, &adjncy, ranks).map_err(|e| comm.error(e))?,
-            Partitioner::Geometric(coords) => {
-                let dim = coords.dim();
-                let values = coords.values();
-                let on = coords.set();
-                let values = &values;
-                let centres = if on == primary {
-                    values.clone()
-                } else if let Some(m) = gmaps.iter().find(|m| m.from == p && index(on) == Some(m.to)) {
-                    // The centroid of each primary entity's targets.
-                    let a = m.arity;
-                    let mv = &m.values;
-                    (0..gsets[p].size)
-                        .flat_map(|e| {
-                            (0..dim).map(move |d| {
-                                mv[e * a..(e + 1) * a].iter().map(|&v| values[v as usize * dim + d]).sum::<f64>()
-                                    / a as f64
-                            })
-                        })
-                        .collect()
-                } else {
-                    return Err(comm.error(format!(
-                        "geometric partition: coordinates `{}` live on `{}`, neither the primary set `{}` nor a \
-                         set a map from it reaches",
-                        coords.name(),
-                        on.name(),
-                        primary.name()
-                    )));
-                };
-                layout::rcb_owners(&centres, dim, ranks)
-            }
+        let mut primary_owners = if comm.rank() == 0 || (!root_only && matches!(partitioner, Partitioner::External(_)))
+        {
+            primary_owners(partitioner, &gsets, &gmaps, &sets, p, (&xadj, &adjncy), ranks, &|r| comm.error(r))?
+        } else {
+            // Rank 0's owners are broadcast next.
+            vec![0; gsets[p].size]
         };
         comm.lock().process_at_rank(0).broadcast_into(&mut primary_owners[..]);
         let edge_cut = layout::edge_cut(&xadj, &adjncy, &primary_owners);
@@ -205,27 +127,195 @@ impl Runtime {
             .collect();
         let mut all = vec![0u64; mine.len() * ranks];
         comm.lock().all_gather_into(&mine[..], &mut all[..]);
-        let per_rank = mine.len();
-        let report_sets = sets
-            .iter()
-            .enumerate()
-            .map(|(s, set)| SetReport {
-                name: set.name().into(),
-                sections: (0..ranks)
-                    .map(|r| {
-                        let v = &all[r * per_rank + s * 4..r * per_rank + s * 4 + 4];
-                        Sections {
-                            core: v[0] as usize,
-                            owned: v[1] as usize,
-                            exec: v[2] as usize,
-                            non_exec: v[3] as usize,
-                        }
+        let sections: Vec<Vec<Sections>> = all
+            .chunks_exact(mine.len().max(1))
+            .map(|rank| {
+                rank.chunks_exact(4)
+                    .map(|v| Sections {
+                        core: v[0] as usize,
+                        owned: v[1] as usize,
+                        exec: v[2] as usize,
+                        non_exec: v[3] as usize,
                     })
-                    .collect(),
+                    .collect()
             })
             .collect();
-        Ok(PartitionReport { ranks, edge_cut, sets: report_sets })
+        Ok(report(&sets, &sections, ranks, edge_cut))
     }
+
+    /// The partition [`Runtime::partition`] would make over `parts` ranks,
+    /// computed here for every part and distributing nothing: for sizing a
+    /// run (the halos of 64 ranks, on one machine). Needs no communicator.
+    /// [`Partitioner::External`] owners may name parts `0..parts`.
+    ///
+    /// ```no_run
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// let cells = rt.set("cells", 4);
+    /// let edges = rt.set("edges", 3);
+    /// let pecell = rt.map("pecell", &edges, &cells, 2, vec![0, 1, 1, 2, 2, 3])?;
+    /// let report = rt.partition_preview(&cells, &pecell, parloop::mpi::Partitioner::Metis, 2)?;
+    /// assert_eq!(report.sets[0].sections.len(), 2);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn partition_preview(
+        &self,
+        primary: &Set,
+        through: &Map,
+        partitioner: Partitioner,
+        parts: usize,
+    ) -> Result<PartitionReport> {
+        let fail = |reason: String| Error::Distributed { rank: self.rank(), reason };
+        if parts == 0 {
+            return Err(fail("partition preview over 0 parts".into()));
+        }
+        let Declared { sets, gmaps, primary: p, through: t, .. } = self.declared_mesh(primary, through, &fail)?;
+        let gsets: Vec<GlobalSet> = sets.iter().map(|s| GlobalSet { size: s.total() }).collect();
+        let (xadj, adjncy) = layout::adjacency(p, &gsets, &gmaps[t]);
+        let primary_owners = primary_owners(partitioner, &gsets, &gmaps, &sets, p, (&xadj, &adjncy), parts, &fail)?;
+        let edge_cut = layout::edge_cut(&xadj, &adjncy, &primary_owners);
+        let mut owners = vec![None; gsets.len()];
+        owners[p] = Some(primary_owners);
+        layout::propagate(&gsets, &gmaps, &mut owners, parts);
+        let owners: Vec<Vec<i32>> = owners.into_iter().map(|o| o.expect("propagate fills every set")).collect();
+        let sections: Vec<Vec<Sections>> = (0..parts)
+            .into_par_iter()
+            .map(|r| layout::localise(r, &gsets, &gmaps, &owners).sets.iter().map(|l| l.sections).collect())
+            .collect();
+        Ok(report(&sets, &sections, parts, edge_cut))
+    }
+}
+
+/// The report from every rank's sections of every set (`sections[rank][set]`).
+fn report(sets: &[Set], sections: &[Vec<Sections>], ranks: usize, edge_cut: usize) -> PartitionReport {
+    let sets = sets
+        .iter()
+        .enumerate()
+        .map(|(s, set)| SetReport { name: set.name().into(), sections: sections.iter().map(|r| r[s]).collect() })
+        .collect();
+    PartitionReport { ranks, edge_cut, sets }
+}
+
+/// What this runtime declared, as global sets and maps.
+struct Declared {
+    sets: Vec<Set>,
+    maps: Vec<Map>,
+    dats: Vec<Arc<dyn Redistribute>>,
+    /// The maps in indices of `sets`.
+    gmaps: Vec<GlobalMap>,
+    /// Index of the primary set.
+    primary: usize,
+    /// Index of the map the partitioner follows.
+    through: usize,
+}
+
+impl Runtime {
+    /// Everything declared so far, checked: nothing distributed yet, the
+    /// primary set and the map declared here, the map touching the set.
+    fn declared_mesh(&self, primary: &Set, through: &Map, fail: &dyn Fn(String) -> Error) -> Result<Declared> {
+        let (sets, maps, dats) = {
+            let d = self.dist.declared.lock().unwrap_or_else(|e| e.into_inner());
+            let sets: Vec<Set> = d.sets.iter().filter_map(|w| w.upgrade()).map(Set).collect();
+            let maps: Vec<Map> = d.maps.iter().filter_map(|w| w.upgrade()).map(Map).collect();
+            let dats: Vec<_> = d.dats.iter().filter_map(|w| w.upgrade()).collect();
+            (sets, maps, dats)
+        };
+        if let Some(s) = sets.iter().find(|s| s.is_distributed()) {
+            return Err(fail(format!("set `{}` is already distributed", s.name())));
+        }
+        let index = |s: &Set| sets.iter().position(|x| x == s);
+        let p =
+            index(primary).ok_or_else(|| fail(format!("set `{}` was not declared by this runtime", primary.name())))?;
+        if through.from() != primary && through.to() != primary {
+            return Err(fail(format!(
+                "map `{}` ({} -> {}) does not touch the primary set `{}`",
+                through.name(),
+                through.from().name(),
+                through.to().name(),
+                primary.name()
+            )));
+        }
+        let mut gmaps = Vec::new();
+        for m in &maps {
+            let (Some(from), Some(to)) = (index(m.from()), index(m.to())) else {
+                return Err(fail(format!("map `{}` joins a set this runtime did not declare", m.name())));
+            };
+            gmaps.push(GlobalMap { from, to, arity: m.arity(), values: m.global_values().to_vec() });
+        }
+        let t = gmaps
+            .iter()
+            .zip(&maps)
+            .position(|(_, m)| m.id() == through.id())
+            .ok_or_else(|| fail(format!("map `{}` was not declared by this runtime", through.name())))?;
+        Ok(Declared { sets, maps, dats, gmaps, primary: p, through: t })
+    }
+}
+
+/// The owner of every entity of the primary set `sets[p]` (`graph`: its
+/// adjacency, CSR).
+#[allow(clippy::too_many_arguments)]
+fn primary_owners(
+    partitioner: Partitioner,
+    gsets: &[GlobalSet],
+    gmaps: &[GlobalMap],
+    sets: &[Set],
+    p: usize,
+    graph: (&[i32], &[i32]),
+    ranks: usize,
+    fail: &dyn Fn(String) -> Error,
+) -> Result<Vec<i32>> {
+    let primary = &sets[p];
+    let index = |s: &Set| sets.iter().position(|x| x == s);
+    Ok(match partitioner {
+        Partitioner::External(owners) => {
+            if owners.len() != gsets[p].size {
+                return Err(fail(format!(
+                    "external partition has {} owners for {} entities of `{}`",
+                    owners.len(),
+                    gsets[p].size,
+                    primary.name()
+                )));
+            }
+            if let Some(e) = owners.iter().position(|&o| o < 0 || o as usize >= ranks) {
+                return Err(fail(format!(
+                    "external partition: entity {e} of `{}` has owner {}, outside 0..{ranks}",
+                    primary.name(),
+                    owners[e]
+                )));
+            }
+            owners
+        }
+        Partitioner::Block => layout::block_owners(gsets[p].size, ranks),
+        Partitioner::Metis => metis_owners(graph.0, graph.1, ranks).map_err(fail)?,
+        Partitioner::Geometric(coords) => {
+            let dim = coords.dim();
+            let values = coords.values();
+            let on = coords.set();
+            let values = &values;
+            let centres = if on == primary {
+                values.clone()
+            } else if let Some(m) = gmaps.iter().find(|m| m.from == p && index(on) == Some(m.to)) {
+                // The centroid of each primary entity's targets.
+                let a = m.arity;
+                let mv = &m.values;
+                (0..gsets[p].size)
+                    .flat_map(|e| {
+                        (0..dim).map(move |d| {
+                            mv[e * a..(e + 1) * a].iter().map(|&v| values[v as usize * dim + d]).sum::<f64>() / a as f64
+                        })
+                    })
+                    .collect()
+            } else {
+                return Err(fail(format!(
+                    "geometric partition: coordinates `{}` live on `{}`, neither the primary set `{}` nor a \
+                     set a map from it reaches",
+                    coords.name(),
+                    on.name(),
+                    primary.name()
+                )));
+            };
+            layout::rcb_owners(&centres, dim, ranks)
+        }
+    })
 }
 
 /// Sends rank 0's whole mesh to the other ranks, which declared it empty:
