@@ -4,9 +4,9 @@
 //!   partitions, on the seq and threads backends: the rms of every step and
 //!   the gathered `q` against a serial run of the same program on each rank
 //!   (within 1e-10 relative);
-//! - random meshes with every access mode (direct READ/WRITE/RW, indirect
-//!   READ/INC, vector READ, global INC/MIN/MAX), gathered results against
-//!   serial;
+//! - random meshes, connected and disconnected, with every access mode
+//!   (direct READ/WRITE/RW, indirect READ/INC/RW/WRITE, vector READ, global
+//!   INC/MIN/MAX), gathered results against serial;
 //! - the airfoil declared on rank 0 alone (the other ranks declare it
 //!   empty), partitioned with METIS;
 //! - a partition with more ranks than entities of a set.
@@ -45,6 +45,18 @@ fn node_update(n: &[f64; 2], x: &mut [f64; 2], lo: &mut f64, hi: &mut f64) {
 #[parloop::kernel]
 fn tri_gather(x: &[[f64; 2]; 3], area: &mut f64) {
     *area = 0.5 * ((x[1][0] - x[0][0]) * (x[2][1] - x[0][1]) - (x[2][0] - x[0][0]) * (x[1][1] - x[0][1]));
+}
+
+#[parloop::kernel]
+fn relabel(area: &f64, t: &mut [f64; 2]) {
+    t[0] = 0.5 * t[0] + *area;
+    t[1] -= *area * t[0];
+}
+
+#[parloop::kernel]
+fn stamp(x: &[f64; 2], t: &mut [f64; 2]) {
+    t[0] = x[1] - x[0];
+    t[1] = 2.0 * x[0];
 }
 
 #[parloop::kernel]
@@ -96,29 +108,44 @@ fn edge_mix_loop(
     )
 }
 
-/// Results of the random-mesh program: node values, areas, and globals.
-type Outcome = (Vec<f64>, Vec<f64>, Vec<f64>);
+/// Results of the random-mesh program: node values, areas, node tags, and globals.
+type Outcome = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
 
 /// Runs the random-mesh program on `rt`, distributed when `part` is given.
+/// Odd seeds make the mesh two disconnected halves.
 fn random_mesh(rt: &Runtime, seed: u64, part: Option<Partitioner>) -> parloop::Result<Outcome> {
     let mut rng = Lcg(seed);
-    let nnodes = 50 + rng.below(400);
+    let nnodes = 2 * (25 + rng.below(200));
     let nedges = nnodes * 2;
     let ntris = nnodes;
     let nodes = rt.set("nodes", nnodes);
     let edges = rt.set("edges", nedges);
     let tris = rt.set("tris", ntris);
-    // Edges between nearby nodes (a banded, mesh-like graph) and triangles.
+    // Edges between nearby nodes (a banded, mesh-like graph) and triangles,
+    // within one half of the nodes when the mesh is disconnected.
+    let (span, halves) = if seed % 2 == 1 { (nnodes / 2, 2) } else { (nnodes, 1) };
+    let near = |a: usize, d: usize| (a / span) * span + (a % span + d) % span;
     let ev: Vec<i32> = (0..nedges)
         .flat_map(|_| {
             let a = rng.below(nnodes);
-            let b = (a + 1 + rng.below(8)) % nnodes;
-            [a as i32, b as i32]
+            [a as i32, near(a, 1 + rng.below(8)) as i32]
         })
         .collect();
-    let tv: Vec<i32> = (0..ntris).flat_map(|t| [t, (t + 1) % nnodes, (t + 3) % nnodes].map(|v| v as i32)).collect();
+    let tv: Vec<i32> = (0..ntris).flat_map(|t| [t, near(t, 1), near(t, 3)].map(|v| v as i32)).collect();
+    // A one-to-one map from triangles to nodes: indirect WRITE and RW
+    // through it are race-free and order-independent.
+    let mut perm: Vec<i32> = (0..nnodes as i32).collect();
+    for i in (1..nnodes).rev() {
+        perm.swap(i, rng.below(i + 1));
+    }
+    if halves == 2 {
+        // Keep each triangle's tag node in its own half.
+        perm = (0..nnodes).map(|t| near(t, 5) as i32).collect();
+    }
     let pedge = rt.map("pedge", &edges, &nodes, 2, ev)?;
     let ptri = rt.map("ptri", &tris, &nodes, 3, tv)?;
+    let ptag = rt.map("ptag", &tris, &nodes, 1, perm)?;
+    let tag = rt.dat("tag", &nodes, 2, vec![1.0; 2 * nnodes])?;
     let x = rt.dat("x", &nodes, 2, (0..2 * nnodes).map(|_| rng.unit()).collect())?;
     let n = rt.dat("n", &nodes, 2, vec![0.0; 2 * nnodes])?;
     let w = rt.dat("w", &edges, 1, (0..nedges).map(|_| rng.unit()).collect())?;
@@ -138,10 +165,13 @@ fn random_mesh(rt: &Runtime, seed: u64, part: Option<Partitioner>) -> parloop::R
             &[n.arg(Access::READ), x.arg(Access::RW), lo.arg(Access::MIN), hi.arg(Access::MAX)],
         )?;
         rt.par_loop(tri_gather::KERNEL, &tris, &[x.arg_vec(&ptri, Access::READ), area.arg(Access::WRITE)])?;
+        rt.par_loop(relabel::KERNEL, &tris, &[area.arg(Access::READ), tag.arg_via(&ptag, 0, Access::RW)])?;
     }
+    rt.par_loop(stamp::KERNEL, &tris, &[tag.arg_via(&ptag, 0, Access::READ), x.arg_via(&ptag, 0, Access::WRITE)])?;
     let xs = x.gather(0)?.unwrap_or_default();
     let areas = area.gather(0)?.unwrap_or_default();
-    Ok((xs, areas, vec![total.value(), lo.value(), hi.value()]))
+    let tags = tag.gather(0)?.unwrap_or_default();
+    Ok((xs, areas, tags, vec![total.value(), lo.value(), hi.value()]))
 }
 
 fn check(ok: bool, what: &str, failures: &mut Vec<String>) {
@@ -231,8 +261,8 @@ fn main() {
                 let got = random_mesh(&rt, seed, Some(p)).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
                 let label = format!("{backend:?}/random mesh {seed}/{name}");
                 check(
-                    got.2.iter().zip(&want.2).all(|(a, b)| close(*a, *b)),
-                    &format!("{label}: globals {:?} vs {:?}", got.2, want.2),
+                    got.3.iter().zip(&want.3).all(|(a, b)| close(*a, *b)),
+                    &format!("{label}: globals {:?} vs {:?}", got.3, want.3),
                     &mut failures,
                 );
                 if rank == 0 {
@@ -244,6 +274,11 @@ fn main() {
                     check(
                         got.1.len() == want.1.len() && got.1.iter().zip(&want.1).all(|(a, b)| close(*a, *b)),
                         &format!("{label}: areas"),
+                        &mut failures,
+                    );
+                    check(
+                        got.2.len() == want.2.len() && got.2.iter().zip(&want.2).all(|(a, b)| close(*a, *b)),
+                        &format!("{label}: tags (indirect RW)"),
                         &mut failures,
                     );
                 }

@@ -221,9 +221,35 @@ impl Runtime {
         reductions: &[Reduction],
     ) {
         let (Some(comm), Some(begun)) = (&self.dist.comm, begun) else { return };
+        // One all-reduce per element type and operation, for all the
+        // loop's globals of that kind together.
+        let mut kinds: Vec<(crate::types::ElemType, Access)> = reductions.iter().map(|r| (r.elem, r.access)).collect();
+        kinds.sort_by_key(|&(e, a)| (e as u8, a as u8));
+        kinds.dedup();
+        for (elem, access) in kinds {
+            let group: Vec<&Reduction> = reductions.iter().filter(|r| (r.elem, r.access) == (elem, access)).collect();
+            let values: usize = group.iter().map(|r| r.dim).sum();
+            let mut words = vec![0u64; (values * elem.size()).div_ceil(8)];
+            let buf = words.as_mut_ptr().cast::<u8>();
+            let mut at = 0;
+            for r in &group {
+                let bytes = r.dim * elem.size();
+                // SAFETY: the global's view holds `dim` values of `elem`;
+                // `words` holds all of the group's.
+                unsafe { std::ptr::copy_nonoverlapping(views[r.arg].data, buf.add(at), bytes) };
+                at += bytes;
+            }
+            // SAFETY: `words` holds `values` aligned values of `elem`.
+            unsafe { all_reduce(comm, elem, access, buf, values) };
+            let mut at = 0;
+            for r in &group {
+                let bytes = r.dim * elem.size();
+                // SAFETY: as above.
+                unsafe { std::ptr::copy_nonoverlapping(buf.add(at), views[r.arg].data, bytes) };
+                at += bytes;
+            }
+        }
         for r in reductions {
-            // SAFETY: the global's view holds `dim` values of `elem`.
-            unsafe { all_reduce(comm, r.elem, r.access, views[r.arg].data, r.dim) };
             if let Some((_, initial)) = begun.initial.iter().find(|(a, _)| *a == r.arg) {
                 // SAFETY: both hold `dim` values of `elem`.
                 unsafe { combine(r.elem, Access::Inc, views[r.arg].data, initial.as_ptr().cast(), r.dim) };
