@@ -112,9 +112,10 @@ impl Runtime {
     }
 
     /// Runs `core` (the core section) while the stale halos the loop reads
-    /// are exchanged, then unpacks them: one message per neighbour rank
-    /// carrying every such dat. With `PARLOOP_OVERLAP=0` the exchange
-    /// completes first.
+    /// are exchanged: one message per neighbour rank carrying every such
+    /// dat, packed from the export lists and received straight into the
+    /// dats' halo tails. With `PARLOOP_OVERLAP=0` the exchange completes
+    /// first.
     pub(crate) fn halo_exchange(
         &self,
         set: &Set,
@@ -131,7 +132,6 @@ impl Runtime {
         let label = label(args, &dats);
         let (send, recv) = (Layout::new(&dats, true), Layout::new(&dats, false));
         let mut send_buf = vec![0u8; send.total];
-        let mut recv_buf = vec![0u8; recv.total];
         for p in &send.pieces {
             let d = &dats[p.dat];
             let _range = Range::lazy(|| format!("halo/{}/pack", args[d.arg].data_name()));
@@ -150,7 +150,7 @@ impl Runtime {
             exchange(
                 comm,
                 (send_buf.as_ptr(), &send.slots),
-                (recv_buf.as_mut_ptr(), &recv.slots),
+                &recv.into_halos(&dats, &dats.iter().map(|d| views[d.arg].data).collect::<Vec<_>>()),
                 !self.dist.no_overlap,
                 &label,
                 || {
@@ -159,19 +159,6 @@ impl Runtime {
                 },
             )?
         };
-        for p in &recv.pieces {
-            let d = &dats[p.dat];
-            let _range = Range::lazy(|| format!("halo/{}/unpack", args[d.arg].data_name()));
-            let bpe = d.bytes_per_entity;
-            for (k, &l) in p.list.iter().enumerate() {
-                // SAFETY: import indices are halo entities of the dat's
-                // set, inside the locked values; the message holds them.
-                unsafe {
-                    let dst = views[d.arg].data.add(l as usize * bpe);
-                    std::ptr::copy_nonoverlapping(recv_buf.as_ptr().add(p.at + k * bpe), dst, bpe);
-                }
-            }
-        }
         Ok(self.refreshed(args, &dats, send.slots.len(), wait))
     }
 

@@ -79,6 +79,49 @@ impl<'a> Layout<'a> {
     }
 }
 
+/// Where one received message lands: byte blocks, in message order.
+pub(crate) struct Landing {
+    pub rank: usize,
+    pub blocks: Vec<(*mut u8, usize)>,
+}
+
+impl Layout<'_> {
+    /// Receives into the buffer at `base`: each message in its slot.
+    pub fn into_buffer(&self, base: *mut u8) -> Vec<Landing> {
+        // `wrapping_add`: the address may be a device's, never dereferenced here.
+        self.slots
+            .iter()
+            .map(|s| Landing { rank: s.rank, blocks: vec![(base.wrapping_add(s.start), s.bytes)] })
+            .collect()
+    }
+
+    /// Receives straight into the dats' halo tails, `data[k]` being dat
+    /// `k`'s values: each run of consecutive imports is one block (a
+    /// neighbour's imports are two runs per dat, exec and non-exec halo).
+    pub fn into_halos(&self, dats: &[HaloDat], data: &[*mut u8]) -> Vec<Landing> {
+        let mut landings: Vec<Landing> = Vec::with_capacity(self.slots.len());
+        for p in self.pieces.iter().filter(|p| !p.list.is_empty()) {
+            let rank = self.slots.iter().rev().find(|s| s.start <= p.at).expect("a piece lies in a slot").rank;
+            if landings.last().is_none_or(|l| l.rank != rank) {
+                landings.push(Landing { rank, blocks: Vec::new() });
+            }
+            let blocks = &mut landings.last_mut().expect("pushed").blocks;
+            let bpe = dats[p.dat].bytes_per_entity;
+            let mut k = 0;
+            while k < p.list.len() {
+                let mut end = k + 1;
+                while end < p.list.len() && p.list[end] == p.list[end - 1] + 1 {
+                    end += 1;
+                }
+                let at = data[p.dat].wrapping_add(p.list[k] as usize * bpe);
+                blocks.push((at, (end - k) * bpe));
+                k = end;
+            }
+        }
+        landings
+    }
+}
+
 /// Posts the receives into `recv` and the sends from `send` (one message
 /// per slot), runs `core` unless `overlap` is off, waits, and returns the
 /// time spent waiting. With `overlap` off, `core` runs after the wait.
@@ -86,45 +129,37 @@ impl<'a> Layout<'a> {
 /// `halo/<label>/wait`). The messages are waited for even when `core`
 /// fails, so that no transfer outlives its buffers.
 ///
+/// A message landing in several blocks is received with an MPI datatype
+/// made of them.
+///
 /// # Safety
-/// `send` and `recv` hold their layouts' `total` bytes and stay valid and
-/// untouched by anything but MPI until this returns; they are host memory,
-/// or device memory when MPI is CUDA-aware.
+/// `send` holds its slots, every landing block is valid for its bytes, and
+/// both stay valid and untouched by anything but MPI until this returns;
+/// they are host memory, or device memory when MPI is CUDA-aware.
 pub(crate) unsafe fn exchange(
     comm: &Comm,
     send: (*const u8, &[Slot]),
-    recv: (*mut u8, &[Slot]),
+    recv: &[Landing],
     overlap: bool,
     label: &str,
     core: impl FnOnce() -> Result<()>,
 ) -> Result<Duration> {
-    if let Some(s) = recv.1.iter().chain(send.1).find(|s| i32::try_from(s.bytes).is_err()) {
-        return Err(comm
-            .error(format!("a halo message of {} bytes to or from rank {} exceeds MPI's int count", s.bytes, s.rank)));
+    let sizes = send.1.iter().map(|s| (s.rank, s.bytes)).chain(recv.iter().map(|l| (l.rank, l.bytes())));
+    if let Some((rank, bytes)) = sizes.clone().find(|&(_, b)| i32::try_from(b).is_err()) {
+        return Err(
+            comm.error(format!("a halo message of {bytes} bytes to or from rank {rank} exceeds MPI's int count"))
+        );
     }
-    let mut requests: Vec<mpi::ffi::MPI_Request> = Vec::with_capacity(send.1.len() + recv.1.len());
+    let mut requests: Vec<mpi::ffi::MPI_Request> = Vec::with_capacity(send.1.len() + recv.len());
     {
         let c = comm.lock();
         let raw = c.as_raw();
         let byte = u8::equivalent_datatype().as_raw();
         let _range = Range::lazy(|| format!("halo/{label}/send"));
-        for s in recv.1 {
-            // SAFETY: a request is a plain handle (zero is a valid bit
-            // pattern before MPI sets it); the buffer range is valid by the
-            // caller's contract; the count fits (checked above).
-            unsafe {
-                let mut r = std::mem::zeroed();
-                mpi::ffi::MPI_Irecv(
-                    recv.0.add(s.start).cast(),
-                    s.bytes as i32,
-                    byte,
-                    s.rank as i32,
-                    HALO_TAG,
-                    raw,
-                    &mut r,
-                );
-                requests.push(r);
-            }
+        for landing in recv.iter().filter(|l| l.bytes() > 0) {
+            // SAFETY: the blocks are valid by the caller's contract; the
+            // count fits (checked above); a request is a plain handle.
+            unsafe { requests.push(landing.post(raw, byte)) };
         }
         for s in send.1 {
             // SAFETY: as above.
@@ -160,4 +195,51 @@ pub(crate) unsafe fn exchange(
         core()?;
     }
     Ok(waited)
+}
+
+impl Landing {
+    fn bytes(&self) -> usize {
+        self.blocks.iter().map(|&(_, n)| n).sum()
+    }
+
+    /// Posts the receive: straight into the one block, or through an
+    /// indexed datatype relative to the first.
+    ///
+    /// # Safety
+    /// As [`exchange`].
+    unsafe fn post(&self, comm: mpi::ffi::MPI_Comm, byte: mpi::ffi::MPI_Datatype) -> mpi::ffi::MPI_Request {
+        // SAFETY: a request and a datatype are plain handles (zero is a
+        // valid bit pattern before MPI sets them); the blocks are valid.
+        unsafe {
+            let mut request = std::mem::zeroed();
+            let rank = self.rank as i32;
+            match self.blocks.as_slice() {
+                [] => unreachable!("empty landings are not posted"),
+                [(at, n)] => {
+                    mpi::ffi::MPI_Irecv(at.cast(), *n as i32, byte, rank, HALO_TAG, comm, &mut request);
+                }
+                [(first, _), ..] => {
+                    let lengths: Vec<i32> = self.blocks.iter().map(|&(_, n)| n as i32).collect();
+                    let offsets: Vec<mpi::ffi::MPI_Aint> = self
+                        .blocks
+                        .iter()
+                        .map(|&(at, _)| (at as isize - *first as isize) as mpi::ffi::MPI_Aint)
+                        .collect();
+                    let mut dtype = std::mem::zeroed();
+                    mpi::ffi::MPI_Type_create_hindexed(
+                        lengths.len() as i32,
+                        lengths.as_ptr(),
+                        offsets.as_ptr(),
+                        byte,
+                        &mut dtype,
+                    );
+                    mpi::ffi::MPI_Type_commit(&mut dtype);
+                    mpi::ffi::MPI_Irecv(first.cast(), 1, dtype, rank, HALO_TAG, comm, &mut request);
+                    // Freed now, released by MPI once the receive completes.
+                    mpi::ffi::MPI_Type_free(&mut dtype);
+                }
+            }
+            request
+        }
+    }
 }
