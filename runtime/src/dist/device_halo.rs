@@ -209,7 +209,7 @@ impl Runtime {
                 exchange(
                     comm,
                     (send_dev as *const u8, &send.slots),
-                    &recv.into_buffer(recv_dev as *mut u8),
+                    &recv.landing_in_buffer(recv_dev as *mut u8),
                     overlap,
                     &label,
                     core,
@@ -227,7 +227,7 @@ impl Runtime {
                 exchange(
                     comm,
                     (send_host.as_ptr(), &send.slots),
-                    &recv.into_buffer(recv_host.as_mut_ptr()),
+                    &recv.landing_in_buffer(recv_host.as_mut_ptr()),
                     overlap,
                     &label,
                     core,

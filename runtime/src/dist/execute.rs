@@ -150,7 +150,7 @@ impl Runtime {
             exchange(
                 comm,
                 (send_buf.as_ptr(), &send.slots),
-                &recv.into_halos(&dats, &dats.iter().map(|d| views[d.arg].data).collect::<Vec<_>>()),
+                &recv.landing_in_halos(&dats, &dats.iter().map(|d| views[d.arg].data).collect::<Vec<_>>()),
                 !self.dist.no_overlap,
                 &label,
                 || {

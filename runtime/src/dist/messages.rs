@@ -87,7 +87,7 @@ pub(crate) struct Landing {
 
 impl Layout<'_> {
     /// Receives into the buffer at `base`: each message in its slot.
-    pub fn into_buffer(&self, base: *mut u8) -> Vec<Landing> {
+    pub fn landing_in_buffer(&self, base: *mut u8) -> Vec<Landing> {
         // `wrapping_add`: the address may be a device's, never dereferenced here.
         self.slots
             .iter()
@@ -98,7 +98,7 @@ impl Layout<'_> {
     /// Receives straight into the dats' halo tails, `data[k]` being dat
     /// `k`'s values: each run of consecutive imports is one block (a
     /// neighbour's imports are two runs per dat, exec and non-exec halo).
-    pub fn into_halos(&self, dats: &[HaloDat], data: &[*mut u8]) -> Vec<Landing> {
+    pub fn landing_in_halos(&self, dats: &[HaloDat], data: &[*mut u8]) -> Vec<Landing> {
         let mut landings: Vec<Landing> = Vec::with_capacity(self.slots.len());
         for p in self.pieces.iter().filter(|p| !p.list.is_empty()) {
             let rank = self.slots.iter().rev().find(|s| s.start <= p.at).expect("a piece lies in a slot").rank;
