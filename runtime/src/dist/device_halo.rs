@@ -181,9 +181,12 @@ impl Runtime {
         let halos = &self.dist.device;
         let dev = device.as_ref();
         let module = halos.module(dev)?;
-        let aware = *match halos.cuda_aware.get() {
-            Some(a) => a,
-            None => halos.cuda_aware.get_or_init(|| cuda_aware(dev).unwrap_or(false)),
+        let aware = match halos.cuda_aware.get() {
+            Some(&a) => a,
+            None => {
+                let a = cuda_aware(dev)?;
+                *halos.cuda_aware.get_or_init(|| a)
+            }
         };
         let mut addrs = Vec::with_capacity(dats.len());
         for d in &dats {
