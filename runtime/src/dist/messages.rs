@@ -243,3 +243,40 @@ impl Landing {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dat(arg: usize, bytes_per_entity: usize, halo: &Arc<Halo>) -> HaloDat {
+        HaloDat { arg, halo: halo.clone(), bytes_per_entity }
+    }
+
+    #[test]
+    fn messages_group_dats_by_rank_and_land_in_runs_of_the_halo_tail() {
+        // Imports from rank 1: exec 10, 11, non-exec 14; from rank 3: 12, 13.
+        let halo = Arc::new(Halo {
+            imports: vec![(1, vec![10, 11, 14]), (3, vec![12, 13])],
+            exports: vec![(1, vec![0, 5]), (3, vec![7])],
+        });
+        let dats = [dat(0, 32, &halo), dat(2, 8, &halo)];
+        let send = Layout::new(&dats, true);
+        assert_eq!(send.slots, vec![Slot { rank: 1, start: 0, bytes: 2 * 40 }, Slot { rank: 3, start: 80, bytes: 40 }]);
+        assert_eq!(send.pieces.iter().map(|p| (p.dat, p.at)).collect::<Vec<_>>(), [(0, 0), (1, 64), (0, 80), (1, 112)]);
+        let recv = Layout::new(&dats, false);
+        assert_eq!(recv.total, 5 * 40);
+        let mut q = vec![0u8; 15 * 32];
+        let mut adt = vec![0u8; 15 * 8];
+        let (qp, ap) = (q.as_mut_ptr(), adt.as_mut_ptr());
+        let landings = recv.landing_in_halos(&dats, &[qp, ap]);
+        let blocks = |l: &Landing| l.blocks.iter().map(|&(p, n)| (p as usize, n)).collect::<Vec<_>>();
+        assert_eq!(landings.iter().map(|l| l.rank).collect::<Vec<_>>(), [1, 3]);
+        let (q0, a0) = (qp as usize, ap as usize);
+        assert_eq!(blocks(&landings[0]), [(q0 + 320, 64), (q0 + 14 * 32, 32), (a0 + 80, 16), (a0 + 14 * 8, 8)]);
+        assert_eq!(blocks(&landings[1]), [(q0 + 12 * 32, 64), (a0 + 12 * 8, 16)]);
+        // The blocks of a message add up to its slot.
+        for (l, s) in landings.iter().zip(&recv.slots) {
+            assert_eq!(l.bytes(), s.bytes);
+        }
+    }
+}
