@@ -180,11 +180,52 @@ fn check(ok: bool, what: &str, failures: &mut Vec<String>) {
     }
 }
 
+/// `--fail-on-rank R`: rank R alone declares a map with a value out of
+/// range and hands the error to `Runtime::fail`, which must end the whole
+/// job with that rank's message (the other ranks wait in a collective and
+/// would hang otherwise). `--diverge-on-rank R`, with
+/// `PARLOOP_CHECK_RANKS=1`: rank R runs another loop than the others, which
+/// must be reported. Both exit non-zero; ci/test checks the messages.
+fn faults(world: &parloop::mpi::SimpleCommunicator, args: &[String]) {
+    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)?.parse::<usize>().ok());
+    let rank = world.rank() as usize;
+    if let Some(bad) = flag("--fail-on-rank") {
+        let rt = Runtime::with_communicator(Backend::Seq, world).expect("runtime");
+        let cells = rt.set("cells", 4);
+        let edges = rt.set("edges", 2);
+        let values = if rank == bad { vec![0, 1, 2, 9] } else { vec![0, 1, 2, 3] };
+        match rt.map("pecell", &edges, &cells, 2, values) {
+            Err(e) => panic!("{}", rt.fail(e)),
+            Ok(m) => {
+                // The others reach a collective and wait for the failing rank.
+                let _ = rt.partition(&cells, &m, Partitioner::Block);
+            }
+        }
+        eprintln!("parloop-mpi-check: rank {rank} was not aborted");
+        std::process::exit(3);
+    }
+    if let Some(odd) = flag("--diverge-on-rank") {
+        let rt = Runtime::with_communicator(Backend::Seq, world).expect("runtime");
+        let nodes = rt.set("nodes", 4);
+        let n = rt.dat("n", &nodes, 2, vec![1.0; 8]).expect("dat");
+        let x = rt.dat("x", &nodes, 2, vec![1.0; 8]).expect("dat");
+        let target = if rank == odd { &x } else { &n };
+        match rt.par_loop(clear::KERNEL, &nodes, &[target.arg(Access::WRITE)]) {
+            Err(e) => panic!("{}", rt.fail(e)),
+            Ok(()) => {
+                eprintln!("parloop-mpi-check: rank {rank}: the divergence went unnoticed");
+                std::process::exit(3);
+            }
+        }
+    }
+}
+
 fn main() {
     let universe = parloop::mpi::initialize().expect("MPI initialises once");
     let world = universe.world();
     let (rank, size) = (world.rank() as usize, world.size() as usize);
     let args: Vec<String> = std::env::args().collect();
+    faults(&world, &args);
     if let Some(i) = args.iter().position(|a| a == "--ranks") {
         let want: usize = args.get(i + 1).and_then(|v| v.parse().ok()).expect("--ranks N");
         if want != size {
