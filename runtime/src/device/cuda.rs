@@ -6,7 +6,9 @@
 //! cached in memory and on disk (`PARLOOP_CACHE_DIR/cuda`) by a hash of the
 //! source, the architecture and the NVRTC version: a second run of a program
 //! compiles nothing. Memory is plain device allocations; every launch and
-//! copy goes through one stream, so they are ordered.
+//! copy goes through one stream, so they are ordered, except the halo
+//! uploads of distributed runs, which have a stream of their own that the
+//! compute stream waits for.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -19,7 +21,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
-use super::{cache_dir, fnv1a, Device, DeviceBuffer, DeviceProperties, Event, LaunchParams, Module};
+use super::{cache_dir, fnv1a, Device, DeviceBuffer, DeviceProperties, Event, HostBuffer, LaunchParams, Module};
 use crate::error::{Error, Result};
 
 // SAFETY: `LaunchParams` is `#[repr(C)]` plain data (integers), laid out as
@@ -48,6 +50,8 @@ pub(crate) struct Cuda {
     ctx: Arc<CudaContext>,
     /// The compute stream: every launch and copy, in order.
     stream: Arc<CudaStream>,
+    /// Halo uploads, overlapping the compute stream's work.
+    copies: Arc<CudaStream>,
     properties: DeviceProperties,
     arch: String,
     name: String,
@@ -97,6 +101,7 @@ impl Cuda {
         unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut vmaj, &mut vmin) };
         Ok(Cuda {
             stream: ctx.new_stream().map_err(fail)?,
+            copies: ctx.new_stream().map_err(fail)?,
             properties,
             ctx,
             arch: format!("sm_{major}{minor}"),
@@ -145,6 +150,21 @@ impl Drop for Allocation {
         if self.ctx.bind_to_thread().is_ok() {
             // SAFETY: `ptr` came from `malloc_sync` and is freed once.
             let _ = unsafe { result::free_sync(self.ptr) };
+        }
+    }
+}
+
+/// Host memory registered with the driver (page-locked), unregistered on drop.
+struct Pinned {
+    ptr: usize,
+    ctx: Arc<CudaContext>,
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `ptr` was registered once, by `host_buffer`.
+            let _ = unsafe { cudarc::driver::sys::cuMemHostUnregister(self.ptr as *mut std::ffi::c_void) };
         }
     }
 }
@@ -224,6 +244,32 @@ impl Device for Cuda {
         // SAFETY: `buf` holds at least `data.len()` bytes.
         unsafe { result::memcpy_dtoh_async(data, buf.addr, self.stream.cu_stream()) }.map_err(fail)?;
         self.stream.synchronize().map_err(fail)
+    }
+
+    fn host_buffer(&self, bytes: usize) -> Result<HostBuffer> {
+        let mut v = vec![0u8; bytes];
+        if bytes == 0 {
+            return Ok(HostBuffer::new(v, None));
+        }
+        self.ctx.bind_to_thread().map_err(fail)?;
+        let ptr = v.as_mut_ptr();
+        // SAFETY: `v` owns `bytes` bytes at `ptr`, which stay put (moving a
+        // Vec moves no heap memory) until `Pinned` unregisters them, before
+        // the Vec is freed (`HostBuffer` drops the pin first).
+        unsafe { cudarc::driver::sys::cuMemHostRegister_v2(ptr.cast(), bytes, 0) }.result().map_err(fail)?;
+        Ok(HostBuffer::new(v, Some(Box::new(Pinned { ptr: ptr as usize, ctx: self.ctx.clone() }))))
+    }
+
+    fn upload_ordered(&self, buf: &DeviceBuffer, data: &[u8]) -> Result<()> {
+        if data.len() > buf.bytes {
+            return Err(fail(format!("upload of {} bytes into {}", data.len(), buf.bytes)));
+        }
+        self.ctx.bind_to_thread().map_err(fail)?;
+        // SAFETY: `buf` holds at least `data.len()` bytes; the caller keeps
+        // `data` unchanged until the copy is waited for.
+        unsafe { result::memcpy_htod_async(buf.addr, data, self.copies.cu_stream()) }.map_err(fail)?;
+        // Later launches on the compute stream wait for the copy.
+        self.stream.join(&self.copies).map_err(fail)
     }
 
     fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>> {

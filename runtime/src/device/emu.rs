@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use super::{cache_dir, fnv1a, Device, DeviceBuffer, DeviceProperties, Event, LaunchParams, Module};
+use super::{cache_dir, fnv1a, Device, DeviceBuffer, DeviceProperties, Event, HostBuffer, LaunchParams, Module};
 use crate::error::{Error, Result};
 
 /// The emulated device.
@@ -103,6 +103,16 @@ impl Device for Emu {
         // SAFETY: as in `upload`.
         unsafe { std::ptr::copy_nonoverlapping(buf.addr as *const u8, data.as_mut_ptr(), data.len()) };
         Ok(())
+    }
+
+    fn host_buffer(&self, bytes: usize) -> Result<HostBuffer> {
+        // Device memory is host memory: nothing to pin.
+        Ok(HostBuffer::new(vec![0; bytes], None))
+    }
+
+    fn upload_ordered(&self, buf: &DeviceBuffer, data: &[u8]) -> Result<()> {
+        // Launches are synchronous: a plain copy is ordered.
+        self.upload(buf, data)
     }
 
     fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>> {

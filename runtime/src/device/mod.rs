@@ -50,6 +50,34 @@ impl std::fmt::Debug for DeviceBuffer {
     }
 }
 
+/// Host memory for transfers to and from a device: page-locked where the
+/// device supports it (copies then run asynchronously, by DMA).
+pub(crate) struct HostBuffer {
+    /// Unpins the memory; dropped before `bytes` frees it.
+    _pin: Option<Box<dyn std::any::Any + Send + Sync>>,
+    bytes: Vec<u8>,
+}
+
+impl HostBuffer {
+    /// `bytes`, pinned by `pin` (its drop unpins).
+    pub(crate) fn new(bytes: Vec<u8>, pin: Option<Box<dyn std::any::Any + Send + Sync>>) -> HostBuffer {
+        HostBuffer { _pin: pin, bytes }
+    }
+}
+
+impl std::ops::Deref for HostBuffer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl std::ops::DerefMut for HostBuffer {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes
+    }
+}
+
 /// What a device is and offers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceProperties {
@@ -96,6 +124,15 @@ pub(crate) trait Device: Send + Sync {
     fn upload(&self, buf: &DeviceBuffer, data: &[u8]) -> Result<()>;
     /// Copies the start of `buf` into `data`.
     fn download(&self, buf: &DeviceBuffer, data: &mut [u8]) -> Result<()>;
+    /// `bytes` of host memory for transfers (pinned where possible).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    fn host_buffer(&self, bytes: usize) -> Result<HostBuffer>;
+    /// Copies `data` to the start of `buf` on a stream of its own: launches
+    /// issued later wait for it, launches issued earlier run on. Nothing
+    /// queued may use `buf`, and `data` must stay unchanged until the next
+    /// `synchronize` or `download` returns.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    fn upload_ordered(&self, buf: &DeviceBuffer, data: &[u8]) -> Result<()>;
     /// Compiles a module from CUDA C++ (cached by source hash).
     fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>>;
     /// Shared memory one block may use, in bytes.

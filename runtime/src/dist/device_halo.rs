@@ -3,7 +3,8 @@
 //! into the dats' halo tails by an unpack kernel, so that values never go
 //! through the host dats. Messages carry device pointers when MPI is
 //! CUDA-aware (`PARLOOP_CUDA_AWARE`, else `MPIX_Query_cuda_support`) and
-//! otherwise go through host staging buffers. The core launches are queued
+//! otherwise go through pinned host staging buffers, the received data
+//! uploaded on a stream of its own. The core launches are queued
 //! between posting and waiting, so the device computes while messages fly.
 
 use std::collections::HashMap;
@@ -14,7 +15,7 @@ use super::messages::{exchange, HaloDat, Layout, Piece};
 use super::HaloTraffic;
 use crate::arg::Arg;
 use crate::decl::Set;
-use crate::device::{Device, DeviceBuffer, LaunchParams, Module};
+use crate::device::{Device, DeviceBuffer, HostBuffer, LaunchParams, Module};
 use crate::error::{Error, Result};
 use crate::profile::Range;
 use crate::runtime::Runtime;
@@ -64,6 +65,8 @@ pub(crate) struct DeviceHalos {
     lists: Mutex<HashMap<(usize, usize), Arc<DeviceBuffer>>>,
     /// Send and receive buffers, grown as needed.
     buffers: Mutex<[Option<Arc<DeviceBuffer>>; 2]>,
+    /// Their host staging copies (pinned), when MPI is not CUDA-aware.
+    staging: Mutex<[Option<HostBuffer>; 2]>,
 }
 
 /// Whether MPI reads and writes device memory itself: `PARLOOP_CUDA_AWARE`
@@ -127,6 +130,15 @@ impl DeviceHalos {
             _ => Ok(slot.insert(Arc::new(device.alloc(bytes.next_power_of_two().max(256))?)).clone()),
         }
     }
+}
+
+/// The staging buffer `slot` (0 send, 1 receive) of at least `bytes`.
+fn staging<'a>(slot: &'a mut Option<HostBuffer>, device: &dyn Device, bytes: usize) -> Result<&'a mut [u8]> {
+    if slot.as_ref().is_none_or(|b| b.len() < bytes) {
+        *slot = None;
+        *slot = Some(device.host_buffer(bytes.next_power_of_two().max(256))?);
+    }
+    Ok(&mut slot.as_mut().expect("allocated")[..bytes])
 }
 
 /// Launches the pack or unpack kernel for each piece; `dats[k]` is the
@@ -219,11 +231,13 @@ impl Runtime {
                 )?
             }
         } else {
-            let mut send_host = vec![0u8; send.total];
-            let mut recv_host = vec![0u8; recv.total];
+            let mut hosts = halos.staging.lock().unwrap_or_else(|e| e.into_inner());
+            let [send_slot, recv_slot] = &mut *hosts;
+            let send_host = staging(send_slot, dev, send.total)?;
+            let recv_host = staging(recv_slot, dev, recv.total)?;
             {
                 let _range = Range::lazy(|| format!("halo/{label}/download"));
-                dev.download(&send_buf, &mut send_host)?;
+                dev.download(&send_buf, send_host)?;
             }
             // SAFETY: both host buffers hold their layouts and live past the call.
             let wait = unsafe {
@@ -237,7 +251,10 @@ impl Runtime {
                 )?
             };
             let _range = Range::lazy(|| format!("halo/{label}/upload"));
-            dev.upload(&recv_buf, &recv_host)?;
+            // On the copy stream, while the core launches still run; the
+            // unpack waits for it. The buffer stays untouched until the
+            // next exchange's download has synchronised.
+            dev.upload_ordered(&recv_buf, recv_host)?;
             wait
         };
         launch_pieces(halos, dev, module.as_ref(), (args, &dats, &addrs), &recv.pieces, recv_dev, false)?;
