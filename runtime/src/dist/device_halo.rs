@@ -24,28 +24,20 @@ use crate::runtime::Runtime;
 /// of them): `ptr[0]` source, `ptr[1]` i32 entity list, `ptr[2]`
 /// destination; `val[0]` entities, `val[1]` words per entity.
 const HALO_SOURCE: &str = r#"
-PL_ENTRY(pl_halo_pack) {
-    const unsigned int* src = (const unsigned int*)prm.ptr[0];
-    const int* list = (const int*)prm.ptr[1];
-    unsigned int* dst = (unsigned int*)prm.ptr[2];
-    const long long words = prm.val[0] * prm.val[1];
-    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < words;
-         k += (long long)gridDim.x * blockDim.x) {
-        const long long e = k / prm.val[1];
-        dst[k] = src[(long long)list[e] * prm.val[1] + (k - e * prm.val[1])];
-    }
+#define PL_HALO_COPY(name, to, from) \
+PL_ENTRY(name) { \
+    const unsigned int* src = (const unsigned int*)prm.ptr[0]; \
+    const int* list = (const int*)prm.ptr[1]; \
+    unsigned int* dst = (unsigned int*)prm.ptr[2]; \
+    const long long w = prm.val[1], words = prm.val[0] * w; \
+    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < words; \
+         k += (long long)gridDim.x * blockDim.x) { \
+        const long long e = k / w, at = (long long)list[e] * w + (k - e * w); \
+        dst[to] = src[from]; \
+    } \
 }
-PL_ENTRY(pl_halo_unpack) {
-    const unsigned int* src = (const unsigned int*)prm.ptr[0];
-    const int* list = (const int*)prm.ptr[1];
-    unsigned int* dst = (unsigned int*)prm.ptr[2];
-    const long long words = prm.val[0] * prm.val[1];
-    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < words;
-         k += (long long)gridDim.x * blockDim.x) {
-        const long long e = k / prm.val[1];
-        dst[(long long)list[e] * prm.val[1] + (k - e * prm.val[1])] = src[k];
-    }
-}
+PL_HALO_COPY(pl_halo_pack, k, at)
+PL_HALO_COPY(pl_halo_unpack, at, k)
 "#;
 
 /// Threads per block of the pack and unpack kernels.
@@ -157,20 +149,22 @@ fn launch_pieces(
         let step = if pack { "pack" } else { "unpack" };
         let _range = Range::lazy(|| format!("halo/{}/{step}", args[d.arg].data_name()));
         let list = halos.list(device, p.list)?;
-        let words = (d.bytes_per_entity / 4) as u64;
-        let mut params = LaunchParams::default();
         let at = buffer + p.at as u64;
-        params.ptr[..3].copy_from_slice(&if pack {
-            [addrs[p.dat], list.addr, at]
-        } else {
-            [at, list.addr, addrs[p.dat]]
-        });
-        params.val[0] = p.list.len() as i64;
-        params.val[1] = words as i64;
-        let grid = (p.list.len() as u64 * words).div_ceil(u64::from(BLOCK)).clamp(1, MAX_GRID) as u32;
-        module.launch(if pack { "pl_halo_pack" } else { "pl_halo_unpack" }, grid, BLOCK, 0, &params)?;
+        let (src, dst) = if pack { (addrs[p.dat], at) } else { (at, addrs[p.dat]) };
+        launch_copy(module, pack, [src, list.addr, dst], p.list.len(), d.bytes_per_entity / 4)?;
     }
     Ok(())
+}
+
+/// One pack (`ptrs`: dat, list, buffer) or unpack (buffer, list, dat) of
+/// `n` entities of `words` 4-byte words.
+fn launch_copy(module: &dyn Module, pack: bool, ptrs: [u64; 3], n: usize, words: usize) -> Result<()> {
+    let mut params = LaunchParams::default();
+    params.ptr[..3].copy_from_slice(&ptrs);
+    params.val[0] = n as i64;
+    params.val[1] = words as i64;
+    let grid = (n as u64 * words as u64).div_ceil(u64::from(BLOCK)).clamp(1, MAX_GRID) as u32;
+    module.launch(if pack { "pl_halo_pack" } else { "pl_halo_unpack" }, grid, BLOCK, 0, &params)
 }
 
 impl Runtime {
@@ -262,5 +256,65 @@ impl Runtime {
             args[d.arg].storage.device_written();
         }
         Ok(self.refreshed(args, &dats, send.slots.len(), wait))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::emu::Emu;
+
+    fn upload(device: &dyn Device, bytes: &[u8]) -> DeviceBuffer {
+        let buf = device.alloc(bytes.len()).unwrap();
+        device.upload(&buf, bytes).unwrap();
+        buf
+    }
+
+    #[test]
+    fn pack_and_unpack_move_the_listed_entities_on_the_emulated_device() {
+        let device = Emu::new().unwrap();
+        let module = DeviceHalos::default().module(&device).unwrap();
+        // Six entities of three f64 (six words each).
+        let values: Vec<f64> = (0..18).map(f64::from).collect();
+        let dat = upload(&device, bytemuck::cast_slice(&values));
+        let list = upload(&device, bytemuck::cast_slice(&[4i32, 1]));
+        let message = device.alloc(2 * 24).unwrap();
+        launch_copy(module.as_ref(), true, [dat.addr, list.addr, message.addr], 2, 6).unwrap();
+        let mut packed = vec![0.0f64; 6];
+        device.download(&message, bytemuck::cast_slice_mut(&mut packed)).unwrap();
+        assert_eq!(packed, [12.0, 13.0, 14.0, 3.0, 4.0, 5.0]);
+        let halo = device.alloc(18 * 8).unwrap();
+        let tail = upload(&device, bytemuck::cast_slice(&[0i32, 5]));
+        launch_copy(module.as_ref(), false, [message.addr, tail.addr, halo.addr], 2, 6).unwrap();
+        let mut unpacked = vec![0.0f64; 18];
+        device.download(&halo, bytemuck::cast_slice_mut(&mut unpacked)).unwrap();
+        let mut want = vec![0.0f64; 18];
+        want[..3].copy_from_slice(&[12.0, 13.0, 14.0]);
+        want[15..].copy_from_slice(&[3.0, 4.0, 5.0]);
+        assert_eq!(unpacked, want);
+    }
+
+    #[test]
+    fn the_halo_kernels_compile_with_nvrtc_without_warnings() {
+        // SAFETY: only probes for the library with dlopen.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            assert!(
+                std::env::var("PARLOOP_REQUIRE_NVRTC").as_deref() != Ok("1"),
+                "PARLOOP_REQUIRE_NVRTC=1 but libnvrtc cannot be loaded"
+            );
+            return;
+        }
+        use cudarc::nvrtc::result;
+        let source = format!("{}{HALO_SOURCE}", parloop_kernels::loops::LOOP_PRELUDE);
+        let src = std::ffi::CString::new(source).unwrap();
+        let prog = result::create_program(&src, None).unwrap();
+        // SAFETY: `prog` was just created and is destroyed below.
+        let compiled = unsafe { result::compile_program(prog, &["--gpu-architecture=sm_90", "-std=c++17"]) };
+        // SAFETY: as above.
+        let log = unsafe { result::get_program_log(prog) }.unwrap();
+        let log: String = log.iter().map(|&c| c as u8 as char).collect::<String>().trim_end_matches('\0').trim().into();
+        // SAFETY: as above; not used afterwards.
+        unsafe { result::destroy_program(prog) }.unwrap();
+        assert!(compiled.is_ok() && log.is_empty(), "{compiled:?}\n{log}");
     }
 }
