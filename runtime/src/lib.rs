@@ -51,6 +51,7 @@ mod device;
 mod error;
 mod exec;
 mod kernel;
+mod lanes;
 mod par_loop;
 mod plan_cache;
 mod profile;
@@ -84,4 +85,5 @@ struct ReadmeExample;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::kernel::{ArgView, Binder, KernelParam, Shape, ViewKind, BATCH};
+    pub use crate::lanes::{avx2, usable as lanes_usable, LaneBinder, Lanes, LANES};
 }

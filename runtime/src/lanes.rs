@@ -1,0 +1,383 @@
+//! SIMD across elements for the CPU backends.
+//!
+//! A kernel's arithmetic is scalar: one element at a time. For kernels whose
+//! float values never steer control flow, `#[parloop::kernel]` also emits a
+//! *lane-wise* twin in which every float value is a [`Lanes`]: the same value
+//! for [`LANES`] consecutive elements. The host adapter gathers those
+//! elements into lanes (structure of arrays), calls the twin once, and
+//! scatters the results in element order.
+//!
+//! Every lane operation is the scalar IEEE operation applied per lane (no
+//! fused multiply-add, no reassociation), so the twin computes bit for bit
+//! what the scalar kernel computes; LLVM turns the per-lane loops into
+//! vector instructions. Increments are written back in the scalar adapter's
+//! order, and a global `+=` done once per element starts from `-0.0` (the
+//! exact identity of `+`), so a reduction is bitwise the scalar one too.
+//!
+//! `PARLOOP_SIMD=0` (or [`crate::Runtime::set_simd`]) turns the twins off.
+
+use std::mem::MaybeUninit;
+use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, RemAssign, Sub, SubAssign};
+
+use crate::kernel::{ArgView, Shape, ViewKind};
+use crate::types::{Access, Scalar};
+
+/// Elements per lane-wise call: one AVX2 register of `f64`.
+pub const LANES: usize = 4;
+
+/// One value per element of a group of [`LANES`] consecutive elements.
+///
+/// Arithmetic, compound assignment and the float methods kernels may call
+/// work lane by lane, exactly as the scalar operation.
+///
+/// ```
+/// use parloop::__private::Lanes;
+/// let a = Lanes([1.0f64, 4.0, 9.0, 16.0]);
+/// let b = (a + Lanes::splat(0.0)).sqrt() * Lanes::splat(2.0);
+/// assert_eq!(b.0, [2.0, 4.0, 6.0, 8.0]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C, align(32))]
+pub struct Lanes<T>(pub [T; LANES]);
+
+impl<T: Copy> Lanes<T> {
+    /// The same value in every lane.
+    #[inline(always)]
+    pub fn splat(v: T) -> Self {
+        Lanes([v; LANES])
+    }
+
+    /// Lane `l` of `f(l)`: for helper calls, made once per lane.
+    #[inline(always)]
+    pub fn from_fn(f: impl FnMut(usize) -> T) -> Self {
+        Lanes(std::array::from_fn(f))
+    }
+
+    /// The value of lane `l`.
+    #[inline(always)]
+    pub fn lane(self, l: usize) -> T {
+        self.0[l]
+    }
+}
+
+/// `[f(0), f(1), f(2), f(3)]` written out, the form LLVM's SLP vectoriser
+/// turns into one vector instruction (a loop or `array::from_fn` it often
+/// leaves scalar).
+macro_rules! lanewise {
+    (|$l:ident| $e:expr) => {{
+        const _: () = assert!(LANES == 4, "lanewise! writes out four lanes");
+        [
+            {
+                let $l = 0;
+                $e
+            },
+            {
+                let $l = 1;
+                $e
+            },
+            {
+                let $l = 2;
+                $e
+            },
+            {
+                let $l = 3;
+                $e
+            },
+        ]
+    }};
+}
+
+macro_rules! binary_ops {
+    ($($op:ident $f:ident $opa:ident $fa:ident),*) => {$(
+        impl<T: Copy + $op<Output = T>> $op for Lanes<T> {
+            type Output = Self;
+            #[inline(always)]
+            fn $f(self, o: Self) -> Self {
+                Lanes(lanewise!(|l| self.0[l].$f(o.0[l])))
+            }
+        }
+        // `&f64` operands work in kernels (`x + adt` with `adt: &f64`), so
+        // `&Lanes` operands work in twins.
+        impl<T: Copy + $op<Output = T>> $op<&Lanes<T>> for Lanes<T> {
+            type Output = Self;
+            #[inline(always)]
+            fn $f(self, o: &Self) -> Self {
+                self.$f(*o)
+            }
+        }
+        impl<T: Copy + $op<Output = T>> $op<Lanes<T>> for &Lanes<T> {
+            type Output = Lanes<T>;
+            #[inline(always)]
+            fn $f(self, o: Lanes<T>) -> Lanes<T> {
+                (*self).$f(o)
+            }
+        }
+        impl<T: Copy + $op<Output = T>> $op<&Lanes<T>> for &Lanes<T> {
+            type Output = Lanes<T>;
+            #[inline(always)]
+            fn $f(self, o: &Lanes<T>) -> Lanes<T> {
+                (*self).$f(*o)
+            }
+        }
+        impl<T: Copy + $op<Output = T>> $opa<&Lanes<T>> for Lanes<T> {
+            #[inline(always)]
+            fn $fa(&mut self, o: &Self) {
+                *self = (*self).$f(*o);
+            }
+        }
+        impl<T: Copy + $op<Output = T>> $opa for Lanes<T> {
+            #[inline(always)]
+            fn $fa(&mut self, o: Self) {
+                *self = (*self).$f(o);
+            }
+        }
+    )*};
+}
+binary_ops!(Add add AddAssign add_assign, Sub sub SubAssign sub_assign, Mul mul MulAssign mul_assign,
+            Div div DivAssign div_assign, Rem rem RemAssign rem_assign);
+
+impl<T: Copy + Neg<Output = T>> Neg for Lanes<T> {
+    type Output = Self;
+    #[inline(always)]
+    fn neg(self) -> Self {
+        Lanes(lanewise!(|l| -self.0[l]))
+    }
+}
+
+impl<T: Copy + Neg<Output = T>> Neg for &Lanes<T> {
+    type Output = Lanes<T>;
+    #[inline(always)]
+    fn neg(self) -> Lanes<T> {
+        -*self
+    }
+}
+
+macro_rules! float_methods {
+    ($t:ty: unary $($u:ident)*; binary $($b:ident)*) => {
+        impl Lanes<$t> {
+            $(
+                #[doc = concat!("`", stringify!($t), "::", stringify!($u), "` per lane.")]
+                #[inline(always)]
+                pub fn $u(self) -> Self {
+                    Lanes(lanewise!(|l| self.0[l].$u()))
+                }
+            )*
+            $(
+                #[doc = concat!("`", stringify!($t), "::", stringify!($b), "` per lane.")]
+                #[inline(always)]
+                pub fn $b(self, o: Self) -> Self {
+                    Lanes(lanewise!(|l| self.0[l].$b(o.0[l])))
+                }
+            )*
+            /// `mul_add` per lane (a fused multiply-add, as the scalar call).
+            #[inline(always)]
+            pub fn mul_add(self, a: Self, b: Self) -> Self {
+                Lanes(lanewise!(|l| self.0[l].mul_add(a.0[l], b.0[l])))
+            }
+            /// `as f64` per lane.
+            #[allow(clippy::unnecessary_cast)]
+            #[inline(always)]
+            pub fn to_f64(self) -> Lanes<f64> {
+                Lanes(lanewise!(|l| self.0[l] as f64))
+            }
+            /// `as f32` per lane.
+            #[allow(clippy::unnecessary_cast)]
+            #[inline(always)]
+            pub fn to_f32(self) -> Lanes<f32> {
+                Lanes(lanewise!(|l| self.0[l] as f32))
+            }
+            /// `powi` per lane.
+            #[inline(always)]
+            pub fn powi(self, n: i32) -> Self {
+                Lanes(lanewise!(|l| self.0[l].powi(n)))
+            }
+        }
+    };
+}
+float_methods!(f64: unary sqrt abs exp ln log10 sin cos tan atan floor ceil round signum;
+               binary min max powf atan2 hypot);
+float_methods!(f32: unary sqrt abs exp ln log10 sin cos tan atan floor ceil round signum;
+               binary min max powf atan2 hypot);
+
+/// Whether a lane-wise twin can run a loop with these views: no mapped
+/// WRITE or RW (those need each element to see earlier elements' writes),
+/// no global MIN or MAX, and a global INC only where the kernel adds to it
+/// once per element (`exact_inc`, decided by the attribute), so the
+/// reduction keeps the scalar order.
+#[doc(hidden)]
+pub fn usable(views: &[ArgView], exact_inc: &[bool]) -> bool {
+    views.iter().zip(exact_inc).all(|(v, &exact)| match (v.kind, v.access) {
+        (ViewKind::Direct, _) | (_, Access::Read) => true,
+        (ViewKind::Global, Access::Inc) => exact,
+        (ViewKind::Indirect | ViewKind::Vector, Access::Inc) => true,
+        _ => false,
+    })
+}
+
+/// Whether this CPU runs AVX2 (checked once).
+#[doc(hidden)]
+#[inline]
+pub fn avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Gathers one argument of a group of [`LANES`] elements into lanes and
+/// scatters the results back: the lane-wise counterpart of
+/// [`crate::kernel::Binder`], used where [`usable`] holds.
+#[doc(hidden)]
+pub struct LaneBinder<S: Shape> {
+    view: ArgView,
+    buf: MaybeUninit<S::Lane>,
+}
+
+impl<S: Shape> LaneBinder<S> {
+    /// Values per entity through a vector view's row, and in all.
+    const ROW: usize = S::COLS;
+    const ALL: usize = S::ROWS * S::COLS;
+
+    #[inline(always)]
+    pub fn new(view: ArgView) -> Self {
+        LaneBinder { view, buf: MaybeUninit::uninit() }
+    }
+
+    #[inline(always)]
+    fn data(&self) -> *mut S::Elem {
+        self.view.data.cast()
+    }
+
+    /// The lanes of value `k` of the shape.
+    #[inline(always)]
+    fn lanes(&mut self) -> *mut Lanes<S::Elem> {
+        self.buf.as_mut_ptr().cast()
+    }
+
+    /// The lane-wise value for the kernel (after [`LaneBinder::load`]).
+    #[inline(always)]
+    pub fn ptr(&mut self) -> *mut S::Lane {
+        self.buf.as_mut_ptr()
+    }
+
+    /// Entity offset of `map[e][col]`, `len` values per entity.
+    ///
+    /// # Safety
+    /// The view is mapped and `e`, `col` lie in the map.
+    #[inline(always)]
+    unsafe fn target(&self, e: usize, col: usize, len: usize) -> usize {
+        // SAFETY: forwarded; map values were validated against the target set.
+        unsafe { *self.view.map.add(e * self.view.arity + col) as usize * len }
+    }
+
+    /// Fills the lanes for elements `first..first + LANES`.
+    ///
+    /// # Safety
+    /// The view satisfies the [`crate::HostFn`] contract, those elements
+    /// exist, and [`usable`] holds.
+    #[inline(always)]
+    pub unsafe fn load(&mut self, first: usize) {
+        let data = self.data();
+        let lanes = self.lanes();
+        let inc = self.view.access == Access::Inc;
+        // SAFETY: offsets lie in the locked data (validated maps and dims);
+        // `lanes` has `ALL` entries.
+        unsafe {
+            match self.view.kind {
+                ViewKind::Direct => {
+                    for k in 0..Self::ALL {
+                        (*lanes.add(k)).0 = lanewise!(|l| *data.add((first + l) * Self::ALL + k));
+                    }
+                }
+                ViewKind::Global => {
+                    for k in 0..Self::ALL {
+                        // An exact increment adds to -0.0, which changes no value.
+                        let v = if inc { S::Elem::ADD_IDENTITY } else { *data.add(k) };
+                        lanes.add(k).write(Lanes::splat(v));
+                    }
+                }
+                // Mapped increments start from zero, as in the scalar adapter.
+                _ if inc => {
+                    for k in 0..Self::ALL {
+                        lanes.add(k).write(Lanes::splat(S::Elem::default()));
+                    }
+                }
+                ViewKind::Indirect => {
+                    let t: [usize; LANES] = lanewise!(|l| self.target(first + l, self.view.column, Self::ALL));
+                    for k in 0..Self::ALL {
+                        (*lanes.add(k)).0 = lanewise!(|l| *data.add(t[l] + k));
+                    }
+                }
+                ViewKind::Vector => {
+                    for r in 0..S::ROWS {
+                        let t: [usize; LANES] = lanewise!(|l| self.target(first + l, r, Self::ROW));
+                        for c in 0..Self::ROW {
+                            (*lanes.add(r * Self::ROW + c)).0 = lanewise!(|l| *data.add(t[l] + c));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes a direct argument's lanes back (after the call).
+    ///
+    /// # Safety
+    /// As [`LaneBinder::load`], after it.
+    #[inline(always)]
+    pub unsafe fn store_direct(&mut self, first: usize) {
+        if self.view.kind != ViewKind::Direct || self.view.access == Access::Read {
+            return;
+        }
+        let data = self.data();
+        let lanes = self.lanes();
+        // SAFETY: as in `load`.
+        unsafe {
+            for k in 0..Self::ALL {
+                let v = (*lanes.add(k)).0;
+                for (l, v) in v.into_iter().enumerate() {
+                    *data.add((first + l) * Self::ALL + k) = v;
+                }
+            }
+        }
+    }
+
+    /// Adds lane `l`'s increment (element `first + l`) to its targets, or
+    /// to the global: called for every lane in order, every argument in
+    /// order, as the scalar adapter does.
+    ///
+    /// # Safety
+    /// As [`LaneBinder::store_direct`].
+    #[inline(always)]
+    pub unsafe fn store_lane(&mut self, l: usize, first: usize) {
+        if self.view.access != Access::Inc || self.view.kind == ViewKind::Direct {
+            return;
+        }
+        let data = self.data();
+        let lanes = self.lanes();
+        // SAFETY: as in `load`.
+        unsafe {
+            let add = |to: usize, k: usize| {
+                let p = data.add(to);
+                *p = (*p).inc((*lanes.add(k)).0[l]);
+            };
+            match self.view.kind {
+                ViewKind::Global => (0..Self::ALL).for_each(|k| add(k, k)),
+                ViewKind::Indirect => {
+                    let t = self.target(first + l, self.view.column, Self::ALL);
+                    (0..Self::ALL).for_each(|k| add(t + k, k));
+                }
+                _ => {
+                    for r in 0..S::ROWS {
+                        let t = self.target(first + l, r, Self::ROW);
+                        (0..Self::ROW).for_each(|c| add(t + c, r * Self::ROW + c));
+                    }
+                }
+            }
+        }
+    }
+}
