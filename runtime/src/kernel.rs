@@ -543,7 +543,7 @@ macro_rules! __host_adapter {
             }
             /// Runs whole groups; returns where the scalar tail starts.
             #[inline(always)]
-            unsafe fn groups(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
+            unsafe fn groups<const AVX: bool>(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
                 let mut first = start;
                 while first + LANES <= end {
                     // Binders live for one group, so that LLVM can keep
@@ -556,11 +556,12 @@ macro_rules! __host_adapter {
                     )*
                     // SAFETY: the HostFn contract, and `lanes_usable` held.
                     unsafe {
-                        $( $param.load(first); )*
+                        $( $param.load::<AVX>(first); )*
                         $lanes( $( <$ty as $crate::__private::KernelParam>::bind_lanes(&mut $param) ),* );
-                        $( $param.store_direct(first); )*
+                        $( $param.store_direct::<AVX>(first); )*
+                        $( $param.finish::<AVX>(); )*
                         for l in 0..LANES {
-                            $( $param.store_lane(l, first); )*
+                            $( $param.store_lane::<AVX>(l, first); )*
                         }
                     }
                     first += LANES;
@@ -571,18 +572,18 @@ macro_rules! __host_adapter {
             #[target_feature(enable = "avx2,fma")]
             unsafe fn groups_avx2(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
                 // SAFETY: forwarded contract.
-                unsafe { groups(views, start, end) }
+                unsafe { groups::<true>(views, start, end) }
             }
             #[cfg(target_arch = "x86_64")]
             // SAFETY: AVX2 and FMA were detected; the rest is forwarded.
             let tail = if $crate::__private::avx2() {
                 unsafe { groups_avx2(views, start, end) }
             } else {
-                unsafe { groups(views, start, end) }
+                unsafe { groups::<false>(views, start, end) }
             };
             #[cfg(not(target_arch = "x86_64"))]
             // SAFETY: forwarded contract.
-            let tail = unsafe { groups(views, start, end) };
+            let tail = unsafe { groups::<false>(views, start, end) };
             // SAFETY: forwarded contract.
             unsafe { $scalar(views, tail, end) }
         }

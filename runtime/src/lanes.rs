@@ -20,7 +20,7 @@ use std::mem::MaybeUninit;
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, RemAssign, Sub, SubAssign};
 
 use crate::kernel::{ArgView, Shape, ViewKind};
-use crate::types::{Access, Scalar};
+use crate::types::{Access, ElemType, Scalar};
 
 /// Elements per lane-wise call: one AVX2 register of `f64`.
 pub const LANES: usize = 4;
@@ -235,7 +235,16 @@ pub fn avx2() -> bool {
 pub struct LaneBinder<S: Shape> {
     view: ArgView,
     buf: MaybeUninit<S::Lane>,
+    /// An increment's lanes turned back into one row per element (after
+    /// the kernel), so that each element's row is added with one vector
+    /// load of the size it was stored with.
+    rows: [Row; LANES],
 }
+
+/// Up to four 8-byte values, aligned for one AVX store.
+#[derive(Clone, Copy)]
+#[repr(C, align(32))]
+struct Row([f64; 4]);
 
 impl<S: Shape> LaneBinder<S> {
     /// Values per entity through a vector view's row, and in all.
@@ -244,7 +253,7 @@ impl<S: Shape> LaneBinder<S> {
 
     #[inline(always)]
     pub fn new(view: ArgView) -> Self {
-        LaneBinder { view, buf: MaybeUninit::uninit() }
+        LaneBinder { view, buf: MaybeUninit::uninit(), rows: [Row([0.0; 4]); LANES] }
     }
 
     #[inline(always)]
@@ -274,16 +283,50 @@ impl<S: Shape> LaneBinder<S> {
         unsafe { *self.view.map.add(e * self.view.arity + col) as usize * len }
     }
 
-    /// Fills the lanes for elements `first..first + LANES`.
+    /// Whether AVX transposes can move this shape: 8-byte values (moved
+    /// as bits), 1, 2 or 4 per row.
+    const TRANSPOSABLE: bool = std::mem::size_of::<S::Elem>() == 8 && matches!(S::COLS, 1 | 2 | 4);
+
+    /// Fills the lanes for elements `first..first + LANES`; `AVX`: this
+    /// code runs with AVX2 enabled (rows are transposed in registers).
     ///
     /// # Safety
     /// The view satisfies the [`crate::HostFn`] contract, those elements
-    /// exist, and [`usable`] holds.
+    /// exist, and [`usable`] holds; `AVX` only where AVX2 was detected.
     #[inline(always)]
-    pub unsafe fn load(&mut self, first: usize) {
+    pub unsafe fn load<const AVX: bool>(&mut self, first: usize) {
         let data = self.data();
         let lanes = self.lanes();
         let inc = self.view.access == Access::Inc;
+        #[cfg(target_arch = "x86_64")]
+        if AVX && Self::TRANSPOSABLE && !(inc && self.view.kind != ViewKind::Direct) {
+            let col = self.view.column;
+            // SAFETY: as below; AVX2 is present (the caller's contract).
+            unsafe {
+                match self.view.kind {
+                    ViewKind::Direct if Self::ALL == Self::ROW => {
+                        let rows = lanewise!(|l| data.add((first + l) * Self::ALL).cast::<u8>().cast_const());
+                        transpose_in(rows, Self::ROW, lanes.cast());
+                        return;
+                    }
+                    ViewKind::Indirect if Self::ALL == Self::ROW => {
+                        let rows =
+                            lanewise!(|l| data.add(self.target(first + l, col, Self::ALL)).cast::<u8>().cast_const());
+                        transpose_in(rows, Self::ROW, lanes.cast());
+                        return;
+                    }
+                    ViewKind::Vector => {
+                        for r in 0..S::ROWS {
+                            let rows =
+                                lanewise!(|l| data.add(self.target(first + l, r, Self::ROW)).cast::<u8>().cast_const());
+                            transpose_in(rows, Self::ROW, lanes.add(r * Self::ROW).cast());
+                        }
+                        return;
+                    }
+                    _ => {}
+                }
+            }
+        }
         // SAFETY: offsets lie in the locked data (validated maps and dims);
         // `lanes` has `ALL` entries.
         unsafe {
@@ -329,12 +372,21 @@ impl<S: Shape> LaneBinder<S> {
     /// # Safety
     /// As [`LaneBinder::load`], after it.
     #[inline(always)]
-    pub unsafe fn store_direct(&mut self, first: usize) {
+    pub unsafe fn store_direct<const AVX: bool>(&mut self, first: usize) {
         if self.view.kind != ViewKind::Direct || self.view.access == Access::Read {
             return;
         }
         let data = self.data();
         let lanes = self.lanes();
+        #[cfg(target_arch = "x86_64")]
+        if AVX && Self::TRANSPOSABLE && Self::ALL == Self::ROW {
+            // SAFETY: as below; AVX2 is present (the caller's contract).
+            unsafe {
+                let rows = lanewise!(|l| data.add((first + l) * Self::ALL).cast::<u8>());
+                transpose_out(lanes.cast_const().cast(), Self::ROW, rows);
+            }
+            return;
+        }
         // SAFETY: as in `load`.
         unsafe {
             for k in 0..Self::ALL {
@@ -346,18 +398,58 @@ impl<S: Shape> LaneBinder<S> {
         }
     }
 
+    /// Whether an increment of this shape takes the AVX path: `f64`
+    /// values, one row of 1, 2 or 4.
+    const FAST_INC: bool = matches!(S::Elem::TYPE, ElemType::F64) && S::ROWS == 1 && matches!(S::COLS, 1 | 2 | 4);
+
+    /// Turns an increment's lanes into rows (after the kernel, before
+    /// [`LaneBinder::store_lane`]).
+    ///
+    /// # Safety
+    /// As [`LaneBinder::store_direct`].
+    #[inline(always)]
+    pub unsafe fn finish<const AVX: bool>(&mut self) {
+        #[cfg(target_arch = "x86_64")]
+        if AVX && Self::FAST_INC && self.view.access == Access::Inc && self.view.kind != ViewKind::Direct {
+            let rows = lanewise!(|l| self.rows[l].0.as_mut_ptr().cast::<u8>());
+            // SAFETY: AVX2 is present; the lanes hold `ALL` values per lane.
+            unsafe { transpose_out(self.lanes().cast_const().cast(), Self::ALL, rows) };
+        }
+    }
+
     /// Adds lane `l`'s increment (element `first + l`) to its targets, or
     /// to the global: called for every lane in order, every argument in
     /// order, as the scalar adapter does.
     ///
     /// # Safety
-    /// As [`LaneBinder::store_direct`].
+    /// As [`LaneBinder::store_direct`], after [`LaneBinder::finish`].
     #[inline(always)]
-    pub unsafe fn store_lane(&mut self, l: usize, first: usize) {
+    pub unsafe fn store_lane<const AVX: bool>(&mut self, l: usize, first: usize) {
         if self.view.access != Access::Inc || self.view.kind == ViewKind::Direct {
             return;
         }
         let data = self.data();
+        #[cfg(target_arch = "x86_64")]
+        if AVX && Self::FAST_INC {
+            use std::arch::x86_64::*;
+            let at = match self.view.kind {
+                ViewKind::Global => 0,
+                // SAFETY: as in `load`.
+                _ => unsafe { self.target(first + l, self.view.column, Self::ALL) },
+            };
+            // SAFETY: the target holds `ALL` f64 values (FAST_INC); the
+            // row was stored by `finish` with the same width; AVX2 is present.
+            unsafe {
+                let dst: *mut f64 = data.add(at).cast();
+                let row = self.rows[l].0.as_ptr();
+                match Self::ALL {
+                    4 => _mm256_storeu_pd(dst, _mm256_add_pd(_mm256_loadu_pd(dst), _mm256_loadu_pd(row))),
+                    2 => _mm_storeu_pd(dst, _mm_add_pd(_mm_loadu_pd(dst), _mm_loadu_pd(row))),
+                    _ => *dst += *row,
+                }
+            }
+            return;
+        }
         let lanes = self.lanes();
         // SAFETY: as in `load`.
         unsafe {
@@ -377,6 +469,91 @@ impl<S: Shape> LaneBinder<S> {
                         (0..Self::ROW).for_each(|c| add(t + c, r * Self::ROW + c));
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Lanes from four rows of `n` (1, 2 or 4) 8-byte values: `out[k]` gets
+/// value `k` of rows 0..4, built in AVX registers and stored whole (a
+/// kernel reading a lane vector then forwards from one store).
+///
+/// # Safety
+/// AVX2 is present; each row holds `n` values; `out` holds `n` lanes.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn transpose_in(rows: [*const u8; LANES], n: usize, out: *mut u8) {
+    use std::arch::x86_64::*;
+    let r: [*const f64; LANES] = rows.map(|p| p.cast());
+    let o: *mut f64 = out.cast();
+    // SAFETY: the caller's contract; unaligned loads and stores.
+    unsafe {
+        match n {
+            4 => {
+                let (r0, r1, r2, r3) =
+                    (_mm256_loadu_pd(r[0]), _mm256_loadu_pd(r[1]), _mm256_loadu_pd(r[2]), _mm256_loadu_pd(r[3]));
+                let (t0, t1) = (_mm256_unpacklo_pd(r0, r1), _mm256_unpackhi_pd(r0, r1));
+                let (t2, t3) = (_mm256_unpacklo_pd(r2, r3), _mm256_unpackhi_pd(r2, r3));
+                _mm256_storeu_pd(o, _mm256_permute2f128_pd(t0, t2, 0x20));
+                _mm256_storeu_pd(o.add(4), _mm256_permute2f128_pd(t1, t3, 0x20));
+                _mm256_storeu_pd(o.add(8), _mm256_permute2f128_pd(t0, t2, 0x31));
+                _mm256_storeu_pd(o.add(12), _mm256_permute2f128_pd(t1, t3, 0x31));
+            }
+            2 => {
+                let a = _mm256_set_m128d(_mm_loadu_pd(r[2]), _mm_loadu_pd(r[0]));
+                let b = _mm256_set_m128d(_mm_loadu_pd(r[3]), _mm_loadu_pd(r[1]));
+                _mm256_storeu_pd(o, _mm256_unpacklo_pd(a, b));
+                _mm256_storeu_pd(o.add(4), _mm256_unpackhi_pd(a, b));
+            }
+            _ => _mm256_storeu_pd(o, _mm256_set_pd(*r[3], *r[2], *r[1], *r[0])),
+        }
+    }
+}
+
+/// The inverse of [`transpose_in`]: lanes back into four rows.
+///
+/// # Safety
+/// As [`transpose_in`], with writable rows.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn transpose_out(lanes: *const u8, n: usize, rows: [*mut u8; LANES]) {
+    use std::arch::x86_64::*;
+    let r: [*mut f64; LANES] = rows.map(|p| p.cast());
+    let v: *const f64 = lanes.cast();
+    // SAFETY: the caller's contract; unaligned loads and stores.
+    unsafe {
+        match n {
+            4 => {
+                let (v0, v1, v2, v3) = (
+                    _mm256_loadu_pd(v),
+                    _mm256_loadu_pd(v.add(4)),
+                    _mm256_loadu_pd(v.add(8)),
+                    _mm256_loadu_pd(v.add(12)),
+                );
+                let (t0, t1) = (_mm256_unpacklo_pd(v0, v1), _mm256_unpackhi_pd(v0, v1));
+                let (t2, t3) = (_mm256_unpacklo_pd(v2, v3), _mm256_unpackhi_pd(v2, v3));
+                _mm256_storeu_pd(r[0], _mm256_permute2f128_pd(t0, t2, 0x20));
+                _mm256_storeu_pd(r[1], _mm256_permute2f128_pd(t1, t3, 0x20));
+                _mm256_storeu_pd(r[2], _mm256_permute2f128_pd(t0, t2, 0x31));
+                _mm256_storeu_pd(r[3], _mm256_permute2f128_pd(t1, t3, 0x31));
+            }
+            2 => {
+                let (x, y) = (_mm256_loadu_pd(v), _mm256_loadu_pd(v.add(4)));
+                let (lo, hi) = (_mm256_unpacklo_pd(x, y), _mm256_unpackhi_pd(x, y));
+                _mm_storeu_pd(r[0], _mm256_castpd256_pd128(lo));
+                _mm_storeu_pd(r[1], _mm256_castpd256_pd128(hi));
+                _mm_storeu_pd(r[2], _mm256_extractf128_pd(lo, 1));
+                _mm_storeu_pd(r[3], _mm256_extractf128_pd(hi, 1));
+            }
+            _ => {
+                // In registers: scalar loads from the vector just stored
+                // would not be forwarded from it.
+                let x = _mm256_loadu_pd(v);
+                let (lo, hi) = (_mm256_castpd256_pd128(x), _mm256_extractf128_pd(x, 1));
+                _mm_storel_pd(r[0], lo);
+                _mm_storeh_pd(r[1], lo);
+                _mm_storel_pd(r[2], hi);
+                _mm_storeh_pd(r[3], hi);
             }
         }
     }
