@@ -50,7 +50,7 @@ pub struct LaneTwin {
 ///     }
 /// };
 /// let twin = parloop_kernels::lane_twin(&f, &quote::quote!(p)).unwrap();
-/// assert!(twin.body.to_string().contains("p :: Lanes :: < f64 > :: splat (1.0)"));
+/// assert!(twin.body.to_string().contains("unsafe { p :: Lanes :: < f64 > :: splat (1.0) }"));
 /// let g: syn::ItemFn = syn::parse_quote! {
 ///     fn clip(x: &f64, y: &mut f64) {
 ///         if *x > 0.0 { *y = *x; }
@@ -211,7 +211,8 @@ impl Twin<'_> {
         if !self.varies(e) {
             if let Some(s) = self.scalar(e).filter(|s| s.is_float()) {
                 let lanes = self.lanes_of(s);
-                return Ok(quote! { #lanes::splat(#e) });
+                // SAFETY (in the generated code): twins run only where AVX2 does.
+                return Ok(quote! { unsafe { #lanes::splat(#e) } });
             }
         }
         self.expr(e)
@@ -361,7 +362,11 @@ impl Twin<'_> {
                     }
                 }
                 let f = &c.func;
-                Ok(quote! {{ #(#lets)* #lanes::from_fn(|__pl_lane| #f(#(#uses),*)) }})
+                Ok(quote! {{
+                    #(#lets)*
+                    let __pl_call = |__pl_lane: usize| #f(#(#uses),*);
+                    unsafe { #lanes::from_fn(__pl_call) }
+                }})
             }
             Expr::If(_) | Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) | Expr::Block(_) => self.control(e),
             Expr::Return(_) | Expr::Break(_) | Expr::Continue(_) => Ok(e.to_token_stream()),

@@ -543,6 +543,7 @@ macro_rules! __host_adapter {
             }
             /// Runs whole groups; returns where the scalar tail starts.
             #[inline(always)]
+            #[allow(dead_code)]
             unsafe fn groups<const AVX: bool>(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
                 let mut first = start;
                 while first + LANES <= end {
@@ -574,16 +575,13 @@ macro_rules! __host_adapter {
                 // SAFETY: forwarded contract.
                 unsafe { groups::<true>(views, start, end) }
             }
+            // Twins run only where AVX2 does (their lanes compute with it);
+            // elsewhere the scalar adapter runs the whole range.
             #[cfg(target_arch = "x86_64")]
             // SAFETY: AVX2 and FMA were detected; the rest is forwarded.
-            let tail = if $crate::__private::avx2() {
-                unsafe { groups_avx2(views, start, end) }
-            } else {
-                unsafe { groups::<false>(views, start, end) }
-            };
+            let tail = if $crate::__private::avx2() { unsafe { groups_avx2(views, start, end) } } else { start };
             #[cfg(not(target_arch = "x86_64"))]
-            // SAFETY: forwarded contract.
-            let tail = unsafe { groups::<false>(views, start, end) };
+            let tail = start;
             // SAFETY: forwarded contract.
             unsafe { $scalar(views, tail, end) }
         }

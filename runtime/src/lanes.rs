@@ -28,28 +28,40 @@ pub const LANES: usize = 4;
 /// One value per element of a group of [`LANES`] consecutive elements.
 ///
 /// Arithmetic, compound assignment and the float methods kernels may call
-/// work lane by lane, exactly as the scalar operation.
+/// work lane by lane, exactly as the scalar operation; `f64` arithmetic,
+/// `sqrt`, `abs` and negation use AVX instructions, so a `Lanes` exists
+/// only where AVX2 does: its constructors are `unsafe` with that contract
+/// (the adapters run twins only after detecting AVX2).
 ///
 /// ```
-/// use parloop::__private::Lanes;
-/// let a = Lanes([1.0f64, 4.0, 9.0, 16.0]);
-/// let b = (a + Lanes::splat(0.0)).sqrt() * Lanes::splat(2.0);
-/// assert_eq!(b.0, [2.0, 4.0, 6.0, 8.0]);
+/// use parloop::__private::{avx2, Lanes};
+/// if avx2() {
+///     // SAFETY: AVX2 was detected.
+///     let (a, two) = unsafe { (Lanes::from_fn(|l| [1.0f64, 4.0, 9.0, 16.0][l]), Lanes::splat(2.0)) };
+///     let b = a.sqrt() * two;
+///     assert_eq!((0..4).map(|l| b.lane(l)).collect::<Vec<_>>(), [2.0, 4.0, 6.0, 8.0]);
+/// }
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C, align(32))]
-pub struct Lanes<T>(pub [T; LANES]);
+pub struct Lanes<T>([T; LANES]);
 
 impl<T: Copy> Lanes<T> {
     /// The same value in every lane.
+    ///
+    /// # Safety
+    /// On x86_64, the CPU runs AVX2 (lane arithmetic uses it).
     #[inline(always)]
-    pub fn splat(v: T) -> Self {
+    pub unsafe fn splat(v: T) -> Self {
         Lanes([v; LANES])
     }
 
     /// Lane `l` of `f(l)`: for helper calls, made once per lane.
+    ///
+    /// # Safety
+    /// As [`Lanes::splat`].
     #[inline(always)]
-    pub fn from_fn(f: impl FnMut(usize) -> T) -> Self {
+    pub unsafe fn from_fn(f: impl FnMut(usize) -> T) -> Self {
         Lanes(std::array::from_fn(f))
     }
 
@@ -57,6 +69,42 @@ impl<T: Copy> Lanes<T> {
     #[inline(always)]
     pub fn lane(self, l: usize) -> T {
         self.0[l]
+    }
+}
+
+/// `f` on `f64` lanes as AVX registers; `None` for other element types
+/// (decided at compile time).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn avx_f64<T: 'static, const N: usize>(
+    args: [&Lanes<T>; N],
+    f: impl FnOnce([std::arch::x86_64::__m256d; N]) -> std::arch::x86_64::__m256d,
+) -> Option<Lanes<T>> {
+    use std::arch::x86_64::*;
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f64>() {
+        return None;
+    }
+    // SAFETY: `T` is `f64`, so a `Lanes<T>` is four aligned `f64`; a
+    // `Lanes` exists only where AVX2 runs (its constructors' contract).
+    unsafe {
+        let x = args.map(|a| _mm256_load_pd((a as *const Lanes<T>).cast()));
+        let mut out = std::mem::MaybeUninit::<Lanes<T>>::uninit();
+        _mm256_store_pd(out.as_mut_ptr().cast(), f(x));
+        Some(out.assume_init())
+    }
+}
+
+/// `sqrt` and `abs` of `f64` lanes with AVX (both exact, as the scalar
+/// calls); `None` for other methods and types.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn avx_unary<T: 'static>(method: &str, a: &Lanes<T>) -> Option<Lanes<T>> {
+    use std::arch::x86_64::*;
+    match method {
+        // SAFETY (of the intrinsics): AVX2 runs where a `Lanes` exists.
+        "sqrt" => avx_f64([a], |[x]| unsafe { _mm256_sqrt_pd(x) }),
+        "abs" => avx_f64([a], |[x]| unsafe { _mm256_andnot_pd(_mm256_set1_pd(-0.0), x) }),
+        _ => None,
     }
 }
 
@@ -87,45 +135,61 @@ macro_rules! lanewise {
     }};
 }
 
+/// The AVX form of a binary operation on `f64` lanes, if it has one.
+#[cfg(target_arch = "x86_64")]
+macro_rules! avx_binary {
+    (none, $a:expr, $b:expr) => {
+        None::<Lanes<T>>
+    };
+    ($avx:ident, $a:expr, $b:expr) => {
+        // SAFETY (of the intrinsic): AVX2 runs where a `Lanes` exists.
+        avx_f64([&$a, &$b], |[x, y]| unsafe { std::arch::x86_64::$avx(x, y) })
+    };
+}
+
 macro_rules! binary_ops {
-    ($($op:ident $f:ident $opa:ident $fa:ident),*) => {$(
-        impl<T: Copy + $op<Output = T>> $op for Lanes<T> {
+    ($($op:ident $f:ident $opa:ident $fa:ident $avx:ident),*) => {$(
+        impl<T: Copy + $op<Output = T> + 'static> $op for Lanes<T> {
             type Output = Self;
             #[inline(always)]
             fn $f(self, o: Self) -> Self {
+                #[cfg(target_arch = "x86_64")]
+                if let Some(r) = avx_binary!($avx, self, o) {
+                    return r;
+                }
                 Lanes(lanewise!(|l| self.0[l].$f(o.0[l])))
             }
         }
         // `&f64` operands work in kernels (`x + adt` with `adt: &f64`), so
         // `&Lanes` operands work in twins.
-        impl<T: Copy + $op<Output = T>> $op<&Lanes<T>> for Lanes<T> {
+        impl<T: Copy + $op<Output = T> + 'static> $op<&Lanes<T>> for Lanes<T> {
             type Output = Self;
             #[inline(always)]
             fn $f(self, o: &Self) -> Self {
                 self.$f(*o)
             }
         }
-        impl<T: Copy + $op<Output = T>> $op<Lanes<T>> for &Lanes<T> {
+        impl<T: Copy + $op<Output = T> + 'static> $op<Lanes<T>> for &Lanes<T> {
             type Output = Lanes<T>;
             #[inline(always)]
             fn $f(self, o: Lanes<T>) -> Lanes<T> {
                 (*self).$f(o)
             }
         }
-        impl<T: Copy + $op<Output = T>> $op<&Lanes<T>> for &Lanes<T> {
+        impl<T: Copy + $op<Output = T> + 'static> $op<&Lanes<T>> for &Lanes<T> {
             type Output = Lanes<T>;
             #[inline(always)]
             fn $f(self, o: &Lanes<T>) -> Lanes<T> {
                 (*self).$f(*o)
             }
         }
-        impl<T: Copy + $op<Output = T>> $opa<&Lanes<T>> for Lanes<T> {
+        impl<T: Copy + $op<Output = T> + 'static> $opa<&Lanes<T>> for Lanes<T> {
             #[inline(always)]
             fn $fa(&mut self, o: &Self) {
                 *self = (*self).$f(*o);
             }
         }
-        impl<T: Copy + $op<Output = T>> $opa for Lanes<T> {
+        impl<T: Copy + $op<Output = T> + 'static> $opa for Lanes<T> {
             #[inline(always)]
             fn $fa(&mut self, o: Self) {
                 *self = (*self).$f(o);
@@ -133,18 +197,28 @@ macro_rules! binary_ops {
         }
     )*};
 }
-binary_ops!(Add add AddAssign add_assign, Sub sub SubAssign sub_assign, Mul mul MulAssign mul_assign,
-            Div div DivAssign div_assign, Rem rem RemAssign rem_assign);
+binary_ops!(Add add AddAssign add_assign _mm256_add_pd, Sub sub SubAssign sub_assign _mm256_sub_pd,
+            Mul mul MulAssign mul_assign _mm256_mul_pd, Div div DivAssign div_assign _mm256_div_pd,
+            Rem rem RemAssign rem_assign none);
 
-impl<T: Copy + Neg<Output = T>> Neg for Lanes<T> {
+impl<T: Copy + Neg<Output = T> + 'static> Neg for Lanes<T> {
     type Output = Self;
     #[inline(always)]
     fn neg(self) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY (of the intrinsics): AVX2 runs where a `Lanes` exists.
+        // Negation flips the sign bit, as the scalar `-` does.
+        if let Some(r) = avx_f64([&self], |[x]| unsafe {
+            use std::arch::x86_64::*;
+            _mm256_xor_pd(x, _mm256_set1_pd(-0.0))
+        }) {
+            return r;
+        }
         Lanes(lanewise!(|l| -self.0[l]))
     }
 }
 
-impl<T: Copy + Neg<Output = T>> Neg for &Lanes<T> {
+impl<T: Copy + Neg<Output = T> + 'static> Neg for &Lanes<T> {
     type Output = Lanes<T>;
     #[inline(always)]
     fn neg(self) -> Lanes<T> {
@@ -159,6 +233,10 @@ macro_rules! float_methods {
                 #[doc = concat!("`", stringify!($t), "::", stringify!($u), "` per lane.")]
                 #[inline(always)]
                 pub fn $u(self) -> Self {
+                    #[cfg(target_arch = "x86_64")]
+                    if let Some(r) = avx_unary(stringify!($u), &self) {
+                        return r;
+                    }
                     Lanes(lanewise!(|l| self.0[l].$u()))
                 }
             )*
