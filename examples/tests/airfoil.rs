@@ -226,3 +226,31 @@ fn parloop_profile_json_writes_the_profile_at_exit() {
     assert_eq!(loops[4]["calls"], 4);
     assert!(loops[4]["bytes"].as_u64().unwrap() > 0);
 }
+
+/// 20 steps of the 100x150 grid with the kernels' lane-wise twins on or
+/// off: the rms of every step and the final q, res and adt, as bits.
+fn airfoil_bits(backend: Backend, simd: bool) -> Vec<u64> {
+    let grid = Grid::generate(100, 150).unwrap();
+    let mut rt = Runtime::with_backend(backend).unwrap();
+    rt.set_simd(simd);
+    let mut airfoil = Airfoil::new(&rt, &grid).unwrap();
+    let mut bits: Vec<u64> = (0..20).map(|_| airfoil.step().unwrap().to_bits()).collect();
+    for dat in [&airfoil.q, &airfoil.res, &airfoil.adt] {
+        bits.extend(dat.values().iter().map(|v| v.to_bits()));
+    }
+    bits
+}
+
+#[test]
+fn lane_wise_kernels_compute_the_scalar_results_bit_for_bit() {
+    if !parloop::__private::avx2() {
+        eprintln!("no AVX2 here: kernels run scalar only, nothing to compare");
+        return;
+    }
+    for backend in [Backend::Seq, Backend::Threads] {
+        let (scalar, lanes) = (airfoil_bits(backend, false), airfoil_bits(backend, true));
+        assert_eq!(scalar.len(), lanes.len());
+        let differ = scalar.iter().zip(&lanes).filter(|(a, b)| a != b).count();
+        assert_eq!(differ, 0, "{backend:?}: {differ} of {} values differ between lanes and scalar", scalar.len());
+    }
+}

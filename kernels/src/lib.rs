@@ -62,12 +62,14 @@
 //! The [`PRELUDE`] holds the helpers.
 
 mod emu;
+mod lanes;
 pub mod loops;
 mod prelude;
 mod translate;
 mod types;
 
 pub use emu::EMU_HEADER;
+pub use lanes::{lane_twin, LaneTwin};
 pub use prelude::PRELUDE;
 pub use translate::{cpp_ident, translate, FnKind, Param, Translation};
 pub use types::Scalar;

@@ -89,6 +89,21 @@ pub struct Translation {
 /// assert!(t.source.contains("1.0f")); // f32 literals stay f32
 /// ```
 pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
+    let (mut infer, params, ret) = infer(item, kind)?;
+    let name = item.sig.ident.to_string();
+    let cname = cpp_ident(&name);
+    let mut emit = Emit { infer: &mut infer, out: String::new(), indent: 1, pre: Vec::new(), temps: 0 };
+    let decls: Vec<String> = params.iter().map(|p| p.cpp_decl(&cpp_ident(&p.name))).collect();
+    let ret_c = ret.map_or("void", |s| cpp_scalar(s, false));
+    emit.out = format!("__device__ inline {ret_c} {cname}({}) {{\n", decls.join(", "));
+    emit.block_body(&item.block, ret.is_some())?;
+    emit.out.push_str("}\n");
+    let source = std::mem::take(&mut emit.out);
+    Ok(Translation { name, cname, params, ret, source, calls: infer.calls.clone() })
+}
+
+/// Pass 1 over `item`: its names and types, parameters and return type.
+pub(crate) fn infer(item: &ItemFn, kind: FnKind) -> syn::Result<(Infer, Vec<Param>, Option<Scalar>)> {
     let mut infer = Infer::new(kind);
     let params = infer.params(item)?;
     let ret = match &item.sig.output {
@@ -108,17 +123,7 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
     infer.ret = ret_ty.clone();
     let body_ty = infer.block(&item.block)?;
     infer.unify(item.block.span(), &body_ty, &ret_ty)?;
-
-    let name = item.sig.ident.to_string();
-    let cname = cpp_ident(&name);
-    let mut emit = Emit { infer: &mut infer, out: String::new(), indent: 1, pre: Vec::new(), temps: 0 };
-    let decls: Vec<String> = params.iter().map(|p| p.cpp_decl(&cpp_ident(&p.name))).collect();
-    let ret_c = ret.map_or("void", |s| cpp_scalar(s, false));
-    emit.out = format!("__device__ inline {ret_c} {cname}({}) {{\n", decls.join(", "));
-    emit.block_body(&item.block, ret.is_some())?;
-    emit.out.push_str("}\n");
-    let source = std::mem::take(&mut emit.out);
-    Ok(Translation { name, cname, params, ret, source, calls: infer.calls.clone() })
+    Ok((infer, params, ret))
 }
 
 fn check_signature(item: &ItemFn) -> syn::Result<()> {
@@ -265,29 +270,30 @@ fn array_len(e: &Expr) -> syn::Result<usize> {
 }
 
 #[derive(Clone, Debug)]
-struct Binding {
+pub(crate) struct Binding {
     cname: String,
-    ty: Ty,
+    pub(crate) ty: Ty,
     /// usize stored as C++ `int` (loop indices with bounds that fit).
     narrow: bool,
 }
 
 /// Pass 1: names and types.
-struct Infer {
+pub(crate) struct Infer {
     kind: FnKind,
-    vars: Vars,
+    pub(crate) vars: Vars,
     ret: Ty,
-    bindings: Vec<Binding>,
+    /// Parameters first, in order, then locals as they are met.
+    pub(crate) bindings: Vec<Binding>,
     scopes: Vec<Vec<(String, usize)>>,
     used_names: HashSet<String>,
     /// Type of every expression, by address.
-    types: HashMap<usize, Ty>,
+    pub(crate) types: HashMap<usize, Ty>,
     /// Binding of every path expression and `let`/`for` pattern, by address.
-    resolved: HashMap<usize, usize>,
+    pub(crate) resolved: HashMap<usize, usize>,
     calls: Vec<String>,
 }
 
-fn key<T>(node: &T) -> usize {
+pub(crate) fn key<T>(node: &T) -> usize {
     node as *const T as usize
 }
 

@@ -10,6 +10,7 @@
 
 use std::mem::MaybeUninit;
 
+use crate::lanes::{LaneBinder, Lanes};
 use crate::types::{Access, ElemType, Scalar};
 
 /// The type and shape of one kernel parameter.
@@ -61,6 +62,9 @@ pub struct Kernel {
     name: &'static str,
     params: &'static [ParamSig],
     host: HostFn,
+    /// The adapter of the lane-wise twin (see [`crate::lanes`]), when the
+    /// kernel has one; it falls back to `host` where lanes cannot run.
+    lanes: Option<HostFn>,
     device: Option<&'static DeviceFn>,
 }
 
@@ -134,7 +138,25 @@ impl Kernel {
         host: HostFn,
         device: Option<&'static DeviceFn>,
     ) -> Kernel {
-        Kernel { name, params, host, device }
+        Kernel { name, params, host, lanes: None, device }
+    }
+
+    /// Adds the adapter of the kernel's lane-wise twin. Used by
+    /// `#[parloop::kernel]`.
+    ///
+    /// # Safety
+    /// As [`Kernel::from_parts`], for `lanes`.
+    pub const unsafe fn with_lanes(self, lanes: HostFn) -> Kernel {
+        Kernel { lanes: Some(lanes), ..self }
+    }
+
+    /// Whether the CPU backends can run the kernel four elements at a
+    /// time with SIMD (see [`Runtime::set_simd`](crate::Runtime::set_simd)).
+    /// `#[parloop::kernel]` makes a lane-wise twin when float values never
+    /// decide control flow, casts or integer values, and every parameter has
+    /// the same float element type.
+    pub fn has_lanes(&self) -> bool {
+        self.lanes.is_some()
     }
 
     /// The kernel's name (the Rust function's).
@@ -157,8 +179,12 @@ impl Kernel {
         self.device.map(DeviceFn::module_source)
     }
 
-    pub(crate) fn host(&self) -> HostFn {
-        self.host
+    /// The host adapter: the lane-wise one when `simd` and there is one.
+    pub(crate) fn host(&self, simd: bool) -> HostFn {
+        match self.lanes {
+            Some(lanes) if simd => lanes,
+            _ => self.host,
+        }
     }
 }
 
@@ -194,6 +220,8 @@ pub struct ArgView {
 #[doc(hidden)]
 pub unsafe trait Shape: Sized {
     type Elem: Scalar;
+    /// The shape with a [`Lanes`] for each value (see [`crate::lanes`]).
+    type Lane: Copy;
     const ROWS: usize;
     const COLS: usize;
 }
@@ -201,6 +229,7 @@ pub unsafe trait Shape: Sized {
 // SAFETY: a scalar is one value of itself.
 unsafe impl<T: Scalar> Shape for T {
     type Elem = T;
+    type Lane = Lanes<T>;
     const ROWS: usize = 1;
     const COLS: usize = 1;
 }
@@ -208,6 +237,7 @@ unsafe impl<T: Scalar> Shape for T {
 // SAFETY: arrays are contiguous with no padding between elements.
 unsafe impl<T: Scalar, const N: usize> Shape for [T; N] {
     type Elem = T;
+    type Lane = [Lanes<T>; N];
     const ROWS: usize = 1;
     const COLS: usize = N;
 }
@@ -215,6 +245,7 @@ unsafe impl<T: Scalar, const N: usize> Shape for [T; N] {
 // SAFETY: as above, rows of `M` values, `N` of them, contiguous.
 unsafe impl<T: Scalar, const M: usize, const N: usize> Shape for [[T; M]; N] {
     type Elem = T;
+    type Lane = [[Lanes<T>; M]; N];
     const ROWS: usize = N;
     const COLS: usize = M;
 }
@@ -235,10 +266,23 @@ pub trait KernelParam {
     /// # Safety
     /// As [`KernelParam::bind`], and [`Binder::unmapped`].
     unsafe fn bind_at(binder: &Binder<Self::Shape>, e: usize) -> Self;
+    /// The parameter of the lane-wise twin: `&S::Lane` or `&mut S::Lane`.
+    type LaneRef;
+    /// Binds the lane-wise parameter (after [`LaneBinder::load`]).
+    ///
+    /// # Safety
+    /// As [`KernelParam::bind`].
+    unsafe fn bind_lanes(binder: &mut LaneBinder<Self::Shape>) -> Self::LaneRef;
 }
 
-impl<S: Shape> KernelParam for &S {
+impl<'a, S: Shape> KernelParam for &'a S {
     type Shape = S;
+    type LaneRef = &'a S::Lane;
+    #[inline(always)]
+    unsafe fn bind_lanes(binder: &mut LaneBinder<S>) -> Self::LaneRef {
+        // SAFETY: forwarded contract; `load` initialised the lanes.
+        unsafe { &*binder.ptr() }
+    }
     const SIG: ParamSig = ParamSig { elem: <S::Elem as Scalar>::TYPE, rows: S::ROWS, cols: S::COLS, mutable: false };
     #[inline(always)]
     unsafe fn bind(binder: &mut Binder<S>, i: usize) -> Self {
@@ -252,8 +296,14 @@ impl<S: Shape> KernelParam for &S {
     }
 }
 
-impl<S: Shape> KernelParam for &mut S {
+impl<'a, S: Shape> KernelParam for &'a mut S {
     type Shape = S;
+    type LaneRef = &'a mut S::Lane;
+    #[inline(always)]
+    unsafe fn bind_lanes(binder: &mut LaneBinder<S>) -> Self::LaneRef {
+        // SAFETY: forwarded contract; each argument has its own lanes.
+        unsafe { &mut *binder.ptr() }
+    }
     const SIG: ParamSig = ParamSig { elem: <S::Elem as Scalar>::TYPE, rows: S::ROWS, cols: S::COLS, mutable: true };
     #[inline(always)]
     unsafe fn bind(binder: &mut Binder<S>, i: usize) -> Self {
@@ -479,6 +529,63 @@ impl<S: Shape> Binder<S> {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __host_adapter {
+    // The adapter of a lane-wise twin `$lanes` (see `parloop::lanes`): groups
+    // of `LANES` elements where `lanes::usable` holds, with the scalar
+    // adapter `$scalar` for the rest of the range and for loops it cannot run.
+    ($host:ident, lanes = $lanes:ident, scalar = $scalar:ident, exact = [$($exact:expr),*],
+     $( $param:ident : $ty:ty ),* $(,)?) => {
+        #[allow(unused_mut, unused_variables, clippy::too_many_arguments)]
+        unsafe fn $host(views: &[$crate::__private::ArgView], start: usize, end: usize) {
+            const LANES: usize = $crate::__private::LANES;
+            if end - start < LANES || !$crate::__private::lanes_usable(views, &[$($exact),*]) {
+                // SAFETY: forwarded HostFn contract.
+                return unsafe { $scalar(views, start, end) };
+            }
+            /// Runs whole groups; returns where the scalar tail starts.
+            #[inline(always)]
+            #[allow(dead_code)]
+            unsafe fn groups<const AVX: bool>(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
+                let mut first = start;
+                while first + LANES <= end {
+                    // Binders live for one group, so that LLVM can keep
+                    // their lanes in registers.
+                    let mut group = views.iter();
+                    $(
+                        let mut $param = $crate::__private::LaneBinder::<
+                            <$ty as $crate::__private::KernelParam>::Shape,
+                        >::new(*group.next().expect("validated argument count"));
+                    )*
+                    // SAFETY: the HostFn contract, and `lanes_usable` held.
+                    unsafe {
+                        $( $param.load::<AVX>(first); )*
+                        $lanes( $( <$ty as $crate::__private::KernelParam>::bind_lanes(&mut $param) ),* );
+                        $( $param.store_direct::<AVX>(first); )*
+                        $( $param.finish::<AVX>(); )*
+                        for l in 0..LANES {
+                            $( $param.store_lane::<AVX>(l, first); )*
+                        }
+                    }
+                    first += LANES;
+                }
+                first
+            }
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn groups_avx2(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
+                // SAFETY: forwarded contract.
+                unsafe { groups::<true>(views, start, end) }
+            }
+            // Twins run only where AVX2 does (their lanes compute with it);
+            // elsewhere the scalar adapter runs the whole range.
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: AVX2 and FMA were detected; the rest is forwarded.
+            let tail = if $crate::__private::avx2() { unsafe { groups_avx2(views, start, end) } } else { start };
+            #[cfg(not(target_arch = "x86_64"))]
+            let tail = start;
+            // SAFETY: forwarded contract.
+            unsafe { $scalar(views, tail, end) }
+        }
+    };
     ($host:ident, $name:ident, $( $param:ident : $ty:ty ),* $(,)?) => {
         #[allow(unused_mut, unused_variables, clippy::too_many_arguments)]
         unsafe fn $host(views: &[$crate::__private::ArgView], start: usize, end: usize) {

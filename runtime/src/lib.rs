@@ -53,6 +53,7 @@ mod dist;
 mod error;
 mod exec;
 mod kernel;
+mod lanes;
 mod par_loop;
 mod plan_cache;
 mod profile;
@@ -95,4 +96,5 @@ struct ReadmeExample;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::kernel::{ArgView, Binder, KernelParam, Shape, ViewKind, BATCH};
+    pub use crate::lanes::{avx2, usable as lanes_usable, LaneBinder, Lanes, LANES};
 }

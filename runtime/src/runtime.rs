@@ -69,6 +69,8 @@ pub struct Runtime {
     /// `PARLOOP_DETERMINISTIC=1`: automatic choices only among
     /// deterministic strategies.
     deterministic: bool,
+    /// `PARLOOP_SIMD`: CPU backends run kernels' lane-wise twins.
+    simd: bool,
     part_size: Option<usize>,
     plans: Mutex<PlanCache>,
     profile: Mutex<Profile>,
@@ -177,11 +179,19 @@ impl Runtime {
             },
         };
         let deterministic = env("PARLOOP_DETERMINISTIC").is_some_and(|v| v.trim() == "1");
+        let simd = match env("PARLOOP_SIMD").as_deref().map(str::trim) {
+            None | Some("1") => true,
+            Some("0") => false,
+            Some(v) => {
+                return Err(Error::Env { var: "PARLOOP_SIMD", value: v.into(), reason: "expected 0 or 1".into() })
+            }
+        };
         Ok(Runtime {
             backend,
             device,
             strategy,
             deterministic,
+            simd,
             part_size,
             plans: Mutex::new(PlanCache::new(PLAN_CACHE_CAPACITY)),
             #[cfg(feature = "mpi")]
@@ -212,6 +222,26 @@ impl Runtime {
     /// The strategy device loops are asked to use (`None`: automatic).
     pub fn strategy(&self) -> Option<Strategy> {
         self.strategy
+    }
+
+    /// Whether the CPU backends run kernels four
+    /// elements at a time with SIMD, where a kernel has a lane-wise twin (on
+    /// by default; `PARLOOP_SIMD=0` turns it off). Results are bitwise the
+    /// same either way; this switch exists to measure and to diagnose.
+    ///
+    /// ```
+    /// let mut rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// rt.set_simd(false);
+    /// assert!(!rt.simd());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn set_simd(&mut self, simd: bool) {
+        self.simd = simd;
+    }
+
+    /// Whether kernels' lane-wise twins run (see [`Runtime::set_simd`]).
+    pub fn simd(&self) -> bool {
+        self.simd
     }
 
     /// Overrides the elements per block of new plans (`None`: from the budget).
@@ -364,7 +394,7 @@ impl Runtime {
         let locked = lock_args(kernel.name(), args)?;
         let start = Instant::now();
         let reductions = Reduction::of(args);
-        let host = kernel.host();
+        let host = kernel.host(self.simd);
         let views = &locked.views;
         // Core, owned, then the exec halo, whose elements never count in
         // reductions (their owners count them).

@@ -13,6 +13,9 @@ mod sealed {
 pub trait Scalar: bytemuck::Pod + Default + PartialOrd + fmt::Debug + Send + Sync + sealed::Sealed + 'static {
     /// The runtime tag of the type.
     const TYPE: ElemType;
+    /// `x` with `ADD_IDENTITY + x == x` for every `x`: `-0.0` for floats
+    /// (`+0.0 + -0.0` is `+0.0`), 0 for integers.
+    const ADD_IDENTITY: Self;
     /// `self + other` (wrapping for integers).
     fn inc(self, other: Self) -> Self;
     /// The smaller value, as the kernel's `min` (NaN-ignoring for floats).
@@ -26,6 +29,7 @@ macro_rules! scalar {
         impl sealed::Sealed for $t {}
         impl Scalar for $t {
             const TYPE: ElemType = ElemType::$tag;
+            const ADD_IDENTITY: Self = -0.0;
             #[inline(always)]
             fn inc(self, other: Self) -> Self {
                 self + other
@@ -42,6 +46,7 @@ macro_rules! scalar {
         impl sealed::Sealed for $t {}
         impl Scalar for $t {
             const TYPE: ElemType = ElemType::$tag;
+            const ADD_IDENTITY: Self = 0;
             #[inline(always)]
             fn inc(self, other: Self) -> Self {
                 self.wrapping_add(other)

@@ -7,7 +7,7 @@ use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote};
 use syn::{parse_macro_input, FnArg, ItemFn, LitStr, Pat};
 
-use parloop_kernels::{translate, FnKind};
+use parloop_kernels::{lane_twin, translate, FnKind, LaneTwin};
 
 /// Declares a loop kernel: keeps the function for host use and generates a
 /// descriptor type of the same name with `KERNEL` (for `par_loop`) and
@@ -84,19 +84,39 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
                 }
             }
         }
+        let private = quote!(::parloop::__private);
+        // The lane-wise twin, when the kernel has one (see `parloop_kernels::lane_twin`).
+        let (lanes, with_lanes) = match lane_twin(&func, &private) {
+            Ok(LaneTwin { params, body, exact_inc }) => (
+                quote! {
+                    #[inline(always)]
+                    #[allow(unused_mut, unused_variables, unused_parens, clippy::all)]
+                    fn lanes( #( #params ),* ) #body
+                    ::parloop::__host_adapter!(
+                        host_lanes, lanes = lanes, scalar = host, exact = [ #( #exact_inc ),* ],
+                        #( #names: #types ),*
+                    );
+                },
+                // SAFETY: as `host`, for the twin's adapter.
+                quote! { unsafe { kernel.with_lanes(host_lanes) } },
+            ),
+            Err(_) => (quote! {}, quote! { kernel }),
+        };
         quote! {
             /// The kernel, for `par_loop`.
             pub const KERNEL: &'static ::parloop::Kernel = &{
                 ::parloop::__host_adapter!(host, #name, #( #names: #types ),*);
+                #lanes
                 // SAFETY: `host` binds each view with its parameter's shape.
-                unsafe {
+                let kernel = unsafe {
                     ::parloop::Kernel::from_parts(
                         #name_str,
                         &[ #( <#types as ::parloop::__private::KernelParam>::SIG ),* ],
                         host,
                         Some(Self::DEVICE),
                     )
-                }
+                };
+                #with_lanes
             };
         }
     } else {
