@@ -7,8 +7,8 @@
 //! source, the architecture and the NVRTC version: a second run of a program
 //! compiles nothing. Memory is plain device allocations; every launch and
 //! copy goes through one stream, so they are ordered, except the halo
-//! uploads of distributed runs, which have a stream of their own that the
-//! compute stream waits for.
+//! copies of distributed runs, which have a stream of their own joined to
+//! the compute stream by events.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -270,6 +270,18 @@ impl Device for Cuda {
         unsafe { result::memcpy_htod_async(buf.addr, data, self.copies.cu_stream()) }.map_err(fail)?;
         // Later launches on the compute stream wait for the copy.
         self.stream.join(&self.copies).map_err(fail)
+    }
+
+    fn download_ordered(&self, buf: &DeviceBuffer, data: &mut [u8]) -> Result<()> {
+        if data.len() > buf.bytes {
+            return Err(fail(format!("download of {} bytes from {}", data.len(), buf.bytes)));
+        }
+        self.ctx.bind_to_thread().map_err(fail)?;
+        // After the launches queued so far (the packs), on the copy stream.
+        self.copies.join(&self.stream).map_err(fail)?;
+        // SAFETY: `buf` holds at least `data.len()` bytes; waited for below.
+        unsafe { result::memcpy_dtoh_async(data, buf.addr, self.copies.cu_stream()) }.map_err(fail)?;
+        self.copies.synchronize().map_err(fail)
     }
 
     fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>> {

@@ -115,6 +115,10 @@ impl Device for Emu {
         self.upload(buf, data)
     }
 
+    fn download_ordered(&self, buf: &DeviceBuffer, data: &mut [u8]) -> Result<()> {
+        self.download(buf, data)
+    }
+
     fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>> {
         let full = format!("#define PARLOOP_EMU 1\n{}\n{}", parloop_kernels::EMU_HEADER, source);
         let hash = fnv1a(&[full.as_bytes(), self.compiler.as_bytes(), env!("CARGO_PKG_VERSION").as_bytes()]);

@@ -133,6 +133,11 @@ pub(crate) trait Device: Send + Sync {
     /// `synchronize` or `download` returns.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     fn upload_ordered(&self, buf: &DeviceBuffer, data: &[u8]) -> Result<()>;
+    /// Copies the start of `buf` into `data` on the copy stream, after the
+    /// launches issued so far; waits for that copy only (launches issued
+    /// later may still be running when this returns).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    fn download_ordered(&self, buf: &DeviceBuffer, data: &mut [u8]) -> Result<()>;
     /// Compiles a module from CUDA C++ (cached by source hash).
     fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>>;
     /// Shared memory one block may use, in bytes.

@@ -231,7 +231,7 @@ impl Runtime {
             let recv_host = staging(recv_slot, dev, recv.total)?;
             {
                 let _range = Range::lazy(|| format!("halo/{label}/download"));
-                dev.download(&send_buf, send_host)?;
+                dev.download_ordered(&send_buf, send_host)?;
             }
             // SAFETY: both host buffers hold their layouts and live past the call.
             let wait = unsafe {
@@ -247,7 +247,8 @@ impl Runtime {
             let _range = Range::lazy(|| format!("halo/{label}/upload"));
             // On the copy stream, while the core launches still run; the
             // unpack waits for it. The buffer stays untouched until the
-            // next exchange's download has synchronised.
+            // copy is done: the next exchange's packs queue behind the
+            // unpack on the compute stream, and its download waits for them.
             dev.upload_ordered(&recv_buf, recv_host)?;
             wait
         };
