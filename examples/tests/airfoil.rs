@@ -4,27 +4,11 @@
 //! residuals within 1e-10 relative on every CPU backend.
 
 use parloop::{Backend, Error, Runtime, Strategy};
-use parloop_examples::airfoil::{grid::Grid, Airfoil};
+use parloop_examples::airfoil::{grid::Grid, Airfoil, REFERENCE_100X150};
 use sha2::{Digest, Sha256};
 
 /// SHA-256 of the reference 100x150 grid file (shared/data/airfoil/README.md).
 const GRID_100X150_SHA256: &str = "f82b00093ef15cbdcf9e1672edfdcf1917961c58539f14a77f4585c14e426178";
-
-/// OP2's sequential double-precision rms every 100 iterations, 100x150 grid,
-/// copied digit for digit from the reference table.
-#[allow(clippy::excessive_precision)]
-const REFERENCE_100X150: [f64; 10] = [
-    5.09639642815112545e-04,
-    3.03392277048367197e-04,
-    2.11974917137214047e-04,
-    1.55293568002390435e-04,
-    1.24173086812545886e-04,
-    9.96295075730660473e-05,
-    8.10373378319785548e-05,
-    6.81040372829913479e-05,
-    5.84972493393808742e-05,
-    5.10296733643125940e-05,
-];
 
 fn grid_file_bytes() -> Vec<u8> {
     let mut out = Vec::new();

@@ -9,7 +9,9 @@
 //!   INC/MIN/MAX), gathered results against serial;
 //! - the airfoil declared on rank 0 alone (the other ranks declare it
 //!   empty), partitioned with METIS;
-//! - a partition with more ranks than entities of a set.
+//! - a partition with more ranks than entities of a set;
+//! - with `--reference`, instead: 1000 steps of the 100x150 grid with METIS
+//!   and block partitions against OP2's reference residuals (1e-10).
 //!
 //! Backends: seq, threads and emu (the emulated device: halos packed and
 //! unpacked by device kernels; `PARLOOP_CUDA_AWARE=0` stages the messages
@@ -21,7 +23,7 @@
 use parloop::mpi::{Communicator, CommunicatorCollectives, Partitioner, SystemOperation};
 use parloop::{Access, Backend, Dat, Global, Map, Runtime, Set};
 use parloop_examples::airfoil::grid::Grid;
-use parloop_examples::airfoil::Airfoil;
+use parloop_examples::airfoil::{Airfoil, REFERENCE_100X150};
 
 #[parloop::kernel]
 fn edge_mix(xa: &[f64; 2], xb: &[f64; 2], w: &f64, na: &mut [f64; 2], nb: &mut [f64; 2], total: &mut f64) {
@@ -244,6 +246,34 @@ fn main() {
     };
     let mut failures = Vec::new();
     let grid = Grid::generate(100, 150).expect("the 100x150 grid");
+    if args.iter().any(|a| a == "--reference") {
+        // The reference ran on the grid file, whose coordinates have 6 decimals.
+        let grid = grid.rounded();
+        for &backend in &backends {
+            for (name, partitioner) in [("metis", Partitioner::Metis), ("block", Partitioner::Block)] {
+                let rt = Runtime::with_communicator(backend, &world).expect("runtime");
+                let mut airfoil = Airfoil::new(&rt, &grid).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+                rt.partition(&airfoil.cells, &airfoil.pecell, partitioner).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+                let got = airfoil.run(1000, |_, _| {}).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+                let worst = got
+                    .iter()
+                    .zip(&REFERENCE_100X150)
+                    .map(|(&(_, rms), want)| ((rms - want) / want).abs())
+                    .fold(0.0f64, f64::max);
+                check(
+                    got.len() == 10 && worst <= 1e-10,
+                    &format!("{backend:?}/{name}: 1000 steps, rms {worst:e} from the reference"),
+                    &mut failures,
+                );
+                if rank == 0 {
+                    println!(
+                        "airfoil {backend:?} {name} on {size} ranks, 1000 steps: worst rel. error vs OP2 {worst:.2e}"
+                    );
+                }
+            }
+        }
+        return finish(universe, &failures);
+    }
     let empty = Grid::default();
     let iterations = 20;
     for &backend in &backends {
@@ -345,10 +375,17 @@ fn main() {
         }
         check(total.value() == -3.5 * 11.5, &format!("more ranks than cells: total {}", total.value()), &mut failures);
     }
+    finish(universe, &failures);
+}
+
+/// Reports the failures of every rank and exits non-zero when any failed.
+fn finish(universe: parloop::mpi::Universe, failures: &[String]) {
+    let world = universe.world();
+    let (rank, size) = (world.rank() as usize, world.size() as usize);
     let bad = failures.len() as u64;
     let mut any = 0u64;
     world.all_reduce_into(&bad, &mut any, SystemOperation::max());
-    for f in &failures {
+    for f in failures {
         eprintln!("rank {rank}: MISMATCH {f}");
     }
     if any > 0 {
