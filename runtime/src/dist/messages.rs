@@ -162,11 +162,12 @@ pub(crate) unsafe fn exchange(
             unsafe { requests.push(landing.post(raw, byte)) };
         }
         for s in send.1 {
-            // SAFETY: as above.
+            // SAFETY: as above (`wrapping_add`: a device address is no Rust
+            // allocation; MPI dereferences it, Rust never does).
             unsafe {
                 let mut r = std::mem::zeroed();
                 mpi::ffi::MPI_Isend(
-                    send.0.add(s.start).cast(),
+                    send.0.wrapping_add(s.start).cast(),
                     s.bytes as i32,
                     byte,
                     s.rank as i32,
