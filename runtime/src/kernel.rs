@@ -544,7 +544,7 @@ macro_rules! __host_adapter {
             /// Runs whole groups; returns where the scalar tail starts.
             #[inline(always)]
             #[allow(dead_code)]
-            unsafe fn groups<const AVX: bool>(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
+            unsafe fn groups(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
                 let mut first = start;
                 while first + LANES <= end {
                     // Binders live for one group, so that LLVM can keep
@@ -557,12 +557,12 @@ macro_rules! __host_adapter {
                     )*
                     // SAFETY: the HostFn contract, and `lanes_usable` held.
                     unsafe {
-                        $( $param.load::<AVX>(first); )*
+                        $( $param.load(first); )*
                         $lanes( $( <$ty as $crate::__private::KernelParam>::bind_lanes(&mut $param) ),* );
-                        $( $param.store_direct::<AVX>(first); )*
-                        $( $param.finish::<AVX>(); )*
+                        $( $param.store_direct(first); )*
+                        $( $param.finish(); )*
                         for l in 0..LANES {
-                            $( $param.store_lane::<AVX>(l, first); )*
+                            $( $param.store_lane(l, first); )*
                         }
                     }
                     first += LANES;
@@ -573,7 +573,7 @@ macro_rules! __host_adapter {
             #[target_feature(enable = "avx2,fma")]
             unsafe fn groups_avx2(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
                 // SAFETY: forwarded contract.
-                unsafe { groups::<true>(views, start, end) }
+                unsafe { groups(views, start, end) }
             }
             // Twins run only where AVX2 does (their lanes compute with it);
             // elsewhere the scalar adapter runs the whole range.

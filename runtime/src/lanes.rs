@@ -95,17 +95,22 @@ fn avx_f64<T: 'static, const N: usize>(
 }
 
 /// `sqrt` and `abs` of `f64` lanes with AVX (both exact, as the scalar
-/// calls); `None` for other methods and types.
+/// calls); `None` for the other methods, and for other element types.
 #[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn avx_unary<T: 'static>(method: &str, a: &Lanes<T>) -> Option<Lanes<T>> {
-    use std::arch::x86_64::*;
-    match method {
-        // SAFETY (of the intrinsics): AVX2 runs where a `Lanes` exists.
-        "sqrt" => avx_f64([a], |[x]| unsafe { _mm256_sqrt_pd(x) }),
-        "abs" => avx_f64([a], |[x]| unsafe { _mm256_andnot_pd(_mm256_set1_pd(-0.0), x) }),
-        _ => None,
-    }
+macro_rules! avx_unary {
+    // SAFETY (of the intrinsics): AVX2 runs where a `Lanes` exists.
+    (sqrt, $a:expr) => {
+        avx_f64([&$a], |[x]| unsafe { std::arch::x86_64::_mm256_sqrt_pd(x) })
+    };
+    (abs, $a:expr) => {
+        avx_f64([&$a], |[x]| unsafe {
+            use std::arch::x86_64::*;
+            _mm256_andnot_pd(_mm256_set1_pd(-0.0), x)
+        })
+    };
+    ($other:ident, $a:expr) => {
+        None::<Self>
+    };
 }
 
 /// `[f(0), f(1), f(2), f(3)]` written out, the form LLVM's SLP vectoriser
@@ -234,7 +239,7 @@ macro_rules! float_methods {
                 #[inline(always)]
                 pub fn $u(self) -> Self {
                     #[cfg(target_arch = "x86_64")]
-                    if let Some(r) = avx_unary(stringify!($u), &self) {
+                    if let Some(r) = avx_unary!($u, self) {
                         return r;
                     }
                     Lanes(lanewise!(|l| self.0[l].$u()))
@@ -365,21 +370,21 @@ impl<S: Shape> LaneBinder<S> {
     /// as bits), 1, 2 or 4 per row.
     const TRANSPOSABLE: bool = std::mem::size_of::<S::Elem>() == 8 && matches!(S::COLS, 1 | 2 | 4);
 
-    /// Fills the lanes for elements `first..first + LANES`; `AVX`: this
-    /// code runs with AVX2 enabled (rows are transposed in registers).
+    /// Fills the lanes for elements `first..first + LANES` (rows of 8-byte
+    /// values are transposed in AVX registers).
     ///
     /// # Safety
     /// The view satisfies the [`crate::HostFn`] contract, those elements
-    /// exist, and [`usable`] holds; `AVX` only where AVX2 was detected.
+    /// exist, [`usable`] holds, and AVX2 runs (as wherever a [`Lanes`] exists).
     #[inline(always)]
-    pub unsafe fn load<const AVX: bool>(&mut self, first: usize) {
+    pub unsafe fn load(&mut self, first: usize) {
         let data = self.data();
         let lanes = self.lanes();
         let inc = self.view.access == Access::Inc;
         #[cfg(target_arch = "x86_64")]
-        if AVX && Self::TRANSPOSABLE && !(inc && self.view.kind != ViewKind::Direct) {
+        if Self::TRANSPOSABLE && !(inc && self.view.kind != ViewKind::Direct) {
             let col = self.view.column;
-            // SAFETY: as below; AVX2 is present (the caller's contract).
+            // SAFETY: as below; AVX2 runs (the caller's contract).
             unsafe {
                 match self.view.kind {
                     ViewKind::Direct if Self::ALL == Self::ROW => {
@@ -450,15 +455,15 @@ impl<S: Shape> LaneBinder<S> {
     /// # Safety
     /// As [`LaneBinder::load`], after it.
     #[inline(always)]
-    pub unsafe fn store_direct<const AVX: bool>(&mut self, first: usize) {
+    pub unsafe fn store_direct(&mut self, first: usize) {
         if self.view.kind != ViewKind::Direct || self.view.access == Access::Read {
             return;
         }
         let data = self.data();
         let lanes = self.lanes();
         #[cfg(target_arch = "x86_64")]
-        if AVX && Self::TRANSPOSABLE && Self::ALL == Self::ROW {
-            // SAFETY: as below; AVX2 is present (the caller's contract).
+        if Self::TRANSPOSABLE && Self::ALL == Self::ROW {
+            // SAFETY: as below; AVX2 runs (the caller's contract).
             unsafe {
                 let rows = lanewise!(|l| data.add((first + l) * Self::ALL).cast::<u8>());
                 transpose_out(lanes.cast_const().cast(), Self::ROW, rows);
@@ -486,9 +491,9 @@ impl<S: Shape> LaneBinder<S> {
     /// # Safety
     /// As [`LaneBinder::store_direct`].
     #[inline(always)]
-    pub unsafe fn finish<const AVX: bool>(&mut self) {
+    pub unsafe fn finish(&mut self) {
         #[cfg(target_arch = "x86_64")]
-        if AVX && Self::FAST_INC && self.view.access == Access::Inc && self.view.kind != ViewKind::Direct {
+        if Self::FAST_INC && self.view.access == Access::Inc && self.view.kind != ViewKind::Direct {
             let rows = lanewise!(|l| self.rows[l].0.as_mut_ptr().cast::<u8>());
             // SAFETY: AVX2 is present; the lanes hold `ALL` values per lane.
             unsafe { transpose_out(self.lanes().cast_const().cast(), Self::ALL, rows) };
@@ -502,13 +507,13 @@ impl<S: Shape> LaneBinder<S> {
     /// # Safety
     /// As [`LaneBinder::store_direct`], after [`LaneBinder::finish`].
     #[inline(always)]
-    pub unsafe fn store_lane<const AVX: bool>(&mut self, l: usize, first: usize) {
+    pub unsafe fn store_lane(&mut self, l: usize, first: usize) {
         if self.view.access != Access::Inc || self.view.kind == ViewKind::Direct {
             return;
         }
         let data = self.data();
         #[cfg(target_arch = "x86_64")]
-        if AVX && Self::FAST_INC {
+        if Self::FAST_INC {
             use std::arch::x86_64::*;
             let at = match self.view.kind {
                 ViewKind::Global => 0,

@@ -308,10 +308,10 @@ pub(crate) fn prepare(
             let mut exec_counts = Vec::with_capacity(p.colours as usize);
             for c in 0..p.colours {
                 let blocks = p.colour_blocks(c);
-                let is_exec = |b: &&u32| p.blocks[**b as usize].section >= EXEC_SECTION;
-                by_colour.extend(blocks.iter().filter(|b| !is_exec(b)));
-                by_colour.extend(blocks.iter().filter(is_exec));
-                exec_counts.push(blocks.iter().filter(is_exec).count());
+                let (exec, other): (Vec<u32>, Vec<u32>) =
+                    blocks.iter().partition(|&&b| p.blocks[b as usize].section >= EXEC_SECTION);
+                exec_counts.push(exec.len());
+                by_colour.extend(other.into_iter().chain(exec));
             }
             arrays.push((list, upload_i32(d, by_colour.iter().map(|&b| i64::from(b)))?));
             arrays.push((ncol, upload_i32(d, p.blocks.iter().map(|b| i64::from(b.thread_colours)))?));
