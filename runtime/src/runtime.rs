@@ -231,10 +231,10 @@ impl Runtime {
         self.strategy
     }
 
-    /// Whether the CPU backends run kernels four
-    /// elements at a time with SIMD, where a kernel has a lane-wise twin (on
-    /// by default; `PARLOOP_SIMD=0` turns it off). Results are bitwise the
-    /// same either way; this switch exists to measure and to diagnose.
+    /// Sets whether the CPU backends run kernels four elements at a time
+    /// with SIMD, where a kernel has a lane-wise twin and the CPU has AVX2
+    /// (on by default; `PARLOOP_SIMD=0` turns it off). Results are bitwise
+    /// the same either way; this switch exists to measure and to diagnose.
     ///
     /// ```
     /// let mut rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
