@@ -190,7 +190,7 @@ impl Map {
             from: from.clone(),
             to: to.clone(),
             arity,
-            values,
+            values: crate::pages::on_huge_pages(values),
             local: OnceLock::new(),
             device: Mutex::new(None),
         })))
@@ -347,6 +347,7 @@ impl<T: Scalar> Dat<T> {
                 detail: format!("{} entities of `{}` x dim {dim}", set.total(), set.name()),
             });
         }
+        let values = crate::pages::on_huge_pages(values);
         Ok(Dat(Arc::new(Stored::new(name, values, DatMeta { set: set.clone(), dim }))))
     }
 

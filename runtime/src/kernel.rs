@@ -559,10 +559,12 @@ macro_rules! __host_adapter {
                     unsafe {
                         $( $param.load(first); )*
                         $lanes( $( <$ty as $crate::__private::KernelParam>::bind_lanes(&mut $param) ),* );
-                        $( $param.store_direct(first); )*
-                        $( $param.finish(); )*
+                        // Only `&mut` parameters write; the others' checks
+                        // are compiled out rather than made per lane.
+                        $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.store_direct(first); } )*
+                        $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.finish(); } )*
                         for l in 0..LANES {
-                            $( $param.store_lane(l, first); )*
+                            $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.store_lane(l, first); } )*
                         }
                     }
                     first += LANES;

@@ -54,6 +54,7 @@ mod error;
 mod exec;
 mod kernel;
 mod lanes;
+mod pages;
 mod par_loop;
 mod plan_cache;
 mod profile;
@@ -96,5 +97,5 @@ struct ReadmeExample;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::kernel::{ArgView, Binder, KernelParam, Shape, ViewKind, BATCH};
-    pub use crate::lanes::{avx2, usable as lanes_usable, LaneBinder, Lanes, LANES};
+    pub use crate::lanes::{avx2, usable as lanes_usable, vector_isa, LaneBinder, Lanes, VectorIsa, LANES};
 }

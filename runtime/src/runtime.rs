@@ -187,10 +187,11 @@ impl Runtime {
         };
         let deterministic = env("PARLOOP_DETERMINISTIC").is_some_and(|v| v.trim() == "1");
         let simd = match env("PARLOOP_SIMD").as_deref().map(str::trim) {
-            None | Some("1") => true,
+            // `avx2` caps the instruction set (see `lanes::vector_isa`).
+            None | Some("1") | Some("avx2") => true,
             Some("0") => false,
             Some(v) => {
-                return Err(Error::Env { var: "PARLOOP_SIMD", value: v.into(), reason: "expected 0 or 1".into() })
+                return Err(Error::Env { var: "PARLOOP_SIMD", value: v.into(), reason: "expected 0, 1 or avx2".into() })
             }
         };
         Ok(Runtime {
