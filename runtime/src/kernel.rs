@@ -577,11 +577,24 @@ macro_rules! __host_adapter {
                 // SAFETY: forwarded contract.
                 unsafe { groups(views, start, end) }
             }
+            // The same code given AVX-512's 32 vector registers (still four
+            // lanes per value): the twins of large kernels spill far less.
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
+            unsafe fn groups_avx512(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
+                // SAFETY: forwarded contract.
+                unsafe { groups(views, start, end) }
+            }
             // Twins run only where AVX2 does (their lanes compute with it);
             // elsewhere the scalar adapter runs the whole range.
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: AVX2 and FMA were detected; the rest is forwarded.
-            let tail = if $crate::__private::avx2() { unsafe { groups_avx2(views, start, end) } } else { start };
+            let tail = match $crate::__private::vector_isa() {
+                // SAFETY: AVX-512 F and VL were detected; the rest is forwarded.
+                $crate::__private::VectorIsa::Avx512 => unsafe { groups_avx512(views, start, end) },
+                // SAFETY: AVX2 and FMA were detected; the rest is forwarded.
+                $crate::__private::VectorIsa::Avx2 => unsafe { groups_avx2(views, start, end) },
+                $crate::__private::VectorIsa::None => start,
+            };
             #[cfg(not(target_arch = "x86_64"))]
             let tail = start;
             // SAFETY: forwarded contract.
