@@ -226,7 +226,7 @@ impl Map {
     /// when the map is distributed); a device copy of the old ones goes.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn localise(&self, values: Vec<i32>) {
-        let _ = self.0.local.set(values);
+        let _ = self.0.local.set(crate::pages::on_huge_pages(values));
         *self.0.device.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
@@ -425,7 +425,7 @@ impl<T: Scalar> Redistribute for DatInner<T> {
         let dim = self.meta.dim;
         let mut values = self.write();
         let local: Vec<T> = global.iter().flat_map(|&g| values[g * dim..(g + 1) * dim].iter().copied()).collect();
-        *values = local;
+        *values = crate::pages::on_huge_pages(local);
         self.mirror.forget();
     }
     fn to_bytes(&self) -> Vec<u8> {

@@ -45,14 +45,15 @@ fn wanted() -> bool {
 /// `ptr`, which nothing has touched yet. Returns whether the kernel agreed.
 #[cfg(target_os = "linux")]
 fn advise_huge(ptr: *mut u8, len: usize) -> bool {
-    let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
-    let end = (ptr as usize + len) / HUGE_PAGE * HUGE_PAGE;
+    let address = ptr as usize;
+    let start = address.next_multiple_of(HUGE_PAGE);
+    let end = (address + len) / HUGE_PAGE * HUGE_PAGE;
     if end <= start {
         return false;
     }
     // SAFETY: `start..end` lies inside one live allocation of ours; the
     // advice changes how pages are backed, never their contents.
-    unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) == 0 }
+    unsafe { libc::madvise(ptr.add(start - address).cast(), end - start, libc::MADV_HUGEPAGE) == 0 }
 }
 
 #[cfg(not(target_os = "linux"))]
