@@ -34,11 +34,19 @@ pub(crate) fn on_huge_pages<T: bytemuck::Pod>(values: Vec<T>) -> Vec<T> {
     moved
 }
 
-/// `PARLOOP_HUGE_PAGES=0` keeps every array where the caller put it (to
-/// measure what huge pages bring, or where memory is tight: a huge page is
-/// 2 MiB of resident memory however little of it is used).
+/// Whether to move arrays at all: not where the kernel never backs memory
+/// with huge pages (the copy would buy nothing), nor under
+/// `PARLOOP_HUGE_PAGES=0`, which keeps every array where the caller put it
+/// (to measure what huge pages bring, or where memory is tight: a huge
+/// page is 2 MiB of resident memory however little of it is used).
 fn wanted() -> bool {
-    std::env::var("PARLOOP_HUGE_PAGES").map_or(true, |v| v.trim() != "0")
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let available = *AVAILABLE.get_or_init(|| {
+        // "always [madvise] never": the bracketed word is the mode in force.
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .is_ok_and(|mode| !mode.contains("[never]"))
+    });
+    available && std::env::var("PARLOOP_HUGE_PAGES").map_or(true, |v| v.trim() != "0")
 }
 
 /// Asks for huge pages over the whole 2 MiB pages inside `len` bytes at
