@@ -1,7 +1,7 @@
 //! The lane-wise twin of a kernel, for SIMD on the CPU backends.
 //!
 //! The twin has the kernel's body with every float value replaced by a
-//! `Lanes<T>`: the value for four consecutive elements at once. Which values
+//! `Lanes<T, W>`: the value for `W` (4 or 8) consecutive elements at once. Which values
 //! are floats comes from the translator's type inference, so the rewrite is
 //! exact: float parameters and float locals become lanes, a float expression
 //! that mentions neither (a literal, a constant, a helper called on
@@ -26,7 +26,7 @@ use crate::types::{Scalar, Ty};
 
 /// A kernel's lane-wise twin, as tokens for `#[parloop::kernel]`.
 pub struct LaneTwin {
-    /// The twin's parameters: `name: &<T as Shape>::Lane` (or `&mut`).
+    /// The twin's parameters: `name: &<T as Shape>::Lane<W>` (or `&mut`).
     pub params: Vec<TokenStream>,
     /// The twin's body, a block.
     pub body: TokenStream,
@@ -37,9 +37,9 @@ pub struct LaneTwin {
     pub exact_inc: Vec<bool>,
 }
 
-/// Builds the lane-wise twin of kernel `item`; `Err` says why it has none.
-/// `private` is the path of the runtime items the twin uses (`Lanes`,
-/// `Shape`), `::parloop::__private` in the attribute.
+/// Builds the lane-wise twin of kernel `item` for `width` lanes; `Err` says
+/// why it has none. `private` is the path of the runtime items the twin
+/// uses (`Lanes`, `Shape`), `::parloop::__private` in the attribute.
 ///
 /// ```
 /// let f: syn::ItemFn = syn::parse_quote! {
@@ -49,30 +49,31 @@ pub struct LaneTwin {
 ///         }
 ///     }
 /// };
-/// let twin = parloop_kernels::lane_twin(&f, &quote::quote!(p)).unwrap();
-/// assert!(twin.body.to_string().contains("unsafe { p :: Lanes :: < f64 > :: splat (1.0) }"));
+/// let twin = parloop_kernels::lane_twin(&f, &quote::quote!(p), 4).unwrap();
+/// assert!(twin.body.to_string().contains("unsafe { p :: Lanes :: < f64 , 4 > :: splat (1.0) }"));
 /// let g: syn::ItemFn = syn::parse_quote! {
 ///     fn clip(x: &f64, y: &mut f64) {
 ///         if *x > 0.0 { *y = *x; }
 ///     }
 /// };
-/// assert!(parloop_kernels::lane_twin(&g, &quote::quote!(p)).is_err());
+/// assert!(parloop_kernels::lane_twin(&g, &quote::quote!(p), 4).is_err());
 /// ```
-pub fn lane_twin(item: &ItemFn, private: &TokenStream) -> Result<LaneTwin, String> {
+pub fn lane_twin(item: &ItemFn, private: &TokenStream, width: usize) -> Result<LaneTwin, String> {
     let (mut inf, params, _) = infer(item, FnKind::Kernel).map_err(|e| e.to_string())?;
     if let Some(p) = params.iter().find(|p| !p.elem.is_float()) {
         return Err(format!("parameter `{}` holds integers", p.name));
     }
     let mut decls = Vec::new();
+    let lanes = proc_macro2::Literal::usize_unsuffixed(width);
     for arg in &item.sig.inputs {
         let FnArg::Typed(pt) = arg else { return Err("a `self` parameter".into()) };
         let (Pat::Ident(name), Type::Reference(r)) = (&*pt.pat, &*pt.ty) else {
             return Err("a parameter that is not a plain name of reference type".into());
         };
         let (mutability, elem) = (&r.mutability, &r.elem);
-        decls.push(quote! { #name: &#mutability <#elem as #private::Shape>::Lane });
+        decls.push(quote! { #name: &#mutability <#elem as #private::Shape>::Lane<#lanes> });
     }
-    let mut twin = Twin { inf: &mut inf, private, varying: (0..params.len()).collect() };
+    let mut twin = Twin { inf: &mut inf, private, width, varying: (0..params.len()).collect() };
     let stmts = twin.stmts(&item.block)?;
     let exact_inc = (0..params.len()).map(|p| params[p].mutable && exact_once(&twin, p, &item.block)).collect();
     let body = quote! {{ #stmts }};
@@ -83,6 +84,8 @@ pub fn lane_twin(item: &ItemFn, private: &TokenStream) -> Result<LaneTwin, Strin
 struct Twin<'a> {
     inf: &'a mut Infer,
     private: &'a TokenStream,
+    /// Lanes per value.
+    width: usize,
     /// Bindings that hold lanes: parameters and float locals.
     varying: HashSet<usize>,
 }
@@ -130,7 +133,8 @@ impl Twin<'_> {
     fn lanes_of(&self, s: Scalar) -> TokenStream {
         let private = self.private;
         let t = syn::Ident::new(s.rust(), proc_macro2::Span::call_site());
-        quote! { #private::Lanes::<#t> }
+        let width = proc_macro2::Literal::usize_unsuffixed(self.width);
+        quote! { #private::Lanes::<#t, #width> }
     }
 
     fn stmts(&mut self, b: &Block) -> Rewrite {

@@ -220,8 +220,9 @@ pub struct ArgView {
 #[doc(hidden)]
 pub unsafe trait Shape: Sized {
     type Elem: Scalar;
-    /// The shape with a [`Lanes`] for each value (see [`crate::lanes`]).
-    type Lane: Copy;
+    /// The shape with a [`Lanes`] of `W` lanes for each value (see
+    /// [`crate::lanes`]).
+    type Lane<const W: usize>: Copy;
     const ROWS: usize;
     const COLS: usize;
 }
@@ -229,7 +230,7 @@ pub unsafe trait Shape: Sized {
 // SAFETY: a scalar is one value of itself.
 unsafe impl<T: Scalar> Shape for T {
     type Elem = T;
-    type Lane = Lanes<T>;
+    type Lane<const W: usize> = Lanes<T, W>;
     const ROWS: usize = 1;
     const COLS: usize = 1;
 }
@@ -237,7 +238,7 @@ unsafe impl<T: Scalar> Shape for T {
 // SAFETY: arrays are contiguous with no padding between elements.
 unsafe impl<T: Scalar, const N: usize> Shape for [T; N] {
     type Elem = T;
-    type Lane = [Lanes<T>; N];
+    type Lane<const W: usize> = [Lanes<T, W>; N];
     const ROWS: usize = 1;
     const COLS: usize = N;
 }
@@ -245,7 +246,7 @@ unsafe impl<T: Scalar, const N: usize> Shape for [T; N] {
 // SAFETY: as above, rows of `M` values, `N` of them, contiguous.
 unsafe impl<T: Scalar, const M: usize, const N: usize> Shape for [[T; M]; N] {
     type Elem = T;
-    type Lane = [[Lanes<T>; M]; N];
+    type Lane<const W: usize> = [[Lanes<T, W>; M]; N];
     const ROWS: usize = N;
     const COLS: usize = M;
 }
@@ -266,20 +267,21 @@ pub trait KernelParam {
     /// # Safety
     /// As [`KernelParam::bind`], and [`Binder::unmapped`].
     unsafe fn bind_at(binder: &Binder<Self::Shape>, e: usize) -> Self;
-    /// The parameter of the lane-wise twin: `&S::Lane` or `&mut S::Lane`.
-    type LaneRef;
+    /// The parameter of a lane-wise twin of `W` lanes: `&S::Lane<W>` or
+    /// `&mut S::Lane<W>`.
+    type LaneRef<const W: usize>;
     /// Binds the lane-wise parameter (after [`LaneBinder::load`]).
     ///
     /// # Safety
     /// As [`KernelParam::bind`].
-    unsafe fn bind_lanes(binder: &mut LaneBinder<Self::Shape>) -> Self::LaneRef;
+    unsafe fn bind_lanes<const W: usize>(binder: &mut LaneBinder<Self::Shape, W>) -> Self::LaneRef<W>;
 }
 
 impl<'a, S: Shape> KernelParam for &'a S {
     type Shape = S;
-    type LaneRef = &'a S::Lane;
+    type LaneRef<const W: usize> = &'a S::Lane<W>;
     #[inline(always)]
-    unsafe fn bind_lanes(binder: &mut LaneBinder<S>) -> Self::LaneRef {
+    unsafe fn bind_lanes<const W: usize>(binder: &mut LaneBinder<S, W>) -> Self::LaneRef<W> {
         // SAFETY: forwarded contract; `load` initialised the lanes.
         unsafe { &*binder.ptr() }
     }
@@ -298,9 +300,9 @@ impl<'a, S: Shape> KernelParam for &'a S {
 
 impl<'a, S: Shape> KernelParam for &'a mut S {
     type Shape = S;
-    type LaneRef = &'a mut S::Lane;
+    type LaneRef<const W: usize> = &'a mut S::Lane<W>;
     #[inline(always)]
-    unsafe fn bind_lanes(binder: &mut LaneBinder<S>) -> Self::LaneRef {
+    unsafe fn bind_lanes<const W: usize>(binder: &mut LaneBinder<S, W>) -> Self::LaneRef<W> {
         // SAFETY: forwarded contract; each argument has its own lanes.
         unsafe { &mut *binder.ptr() }
     }
@@ -523,70 +525,71 @@ impl<S: Shape> Binder<S> {
     }
 }
 
+/// The group loop of a lane-wise adapter (see [`__host_adapter`]): runs
+/// the twin `$twin` of `$width` lanes over every whole group of
+/// `start..end`, compiled for the CPU features `$features`; returns where
+/// the scalar tail starts.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __lane_groups {
+    ($name:ident, $width:literal, $features:literal, $twin:ident, $( $param:ident : $ty:ty ),* $(,)?) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        #[allow(unused_mut, unused_variables, clippy::too_many_arguments)]
+        unsafe fn $name(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
+            const W: usize = $width;
+            let mut first = start;
+            while first + W <= end {
+                // Binders live for one group, so that LLVM can keep
+                // their lanes in registers.
+                let mut group = views.iter();
+                $(
+                    let mut $param = $crate::__private::LaneBinder::<
+                        <$ty as $crate::__private::KernelParam>::Shape, W,
+                    >::new(*group.next().expect("validated argument count"));
+                )*
+                // SAFETY: the HostFn contract, `lanes_usable` held, and the
+                // caller detected `$features`.
+                unsafe {
+                    $( $param.load(first); )*
+                    $twin( $( <$ty as $crate::__private::KernelParam>::bind_lanes(&mut $param) ),* );
+                    // Only `&mut` parameters write; the others' checks
+                    // are compiled out rather than made per lane.
+                    $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.store_direct(first); } )*
+                    $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.finish(); } )*
+                    for l in 0..W {
+                        $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.store_lane(l, first); } )*
+                    }
+                }
+                first += W;
+            }
+            first
+        }
+    };
+}
+
 /// Generates a kernel's host adapter (used by `#[parloop::kernel]`): an
 /// `unsafe fn $host(views, start, end)` that runs the kernel over elements
 /// `start..end` in batches (see [`Binder`]).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __host_adapter {
-    // The adapter of a lane-wise twin `$lanes` (see `parloop::lanes`): groups
-    // of `LANES` elements where `lanes::usable` holds, with the scalar
-    // adapter `$scalar` for the rest of the range and for loops it cannot run.
-    ($host:ident, lanes = $lanes:ident, scalar = $scalar:ident, exact = [$($exact:expr),*],
+    // The adapter of lane-wise twins `$lanes4` (four lanes, AVX2) and
+    // `$lanes8` (eight, AVX-512; see `parloop::lanes`): groups of elements
+    // where `lanes::usable` holds, with the scalar adapter `$scalar` for the
+    // rest of the range and for loops lanes cannot run.
+    ($host:ident, lanes = [$lanes4:ident, $lanes8:ident], scalar = $scalar:ident, exact = [$($exact:expr),*],
      $( $param:ident : $ty:ty ),* $(,)?) => {
         #[allow(unused_mut, unused_variables, clippy::too_many_arguments)]
         unsafe fn $host(views: &[$crate::__private::ArgView], start: usize, end: usize) {
-            const LANES: usize = $crate::__private::LANES;
-            if end - start < LANES || !$crate::__private::lanes_usable(views, &[$($exact),*]) {
+            if end - start < $crate::__private::LANES || !$crate::__private::lanes_usable(views, &[$($exact),*]) {
                 // SAFETY: forwarded HostFn contract.
                 return unsafe { $scalar(views, start, end) };
             }
-            /// Runs whole groups; returns where the scalar tail starts.
-            #[inline(always)]
-            #[allow(dead_code)]
-            unsafe fn groups(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
-                let mut first = start;
-                while first + LANES <= end {
-                    // Binders live for one group, so that LLVM can keep
-                    // their lanes in registers.
-                    let mut group = views.iter();
-                    $(
-                        let mut $param = $crate::__private::LaneBinder::<
-                            <$ty as $crate::__private::KernelParam>::Shape,
-                        >::new(*group.next().expect("validated argument count"));
-                    )*
-                    // SAFETY: the HostFn contract, and `lanes_usable` held.
-                    unsafe {
-                        $( $param.load(first); )*
-                        $lanes( $( <$ty as $crate::__private::KernelParam>::bind_lanes(&mut $param) ),* );
-                        // Only `&mut` parameters write; the others' checks
-                        // are compiled out rather than made per lane.
-                        $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.store_direct(first); } )*
-                        $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.finish(); } )*
-                        for l in 0..LANES {
-                            $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.store_lane(l, first); } )*
-                        }
-                    }
-                    first += LANES;
-                }
-                first
-            }
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn groups_avx2(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
-                // SAFETY: forwarded contract.
-                unsafe { groups(views, start, end) }
-            }
-            // The same code given AVX-512's 32 vector registers (still four
-            // lanes per value): the twins of large kernels spill far less.
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
-            unsafe fn groups_avx512(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
-                // SAFETY: forwarded contract.
-                unsafe { groups(views, start, end) }
-            }
-            // Twins run only where AVX2 does (their lanes compute with it);
-            // elsewhere the scalar adapter runs the whole range.
+            $crate::__lane_groups!(groups_avx2, 4, "avx2,fma", $lanes4, $( $param: $ty ),*);
+            $crate::__lane_groups!(groups_avx512, 8, "avx2,fma,avx512f,avx512vl", $lanes8, $( $param: $ty ),*);
+            // Twins run only where their instruction set does; elsewhere the
+            // scalar adapter runs the whole range.
             #[cfg(target_arch = "x86_64")]
             let tail = match $crate::__private::vector_isa() {
                 // SAFETY: AVX-512 F and VL were detected; the rest is forwarded.

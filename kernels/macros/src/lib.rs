@@ -86,14 +86,19 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
         }
         let private = quote!(::parloop::__private);
         // The lane-wise twin, when the kernel has one (see `parloop_kernels::lane_twin`).
-        let (lanes, with_lanes) = match lane_twin(&func, &private) {
-            Ok(LaneTwin { params, body, exact_inc }) => (
+        // Two widths: four lanes for AVX2, eight for AVX-512.
+        let twins = lane_twin(&func, &private, 4).and_then(|four| Ok((four, lane_twin(&func, &private, 8)?)));
+        let (lanes, with_lanes) = match twins {
+            Ok((LaneTwin { params, body, exact_inc }, LaneTwin { params: params8, body: body8, .. })) => (
                 quote! {
                     #[inline(always)]
                     #[allow(unused_mut, unused_variables, unused_parens, clippy::all)]
-                    fn lanes( #( #params ),* ) #body
+                    fn lanes4( #( #params ),* ) #body
+                    #[inline(always)]
+                    #[allow(unused_mut, unused_variables, unused_parens, clippy::all)]
+                    fn lanes8( #( #params8 ),* ) #body8
                     ::parloop::__host_adapter!(
-                        host_lanes, lanes = lanes, scalar = host, exact = [ #( #exact_inc ),* ],
+                        host_lanes, lanes = [lanes4, lanes8], scalar = host, exact = [ #( #exact_inc ),* ],
                         #( #names: #types ),*
                     );
                 },
