@@ -136,9 +136,11 @@ macro_rules! avx_unary {
     // SAFETY (of the intrinsics): the instruction set runs where a `Lanes`
     // of that width exists.
     (sqrt, $a:expr) => {
-        avx_f64([&$a], |[x]| unsafe { std::arch::x86_64::_mm256_sqrt_pd(x) }, |[x]| unsafe {
-            std::arch::x86_64::_mm512_sqrt_pd(x)
-        })
+        avx_f64(
+            [&$a],
+            |[x]| unsafe { std::arch::x86_64::_mm256_sqrt_pd(x) },
+            |[x]| unsafe { std::arch::x86_64::_mm512_sqrt_pd(x) },
+        )
     };
     (abs, $a:expr) => {
         avx_f64(
@@ -440,8 +442,8 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
         unsafe { *self.view.map.add(e * self.view.arity + col) as usize * len }
     }
 
-    /// Value offsets of `map[e][col]` for the group's elements `first..first
-    /// + W`, `len` values per entity: one walk down the map's column, with
+    /// Value offsets of `map[e][col]` for the group's elements, from `first`
+    /// on, `len` values per entity: one walk down the map's column, with
     /// scalar pointer steps (LLVM would otherwise vectorise the index
     /// arithmetic of eight lanes, then extract each address from a vector).
     ///
@@ -498,7 +500,7 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
                     ViewKind::Vector => {
                         for r in 0..S::ROWS {
                             let t = self.targets(first, r, Self::ROW);
-                                let rows = lanewise!(|l| data.add(t[l]).cast::<u8>().cast_const());
+                            let rows = lanewise!(|l| data.add(t[l]).cast::<u8>().cast_const());
                             transpose_in::<W>(rows, Self::ROW, lanes.add(r * Self::ROW).cast());
                         }
                         return;

@@ -1,0 +1,197 @@
+//! The lane-wise twins against the scalar kernels, bit for bit, on every
+//! argument shape the twins move differently: direct rows of 1 to 4 values
+//! and of 2x2, indirect rows of 1, 2, 3 and 4 (3 is not transposed), vector
+//! arguments read and incremented, `f32` data, increments of 1, 2 and 3
+//! values, and an exact global increment; on `seq` and on `threads` with
+//! blocks whose lengths are not multiples of any lane width. Run under
+//! `PARLOOP_SIMD=avx2` too (ci/test): the twins have a four-lane AVX2 and an
+//! eight-lane AVX-512 build, and a process uses the best its CPU has.
+
+use parloop::{Access, Backend, Runtime};
+
+/// Every `f64` shape through every kind of view.
+#[parloop::kernel]
+fn mix_f64(
+    a: &f64,
+    d2: &[f64; 2],
+    d3: &[f64; 3],
+    m22: &[[f64; 2]; 2],
+    x: &[f64; 2],
+    y: &f64,
+    t3: &[f64; 3],
+    q: &[f64; 4],
+    v: &[[f64; 3]; 2],
+    out: &mut [f64; 4],
+    rw: &mut [f64; 3],
+    acc: &mut [f64; 2],
+    acc1: &mut f64,
+    acc3: &mut [f64; 3],
+    vinc: &mut [[f64; 1]; 2],
+    total: &mut f64,
+) {
+    let s = *a * x[0] - x[1] / (*y + 3.0) + m22[1][0] * m22[0][1];
+    out[0] = s + q[0] * d2[0];
+    out[1] = (q[1] - d3[2]).abs() + d2[1];
+    out[2] = (q[2] * q[2] + 1.0).sqrt() - v[0][2];
+    out[3] = -q[3] + v[1][1] * m22[1][1];
+    rw[0] = rw[0] * 0.5 + t3[0];
+    rw[1] -= t3[1] * d3[0];
+    rw[2] += t3[2] / (d3[1] * d3[1] + 1.0);
+    acc[0] += s;
+    acc[1] -= 0.25 * s;
+    *acc1 += v[0][0] - v[1][2];
+    acc3[0] += x[0];
+    acc3[1] += x[1] * 2.0;
+    acc3[2] -= *y;
+    vinc[0][0] += s * 0.5;
+    vinc[1][0] -= s * 0.125;
+    *total += s * s;
+}
+
+/// `f32` data: lanes without AVX arithmetic, moved value by value.
+#[parloop::kernel]
+fn mix_f32(a: &[f32; 2], x: &f32, v: &[[f32; 2]; 3], out: &mut [f32; 2], acc: &mut [f32; 3]) {
+    out[0] = a[0] * *x + v[2][1];
+    out[1] += a[1] / (*x * *x + 1.0) - v[0][0];
+    acc[0] += out[0];
+    acc[1] -= v[1][0] * 0.5;
+    acc[2] += a[0] - a[1];
+}
+
+/// A reproducible pseudo-random sequence (xorshift), in `[-1, 1)`.
+struct Noise(u64);
+
+impl Noise {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    }
+    fn index(&mut self, n: usize) -> i32 {
+        ((self.next() + 1.0) * 0.5 * n as f64) as i32 % n as i32
+    }
+    fn values(&mut self, n: usize) -> Vec<f64> {
+        (0..n).map(|_| self.next() * 10.0).collect()
+    }
+}
+
+/// Every dat's values and the global after two runs of each loop.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    f64s: Vec<Vec<u64>>,
+    f32s: Vec<Vec<u32>>,
+}
+
+fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nnodes: usize) -> Outcome {
+    let mut rt = Runtime::with_backend(backend).unwrap();
+    rt.set_simd(simd);
+    rt.set_part_size(part_size);
+    let mut noise = Noise(0x9e37_79b9_7f4a_7c15 ^ (nedges * 31 + nnodes) as u64);
+    let edges = rt.set("edges", nedges);
+    let nodes = rt.set("nodes", nnodes);
+    // Clustered targets as well as random ones, so that consecutive
+    // elements of a group often increment the same node.
+    let pair: Vec<i32> = (0..2 * nedges)
+        .map(|k| if k % 5 == 0 { (k / 2 % nnodes) as i32 } else { noise.index(nnodes) })
+        .collect();
+    let pair = rt.map("pair", &edges, &nodes, 2, pair).unwrap();
+    let direct = |rt: &Runtime, name: &str, dim: usize, noise: &mut Noise| {
+        rt.dat(name, &edges, dim, noise.values(nedges * dim)).unwrap()
+    };
+    let a = direct(&rt, "a", 1, &mut noise);
+    let d2 = direct(&rt, "d2", 2, &mut noise);
+    let d3 = direct(&rt, "d3", 3, &mut noise);
+    let m22 = direct(&rt, "m22", 4, &mut noise);
+    let out = direct(&rt, "out", 4, &mut noise);
+    let rw = direct(&rt, "rw", 3, &mut noise);
+    let on_nodes = |rt: &Runtime, name: &str, dim: usize, noise: &mut Noise| {
+        rt.dat(name, &nodes, dim, noise.values(nnodes * dim)).unwrap()
+    };
+    let x = on_nodes(&rt, "x", 2, &mut noise);
+    let y = on_nodes(&rt, "y", 1, &mut noise);
+    let t3 = on_nodes(&rt, "t3", 3, &mut noise);
+    let q = on_nodes(&rt, "q", 4, &mut noise);
+    let v = on_nodes(&rt, "v", 3, &mut noise);
+    let acc = on_nodes(&rt, "acc", 2, &mut noise);
+    let acc1 = on_nodes(&rt, "acc1", 1, &mut noise);
+    let acc3 = on_nodes(&rt, "acc3", 3, &mut noise);
+    let vinc = on_nodes(&rt, "vinc", 1, &mut noise);
+    let total = rt.global("total", &[0.5f64]).unwrap();
+    let fa = rt.dat("fa", &edges, 2, noise.values(2 * nedges).iter().map(|&v| v as f32).collect()).unwrap();
+    let fout = rt.dat("fout", &edges, 2, noise.values(2 * nedges).iter().map(|&v| v as f32).collect()).unwrap();
+    let fx = rt.dat("fx", &nodes, 1, noise.values(nnodes).iter().map(|&v| v as f32).collect()).unwrap();
+    let fv = rt.dat("fv", &nodes, 2, noise.values(2 * nnodes).iter().map(|&v| v as f32).collect()).unwrap();
+    let facc = rt.dat("facc", &nodes, 3, vec![0.0f32; 3 * nnodes]).unwrap();
+    let tri: Vec<i32> = (0..3 * nedges).map(|_| noise.index(nnodes)).collect();
+    let tri = rt.map("tri", &edges, &nodes, 3, tri).unwrap();
+    for _ in 0..2 {
+        rt.par_loop(
+            mix_f64::KERNEL,
+            &edges,
+            &[
+                a.arg(Access::READ),
+                d2.arg(Access::READ),
+                d3.arg(Access::READ),
+                m22.arg(Access::READ),
+                x.arg_via(&pair, 0, Access::READ),
+                y.arg_via(&pair, 1, Access::READ),
+                t3.arg_via(&pair, 1, Access::READ),
+                q.arg_via(&pair, 0, Access::READ),
+                v.arg_vec(&pair, Access::READ),
+                out.arg(Access::WRITE),
+                rw.arg(Access::RW),
+                acc.arg_via(&pair, 0, Access::INC),
+                acc1.arg_via(&pair, 1, Access::INC),
+                acc3.arg_via(&pair, 1, Access::INC),
+                vinc.arg_vec(&pair, Access::INC),
+                total.arg(Access::INC),
+            ],
+        )
+        .unwrap();
+        rt.par_loop(
+            mix_f32::KERNEL,
+            &edges,
+            &[
+                fa.arg(Access::READ),
+                fx.arg_via(&tri, 2, Access::READ),
+                fv.arg_vec(&tri, Access::READ),
+                fout.arg(Access::RW),
+                facc.arg_via(&tri, 0, Access::INC),
+            ],
+        )
+        .unwrap();
+    }
+    let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect();
+    Outcome {
+        f64s: vec![
+            bits(out.values()),
+            bits(rw.values()),
+            bits(acc.values()),
+            bits(acc1.values()),
+            bits(acc3.values()),
+            bits(vinc.values()),
+            vec![total.value().to_bits()],
+        ],
+        f32s: [fout.values(), facc.values()].into_iter().map(|v| v.into_iter().map(f32::to_bits).collect()).collect(),
+    }
+}
+
+#[test]
+fn both_kernels_have_twins() {
+    assert!(mix_f64::KERNEL.has_lanes(), "mix_f64 must keep its lane-wise twin, or this suite tests nothing");
+    assert!(mix_f32::KERNEL.has_lanes(), "mix_f32 must keep its lane-wise twin, or this suite tests nothing");
+}
+
+#[test]
+fn twins_compute_the_scalar_bits_on_every_shape() {
+    // Sizes around both lane widths (tails of every length) and a larger one.
+    for (nedges, nnodes) in [(0, 1), (3, 2), (7, 5), (8, 3), (9, 4), (15, 9), (16, 1), (17, 30), (1000, 120)] {
+        let scalar = run(Backend::Seq, false, None, nedges, nnodes);
+        assert_eq!(run(Backend::Seq, true, None, nedges, nnodes), scalar, "seq, {nedges} edges");
+        for part in [None, Some(5), Some(13)] {
+            let scalar = run(Backend::Threads, false, part, nedges, nnodes);
+            assert_eq!(run(Backend::Threads, true, part, nedges, nnodes), scalar, "threads, {nedges} edges, {part:?}");
+        }
+    }
+}
