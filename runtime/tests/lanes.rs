@@ -92,9 +92,8 @@ fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nn
     let nodes = rt.set("nodes", nnodes);
     // Clustered targets as well as random ones, so that consecutive
     // elements of a group often increment the same node.
-    let pair: Vec<i32> = (0..2 * nedges)
-        .map(|k| if k % 5 == 0 { (k / 2 % nnodes) as i32 } else { noise.index(nnodes) })
-        .collect();
+    let pair: Vec<i32> =
+        (0..2 * nedges).map(|k| if k % 5 == 0 { (k / 2 % nnodes) as i32 } else { noise.index(nnodes) }).collect();
     let pair = rt.map("pair", &edges, &nodes, 2, pair).unwrap();
     let direct = |rt: &Runtime, name: &str, dim: usize, noise: &mut Noise| {
         rt.dat(name, &edges, dim, noise.values(nedges * dim)).unwrap()
