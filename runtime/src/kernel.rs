@@ -150,8 +150,8 @@ impl Kernel {
         Kernel { lanes: Some(lanes), ..self }
     }
 
-    /// Whether the CPU backends can run the kernel four elements at a
-    /// time with SIMD (see [`Runtime::set_simd`](crate::Runtime::set_simd)).
+    /// Whether the CPU backends can run the kernel four or eight elements
+    /// at a time with SIMD (see [`Runtime::set_simd`](crate::Runtime::set_simd)).
     /// `#[parloop::kernel]` makes a lane-wise twin when float values never
     /// decide control flow, casts or integer values, and every parameter has
     /// the same float element type.

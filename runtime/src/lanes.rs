@@ -337,10 +337,9 @@ pub fn avx2() -> bool {
     vector_isa() != VectorIsa::None
 }
 
-/// The instruction set the twins' groups are compiled for at run time.
-///
-/// Both run the same four-lane code: AVX-512 adds no lanes, only registers
-/// (32 instead of 16), which the large twins need to stay out of the stack.
+/// The instruction set the twins' groups are compiled for at run time:
+/// four lanes with AVX2, eight with AVX-512 (whose 32 registers also keep
+/// the large twins out of the stack).
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VectorIsa {

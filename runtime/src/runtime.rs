@@ -232,9 +232,9 @@ impl Runtime {
         self.strategy
     }
 
-    /// Sets whether the CPU backends run kernels four elements at a time
-    /// with SIMD, where a kernel has a lane-wise twin and the CPU has AVX2
-    /// (on by default; `PARLOOP_SIMD=0` turns it off). Results are bitwise
+    /// Sets whether the CPU backends run kernels four (AVX2) or eight
+    /// (AVX-512) elements at a time with SIMD, where a kernel has lane-wise
+    /// twins and the CPU has AVX2 (on by default; `PARLOOP_SIMD=0` turns it off). Results are bitwise
     /// the same either way; this switch exists to measure and to diagnose.
     ///
     /// ```
