@@ -92,10 +92,10 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
             Ok((LaneTwin { params, body, exact_inc }, LaneTwin { params: params8, body: body8, .. })) => (
                 quote! {
                     #[inline(always)]
-                    #[allow(unused_mut, unused_variables, unused_parens, clippy::all)]
+                    #[allow(dead_code, unused_mut, unused_variables, unused_parens, clippy::all)]
                     fn lanes4( #( #params ),* ) #body
                     #[inline(always)]
-                    #[allow(unused_mut, unused_variables, unused_parens, clippy::all)]
+                    #[allow(dead_code, unused_mut, unused_variables, unused_parens, clippy::all)]
                     fn lanes8( #( #params8 ),* ) #body8
                     ::parloop::__host_adapter!(
                         host_lanes, lanes = [lanes4, lanes8], scalar = host, exact = [ #( #exact_inc ),* ],
