@@ -58,18 +58,20 @@ fn mix_f32(a: &[f32; 2], x: &f32, v: &[[f32; 2]; 3], out: &mut [f32; 2], acc: &m
     acc[2] += a[0] - a[1];
 }
 
-/// A reproducible pseudo-random sequence (xorshift), in `[-1, 1)`.
-struct Noise(u64);
+mod support;
+
+use support::Rng;
+
+/// Random mesh data for the test.
+struct Noise(Rng);
 
 impl Noise {
+    /// Uniform in `[-1, 1)`.
     fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        2.0 * self.0.unit() - 1.0
     }
     fn index(&mut self, n: usize) -> i32 {
-        ((self.next() + 1.0) * 0.5 * n as f64) as i32 % n as i32
+        (self.0.next() % n as u64) as i32
     }
     fn values(&mut self, n: usize) -> Vec<f64> {
         (0..n).map(|_| self.next() * 10.0).collect()
@@ -87,7 +89,7 @@ fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nn
     let mut rt = Runtime::with_backend(backend).unwrap();
     rt.set_simd(simd);
     rt.set_part_size(part_size);
-    let mut noise = Noise(0x9e37_79b9_7f4a_7c15 ^ (nedges * 31 + nnodes) as u64);
+    let mut noise = Noise(Rng(0x9e37_79b9_7f4a_7c15 ^ (nedges * 31 + nnodes) as u64));
     let edges = rt.set("edges", nedges);
     let nodes = rt.set("nodes", nnodes);
     // Clustered targets as well as random ones, so that consecutive
@@ -95,27 +97,24 @@ fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nn
     let pair: Vec<i32> =
         (0..2 * nedges).map(|k| if k % 5 == 0 { (k / 2 % nnodes) as i32 } else { noise.index(nnodes) }).collect();
     let pair = rt.map("pair", &edges, &nodes, 2, pair).unwrap();
-    let direct = |rt: &Runtime, name: &str, dim: usize, noise: &mut Noise| {
-        rt.dat(name, &edges, dim, noise.values(nedges * dim)).unwrap()
+    let random = |rt: &Runtime, set: &parloop::Set, name: &str, dim: usize, noise: &mut Noise| {
+        rt.dat(name, set, dim, noise.values(set.size() * dim)).unwrap()
     };
-    let a = direct(&rt, "a", 1, &mut noise);
-    let d2 = direct(&rt, "d2", 2, &mut noise);
-    let d3 = direct(&rt, "d3", 3, &mut noise);
-    let m22 = direct(&rt, "m22", 4, &mut noise);
-    let out = direct(&rt, "out", 4, &mut noise);
-    let rw = direct(&rt, "rw", 3, &mut noise);
-    let on_nodes = |rt: &Runtime, name: &str, dim: usize, noise: &mut Noise| {
-        rt.dat(name, &nodes, dim, noise.values(nnodes * dim)).unwrap()
-    };
-    let x = on_nodes(&rt, "x", 2, &mut noise);
-    let y = on_nodes(&rt, "y", 1, &mut noise);
-    let t3 = on_nodes(&rt, "t3", 3, &mut noise);
-    let q = on_nodes(&rt, "q", 4, &mut noise);
-    let v = on_nodes(&rt, "v", 3, &mut noise);
-    let acc = on_nodes(&rt, "acc", 2, &mut noise);
-    let acc1 = on_nodes(&rt, "acc1", 1, &mut noise);
-    let acc3 = on_nodes(&rt, "acc3", 3, &mut noise);
-    let vinc = on_nodes(&rt, "vinc", 1, &mut noise);
+    let a = random(&rt, &edges, "a", 1, &mut noise);
+    let d2 = random(&rt, &edges, "d2", 2, &mut noise);
+    let d3 = random(&rt, &edges, "d3", 3, &mut noise);
+    let m22 = random(&rt, &edges, "m22", 4, &mut noise);
+    let out = random(&rt, &edges, "out", 4, &mut noise);
+    let rw = random(&rt, &edges, "rw", 3, &mut noise);
+    let x = random(&rt, &nodes, "x", 2, &mut noise);
+    let y = random(&rt, &nodes, "y", 1, &mut noise);
+    let t3 = random(&rt, &nodes, "t3", 3, &mut noise);
+    let q = random(&rt, &nodes, "q", 4, &mut noise);
+    let v = random(&rt, &nodes, "v", 3, &mut noise);
+    let acc = random(&rt, &nodes, "acc", 2, &mut noise);
+    let acc1 = random(&rt, &nodes, "acc1", 1, &mut noise);
+    let acc3 = random(&rt, &nodes, "acc3", 3, &mut noise);
+    let vinc = random(&rt, &nodes, "vinc", 1, &mut noise);
     let total = rt.global("total", &[0.5f64]).unwrap();
     let fa = rt.dat("fa", &edges, 2, noise.values(2 * nedges).iter().map(|&v| v as f32).collect()).unwrap();
     let fout = rt.dat("fout", &edges, 2, noise.values(2 * nedges).iter().map(|&v| v as f32).collect()).unwrap();

@@ -55,16 +55,18 @@ pub struct Spec {
     pub compare: Compare,
 }
 
-struct Rng(u64);
+/// A reproducible pseudo-random sequence (xorshift); the seed must not be 0.
+pub struct Rng(pub u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
-    fn unit(&mut self) -> f64 {
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
     fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
