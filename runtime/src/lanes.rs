@@ -482,7 +482,8 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
         #[cfg(target_arch = "x86_64")]
         if Self::TRANSPOSABLE && !(inc && self.view.kind != ViewKind::Direct) {
             let col = self.view.column;
-            // SAFETY: as below; AVX2 runs (the caller's contract).
+            // SAFETY: as below; AVX2 runs, and AVX-512 where `W` is 8 (the
+            // caller's contract).
             unsafe {
                 match self.view.kind {
                     ViewKind::Direct if Self::ALL == Self::ROW => {
@@ -561,7 +562,8 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
         let lanes = self.lanes();
         #[cfg(target_arch = "x86_64")]
         if Self::TRANSPOSABLE && Self::ALL == Self::ROW {
-            // SAFETY: as below; AVX2 runs (the caller's contract).
+            // SAFETY: as below; AVX2 runs, and AVX-512 where `W` is 8 (the
+            // caller's contract).
             unsafe {
                 let rows = lanewise!(|l| data.add((first + l) * Self::ALL).cast::<u8>());
                 transpose_out::<W>(lanes.cast_const().cast(), Self::ROW, rows);
@@ -593,7 +595,8 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
         #[cfg(target_arch = "x86_64")]
         if Self::FAST_INC && self.view.access == Access::Inc && self.view.kind != ViewKind::Direct {
             let rows = lanewise!(|l| self.rows[l].0.as_mut_ptr().cast::<u8>());
-            // SAFETY: AVX2 is present; the lanes hold `ALL` values per lane.
+            // SAFETY: AVX2 is present, and AVX-512 where `W` is 8; the lanes
+            // hold `ALL` values per lane.
             unsafe { transpose_out::<W>(self.lanes().cast_const().cast(), Self::ALL, rows) };
         }
     }
