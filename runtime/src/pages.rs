@@ -50,7 +50,11 @@ fn wanted() -> bool {
 }
 
 /// Asks for huge pages over the whole 2 MiB pages inside `len` bytes at
-/// `ptr`, which nothing has touched yet. Returns whether the kernel agreed.
+/// `ptr`, fresh from the allocator and not yet written by us. Returns
+/// whether the kernel agreed. For arrays this large the allocator usually
+/// maps new memory, which the advice covers from its first touch; pages
+/// it reuses that were touched before stay small until the kernel's
+/// `khugepaged` collapses them.
 #[cfg(target_os = "linux")]
 fn advise_huge(ptr: *mut u8, len: usize) -> bool {
     let address = ptr as usize;
