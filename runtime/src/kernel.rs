@@ -592,8 +592,13 @@ macro_rules! __host_adapter {
             // scalar adapter runs the whole range.
             #[cfg(target_arch = "x86_64")]
             let tail = match $crate::__private::vector_isa() {
-                // SAFETY: AVX-512 F and VL were detected; the rest is forwarded.
-                $crate::__private::VectorIsa::Avx512 => unsafe { groups_avx512(views, start, end) },
+                // Eight-lane groups, then one four-lane group where four to
+                // seven elements remain.
+                // SAFETY: AVX-512 F and VL (and so AVX2 and FMA) were
+                // detected; the rest is forwarded.
+                $crate::__private::VectorIsa::Avx512 => unsafe {
+                    groups_avx2(views, groups_avx512(views, start, end), end)
+                },
                 // SAFETY: AVX2 and FMA were detected; the rest is forwarded.
                 $crate::__private::VectorIsa::Avx2 => unsafe { groups_avx2(views, start, end) },
                 $crate::__private::VectorIsa::None => start,
