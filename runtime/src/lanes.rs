@@ -92,13 +92,6 @@ fn written_out<T: Copy, const W: usize>(mut f: impl FnMut(usize) -> T) -> [T; W]
     }
 }
 
-/// [`written_out`] with the lane index bound to a name: `lanewise!(|l| e)`.
-macro_rules! lanewise {
-    (|$l:ident| $e:expr) => {
-        written_out(|$l: usize| $e)
-    };
-}
-
 /// `f` on `f64` lanes as vector registers (`f4` on four lanes with AVX,
 /// `f8` on eight with AVX-512); `None` for other element types (decided at
 /// compile time).
@@ -185,7 +178,7 @@ macro_rules! binary_ops {
                 if let Some(r) = avx_binary!($avx, $avx512, self, o) {
                     return r;
                 }
-                Lanes(lanewise!(|l| self.0[l].$f(o.0[l])))
+                Lanes(written_out(|l| self.0[l].$f(o.0[l])))
             }
         }
         // `&f64` operands work in kernels (`x + adt` with `adt: &f64`), so
@@ -252,7 +245,7 @@ impl<T: Copy + Neg<Output = T> + 'static, const W: usize> Neg for Lanes<T, W> {
         ) {
             return r;
         }
-        Lanes(lanewise!(|l| -self.0[l]))
+        Lanes(written_out(|l| -self.0[l]))
     }
 }
 
@@ -275,37 +268,37 @@ macro_rules! float_methods {
                     if let Some(r) = avx_unary!($u, self) {
                         return r;
                     }
-                    Lanes(lanewise!(|l| self.0[l].$u()))
+                    Lanes(written_out(|l| self.0[l].$u()))
                 }
             )*
             $(
                 #[doc = concat!("`", stringify!($t), "::", stringify!($b), "` per lane.")]
                 #[inline(always)]
                 pub fn $b(self, o: Self) -> Self {
-                    Lanes(lanewise!(|l| self.0[l].$b(o.0[l])))
+                    Lanes(written_out(|l| self.0[l].$b(o.0[l])))
                 }
             )*
             /// `mul_add` per lane (a fused multiply-add, as the scalar call).
             #[inline(always)]
             pub fn mul_add(self, a: Self, b: Self) -> Self {
-                Lanes(lanewise!(|l| self.0[l].mul_add(a.0[l], b.0[l])))
+                Lanes(written_out(|l| self.0[l].mul_add(a.0[l], b.0[l])))
             }
             /// `as f64` per lane.
             #[allow(clippy::unnecessary_cast)]
             #[inline(always)]
             pub fn to_f64(self) -> Lanes<f64, W> {
-                Lanes(lanewise!(|l| self.0[l] as f64))
+                Lanes(written_out(|l| self.0[l] as f64))
             }
             /// `as f32` per lane.
             #[allow(clippy::unnecessary_cast)]
             #[inline(always)]
             pub fn to_f32(self) -> Lanes<f32, W> {
-                Lanes(lanewise!(|l| self.0[l] as f32))
+                Lanes(written_out(|l| self.0[l] as f32))
             }
             /// `powi` per lane.
             #[inline(always)]
             pub fn powi(self, n: i32) -> Self {
-                Lanes(lanewise!(|l| self.0[l].powi(n)))
+                Lanes(written_out(|l| self.0[l].powi(n)))
             }
         }
     };
@@ -487,20 +480,20 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
             unsafe {
                 match self.view.kind {
                     ViewKind::Direct if Self::ALL == Self::ROW => {
-                        let rows = lanewise!(|l| data.add((first + l) * Self::ALL).cast::<u8>().cast_const());
+                        let rows = written_out(|l| data.add((first + l) * Self::ALL).cast::<u8>().cast_const());
                         transpose_in::<W>(rows, Self::ROW, lanes.cast());
                         return;
                     }
                     ViewKind::Indirect if Self::ALL == Self::ROW => {
                         let t = self.targets(first, col, Self::ALL);
-                        let rows = lanewise!(|l| data.add(t[l]).cast::<u8>().cast_const());
+                        let rows = written_out(|l| data.add(t[l]).cast::<u8>().cast_const());
                         transpose_in::<W>(rows, Self::ROW, lanes.cast());
                         return;
                     }
                     ViewKind::Vector => {
                         for r in 0..S::ROWS {
                             let t = self.targets(first, r, Self::ROW);
-                            let rows = lanewise!(|l| data.add(t[l]).cast::<u8>().cast_const());
+                            let rows = written_out(|l| data.add(t[l]).cast::<u8>().cast_const());
                             transpose_in::<W>(rows, Self::ROW, lanes.add(r * Self::ROW).cast());
                         }
                         return;
@@ -515,7 +508,7 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
             match self.view.kind {
                 ViewKind::Direct => {
                     for k in 0..Self::ALL {
-                        (*lanes.add(k)).0 = lanewise!(|l| *data.add((first + l) * Self::ALL + k));
+                        (*lanes.add(k)).0 = written_out(|l| *data.add((first + l) * Self::ALL + k));
                     }
                 }
                 ViewKind::Global => {
@@ -534,14 +527,14 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
                 ViewKind::Indirect => {
                     let t = self.targets(first, self.view.column, Self::ALL);
                     for k in 0..Self::ALL {
-                        (*lanes.add(k)).0 = lanewise!(|l| *data.add(t[l] + k));
+                        (*lanes.add(k)).0 = written_out(|l| *data.add(t[l] + k));
                     }
                 }
                 ViewKind::Vector => {
                     for r in 0..S::ROWS {
                         let t = self.targets(first, r, Self::ROW);
                         for c in 0..Self::ROW {
-                            (*lanes.add(r * Self::ROW + c)).0 = lanewise!(|l| *data.add(t[l] + c));
+                            (*lanes.add(r * Self::ROW + c)).0 = written_out(|l| *data.add(t[l] + c));
                         }
                     }
                 }
@@ -565,7 +558,7 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
             // SAFETY: as below; AVX2 runs, and AVX-512 where `W` is 8 (the
             // caller's contract).
             unsafe {
-                let rows = lanewise!(|l| data.add((first + l) * Self::ALL).cast::<u8>());
+                let rows = written_out(|l| data.add((first + l) * Self::ALL).cast::<u8>());
                 transpose_out::<W>(lanes.cast_const().cast(), Self::ROW, rows);
             }
             return;
@@ -594,7 +587,7 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
     pub unsafe fn finish(&mut self) {
         #[cfg(target_arch = "x86_64")]
         if Self::FAST_INC && self.view.access == Access::Inc && self.view.kind != ViewKind::Direct {
-            let rows = lanewise!(|l| self.rows[l].0.as_mut_ptr().cast::<u8>());
+            let rows = written_out(|l| self.rows[l].0.as_mut_ptr().cast::<u8>());
             // SAFETY: AVX2 is present, and AVX-512 where `W` is 8; the lanes
             // hold `ALL` values per lane.
             unsafe { transpose_out::<W>(self.lanes().cast_const().cast(), Self::ALL, rows) };

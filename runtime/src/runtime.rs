@@ -21,8 +21,10 @@ use crate::profile::{self, LoopReport, Profile, Range};
 use crate::types::Scalar;
 use parloop_kernels::loops::Strategy;
 
-/// Shared-memory budget the CPU backends plan with: the GPU's classic 48 KiB
-/// also keeps a block's working set inside a core's L2 cache.
+/// Shared-memory budget of the CPU backends' plan requests (the GPU's
+/// classic 48 KiB). It sizes nothing there: their blocks are
+/// [`CPU_PART_SIZE`] elements (or `PARLOOP_PART_SIZE`) and nothing is
+/// staged; the planner's request and the plan key carry it all the same.
 const CPU_BLOCK_BUDGET: usize = 48 * 1024;
 
 /// Elements per block of the `threads` backend's plans unless
@@ -234,8 +236,9 @@ impl Runtime {
 
     /// Sets whether the CPU backends run kernels four (AVX2) or eight
     /// (AVX-512) elements at a time with SIMD, where a kernel has lane-wise
-    /// twins and the CPU has AVX2 (on by default; `PARLOOP_SIMD=0` turns it off). Results are bitwise
-    /// the same either way; this switch exists to measure and to diagnose.
+    /// twins and the CPU has AVX2 (on by default; `PARLOOP_SIMD=0` turns it
+    /// off). Results are bitwise the same either way; this switch exists to
+    /// measure and to diagnose.
     ///
     /// ```
     /// let mut rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
