@@ -85,7 +85,7 @@ impl<T: Scalar> Dat<T> {
     /// ```
     /// # use parloop::{Access, Backend, Runtime};
     /// # let rt = Runtime::with_backend(Backend::Seq).unwrap();
-    /// # let cells = rt.set("cells", 2);
+    /// # let cells = rt.set("cells", 2).unwrap();
     /// let q = rt.dat("q", &cells, 4, vec![0.0f64; 8]).unwrap();
     /// let arg = q.arg(Access::READ);
     /// ```

@@ -34,9 +34,47 @@ pub struct Sections {
 }
 
 impl Sections {
-    /// All sections together.
+    /// All sections together. Sections of a declared set always sum within
+    /// `usize` (checked on declaration); see [`Sections::checked_total`].
     pub fn total(&self) -> usize {
         self.core + self.owned + self.exec + self.non_exec
+    }
+
+    /// All sections together, or `None` when the sum overflows `usize`.
+    ///
+    /// ```
+    /// use parloop::Sections;
+    /// assert_eq!(Sections { core: 3, owned: 2, ..Sections::default() }.checked_total(), Some(5));
+    /// assert_eq!(Sections { core: usize::MAX, owned: 1, ..Sections::default() }.checked_total(), None);
+    /// ```
+    pub fn checked_total(&self) -> Option<usize> {
+        self.core.checked_add(self.owned)?.checked_add(self.exec)?.checked_add(self.non_exec)
+    }
+}
+
+/// `entities x per_entity` values of `elem_bytes` bytes each, checked: the
+/// number of values, or an error naming the declaration and the sizes when
+/// the values (or their bytes) overflow what one allocation can hold.
+pub(crate) fn checked_len(
+    what: &'static str,
+    name: &str,
+    entities: usize,
+    per_entity: usize,
+    per_entity_word: &str,
+    elem_bytes: usize,
+) -> Result<usize> {
+    let len = entities.checked_mul(per_entity);
+    let bytes = len.and_then(|l| l.checked_mul(elem_bytes));
+    match (len, bytes) {
+        (Some(len), Some(b)) if b <= isize::MAX as usize => Ok(len),
+        _ => Err(Error::SizeOverflow {
+            what,
+            name: name.into(),
+            detail: format!(
+                "{entities} entities x {per_entity_word} {per_entity} x {elem_bytes} bytes exceeds the largest possible allocation ({} bytes)",
+                isize::MAX
+            ),
+        }),
     }
 }
 
@@ -65,7 +103,7 @@ pub(crate) struct LocalPart {
 ///
 /// ```
 /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq).unwrap();
-/// let cells = rt.set("cells", 720_000);
+/// let cells = rt.set("cells", 720_000).unwrap();
 /// assert_eq!(cells.size(), 720_000);
 /// assert_eq!(cells.name(), "cells");
 /// ```
@@ -73,8 +111,18 @@ pub(crate) struct LocalPart {
 pub struct Set(pub(crate) Arc<SetInner>);
 
 impl Set {
-    pub(crate) fn new(name: &str, sections: Sections) -> Set {
-        Set(Arc::new(SetInner { id: next_id(), name: name.to_owned(), sections, local: OnceLock::new() }))
+    pub(crate) fn new(name: &str, sections: Sections) -> Result<Set> {
+        if sections.checked_total().is_none() {
+            return Err(Error::SizeOverflow {
+                what: "set",
+                name: name.into(),
+                detail: format!(
+                    "sections core {} + owned {} + exec {} + non-exec {} exceed usize::MAX",
+                    sections.core, sections.owned, sections.exec, sections.non_exec
+                ),
+            });
+        }
+        Ok(Set(Arc::new(SetInner { id: next_id(), name: name.to_owned(), sections, local: OnceLock::new() })))
     }
 
     /// The set's name.
@@ -104,7 +152,7 @@ impl Set {
     ///
     /// ```
     /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq).unwrap();
-    /// assert_eq!(rt.set("cells", 12).global_size(), 12);
+    /// assert_eq!(rt.set("cells", 12).unwrap().global_size(), 12);
     /// ```
     pub fn global_size(&self) -> usize {
         self.0.local.get().map_or(self.0.sections.total(), |l| l.global_size)
@@ -162,7 +210,7 @@ impl Map {
                 reason: "arity must be at least 1".into(),
             });
         }
-        let expected = from.total() * arity;
+        let expected = checked_len("map", name, from.total(), arity, "arity", std::mem::size_of::<i32>())?;
         if values.len() != expected {
             return Err(Error::WrongLength {
                 what: "map",
@@ -321,7 +369,7 @@ impl<T: Scalar, M> Stored<T, M> {
 /// ```
 /// use parloop::{Backend, Runtime};
 /// let rt = Runtime::with_backend(Backend::Seq).unwrap();
-/// let nodes = rt.set("nodes", 3);
+/// let nodes = rt.set("nodes", 3).unwrap();
 /// let x = rt.dat::<f64>("x", &nodes, 2, vec![0.0, 0.0, 1.0, 0.0, 0.0, 1.0]).unwrap();
 /// assert_eq!(x.values()[2], 1.0);
 /// ```
@@ -337,7 +385,7 @@ impl<T: Scalar> Dat<T> {
                 reason: "dim must be at least 1".into(),
             });
         }
-        let expected = set.total() * dim;
+        let expected = checked_len("dat", name, set.total(), dim, "dim", std::mem::size_of::<T>())?;
         if values.len() != expected {
             return Err(Error::WrongLength {
                 what: "dat",

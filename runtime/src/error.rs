@@ -136,6 +136,49 @@ pub enum Error {
         /// The source, numbered.
         source_text: String,
     },
+    /// A kernel panicked (an explicit `panic!`, an index out of bounds, an
+    /// integer division by zero, ...) on one element. The loop stopped:
+    /// dats it writes hold a mix of old and new values (each element's
+    /// writes are either all done or, for the failing element and those
+    /// after it in its block, possibly partly done); read-only data and
+    /// globals being reduced are unchanged.
+    #[error("loop `{kernel}`: the kernel panicked at element {element}: {message}")]
+    KernelPanicked {
+        /// The kernel.
+        kernel: String,
+        /// The element of the iteration set (local numbering).
+        element: usize,
+        /// The panic's message.
+        message: String,
+    },
+    /// An allocation whose size comes from the input could not be made.
+    #[error("out of memory: {what} needs {bytes} bytes")]
+    OutOfMemory {
+        /// What was being allocated (naming the set, dat, map or loop).
+        what: String,
+        /// Bytes requested (`usize::MAX` when the size itself overflows).
+        bytes: usize,
+    },
+    /// A size computation (entities x dim, section sums, byte counts)
+    /// overflows `usize`.
+    #[error("{what} `{name}`: size overflows: {detail}")]
+    SizeOverflow {
+        /// "set", "map", "dat", "global" or "loop".
+        what: &'static str,
+        /// Its name.
+        name: String,
+        /// The sizes involved.
+        detail: String,
+    },
+    /// Two declarations of one kind share a name in one runtime, so that
+    /// messages naming it would be ambiguous.
+    #[error("{what} `{name}` is already declared in this runtime; names must be unique")]
+    DuplicateName {
+        /// "set", "map", "dat" or "global".
+        what: &'static str,
+        /// The name.
+        name: String,
+    },
     /// An I/O error, with the path involved.
     #[error("{path}: {source}")]
     Io {

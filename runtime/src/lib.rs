@@ -18,8 +18,8 @@
 //! }
 //!
 //! let rt = Runtime::with_backend(Backend::Threads)?;
-//! let nodes = rt.set("nodes", 4);
-//! let edges = rt.set("edges", 3);
+//! let nodes = rt.set("nodes", 4)?;
+//! let edges = rt.set("edges", 3)?;
 //! let pedge = rt.map("pedge", &edges, &nodes, 2, vec![0, 1, 1, 2, 2, 3])?;
 //! let x = rt.dat("x", &edges, 2, vec![0.0, 1.0, 1.0, 3.0, 3.0, 6.0])?;
 //! let w = rt.dat("w", &edges, 1, vec![1.0; 3])?;
@@ -54,11 +54,13 @@ mod error;
 mod exec;
 mod kernel;
 mod lanes;
+mod names;
 mod pages;
 mod par_loop;
 mod plan_cache;
 mod profile;
 mod runtime;
+mod sync;
 mod types;
 mod validate;
 

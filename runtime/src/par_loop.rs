@@ -13,7 +13,7 @@ use crate::kernel::Kernel;
 /// use parloop::{Access, Backend, ParLoop, Runtime};
 /// #[parloop::kernel] fn zero(a: &mut f64) { *a = 0.0; }
 /// let rt = Runtime::with_backend(Backend::Seq).unwrap();
-/// let s = rt.set("s", 3);
+/// let s = rt.set("s", 3).unwrap();
 /// let a = rt.dat("a", &s, 1, vec![1.0; 3]).unwrap();
 /// let lp = ParLoop::new(zero::KERNEL, &s, &[a.arg(Access::WRITE)]).unwrap();
 /// rt.execute(&lp).unwrap();

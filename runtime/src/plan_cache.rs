@@ -183,7 +183,7 @@ mod tests {
         let mut cache = PlanCache::new(2);
         let rt = Runtime::with_backend(Backend::Seq).unwrap();
         let keys: Vec<LoopKey> =
-            (0..3).map(|n| LoopKey::new(&rt.set("s", n), n, None, 1024, false, None, &[])).collect();
+            (0..3).map(|n| LoopKey::new(&rt.set("s", n).unwrap(), n, None, 1024, false, None, &[])).collect();
         for k in &keys {
             cache.insert(
                 k.clone(),
@@ -198,8 +198,8 @@ mod tests {
     #[test]
     fn cached_plans_keep_no_user_data_alive_and_are_reused() {
         let rt = Runtime::with_backend(Backend::Threads).unwrap();
-        let edges = rt.set("edges", 1000);
-        let nodes = rt.set("nodes", 101);
+        let edges = rt.set("edges", 1000).unwrap();
+        let nodes = rt.set("nodes", 101).unwrap();
         let values: Vec<i32> = (0..2000).map(|k| (k / 2 + k % 2) % 101).collect();
         let m = rt.map("m", &edges, &nodes, 2, values).unwrap();
         let r = rt.dat("r", &nodes, 1, vec![0.0f64; 101]).unwrap();

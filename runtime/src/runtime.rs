@@ -15,6 +15,7 @@ use crate::device::{Device, DeviceProperties};
 use crate::error::{Error, Result};
 use crate::exec::{lock_args, Reduction};
 use crate::kernel::Kernel;
+use crate::names::{Names, Namespace};
 use crate::par_loop::ParLoop;
 use crate::plan_cache::{LoopKey, LoopPlan, PlanCache};
 use crate::profile::{self, LoopReport, Profile, Range};
@@ -57,8 +58,8 @@ enum ProfileOutput {
 /// }
 ///
 /// let rt = Runtime::with_backend(Backend::Threads).unwrap();
-/// let nodes = rt.set("nodes", 3);
-/// let edges = rt.set("edges", 2);
+/// let nodes = rt.set("nodes", 3).unwrap();
+/// let edges = rt.set("edges", 2).unwrap();
 /// let pedge = rt.map("pedge", &edges, &nodes, 2, vec![0, 1, 1, 2]).unwrap();
 /// let w = rt.dat("w", &edges, 1, vec![2.0, 4.0]).unwrap();
 /// let n = rt.dat("n", &nodes, 1, vec![0.0; 3]).unwrap();
@@ -87,6 +88,8 @@ pub struct Runtime {
     #[cfg(feature = "mpi")]
     pub(crate) dist: crate::dist::DistState,
     profile_output: ProfileOutput,
+    /// The names of live declarations, unique per namespace.
+    names: Names,
 }
 
 fn env(var: &'static str) -> Option<String> {
@@ -213,6 +216,7 @@ impl Runtime {
             },
             profile: Mutex::new(Profile::default()),
             profile_output,
+            names: Names::default(),
         })
     }
 
@@ -261,23 +265,33 @@ impl Runtime {
         self.part_size = part_size.filter(|&n| n > 0);
     }
 
-    /// Declares a set of `size` entities (a serial set: all core).
-    pub fn set(&self, name: &str, size: usize) -> Set {
+    /// Declares a set of `size` entities (a serial set: all core). Names
+    /// are unique among the runtime's live sets.
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// let cells = rt.set("cells", 10)?;
+    /// assert!(matches!(rt.set("cells", 5), Err(parloop::Error::DuplicateName { .. })));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn set(&self, name: &str, size: usize) -> Result<Set> {
         self.set_with_sections(name, Sections { core: size, ..Sections::default() })
     }
 
-    /// Declares a set with explicit section sizes.
-    pub fn set_with_sections(&self, name: &str, sections: Sections) -> Set {
-        let set = Set::new(name, sections);
+    /// Declares a set with explicit section sizes; sections whose sum
+    /// overflows `usize` are an [`Error::SizeOverflow`].
+    pub fn set_with_sections(&self, name: &str, sections: Sections) -> Result<Set> {
+        let set = self.names.declare(Namespace::Set, "set", name, || Set::new(name, sections), |s| &s.0)?;
         #[cfg(feature = "mpi")]
         self.dist.declared.lock().unwrap_or_else(|e| e.into_inner()).sets.push(Arc::downgrade(&set.0));
-        set
+        Ok(set)
     }
 
     /// Declares a map of `arity` targets per entity of `from`, each a valid
     /// index of `to`; an out-of-range value is an error naming the entity.
     pub fn map(&self, name: &str, from: &Set, to: &Set, arity: usize, values: Vec<i32>) -> Result<Map> {
-        let map = Map::new(name, from, to, arity, values)?;
+        let map =
+            self.names.declare(Namespace::Map, "map", name, || Map::new(name, from, to, arity, values), |m| &m.0)?;
         #[cfg(feature = "mpi")]
         self.dist.declared.lock().unwrap_or_else(|e| e.into_inner()).maps.push(Arc::downgrade(&map.0));
         Ok(map)
@@ -285,7 +299,7 @@ impl Runtime {
 
     /// Declares a dat of `dim` values per entity of `set`.
     pub fn dat<T: Scalar>(&self, name: &str, set: &Set, dim: usize, values: Vec<T>) -> Result<Dat<T>> {
-        let dat = Dat::new(name, set, dim, values)?;
+        let dat = self.names.declare(Namespace::Data, "dat", name, || Dat::new(name, set, dim, values), |d| &d.0)?;
         #[cfg(feature = "mpi")]
         {
             let weak: std::sync::Weak<dyn crate::decl::Redistribute> = Arc::downgrade(&dat.0) as _;
@@ -339,7 +353,7 @@ impl Runtime {
 
     /// Declares a global with the given initial values.
     pub fn global<T: Scalar>(&self, name: &str, values: &[T]) -> Result<Global<T>> {
-        Global::new(name, values)
+        self.names.declare(Namespace::Data, "global", name, || Global::new(name, values), |g| &g.0)
     }
 
     /// Runs `kernel` over every element of `set` with `args`, one argument per

@@ -139,8 +139,8 @@ fn run_with(backend: Backend, strategy: Option<DeviceStrategy>, m: &Mesh, part_s
     let mut rt = Runtime::with_backend(backend).unwrap();
     rt.set_part_size(part_size);
     rt.set_strategy(strategy);
-    let edges = rt.set("edges", m.nedges);
-    let nodes = rt.set("nodes", m.nnodes);
+    let edges = rt.set("edges", m.nedges).unwrap();
+    let nodes = rt.set("nodes", m.nnodes).unwrap();
     let pair = rt.map("pair", &edges, &nodes, 2, m.pairs.clone()).unwrap();
     let tri = rt.map("tri", &edges, &nodes, 3, m.arity3.clone()).unwrap();
     let w = rt.dat("w", &edges, 1, m.weights.clone()).unwrap();
@@ -347,8 +347,8 @@ fn every_generated_loop_of_this_suite_compiles_with_nvrtc_for_sm_90() {
         return;
     }
     let rt = Runtime::with_backend(Backend::Seq).unwrap();
-    let edges = rt.set("edges", 4);
-    let nodes = rt.set("nodes", 3);
+    let edges = rt.set("edges", 4).unwrap();
+    let nodes = rt.set("nodes", 3).unwrap();
     let pair = rt.map("pair", &edges, &nodes, 2, vec![0, 1, 1, 2, 2, 0, 0, 2]).unwrap();
     let tri = rt.map("tri", &edges, &nodes, 3, vec![0, 1, 2, 1, 2, 0, 2, 0, 1, 0, 1, 2]).unwrap();
     let w = rt.dat("w", &edges, 1, vec![1.0f64; 4]).unwrap();
@@ -396,8 +396,8 @@ fn the_automatic_strategy_tries_every_candidate_and_stays_correct() {
     let weights: Vec<f32> = (0..nedges).map(|k| 0.5 + (k % 7) as f32).collect();
     let run = |backend: Backend| {
         let rt = Runtime::with_backend(backend).unwrap();
-        let edges = rt.set("edges", nedges);
-        let nodes = rt.set("nodes", nnodes);
+        let edges = rt.set("edges", nedges).unwrap();
+        let nodes = rt.set("nodes", nnodes).unwrap();
         let map = rt.map("tri", &edges, &nodes, 3, tri.clone()).unwrap();
         let v = rt.dat("v", &edges, 1, weights.clone()).unwrap();
         let s = rt.dat("s", &nodes, 1, vec![0.0f32; nnodes]).unwrap();

@@ -90,8 +90,8 @@ fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nn
     rt.set_simd(simd);
     rt.set_part_size(part_size);
     let mut noise = Noise(Rng(0x9e37_79b9_7f4a_7c15 ^ (nedges * 31 + nnodes) as u64));
-    let edges = rt.set("edges", nedges);
-    let nodes = rt.set("nodes", nnodes);
+    let edges = rt.set("edges", nedges).unwrap();
+    let nodes = rt.set("nodes", nnodes).unwrap();
     // Clustered targets as well as random ones, so that consecutive
     // elements of a group often increment the same node.
     let pair: Vec<i32> =

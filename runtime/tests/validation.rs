@@ -43,8 +43,8 @@ fn problem(e: Error) -> (usize, ArgProblem, String) {
 #[test]
 fn map_value_out_of_range_names_map_entity_and_value() {
     let rt = rt();
-    let edges = rt.set("edges", 3);
-    let nodes = rt.set("nodes", 4);
+    let edges = rt.set("edges", 3).unwrap();
+    let nodes = rt.set("nodes", 4).unwrap();
     let e = rt.map("pedge", &edges, &nodes, 2, vec![0, 1, 1, 2, 2, 4]).unwrap_err();
     assert!(matches!(e, Error::MapValueOutOfRange { entity: 2, column: 1, value: 4, to_size: 4, .. }), "{e:?}");
     let msg = e.to_string();
@@ -59,7 +59,7 @@ fn map_value_out_of_range_names_map_entity_and_value() {
 #[test]
 fn wrong_lengths_and_zero_dims_are_declaration_errors() {
     let rt = rt();
-    let s = rt.set("s", 3);
+    let s = rt.set("s", 3).unwrap();
     assert!(matches!(rt.map("m", &s, &s, 2, vec![0; 5]).unwrap_err(), Error::WrongLength { expected: 6, got: 5, .. }));
     assert!(matches!(rt.map("m", &s, &s, 0, vec![]).unwrap_err(), Error::InvalidDeclaration { .. }));
     assert!(matches!(rt.dat("d", &s, 2, vec![0.0f64; 7]).unwrap_err(), Error::WrongLength { expected: 6, got: 7, .. }));
@@ -74,7 +74,7 @@ fn wrong_lengths_and_zero_dims_are_declaration_errors() {
 #[test]
 fn argument_count_mismatch() {
     let rt = rt();
-    let s = rt.set("s", 2);
+    let s = rt.set("s", 2).unwrap();
     let a = rt.dat("a", &s, 2, vec![0.0f64; 4]).unwrap();
     let e = rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::READ)]).unwrap_err();
     assert!(matches!(e, Error::ArgumentCount { expected: 2, got: 1, .. }), "{e:?}");
@@ -84,7 +84,7 @@ fn argument_count_mismatch() {
 #[test]
 fn element_type_mismatch() {
     let rt = rt();
-    let s = rt.set("s", 2);
+    let s = rt.set("s", 2).unwrap();
     let a = rt.dat("a", &s, 2, vec![0.0f32; 4]).unwrap();
     let b = rt.dat("b", &s, 2, vec![0.0f64; 4]).unwrap();
     let (arg, p, msg) =
@@ -97,7 +97,7 @@ fn element_type_mismatch() {
 #[test]
 fn dim_mismatch_direct_and_vector() {
     let rt = rt();
-    let s = rt.set("s", 2);
+    let s = rt.set("s", 2).unwrap();
     let a = rt.dat("a", &s, 3, vec![0.0f64; 6]).unwrap();
     let b = rt.dat("b", &s, 2, vec![0.0f64; 4]).unwrap();
     let (arg, p, _) =
@@ -105,7 +105,7 @@ fn dim_mismatch_direct_and_vector() {
     assert_eq!(arg, 0);
     assert!(matches!(p, ArgProblem::Dim { .. }));
     // A vector argument through an arity-2 map where the kernel wants 3 rows.
-    let nodes = rt.set("nodes", 3);
+    let nodes = rt.set("nodes", 3).unwrap();
     let m = rt.map("m", &s, &nodes, 2, vec![0, 1, 1, 2]).unwrap();
     let x = rt.dat("x", &nodes, 2, vec![0.0f64; 6]).unwrap();
     let out = rt.dat("out", &s, 1, vec![0.0f64; 2]).unwrap();
@@ -119,7 +119,7 @@ fn dim_mismatch_direct_and_vector() {
 #[test]
 fn writes_need_mut_parameters_and_reads_need_shared_ones() {
     let rt = rt();
-    let s = rt.set("s", 2);
+    let s = rt.set("s", 2).unwrap();
     let a = rt.dat("a", &s, 2, vec![0.0f64; 4]).unwrap();
     let b = rt.dat("b", &s, 2, vec![0.0f64; 4]).unwrap();
     let (arg, p, _) = problem(rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::RW), b.arg(Access::WRITE)]).unwrap_err());
@@ -133,7 +133,7 @@ fn writes_need_mut_parameters_and_reads_need_shared_ones() {
 #[test]
 fn min_max_only_on_globals_and_globals_are_never_written() {
     let rt = rt();
-    let s = rt.set("s", 2);
+    let s = rt.set("s", 2).unwrap();
     let v = rt.dat("v", &s, 1, vec![3.0f64, 1.0]).unwrap();
     let d = rt.dat("d", &s, 1, vec![0.0f64; 2]).unwrap();
     let (arg, p, _) = problem(rt.par_loop(reduce::KERNEL, &s, &[v.arg(Access::READ), d.arg(Access::MIN)]).unwrap_err());
@@ -149,15 +149,15 @@ fn min_max_only_on_globals_and_globals_are_never_written() {
 #[test]
 fn sets_and_maps_must_match() {
     let rt = rt();
-    let s = rt.set("s", 2);
-    let other = rt.set("other", 2);
+    let s = rt.set("s", 2).unwrap();
+    let other = rt.set("other", 2).unwrap();
     let a = rt.dat("a", &other, 2, vec![0.0f64; 4]).unwrap();
     let b = rt.dat("b", &s, 2, vec![0.0f64; 4]).unwrap();
     let (arg, p, _) =
         problem(rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::READ), b.arg(Access::WRITE)]).unwrap_err());
     assert_eq!((arg, p), (0, ArgProblem::DirectSet { dat_set: "other".into() }));
 
-    let nodes = rt.set("nodes", 3);
+    let nodes = rt.set("nodes", 3).unwrap();
     let m_from_other = rt.map("m_other", &other, &nodes, 1, vec![0, 1]).unwrap();
     let x = rt.dat("x", &nodes, 2, vec![0.0f64; 6]).unwrap();
     let (arg, p, _) = problem(
@@ -179,8 +179,8 @@ fn sets_and_maps_must_match() {
 #[test]
 fn racing_or_aliasing_uses_of_one_dat_are_rejected() {
     let rt = rt();
-    let edges = rt.set("edges", 2);
-    let nodes = rt.set("nodes", 3);
+    let edges = rt.set("edges", 2).unwrap();
+    let nodes = rt.set("nodes", 3).unwrap();
     let m = rt.map("m", &edges, &nodes, 2, vec![0, 1, 1, 2]).unwrap();
     let r = rt.dat("r", &nodes, 1, vec![0.0f64; 3]).unwrap();
     // Allowed: INC through both columns (the planner colours it).
@@ -194,7 +194,7 @@ fn racing_or_aliasing_uses_of_one_dat_are_rejected() {
     assert_eq!(arg, 1);
     assert!(matches!(p, ArgProblem::Conflict { other: 0, .. }));
     // A direct write aliasing a direct read of the same entity.
-    let s = rt.set("s", 2);
+    let s = rt.set("s", 2).unwrap();
     let a = rt.dat("a", &s, 2, vec![1.0f64; 4]).unwrap();
     let (arg, p, msg) =
         problem(rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::READ), a.arg(Access::WRITE)]).unwrap_err());
@@ -210,7 +210,7 @@ fn racing_or_aliasing_uses_of_one_dat_are_rejected() {
 #[test]
 fn a_rejected_loop_changes_nothing() {
     let rt = rt();
-    let s = rt.set("s", 2);
+    let s = rt.set("s", 2).unwrap();
     let a = rt.dat("a", &s, 2, vec![1.0f64, 2.0, 3.0, 4.0]).unwrap();
     let b = rt.dat("b", &s, 2, vec![9.0f64; 4]).unwrap();
     let bad = rt.dat("bad", &s, 3, vec![0.0f64; 6]).unwrap();
@@ -225,8 +225,8 @@ fn a_rejected_loop_changes_nothing() {
 fn zero_sized_sets_are_valid_and_do_nothing() {
     for backend in [Backend::Seq, Backend::Threads] {
         let rt = Runtime::with_backend(backend).unwrap();
-        let empty = rt.set("empty", 0);
-        let nodes = rt.set("nodes", 2);
+        let empty = rt.set("empty", 0).unwrap();
+        let nodes = rt.set("nodes", 2).unwrap();
         let m = rt.map("m", &empty, &nodes, 2, vec![]).unwrap();
         let r = rt.dat("r", &nodes, 1, vec![5.0f64; 2]).unwrap();
         rt.par_loop(edge_inc::KERNEL, &empty, &[r.arg_via(&m, 0, Access::INC), r.arg_via(&m, 1, Access::INC)]).unwrap();
@@ -237,7 +237,7 @@ fn zero_sized_sets_are_valid_and_do_nothing() {
 #[test]
 fn a_dat_borrowed_by_the_host_is_reported_busy() {
     let rt = rt();
-    let s = rt.set("s", 2);
+    let s = rt.set("s", 2).unwrap();
     let a = rt.dat("a", &s, 2, vec![1.0f64; 4]).unwrap();
     let b = rt.dat("b", &s, 2, vec![0.0f64; 4]).unwrap();
     let e =

@@ -49,10 +49,10 @@ pub struct Airfoil<'rt> {
 impl<'rt> Airfoil<'rt> {
     /// Declares the grid and the flow state (`q = qinf`, `res = 0`) on `rt`.
     pub fn new(rt: &'rt Runtime, grid: &Grid) -> Result<Airfoil<'rt>, Error> {
-        let nodes = rt.set("nodes", grid.nnode());
-        let edges = rt.set("edges", grid.nedge());
-        let bedges = rt.set("bedges", grid.nbedge());
-        let cells = rt.set("cells", grid.ncell());
+        let nodes = rt.set("nodes", grid.nnode())?;
+        let edges = rt.set("edges", grid.nedge())?;
+        let bedges = rt.set("bedges", grid.nbedge())?;
+        let cells = rt.set("cells", grid.ncell())?;
         let pedge = rt.map("pedge", &edges, &nodes, 2, grid.edge.clone())?;
         let pecell = rt.map("pecell", &edges, &cells, 2, grid.ecell.clone())?;
         let pbedge = rt.map("pbedge", &bedges, &nodes, 2, grid.bedge.clone())?;

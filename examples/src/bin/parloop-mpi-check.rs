@@ -120,9 +120,9 @@ fn random_mesh(rt: &Runtime, seed: u64, part: Option<Partitioner>) -> parloop::R
     let nnodes = 2 * (25 + rng.below(200));
     let nedges = nnodes * 2;
     let ntris = nnodes;
-    let nodes = rt.set("nodes", nnodes);
-    let edges = rt.set("edges", nedges);
-    let tris = rt.set("tris", ntris);
+    let nodes = rt.set("nodes", nnodes).unwrap();
+    let edges = rt.set("edges", nedges).unwrap();
+    let tris = rt.set("tris", ntris).unwrap();
     // Edges between nearby nodes (a banded, mesh-like graph) and triangles,
     // within one half of the nodes when the mesh is disconnected.
     let (span, halves) = if seed % 2 == 1 { (nnodes / 2, 2) } else { (nnodes, 1) };
@@ -193,8 +193,8 @@ fn faults(world: &parloop::mpi::SimpleCommunicator, args: &[String]) {
     let rank = world.rank() as usize;
     if let Some(bad) = flag("--fail-on-rank") {
         let rt = Runtime::with_communicator(Backend::Seq, world).expect("runtime");
-        let cells = rt.set("cells", 4);
-        let edges = rt.set("edges", 2);
+        let cells = rt.set("cells", 4).unwrap();
+        let edges = rt.set("edges", 2).unwrap();
         let values = if rank == bad { vec![0, 1, 2, 9] } else { vec![0, 1, 2, 3] };
         match rt.map("pecell", &edges, &cells, 2, values) {
             Err(e) => panic!("{}", rt.fail(e)),
@@ -208,7 +208,7 @@ fn faults(world: &parloop::mpi::SimpleCommunicator, args: &[String]) {
     }
     if let Some(odd) = flag("--diverge-on-rank") {
         let rt = Runtime::with_communicator(Backend::Seq, world).expect("runtime");
-        let nodes = rt.set("nodes", 4);
+        let nodes = rt.set("nodes", 4).unwrap();
         let n = rt.dat("n", &nodes, 2, vec![1.0; 8]).expect("dat");
         let x = rt.dat("x", &nodes, 2, vec![1.0; 8]).expect("dat");
         let target = if rank == odd { &x } else { &n };
@@ -359,8 +359,8 @@ fn main() {
     // More ranks than entities: some ranks own nothing, the run is still right.
     {
         let rt = Runtime::with_communicator(Backend::Seq, &world).expect("runtime");
-        let cells = rt.set("few_cells", 2);
-        let edges = rt.set("few_edges", 1);
+        let cells = rt.set("few_cells", 2).unwrap();
+        let edges = rt.set("few_edges", 1).unwrap();
         let m = rt.map("few_map", &edges, &cells, 2, vec![0, 1]).expect("map");
         let x = rt.dat("few_x", &cells, 2, vec![1.0, 2.0, 3.0, 4.0]).expect("dat");
         let v = rt.dat("few_v", &cells, 2, vec![0.0; 4]).expect("dat");

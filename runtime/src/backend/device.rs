@@ -485,8 +485,8 @@ mod tests {
     fn launches_use_the_shared_memory_the_plan_reports_and_an_overflow_fails() {
         let rt = Runtime::with_backend(Backend::Seq).unwrap();
         let (nedges, nnodes) = (5000, 700);
-        let edges = rt.set("edges", nedges);
-        let nodes = rt.set("nodes", nnodes);
+        let edges = rt.set("edges", nedges).unwrap();
+        let nodes = rt.set("nodes", nnodes).unwrap();
         let values: Vec<i32> = (0..2 * nedges).map(|k| ((k * 7919 + k / 2) % nnodes) as i32).collect();
         let pair = rt.map("pair", &edges, &nodes, 2, values).unwrap();
         let w = rt.dat("w", &edges, 1, vec![1.0f64; nedges]).unwrap();

@@ -26,8 +26,8 @@ impl Runtime {
     /// ```no_run
     /// # let universe = parloop::mpi::initialize()?;
     /// let rt = parloop::Runtime::with_communicator(parloop::Backend::Seq, &universe.world())?;
-    /// let cells = rt.set("cells", 4);
-    /// let edges = rt.set("edges", 3);
+    /// let cells = rt.set("cells", 4)?;
+    /// let edges = rt.set("edges", 3)?;
     /// let pecell = rt.map("pecell", &edges, &cells, 2, vec![0, 1, 1, 2, 2, 3])?;
     /// let report = rt.partition(&cells, &pecell, parloop::mpi::Partitioner::Metis)?;
     /// println!("{report}");
@@ -150,8 +150,8 @@ impl Runtime {
     ///
     /// ```no_run
     /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
-    /// let cells = rt.set("cells", 4);
-    /// let edges = rt.set("edges", 3);
+    /// let cells = rt.set("cells", 4)?;
+    /// let edges = rt.set("edges", 3)?;
     /// let pecell = rt.map("pecell", &edges, &cells, 2, vec![0, 1, 1, 2, 2, 3])?;
     /// let report = rt.partition_preview(&cells, &pecell, parloop::mpi::Partitioner::Metis, 2)?;
     /// assert_eq!(report.sets[0].sections.len(), 2);
