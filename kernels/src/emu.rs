@@ -9,7 +9,11 @@
 //! on x86-64 (glibc's `swapcontext` makes a system call per switch, far too
 //! slow for barrier-heavy kernels), and through `swapcontext` elsewhere.
 //! Shared memory is a per-block buffer; atomics are plain read-modify-write
-//! (fibers never interleave inside one).
+//! (fibers never interleave inside one). Fiber stacks are mapped with a
+//! guard page below them, sized per launch by the caller (the runtime
+//! derives the size from the loop's locals and the kernel's frame), so a
+//! large local array or reduction runs instead of overwriting the next
+//! fiber's stack.
 
 /// The header, to be placed before generated source.
 pub const EMU_HEADER: &str = r#"// parloop emulated device: CUDA C++ on the host.
@@ -17,6 +21,8 @@ pub const EMU_HEADER: &str = r#"// parloop emulated device: CUDA C++ on the host
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #if !defined(__x86_64__)
 #include <ucontext.h>
 #endif
@@ -35,6 +41,7 @@ static thread_local char* pl_emu_shared;
 template <class T> static inline T atomicAdd(T* p, T v) { T old = *p; *p = old + v; return old; }
 template <class T> static inline T atomicMin(T* p, T v) { T old = *p; if (v < old) *p = v; return old; }
 template <class T> static inline T atomicMax(T* p, T v) { T old = *p; if (v > old) *p = v; return old; }
+template <class T> static inline T atomicCAS(T* p, T cmp, T v) { T old = *p; if (old == cmp) *p = v; return old; }
 static inline void __threadfence() {}
 
 /* ---- fibers ---- */
@@ -56,7 +63,9 @@ static thread_local ucontext_t pl_sched_ctx;
 #endif
 static thread_local void (*pl_body)(const void*);
 static thread_local const void* pl_body_args;
-static const size_t pl_stack_bytes = 256 * 1024;
+/* Usable bytes of each fiber's stack (a guard page lies below each). */
+static thread_local size_t pl_stack_bytes;
+static thread_local size_t pl_page;
 
 #if defined(__x86_64__)
 extern "C" void pl_ctx_switch(void** from_sp, void* to_sp);
@@ -132,20 +141,39 @@ static void pl_resume(unsigned int t) {
 #endif
 }
 
-/* Runs `body(args)` for every thread of every block, one block at a time. */
+static void pl_free_fibers() {
+    for (unsigned int t = 0; t < pl_nfibers; ++t) {
+        if (pl_fibers[t].stack) munmap(pl_fibers[t].stack - pl_page, pl_stack_bytes + pl_page);
+    }
+    free(pl_fibers);
+    pl_fibers = 0;
+    pl_nfibers = 0;
+}
+
+/* Runs `body(args)` for every thread of every block, one block at a time,
+   each thread on a stack of at least `stack_bytes`. */
 extern "C" int pl_emu_launch(void (*body)(const void*), const void* args, unsigned int grid,
-                             unsigned int block, size_t shared_bytes) {
+                             unsigned int block, size_t shared_bytes, size_t stack_bytes) {
     if (block == 0 || block > 1024) return 1;
-    if (block > pl_nfibers) {
-        for (unsigned int t = 0; t < pl_nfibers; ++t) free(pl_fibers[t].stack);
-        free(pl_fibers);
+    if (!pl_page) pl_page = (size_t)sysconf(_SC_PAGESIZE);
+    stack_bytes = (stack_bytes + pl_page - 1) / pl_page * pl_page;
+    if (stack_bytes < 256 * 1024) stack_bytes = 256 * 1024;
+    if (block > pl_nfibers || stack_bytes > pl_stack_bytes) {
+        if (stack_bytes < pl_stack_bytes) stack_bytes = pl_stack_bytes;
+        pl_free_fibers();
         pl_fibers = (pl_fiber*)calloc(block, sizeof(pl_fiber));
         if (!pl_fibers) return 2;
-        for (unsigned int t = 0; t < block; ++t) {
-            pl_fibers[t].stack = (char*)malloc(pl_stack_bytes);
-            if (!pl_fibers[t].stack) return 2;
-        }
         pl_nfibers = block;
+        pl_stack_bytes = stack_bytes;
+        for (unsigned int t = 0; t < block; ++t) {
+            /* Reserved, not committed: only the pages a fiber touches cost memory. */
+            void* m = mmap(0, stack_bytes + pl_page, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (m == MAP_FAILED) { pl_free_fibers(); return 2; }
+            /* The guard page: an overflow faults instead of corrupting memory. */
+            mprotect(m, pl_page, PROT_NONE);
+            pl_fibers[t].stack = (char*)m + pl_page;
+        }
     }
     /* A canary after the shared memory: a block that writes past the size
        the launch asked for fails the launch instead of corrupting memory. */

@@ -60,6 +60,19 @@
 //! `as` saturates (NaN to 0), `f64::min`/`max` are `fmin`/`fmax`, integer
 //! `abs` wraps, `%` on floats is `fmod`, `powi` multiplies in LLVM's order.
 //! The [`PRELUDE`] holds the helpers.
+//!
+//! Where Rust panics, the translation does not invoke undefined behaviour:
+//! integer division and remainder by zero or `MIN / -1` report Rust's panic
+//! message through the prelude's panic record, and the runtime returns it
+//! as an error naming the kernel and element. A constant index out of an
+//! array's range is a compile error; dynamic indices are checked in
+//! `PARLOOP_CHECK` builds (`PL_IX`), and index directly otherwise
+//! (`for` variables over literal bounds within the array are never checked).
+//!
+//! Names: translated functions are `pl_fn_<name>` in C++ ([`fn_cname`]),
+//! with a hash for long names; locals keep their names except C++ keywords
+//! and header names (a trailing `_`) and names in the generated code's
+//! reserved spaces (`pl_`, `PL_`, `PARLOOP`, `__`: prefixed `pl_u_`).
 
 mod emu;
 mod lanes;
@@ -71,5 +84,5 @@ mod types;
 pub use emu::EMU_HEADER;
 pub use lanes::{lane_twin, LaneTwin};
 pub use prelude::PRELUDE;
-pub use translate::{cpp_ident, translate, FnKind, Param, Translation};
+pub use translate::{cpp_ident, fn_cname, translate, FnKind, Param, Translation};
 pub use types::Scalar;

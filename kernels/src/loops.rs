@@ -149,7 +149,8 @@ pub struct StageSpec {
 /// A loop to generate code for.
 #[derive(Clone, Debug)]
 pub struct LoopSpec {
-    /// Entry name prefix (unique per loop shape and strategy).
+    /// Entry name part: a C identifier (the runtime passes the kernel's C++
+    /// name without its `pl_fn_` prefix); entries are `pl_entry_{name}_{strategy}`.
     pub name: String,
     /// The kernel's C++ name.
     pub kernel: String,
@@ -163,6 +164,10 @@ pub struct LoopSpec {
     pub stages: Vec<StageSpec>,
     /// The strategy.
     pub strategy: Strategy,
+    /// Whether the kernel can report a panic (checked division, or a
+    /// `PARLOOP_CHECK` build): each call is followed by recording its
+    /// element in the prelude's `pl_error` when this thread panicked.
+    pub panics: bool,
 }
 
 /// Where the runtime puts what, in `pl_params.ptr[]`.
@@ -273,12 +278,46 @@ impl Writer {
     }
 }
 
-fn combine(mode: Mode, acc: &str, v: &str) -> String {
+/// Combines a reduction's value `v` into `acc`. Float MIN and MAX are
+/// `fmin`/`fmax` (IEEE minNum/maxNum, as Rust's `f64::min`/`max`): a NaN
+/// operand is ignored, two NaNs give NaN.
+fn combine(mode: Mode, elem: Scalar, acc: &str, v: &str) -> String {
+    let f32 = elem == Scalar::F32;
     match mode {
+        Mode::Min if elem.is_float() => format!("{acc} = {}({acc}, {v});", if f32 { "fminf" } else { "fmin" }),
+        Mode::Max if elem.is_float() => format!("{acc} = {}({acc}, {v});", if f32 { "fmaxf" } else { "fmax" }),
         Mode::Min => format!("if ({v} < {acc}) {acc} = {v};"),
         Mode::Max => format!("if ({v} > {acc}) {acc} = {v};"),
         _ => format!("{acc} += {v};"),
     }
+}
+
+/// The kernel call for element `e`, followed (when the kernel can panic)
+/// by recording `e` in the panic record.
+fn call_line(spec: &LoopSpec, call: &[String], element: &str) -> String {
+    let c = format!("{}({});", spec.kernel, call.join(", "));
+    if spec.panics {
+        format!("{c} __pl_panicked_at({element});")
+    } else {
+        c
+    }
+}
+
+/// Bytes of the locals an entry of `spec` keeps per thread (reduction
+/// accumulators, private copies of written and vector arguments), for
+/// sizing the emulated device's fiber stacks.
+pub fn entry_frame_bytes(spec: &LoopSpec) -> usize {
+    spec.args
+        .iter()
+        .map(|a| {
+            let bytes = a.elem.bits() as usize / 8;
+            match a.reach {
+                Reach::Global if matches!(a.mode, Mode::Inc | Mode::Min | Mode::Max) => a.dim.saturating_mul(bytes),
+                Reach::Indirect { .. } | Reach::Vector { .. } => a.rows.saturating_mul(a.cols).saturating_mul(bytes),
+                _ => 0,
+            }
+        })
+        .fold(0usize, usize::saturating_add)
 }
 
 /// Generates the entries of `spec`.
@@ -316,7 +355,7 @@ pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
         return Err(format!("loop `{}` needs {next} pointer slots, more than {MAX_PTRS}", spec.kernel));
     }
 
-    let entry = format!("pl_{}_{}", spec.name, spec.strategy.name().replace('-', "_"));
+    let entry = format!("pl_entry_{}_{}", spec.name, spec.strategy.name().replace('-', "_"));
     let mut w = Writer { out: String::new(), indent: 0 };
     w.open(format!("PL_ENTRY({entry}) {{"));
     // Typed pointers, for what this strategy reads them for: INC globals
@@ -375,7 +414,7 @@ pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
             w.line(format!(
                 "for (long long p = 0; p < n; ++p) {{ const {t} x = p{a}[p * {} + k]; {} }}",
                 arg.dim,
-                combine(arg.mode, "v", "x")
+                combine(arg.mode, arg.elem, "v", "x")
             ));
             w.line(format!("g{a}[k] = v;"));
             w.close();
@@ -471,7 +510,7 @@ fn flat_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
     ));
     w.line(if layout.perm.is_some() { "const long long e = perm[i];" } else { "const long long e = i;" });
     let (call, after) = flat_args(spec, &[], w);
-    w.line(format!("{}({});", spec.kernel, call.join(", ")));
+    w.line(call_line(spec, &call, "e"));
     for s in after {
         w.line(s);
     }
@@ -525,11 +564,11 @@ fn coalesced_body(spec: &LoopSpec, coalesced: &[usize], w: &mut Writer) {
         Reach::Indirect { .. } | Reach::Vector { .. } => true,
         Reach::Global => false,
     });
-    if needs_e {
+    if needs_e || spec.panics {
         w.line("const long long e = base + threadIdx.x;");
     }
     let (call, after) = flat_args(spec, coalesced, w);
-    w.line(format!("{}({});", spec.kernel, call.join(", ")));
+    w.line(call_line(spec, &call, "e"));
     for s in after {
         w.line(s);
     }
@@ -666,7 +705,7 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
             }
         }
     }
-    let call = format!("{}({});", spec.kernel, call.join(", "));
+    let call = call_line(spec, &call, "e");
     // A mapped RW or WRITE argument must see earlier colours' writes: then
     // the whole element runs in its colour's turn. INC-only loops compute in
     // parallel and only apply increments colour by colour.
@@ -753,7 +792,7 @@ fn block_reduction(spec: &LoopSpec, reduced: &[usize], w: &mut Writer, staged: b
         w.line(format!("{t} v = red[k];"));
         w.line(format!(
             "for (unsigned int t = 1; t < blockDim.x; ++t) {{ const {t} x = red[t * {dim} + k]; {} }}",
-            combine(arg.mode, "v", "x")
+            combine(arg.mode, arg.elem, "v", "x")
         ));
         w.line(format!("part{a}[(prm.val[{}] + blockIdx.x) * {dim} + k] = v;", val::PARTIAL_BASE));
         w.close();

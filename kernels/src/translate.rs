@@ -71,6 +71,21 @@ pub struct Translation {
     pub source: String,
     /// Helper functions called, by Rust name, in order of first call.
     pub calls: Vec<String>,
+    /// Per parameter: whether the body only adds to it (`*p += x`,
+    /// `p[i] -= x`) and never reads or assigns it otherwise, so that an INC
+    /// argument (a zeroed private copy added to the target afterwards) gives
+    /// the same result as running on the target itself. `true` for `&`
+    /// parameters and by-value helper parameters.
+    pub increment_only: Vec<bool>,
+    /// Whether the body can panic by Rust's rules in a way the translation
+    /// checks in every build: integer division or remainder by a divisor
+    /// that is not a positive literal (by zero, or `MIN / -1`). Such checks
+    /// report through the prelude's `pl_error` record (see [`crate::PRELUDE`]).
+    pub may_panic: bool,
+    /// Bytes of the function's locals (every local and array, summed over
+    /// all scopes: an upper bound of its frame before spills), for sizing
+    /// the emulated device's fiber stacks.
+    pub frame_bytes: usize,
 }
 
 /// Translates `item` into CUDA C++.
@@ -84,22 +99,36 @@ pub struct Translation {
 ///     }
 /// };
 /// let t = parloop_kernels::translate(&f, parloop_kernels::FnKind::Kernel).unwrap();
-/// assert!(t.source.contains("__device__ inline void axpy(const float* __restrict__ a"));
+/// assert!(t.source.contains("__device__ inline void pl_fn_axpy(const float* __restrict__ a"));
 /// assert!(t.source.contains("for (int i = 0; i < 2; ++i)"));
 /// assert!(t.source.contains("1.0f")); // f32 literals stay f32
 /// ```
 pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
     let (mut infer, params, ret) = infer(item, kind)?;
     let name = item.sig.ident.to_string();
-    let cname = cpp_ident(&name);
-    let mut emit = Emit { infer: &mut infer, out: String::new(), indent: 1, pre: Vec::new(), temps: 0 };
+    let cname = fn_cname(&name);
+    let increment_only = increment_only(item, &infer, &params);
+    let frame_bytes = infer.frame_bytes(params.len());
+    let mut emit =
+        Emit { infer: &mut infer, out: String::new(), indent: 1, pre: Vec::new(), temps: 0, may_panic: false };
     let decls: Vec<String> = params.iter().map(|p| p.cpp_decl(&cpp_ident(&p.name))).collect();
     let ret_c = ret.map_or("void", |s| cpp_scalar(s, false));
     emit.out = format!("__device__ inline {ret_c} {cname}({}) {{\n", decls.join(", "));
     emit.block_body(&item.block, ret.is_some())?;
     emit.out.push_str("}\n");
     let source = std::mem::take(&mut emit.out);
-    Ok(Translation { name, cname, params, ret, source, calls: infer.calls.clone() })
+    let may_panic = emit.may_panic;
+    Ok(Translation {
+        name,
+        cname,
+        params,
+        ret,
+        source,
+        calls: infer.calls.clone(),
+        increment_only,
+        may_panic,
+        frame_bytes,
+    })
 }
 
 /// Pass 1 over `item`: its names and types, parameters and return type.
@@ -238,17 +267,89 @@ const CPP_RESERVED: &[&str] = &[
     "blockDim",
     "gridDim",
     "warpSize",
+    "atomicAdd",
+    "atomicMin",
+    "atomicMax",
+    "atomicCAS",
+    "prm",
+    // Macros and functions of <math.h>, <stdlib.h>, <string.h>, <stdint.h>.
+    "NAN",
+    "INFINITY",
+    "HUGE_VAL",
+    "HUGE_VALF",
+    "HUGE_VALL",
+    "M_PI",
+    "M_E",
+    "M_SQRT2",
+    "M_LN2",
+    "M_LN10",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "isnormal",
+    "signbit",
+    "fpclassify",
+    "errno",
+    "assert",
+    "EXIT_SUCCESS",
+    "EXIT_FAILURE",
+    "RAND_MAX",
+    "SIZE_MAX",
+    "INT32_MAX",
+    "INT32_MIN",
+    "INT64_MAX",
+    "INT64_MIN",
+    "UINT32_MAX",
+    "UINT64_MAX",
+    "abort",
+    "malloc",
+    "free",
+    "memset",
+    "memcpy",
 ];
 
-/// A C++ identifier for a Rust one: keywords and names the generated code
-/// uses get a trailing underscore.
+/// A C++ identifier for a Rust local or parameter: keywords and names of
+/// the C/CUDA headers get a trailing underscore; names in the reserved
+/// spaces of generated code (`pl_`, `PL_`, `PARLOOP`, any case, and `__`)
+/// and non-ASCII names get the prefix `pl_u_` (generated names never start
+/// with it), so no user name can collide with a generated one.
 pub fn cpp_ident(name: &str) -> String {
     let name = name.strip_prefix("r#").unwrap_or(name);
-    if CPP_RESERVED.contains(&name) || name.starts_with("pl_") || name.starts_with("__") {
+    if !name.is_ascii() {
+        return format!("pl_u_{:016x}", fnv1a(name.as_bytes()));
+    }
+    let lower = name.to_ascii_lowercase();
+    if lower.starts_with("pl_") || lower.starts_with("parloop") || name.starts_with("__") {
+        format!("pl_u_{name}")
+    } else if CPP_RESERVED.contains(&name) {
         format!("{name}_")
     } else {
         name.to_owned()
     }
+}
+
+/// The C++ name of a translated function (kernel or helper): `pl_fn_` and
+/// the Rust name, so that no Rust name (`main`, a C++ keyword, a math
+/// function, a prelude or emulator identifier) can collide with anything
+/// in a module; names longer than 48 bytes (or not ASCII) keep a short
+/// prefix and add a hash of the whole name.
+pub fn fn_cname(name: &str) -> String {
+    let name = name.strip_prefix("r#").unwrap_or(name);
+    if name.is_ascii() && name.len() <= 48 {
+        return format!("pl_fn_{name}");
+    }
+    let short: String = name.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(24).collect();
+    format!("pl_fn_{short}_{:016x}", fnv1a(name.as_bytes()))
+}
+
+/// A stable 64-bit FNV-1a hash.
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
 }
 
 fn scalar_of_type(ty: &Type) -> syn::Result<Scalar> {
@@ -275,6 +376,9 @@ pub(crate) struct Binding {
     pub(crate) ty: Ty,
     /// usize stored as C++ `int` (loop indices with bounds that fit).
     narrow: bool,
+    /// A `for` variable over literal bounds (not `mut`): its largest value,
+    /// so that indexing an array longer than that needs no check.
+    max: Option<u128>,
 }
 
 /// Pass 1: names and types.
@@ -302,6 +406,23 @@ const FLOAT_METHODS_1: &[&str] =
 const FLOAT_METHODS_2: &[&str] = &["min", "max", "powf", "atan2", "hypot"];
 
 impl Infer {
+    /// Bytes of every local binding (arrays in full, scalars as 8 bytes):
+    /// an upper bound of the locals a frame holds at once.
+    pub(crate) fn frame_bytes(&mut self, nparams: usize) -> usize {
+        fn size(vars: &mut Vars, t: &Ty) -> usize {
+            match t {
+                Ty::Array(e, n) => size(vars, e).saturating_mul(*n),
+                Ty::Ref(..) => 8,
+                _ => vars.scalar(t).map_or(8, |s| (s.bits() as usize / 8).max(1)),
+            }
+        }
+        let mut total = 0usize;
+        for b in self.bindings.iter().skip(nparams).map(|b| b.ty.clone()).collect::<Vec<_>>() {
+            total = total.saturating_add(size(&mut self.vars, &b));
+        }
+        total.saturating_add(8 * nparams)
+    }
+
     fn new(kind: FnKind) -> Infer {
         Infer {
             kind,
@@ -329,7 +450,7 @@ impl Infer {
             k += 1;
         }
         self.used_names.insert(cname.clone());
-        self.bindings.push(Binding { cname, ty, narrow });
+        self.bindings.push(Binding { cname, ty, narrow, max: None });
         let id = self.bindings.len() - 1;
         self.scopes.last_mut().expect("a scope").push((name.to_owned(), id));
         id
@@ -568,7 +689,19 @@ impl Infer {
                 let usize_t = self.vars.known(Scalar::Usize);
                 self.unify(ix.index.span(), &idx, &usize_t)?;
                 match self.vars.deref(&base) {
-                    Ty::Array(elem, _) => Ok(*elem),
+                    Ty::Array(elem, len) => {
+                        // A constant index out of range is rustc's
+                        // `unconditional_panic`: an error here too.
+                        if let Some(i) = int_literal_value(&ix.index) {
+                            if i >= len as u128 {
+                                return Err(error(
+                                    ix.index.span(),
+                                    format!("index out of bounds: the length is {len} but the index is {i}"),
+                                ));
+                            }
+                        }
+                        Ok(*elem)
+                    }
                     _ => Err(error(ix.expr.span(), "only arrays can be indexed")),
                 }
             }
@@ -873,6 +1006,14 @@ impl Infer {
         let narrow = [range.start, range.end].iter().all(|b| literal_fits_i32(b));
         self.scopes.push(Vec::new());
         let id = self.bind(&pi.ident.to_string(), t, narrow);
+        if pi.mutability.is_none() {
+            if let Some(hi) = int_literal_value(range.end) {
+                // Every value is at most `max` (rev and step_by take a
+                // subset; an empty range runs nothing).
+                let max = if range.inclusive { hi } else { hi.saturating_sub(1) };
+                self.bindings[id].max = Some(max);
+            }
+        }
         self.resolved.insert(key(f), id);
         self.block(&f.body)?;
         self.scopes.pop();
@@ -896,6 +1037,16 @@ fn is_compound(op: &BinOp) -> bool {
             | ShlAssign(_)
             | ShrAssign(_)
     )
+}
+
+/// The value of an integer literal (through parentheses).
+fn int_literal_value(e: &Expr) -> Option<u128> {
+    match e {
+        Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) => i.base10_parse::<u128>().ok(),
+        Expr::Paren(p) => int_literal_value(&p.expr),
+        Expr::Group(g) => int_literal_value(&g.expr),
+        _ => None,
+    }
 }
 
 fn literal_fits_i32(e: &Expr) -> bool {
@@ -1042,6 +1193,8 @@ struct Emit<'a> {
     /// Statements that must run before the statement being emitted.
     pre: Vec<String>,
     temps: usize,
+    /// Whether a checked integer division or remainder was emitted.
+    may_panic: bool,
 }
 
 impl Emit<'_> {
@@ -1218,6 +1371,16 @@ impl Emit<'_> {
             Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => self.expr(&u.expr),
             Expr::Paren(p) => self.array_source(&p.expr),
             _ => self.expr(e),
+        }
+    }
+
+    /// The largest value of `e` when it is a `for` variable over literal bounds.
+    fn loop_max(&self, e: &Expr) -> Option<u128> {
+        match e {
+            Expr::Paren(p) => self.loop_max(&p.expr),
+            Expr::Group(g) => self.loop_max(&g.expr),
+            Expr::Path(_) => self.infer.resolved.get(&key(e)).and_then(|&id| self.infer.bindings[id].max),
+            _ => None,
         }
     }
 
@@ -1425,13 +1588,29 @@ impl Emit<'_> {
             Expr::Index(ix) => {
                 let base = self.expr(&ix.expr)?;
                 let idx = self.value(&ix.index)?;
-                Ok(format!("{base}[{idx}]"))
+                let len = match self.infer.vars.deref(&self.ty_of(&ix.expr)) {
+                    Ty::Array(_, n) => n,
+                    _ => unreachable!("checked by inference"),
+                };
+                // Indices that cannot be out of range (literals, checked by
+                // inference; `for` variables over literal bounds below the
+                // length) index directly; others through `PL_IX`, which
+                // checks only in PARLOOP_CHECK builds.
+                let in_range = match &*ix.index {
+                    e if int_literal_value(e).is_some() => true,
+                    e => self.loop_max(e).is_some_and(|m| m < len as u128),
+                };
+                if in_range {
+                    Ok(format!("{base}[{idx}]"))
+                } else {
+                    Ok(format!("{base}[PL_IX({idx}, {len})]"))
+                }
             }
             Expr::Cast(c) => self.cast(c),
             Expr::MethodCall(m) => self.method(e, m),
             Expr::Call(c) => {
                 let Expr::Path(p) = &*c.func else { unreachable!("checked by inference") };
-                let name = cpp_ident(&p.path.get_ident().expect("checked").to_string());
+                let name = fn_cname(&p.path.get_ident().expect("checked").to_string());
                 let args: Vec<String> = c.args.iter().map(|a| self.arg(a)).collect::<syn::Result<_>>()?;
                 Ok(format!("{name}({})", args.join(", ")))
             }
@@ -1637,6 +1816,13 @@ impl Emit<'_> {
                 Some(format!("{f}({l}, {r})"))
             }
             "%" if s.is_float() => Some(format!("{}({l}, {r})", if s == Scalar::F32 { "fmodf" } else { "fmod" })),
+            // Rust panics on a zero divisor and on `MIN / -1`: checked
+            // unless the divisor is a positive literal.
+            "/" | "%" if s.is_int() && !matches!(int_literal_value(&b.right), Some(v) if v > 0) => {
+                self.may_panic = true;
+                let f = if op == "/" { "__pl_div" } else { "__pl_rem" };
+                Some(format!("{f}<{}>({l}, {r})", cpp_scalar(s, false)))
+            }
             "<<" | ">>" => {
                 let f = if op == "<<" { "__pl_shl" } else { "__pl_shr" };
                 let cast = cpp_scalar(s, false);
@@ -1764,4 +1950,65 @@ fn float_literal(digits: &str, s: Scalar) -> String {
         d.push('f');
     }
     d
+}
+
+/// Per parameter of `item`: whether the body only adds to it (see
+/// [`Translation::increment_only`]). Every use of a parameter (after name
+/// resolution, so shadowing locals do not count) must be the root of the
+/// place of a `+=` or `-=` (`*p`, `p[i]`, `p[i][j]`); the index and the
+/// added value may not read it.
+pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> Vec<bool> {
+    use syn::visit::Visit;
+
+    struct Uses<'a> {
+        resolved: &'a HashMap<usize, usize>,
+        /// Path expressions that are roots of increment places.
+        roots: HashSet<usize>,
+        other_use: Vec<bool>,
+    }
+
+    /// The root path of an increment place and its index expressions.
+    fn place_root<'e>(e: &'e Expr, indices: &mut Vec<&'e Expr>) -> Option<&'e Expr> {
+        match e {
+            Expr::Paren(p) => place_root(&p.expr, indices),
+            Expr::Group(g) => place_root(&g.expr, indices),
+            Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => place_root(&u.expr, indices),
+            Expr::Index(ix) => {
+                indices.push(&ix.index);
+                place_root(&ix.expr, indices)
+            }
+            Expr::Path(_) => Some(e),
+            _ => None,
+        }
+    }
+
+    impl<'ast> Visit<'ast> for Uses<'_> {
+        fn visit_expr(&mut self, e: &'ast Expr) {
+            if let Expr::Binary(b) = e {
+                if matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_)) {
+                    let mut indices = Vec::new();
+                    if let Some(root) = place_root(&b.left, &mut indices) {
+                        self.roots.insert(key(root));
+                        for i in indices {
+                            self.visit_expr(i);
+                        }
+                        self.visit_expr(&b.right);
+                        return;
+                    }
+                }
+            }
+            if let Expr::Path(_) = e {
+                if let Some(&id) = self.resolved.get(&key(e)) {
+                    if id < self.other_use.len() && !self.roots.contains(&key(e)) {
+                        self.other_use[id] = true;
+                    }
+                }
+            }
+            syn::visit::visit_expr(self, e);
+        }
+    }
+
+    let mut uses = Uses { resolved: &infer.resolved, roots: HashSet::new(), other_use: vec![false; params.len()] };
+    uses.visit_block(&item.block);
+    params.iter().zip(uses.other_use).map(|(p, other)| !p.mutable || !other).collect()
 }

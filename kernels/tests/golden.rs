@@ -21,7 +21,7 @@ fn parameters_become_restrict_pointers() {
     );
     assert_eq!(
         h,
-        "__device__ inline void k(const double* __restrict__ a, float* __restrict__ b, \
+        "__device__ inline void pl_fn_k(const double* __restrict__ a, float* __restrict__ b, \
          const int (* __restrict__ c)[2], unsigned long long (* __restrict__ d)[3], \
          const long long* __restrict__ e, const unsigned int* __restrict__ f) {"
     );
@@ -30,7 +30,7 @@ fn parameters_become_restrict_pointers() {
 #[test]
 fn helpers_take_values_and_return() {
     let h = header(syn::parse_quote! { fn h(a: f64, b: &[f32; 2]) -> f32 { b[0] } }, FnKind::Device);
-    assert_eq!(h, "__device__ inline float h(double a, const float* __restrict__ b) {");
+    assert_eq!(h, "__device__ inline float pl_fn_h(double a, const float* __restrict__ b) {");
 }
 
 #[test]
@@ -78,7 +78,7 @@ fn literals_take_their_context_type() {
 }
 
 #[test]
-fn signed_arithmetic_wraps_and_division_is_plain() {
+fn signed_arithmetic_wraps_and_division_is_checked() {
     let b = body(syn::parse_quote! {
         fn k(a: &i32, b: &i32, o: &mut [i32; 5]) {
             o[0] = *a + *b;
@@ -94,8 +94,8 @@ fn signed_arithmetic_wraps_and_division_is_plain() {
             "o[0] = __pl_wadd((*a), (*b));",
             "o[1] = __pl_wsub((*a), (*b));",
             "o[2] = __pl_wmul((*a), (*b));",
-            "o[3] = ((*a) / (*b));",
-            "o[4] = (__pl_wneg((*a)) % (*b));",
+            "o[3] = __pl_div<int>((*a), (*b));",
+            "o[4] = __pl_rem<int>(__pl_wneg((*a)), (*b));",
         ]
     );
 }
@@ -354,7 +354,7 @@ fn local_arrays_and_copies() {
             "double c[2];",
             "for (int pl_k0 = 0; pl_k0 < 2; ++pl_k0) c[pl_k0] = x[pl_k0];",
             "for (int i = 0; i < 2; ++i) {",
-            "o[i] = (w[i] * c[(1 - i)]);",
+            "o[i] = (w[i] * c[PL_IX((1 - i), 2)]);",
             "}",
         ]
     );
@@ -370,8 +370,8 @@ fn helper_calls_are_recorded_and_emitted() {
     };
     let t = translate(&f, FnKind::Kernel).unwrap();
     assert_eq!(t.calls, ["norm", "sq"]);
-    assert!(t.source.contains("double n = norm(a);"), "{}", t.source);
-    assert!(t.source.contains("(*o) = (n + sq(a[0]));"), "{}", t.source);
+    assert!(t.source.contains("double n = pl_fn_norm(a);"), "{}", t.source);
+    assert!(t.source.contains("(*o) = (n + pl_fn_sq(a[0]));"), "{}", t.source);
 }
 
 #[test]

@@ -50,11 +50,16 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
         // Kernels are written in the indexable subset that translates to CUDA.
         #[allow(clippy::too_many_arguments, clippy::needless_range_loop, clippy::manual_memcpy, clippy::manual_clamp)]
     };
+    // Hand-written CUDA: the C++ name is the Rust one, nothing is known of
+    // the body (every parameter counts as increment-only, nothing panics,
+    // no frame size).
     let generated = options(attr).and_then(|cuda| match cuda {
-        Some(src) => Ok((func.sig.ident.to_string(), src.value(), Vec::new())),
-        None => translate(&func, kind).map(|t| (t.cname, t.source, t.calls)),
+        Some(src) => Ok((func.sig.ident.to_string(), src.value(), Vec::new(), Vec::new(), false, 0usize)),
+        None => {
+            translate(&func, kind).map(|t| (t.cname, t.source, t.calls, t.increment_only, t.may_panic, t.frame_bytes))
+        }
     });
-    let (cname, source, calls) = match generated {
+    let (cname, source, calls, increment_only, may_panic, frame_bytes) = match generated {
         Ok(g) => g,
         Err(e) => {
             let err = e.to_compile_error();
@@ -71,11 +76,14 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
         /// The CUDA C++ translation of the function, with the helpers it calls.
         #[doc(hidden)]
         pub const DEVICE: &'static ::parloop::DeviceFn =
-            &::parloop::DeviceFn::new(#name_str, #cname, #source, &[ #( #deps::DEVICE ),* ]);
+            &::parloop::DeviceFn::new(#name_str, #cname, #source, &[ #( #deps::DEVICE ),* ])
+                .with_checks(#may_panic, #frame_bytes);
     };
     let kernel = if kind == FnKind::Kernel {
         let mut names = Vec::new();
         let mut types = Vec::new();
+        let inc: Vec<bool> =
+            (0..func.sig.inputs.len()).map(|i| increment_only.get(i).copied().unwrap_or(true)).collect();
         for arg in &func.sig.inputs {
             if let FnArg::Typed(pt) = arg {
                 if let Pat::Ident(pi) = &*pt.pat {
@@ -84,6 +92,7 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
                 }
             }
         }
+        let names_str: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let private = quote!(::parloop::__private);
         // The lane-wise twin, when the kernel has one (see `parloop_kernels::lane_twin`).
         // Two widths: four lanes for AVX2, eight for AVX-512.
@@ -116,7 +125,7 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
                 let kernel = unsafe {
                     ::parloop::Kernel::from_parts(
                         #name_str,
-                        &[ #( <#types as ::parloop::__private::KernelParam>::SIG ),* ],
+                        &[ #( <#types as ::parloop::__private::KernelParam>::SIG.with_body(#names_str, #inc) ),* ],
                         host,
                         Some(Self::DEVICE),
                     )
