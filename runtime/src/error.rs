@@ -261,6 +261,12 @@ pub enum ArgProblem {
         /// Why.
         reason: &'static str,
     },
+    /// INC on a kernel parameter that the kernel assigns or reads, not
+    /// only adds to (`+=`, `-=`).
+    IncNotIncrementOnly {
+        /// The parameter's name.
+        param: String,
+    },
 }
 
 impl fmt::Display for ArgProblem {
@@ -296,9 +302,26 @@ impl fmt::Display for ArgProblem {
             ArgProblem::Column { map, column, arity } => {
                 write!(f, "column {column} of map `{map}` is out of range (arity {arity})")
             }
+            ArgProblem::WriteRace { map, first, second, target } if first == second => write!(
+                f,
+                "element {first}'s row of map `{map}` repeats target {target}: an indirect WRITE or RW may reach \
+                 each entity once (use INC to accumulate)"
+            ),
+            ArgProblem::WriteRace { map, first, second, target } => write!(
+                f,
+                "elements {first} and {second} both reach target {target} through map `{map}`: an indirect \
+                 WRITE or RW may reach each entity once per loop, or the result depends on the order (use INC \
+                 to accumulate)"
+            ),
             ArgProblem::Conflict { other, reason } => {
                 write!(f, "the same dat is argument {other} too: {reason}")
             }
+            ArgProblem::IncNotIncrementOnly { param } => write!(
+                f,
+                "INC on parameter `{param}`, which the kernel assigns or reads instead of only adding to it \
+                 (`+=`, `-=`): INC gives the kernel a zeroed private copy on some backends and the target on \
+                 others, so the result would depend on the backend; use RW or WRITE, or only add to it"
+            ),
         }
     }
 }

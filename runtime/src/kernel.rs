@@ -24,9 +24,25 @@ pub struct ParamSig {
     pub cols: usize,
     /// Whether the parameter is `&mut`.
     pub mutable: bool,
+    /// Whether the kernel only adds to the parameter (`*p += x`, `p[i] -= x`)
+    /// and never reads or assigns it otherwise: only then may it take an
+    /// INC argument, because INC gives the kernel a zeroed private copy
+    /// (whose sum is added to the target) on some backends and not on
+    /// others. `#[parloop::kernel]` derives it from the body; hand-written
+    /// kernels (`cuda = "..."`, [`Kernel::from_parts`]) and `&` parameters
+    /// have `true` (not known, allowed).
+    pub increment_only: bool,
+    /// The parameter's name (empty when not known).
+    pub name: &'static str,
 }
 
 impl ParamSig {
+    /// The signature with what the body says: the parameter's name and
+    /// [`ParamSig::increment_only`]. Used by `#[parloop::kernel]`.
+    pub const fn with_body(self, name: &'static str, increment_only: bool) -> ParamSig {
+        ParamSig { name, increment_only, ..self }
+    }
+
     /// Values the parameter holds.
     pub fn len(&self) -> usize {
         self.rows * self.cols
@@ -76,6 +92,8 @@ pub struct DeviceFn {
     cname: &'static str,
     source: &'static str,
     deps: &'static [&'static DeviceFn],
+    may_panic: bool,
+    frame_bytes: usize,
 }
 
 impl DeviceFn {
@@ -87,7 +105,27 @@ impl DeviceFn {
         source: &'static str,
         deps: &'static [&'static DeviceFn],
     ) -> DeviceFn {
-        DeviceFn { name, cname, source, deps }
+        DeviceFn { name, cname, source, deps, may_panic: false, frame_bytes: 0 }
+    }
+
+    /// Adds what the translator knows of the body: whether it can report a
+    /// panic in every build (checked integer division or remainder) and
+    /// the bytes of its locals. Used by `#[parloop::kernel]`.
+    pub const fn with_checks(self, may_panic: bool, frame_bytes: usize) -> DeviceFn {
+        DeviceFn { may_panic, frame_bytes, ..self }
+    }
+
+    /// Whether this function or a helper it calls can report a panic in an
+    /// unchecked build.
+    pub fn may_panic(&self) -> bool {
+        self.may_panic || self.deps.iter().any(|d| d.may_panic())
+    }
+
+    /// Bytes of the locals of this function and of every helper it calls
+    /// (transitively, each counted once per call edge): an upper bound of
+    /// the stack a call needs, before the compiler's own spills.
+    pub fn frame_bytes(&self) -> usize {
+        self.deps.iter().fold(self.frame_bytes, |acc, d| acc.saturating_add(d.frame_bytes()))
     }
 
     /// The Rust name.
@@ -98,6 +136,11 @@ impl DeviceFn {
     /// The C++ name.
     pub fn cname(&self) -> &'static str {
         self.cname
+    }
+
+    /// The helpers this function calls directly.
+    pub fn deps(&self) -> &'static [&'static DeviceFn] {
+        self.deps
     }
 
     /// This function's `__device__` definition alone.
@@ -285,7 +328,14 @@ impl<'a, S: Shape> KernelParam for &'a S {
         // SAFETY: forwarded contract; `load` initialised the lanes.
         unsafe { &*binder.ptr() }
     }
-    const SIG: ParamSig = ParamSig { elem: <S::Elem as Scalar>::TYPE, rows: S::ROWS, cols: S::COLS, mutable: false };
+    const SIG: ParamSig = ParamSig {
+        elem: <S::Elem as Scalar>::TYPE,
+        rows: S::ROWS,
+        cols: S::COLS,
+        mutable: false,
+        increment_only: true,
+        name: "",
+    };
     #[inline(always)]
     unsafe fn bind(binder: &mut Binder<S>, i: usize) -> Self {
         // SAFETY: forwarded contract.
@@ -306,7 +356,14 @@ impl<'a, S: Shape> KernelParam for &'a mut S {
         // SAFETY: forwarded contract; each argument has its own lanes.
         unsafe { &mut *binder.ptr() }
     }
-    const SIG: ParamSig = ParamSig { elem: <S::Elem as Scalar>::TYPE, rows: S::ROWS, cols: S::COLS, mutable: true };
+    const SIG: ParamSig = ParamSig {
+        elem: <S::Elem as Scalar>::TYPE,
+        rows: S::ROWS,
+        cols: S::COLS,
+        mutable: true,
+        increment_only: true,
+        name: "",
+    };
     #[inline(always)]
     unsafe fn bind(binder: &mut Binder<S>, i: usize) -> Self {
         // SAFETY: forwarded contract.
@@ -552,7 +609,11 @@ macro_rules! __lane_groups {
                 // caller detected `$features`.
                 unsafe {
                     $( $param.load(first); )*
+                    // The lanes of a group share every integer value, so a
+                    // panic is the group's first element's.
+                    let guard = $crate::__private::ElementGuard(first);
                     $twin( $( <$ty as $crate::__private::KernelParam>::bind_lanes(&mut $param) ),* );
+                    ::core::mem::forget(guard);
                     // Only `&mut` parameters write; the others' checks
                     // are compiled out rather than made per lane.
                     $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.store_direct(first); } )*
@@ -623,8 +684,12 @@ macro_rules! __host_adapter {
             if unmapped {
                 // No maps: pointers inline, no batches.
                 for e in start..end {
+                    // Names the element if the kernel panics (see
+                    // `kernel_panic`); forgotten, so it costs nothing else.
+                    let guard = $crate::__private::ElementGuard(e);
                     // SAFETY: the executor upholds the HostFn contract.
                     unsafe { $name( $( <$ty as $crate::__private::KernelParam>::bind_at(&$param, e) ),* ) };
+                    ::core::mem::forget(guard);
                 }
                 return;
             }
@@ -637,7 +702,9 @@ macro_rules! __host_adapter {
                 unsafe {
                     $( $param.prepare(first, n); )*
                     for i in 0..n {
+                        let guard = $crate::__private::ElementGuard(first + i);
                         $name( $( <$ty as $crate::__private::KernelParam>::bind(&mut $param, i) ),* );
+                        ::core::mem::forget(guard);
                     }
                     for i in 0..n {
                         $( $param.finish(i, first + i); )*

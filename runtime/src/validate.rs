@@ -7,11 +7,23 @@ use crate::error::{ArgProblem, Error, Result};
 use crate::kernel::Kernel;
 use crate::types::Access;
 
+/// Bytes a kernel's parameters may hold per element. The host adapters
+/// keep [`BATCH`](crate::kernel::BATCH) private copies of every parameter
+/// on the stack (and the lane-wise twins eight lanes of each), so this
+/// bounds their frame at 1 MiB, inside the 2 MiB stack of any thread a
+/// loop may run on (rayon's workers, a spawned thread). 32 KiB is a
+/// 64 x 64 element matrix of f64.
+pub(crate) const PARAM_BYTES_LIMIT: usize = 32 * 1024;
+
 /// Validates `args` for a loop of `kernel` over `set`.
 pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
     let params = kernel.params();
     if params.len() != args.len() {
         return Err(Error::ArgumentCount { kernel: kernel.name().into(), expected: params.len(), got: args.len() });
+    }
+    let bytes: usize = params.iter().map(|p| p.len() * p.elem.size()).sum();
+    if bytes > PARAM_BYTES_LIMIT {
+        return Err(Error::KernelTooLarge { kernel: kernel.name().into(), bytes, limit: PARAM_BYTES_LIMIT });
     }
     let fail = |i: usize, problem: ArgProblem| Error::Argument {
         kernel: kernel.name().into(),
@@ -34,6 +46,10 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
         }
         if param.mutable != access.writes() {
             return Err(fail(i, ArgProblem::Mutability { access: access.name(), param_mutable: param.mutable }));
+        }
+        if access == Access::Inc && !param.increment_only {
+            let name = if param.name.is_empty() { format!("{i}") } else { param.name.to_string() };
+            return Err(fail(i, ArgProblem::IncNotIncrementOnly { param: name }));
         }
         match &arg.kind {
             ArgKind::Vector { map } => {
@@ -124,6 +140,61 @@ fn check_conflicts(args: &[Arg]) -> std::result::Result<(), (usize, ArgProblem)>
                 continue;
             };
             return Err((i, ArgProblem::Conflict { other: j, reason }));
+        }
+    }
+    Ok(())
+}
+
+/// Rejects an indirect WRITE or RW that reaches one entity twice among the
+/// first `executed` elements (through all arguments on that dat: they share
+/// one access mode, see `check_conflicts`). OP2 leaves this a race; here the
+/// outcome would differ between backends, so it is an error. Maps never
+/// change, so the runtime checks each loop shape once, when it plans it.
+pub(crate) fn check_write_races(kernel: &Kernel, set: &Set, args: &[Arg], executed: usize) -> Result<()> {
+    for (i, arg) in args.iter().enumerate() {
+        let Some(map) = arg.map() else { continue };
+        if !matches!(arg.access, Access::Write | Access::ReadWrite) {
+            continue;
+        }
+        if args[..i].iter().any(|b| b.data_id() == arg.data_id()) {
+            continue; // checked with the first argument on this dat
+        }
+        let to_size = map.to().total();
+        // The element that first reached each target, plus one (0: none yet).
+        let mut first: Vec<usize> = Vec::new();
+        first.try_reserve_exact(to_size).map_err(|_| Error::OutOfMemory {
+            what: format!("loop `{}`: the write-race check of map `{}`", kernel.name(), map.name()),
+            bytes: to_size.saturating_mul(std::mem::size_of::<usize>()),
+        })?;
+        first.resize(to_size, 0);
+        let same: Vec<&Arg> = args[i..].iter().filter(|b| b.data_id() == arg.data_id()).collect();
+        for element in 0..executed {
+            for b in &same {
+                let Some(bmap) = b.map() else { continue };
+                let brow = &bmap.values()[element * bmap.arity()..(element + 1) * bmap.arity()];
+                let columns: &[i32] = match &b.kind {
+                    ArgKind::Indirect { column, .. } => std::slice::from_ref(&brow[*column]),
+                    _ => brow,
+                };
+                for &t in columns {
+                    let t = t as usize;
+                    if first[t] != 0 {
+                        return Err(Error::Argument {
+                            kernel: kernel.name().into(),
+                            set: set.name().into(),
+                            arg: i,
+                            dat: arg.data_name().into(),
+                            problem: Box::new(ArgProblem::WriteRace {
+                                map: bmap.name().into(),
+                                first: first[t] - 1,
+                                second: element,
+                                target: t,
+                            }),
+                        });
+                    }
+                    first[t] = element + 1;
+                }
+            }
         }
     }
     Ok(())

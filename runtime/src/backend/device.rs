@@ -54,6 +54,9 @@ pub(crate) struct DeviceLoop {
     shared: usize,
     /// Map of each `LoopSpec` map slot, as an index into the arguments.
     map_args: Vec<usize>,
+    /// Whether the kernel can report a panic: the panic record is read
+    /// after each run (on a GPU, that waits for the loop).
+    panics: bool,
 }
 
 impl DeviceLoop {
@@ -138,7 +141,7 @@ pub(crate) struct Built {
 }
 
 /// Plans `kernel` over `sections` and generates its loop code for a device
-/// with `shared` bytes of shared memory per block.
+/// with `shared` bytes of shared memory per block (without bounds checks).
 pub(crate) fn build(
     kernel: &'static Kernel,
     args: &[Arg],
@@ -146,6 +149,22 @@ pub(crate) fn build(
     strategy: Strategy,
     part_size: Option<usize>,
     shared: usize,
+) -> Result<Built> {
+    build_checked(kernel, args, sections, strategy, part_size, shared, false)
+}
+
+/// [`build`], with bounds checks on every dynamic index when `check`
+/// (`PARLOOP_CHECK=1`): the source then starts with `#define
+/// PARLOOP_CHECK 1`, so the checked module is a different module (and
+/// cache entry) than the unchecked one.
+pub(crate) fn build_checked(
+    kernel: &'static Kernel,
+    args: &[Arg],
+    sections: &[usize],
+    strategy: Strategy,
+    part_size: Option<usize>,
+    shared: usize,
+    check: bool,
 ) -> Result<Built> {
     let device_fn = kernel.device_fn().ok_or_else(|| Error::Backend {
         name: "device".into(),
@@ -195,14 +214,17 @@ pub(crate) fn build(
         .collect();
     let indirect_args: Vec<IndirectArg> = indirect.iter().map(|(_, a)| *a).collect();
     let plan_error = |source| Error::Plan { kernel: kernel.name().into(), source };
+    let cname = device_fn.cname();
     let mut spec = LoopSpec {
-        name: kernel.name().into(),
-        kernel: device_fn.cname().into(),
+        // A C identifier whatever the kernel's name (see `fn_cname`).
+        name: cname.strip_prefix("pl_fn_").unwrap_or(cname).into(),
+        kernel: cname.into(),
         args: Vec::new(),
         maps,
         pairs: Vec::new(),
         stages: Vec::new(),
         strategy,
+        panics: check || device_fn.may_panic(),
     };
     let mut plan: Option<Plan> = None;
     if strategy.staged() {
@@ -263,7 +285,8 @@ pub(crate) fn build(
         });
     }
     let generated = loops::generate(&spec).map_err(|reason| Error::Backend { name: "device".into(), reason })?;
-    let source = format!("{}\n{}", device_fn.module_source(), generated.source);
+    let check_define = if check { "#define PARLOOP_CHECK 1\n" } else { "" };
+    let source = format!("{check_define}{}\n{}", device_fn.module_source(), generated.source);
     Ok(Built { spec, generated, plan, source, map_args })
 }
 
@@ -277,9 +300,33 @@ pub(crate) fn prepare(
     part_size: Option<usize>,
 ) -> Result<DeviceLoop> {
     let block = device.block_size();
-    let Built { spec, generated, plan, source, map_args } =
-        build(kernel, args, sections, strategy, part_size, device.shared_memory_per_block())?;
-    let module = device.compile(&format!("{}_{}", kernel.name(), strategy.name().replace('-', "_")), &source)?;
+    let Built { spec, generated, plan, source, map_args } = build_checked(
+        kernel,
+        args,
+        sections,
+        strategy,
+        part_size,
+        device.shared_memory_per_block(),
+        device.checked(),
+    )?;
+    // Per-thread stack: the entry's private copies and accumulators, the
+    // kernel's and its helpers' locals, and room for the compiler's own.
+    let frames = loops::entry_frame_bytes(&spec).saturating_add(kernel.device_fn().map_or(0, |d| d.frame_bytes()));
+    let stack = frames.saturating_mul(2).saturating_add(256 * 1024);
+    if frames > device.max_stack_bytes() {
+        return Err(Error::Backend {
+            name: device.name(),
+            reason: format!(
+                "loop `{}` needs about {frames} bytes of locals per thread (private copies of its arguments, \
+                 reduction accumulators and the kernel's local arrays), more than the {} bytes a thread of this \
+                 device may have; use smaller dims or local arrays, or the seq or threads backend",
+                kernel.name(),
+                device.max_stack_bytes()
+            ),
+        });
+    }
+    let module = device.compile(&format!("{}/{}", kernel.name(), strategy.name()), &source)?;
+    module.reserve_stack(stack.min(device.max_stack_bytes().saturating_add(256 * 1024)));
     let reduction_bytes = |spec: &LoopSpec| loops::flat_shared_bytes(spec, block as usize);
 
     // Launches and plan arrays.
@@ -385,7 +432,20 @@ pub(crate) fn prepare(
         let bytes = (base.max(1) as usize) * args[a].bytes_per_entity();
         partials.push((slot, device.alloc(bytes)?));
     }
-    Ok(DeviceLoop { strategy, generated, module, arrays, partials, launches, counted, block, shared, map_args })
+    let panics = spec.panics;
+    Ok(DeviceLoop {
+        strategy,
+        generated,
+        module,
+        arrays,
+        partials,
+        launches,
+        counted,
+        block,
+        shared,
+        map_args,
+        panics,
+    })
 }
 
 /// A prepared loop bound to its current arguments, launched section by
@@ -433,7 +493,10 @@ impl<'a> Launcher<'a> {
     /// writes.
     pub(crate) fn rest(mut self) -> Result<()> {
         self.launch(|section| section != 0)?;
-        if let Some(finish) = &self.dl.generated.finish {
+        // A panic stops the loop before reductions finish: globals being
+        // reduced keep their values, as on the host backends.
+        let panic = if self.dl.panics { self.dl.module.take_panic()? } else { None };
+        if let (Some(finish), None) = (&self.dl.generated.finish, &panic) {
             self.params.val = [0; loops::MAX_VALS];
             self.params.val[loops::val::PARTIALS] = self.dl.counted;
             self.dl.module.launch(finish, 1, 1, 0, &self.params)?;
@@ -443,7 +506,14 @@ impl<'a> Launcher<'a> {
                 a.storage.device_written();
             }
         }
-        Ok(())
+        match panic {
+            Some(p) => Err(Error::KernelPanicked {
+                kernel: self.kernel.into(),
+                element: usize::try_from(p.element).unwrap_or(usize::MAX),
+                message: p.message(),
+            }),
+            None => Ok(()),
+        }
     }
 
     fn launch(&mut self, sections: impl Fn(usize) -> bool) -> Result<()> {

@@ -21,7 +21,10 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
-use super::{cache_dir, fnv1a, Device, DeviceBuffer, DeviceProperties, Event, HostBuffer, LaunchParams, Module};
+use super::{
+    cache_dir, check_from_env, fnv1a, read_cache_entry, write_cache_entry, Device, DeviceBuffer, DeviceProperties,
+    Event, HostBuffer, LaunchParams, Module, PanicRecord,
+};
 use crate::error::{Error, Result};
 
 // SAFETY: `LaunchParams` is `#[repr(C)]` plain data (integers), laid out as
@@ -58,12 +61,17 @@ pub(crate) struct Cuda {
     shared_optin: usize,
     nvrtc_version: String,
     modules: Mutex<HashMap<u64, Arc<dyn Module>>>,
+    check: bool,
 }
+
+/// The most local memory (stack) a CUDA thread may use.
+const CUDA_MAX_STACK: usize = 512 * 1024;
 
 impl Cuda {
     /// The device `PARLOOP_DEVICE`, else `local_rank % device_count` (the
     /// rank among the MPI ranks on this node; 0 when serial).
     pub(crate) fn new(local_rank: usize) -> Result<Cuda> {
+        let check = check_from_env()?;
         // SAFETY: only probes for the libraries with dlopen.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err(fail("libcuda (the NVIDIA driver) cannot be loaded: no GPU here? Use threads or emu"));
@@ -109,6 +117,7 @@ impl Cuda {
             shared_optin,
             nvrtc_version: format!("{vmaj}.{vmin}"),
             modules: Mutex::new(HashMap::new()),
+            check,
         })
     }
 
@@ -174,6 +183,8 @@ struct CudaLoaded {
     module: Arc<CudaModule>,
     stream: Arc<CudaStream>,
     functions: Mutex<HashMap<String, (CudaFunction, usize)>>,
+    /// Device address of the prelude's `pl_error` record, when the module has one.
+    error: Option<u64>,
 }
 
 impl Module for CudaLoaded {
@@ -203,6 +214,23 @@ impl Module for CudaLoaded {
         // of this context holding the data the generated code expects.
         unsafe { launch.launch(config) }.map_err(|e| fail(format!("launch of `{entry}`: {e:?}")))?;
         Ok(())
+    }
+
+    fn take_panic(&self) -> Result<Option<PanicRecord>> {
+        let Some(addr) = self.error else { return Ok(None) };
+        let mut bytes = [0u8; std::mem::size_of::<PanicRecord>()];
+        // SAFETY: `addr` is the module's `pl_error` (as large as the
+        // record), read after the launches on the same stream; waited for.
+        unsafe { result::memcpy_dtoh_async(&mut bytes[..], addr, self.stream.cu_stream()) }.map_err(fail)?;
+        self.stream.synchronize().map_err(fail)?;
+        let word = |k: usize| i64::from_ne_bytes(bytes[8 * k..8 * k + 8].try_into().expect("8 bytes"));
+        let record = PanicRecord { owner: word(0) as u64, code: word(1), element: word(2), a: word(3), b: word(4) };
+        if record.owner == 0 {
+            return Ok(None);
+        }
+        // SAFETY: as above; cleared for the next loop.
+        unsafe { result::memset_d8_async(addr, 0, bytes.len(), self.stream.cu_stream()) }.map_err(fail)?;
+        Ok(Some(record))
     }
 }
 
@@ -290,26 +318,47 @@ impl Device for Cuda {
             return Ok(m.clone());
         }
         let dir = cache_dir().join("cuda");
-        let path = dir.join(format!("{name}-{}-{hash:016x}.ptx", self.arch));
-        let ptx = match std::fs::read_to_string(&path) {
-            Ok(ptx) => ptx,
-            Err(_) => {
+        // Named by the hash alone (kernel names may be anything), verified
+        // against its sidecar before use, rebuilt when damaged.
+        let path = dir.join(format!("m-{}-{hash:016x}.ptx", self.arch));
+        let cached = read_cache_entry(&path).and_then(|b| String::from_utf8(b).ok());
+        let ptx = match cached {
+            Some(ptx) => ptx,
+            None => {
                 let ptx = self.compile_ptx(name, source)?;
                 // The cache is an optimisation: failing to write it is not an error.
                 if std::fs::create_dir_all(&dir).is_ok() {
-                    let tmp = dir.join(format!("{name}-{hash:016x}.{}.tmp", std::process::id()));
-                    if std::fs::write(&tmp, &ptx).is_ok() {
-                        let _ = std::fs::rename(&tmp, &path);
-                    }
+                    let _ = write_cache_entry(&path, ptx.as_bytes());
                 }
                 ptx
             }
         };
         let module = self.ctx.load_module(Ptx::from_src(ptx)).map_err(fail)?;
-        let loaded: Arc<dyn Module> =
-            Arc::new(CudaLoaded { module, stream: self.stream.clone(), functions: Mutex::new(HashMap::new()) });
+        // The panic record's address, which stays valid while the module is loaded.
+        let error = match module.get_global("pl_error", &self.stream) {
+            Ok(view) if view.len() >= std::mem::size_of::<PanicRecord>() => {
+                use cudarc::driver::DevicePtr;
+                let (ptr, _sync) = view.device_ptr(&self.stream);
+                Some(ptr)
+            }
+            _ => None,
+        };
+        let loaded: Arc<dyn Module> = Arc::new(CudaLoaded {
+            module,
+            stream: self.stream.clone(),
+            functions: Mutex::new(HashMap::new()),
+            error,
+        });
         self.modules.lock().unwrap_or_else(|e| e.into_inner()).insert(hash, loaded.clone());
         Ok(loaded)
+    }
+
+    fn checked(&self) -> bool {
+        self.check
+    }
+
+    fn max_stack_bytes(&self) -> usize {
+        CUDA_MAX_STACK
     }
 
     fn shared_memory_per_block(&self) -> usize {

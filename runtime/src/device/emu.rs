@@ -1,21 +1,34 @@
 //! The emulated device: generated CUDA C++ compiled by the host C++
 //! compiler (`CXX`, default `g++`) against `parloop_kernels::EMU_HEADER`,
 //! loaded with libloading. Modules are cached on disk by a hash of the
-//! source and the compiler, so a second run compiles nothing.
+//! source and the compiler, so a second run compiles nothing. Cache files
+//! are named by that hash alone, written atomically with a sidecar holding
+//! their size and hash, and verified before loading: a damaged entry (a
+//! truncated library would crash the process when loaded) is rebuilt.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use super::{cache_dir, fnv1a, Device, DeviceBuffer, DeviceProperties, Event, HostBuffer, LaunchParams, Module};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::{
+    cache_dir, check_from_env, fnv1a, read_cache_entry, write_cache_entry, Device, DeviceBuffer, DeviceProperties,
+    Event, HostBuffer, LaunchParams, Module, PanicRecord,
+};
 use crate::error::{Error, Result};
 
 /// The emulated device.
 pub(crate) struct Emu {
     compiler: String,
     modules: Mutex<HashMap<u64, Arc<dyn Module>>>,
+    check: bool,
 }
+
+/// The most stack one emulated thread may have: fiber stacks are
+/// reserved address space (committed as touched), one per thread of a block.
+pub(crate) const EMU_MAX_STACK: usize = 64 << 20;
 
 impl Emu {
     pub(crate) fn new() -> Result<Emu> {
@@ -27,7 +40,7 @@ impl Emu {
                 reason: format!("the emulated device compiles generated code with `{compiler}`, which cannot be run"),
             });
         }
-        Ok(Emu { compiler, modules: Mutex::new(HashMap::new()) })
+        Ok(Emu { compiler, modules: Mutex::new(HashMap::new()), check: check_from_env()? })
     }
 }
 
@@ -37,10 +50,13 @@ struct EmuModule {
     /// Serialises launches: the emulator's fiber state is per module.
     lock: Mutex<()>,
     name: String,
+    /// Stack bytes each fiber gets (at least; see `EMU_HEADER`).
+    stack: AtomicUsize,
 }
 
-type LaunchFn = unsafe extern "C" fn(unsafe extern "C" fn(*const u8), *const u8, u32, u32, usize) -> i32;
+type LaunchFn = unsafe extern "C" fn(unsafe extern "C" fn(*const u8), *const u8, u32, u32, usize, usize) -> i32;
 type EntryFn = unsafe extern "C" fn(*const u8);
+type ErrorFn = unsafe extern "C" fn() -> *mut PanicRecord;
 
 impl Module for EmuModule {
     fn launch(&self, entry: &str, grid: u32, block: u32, shared_bytes: usize, params: &LaunchParams) -> Result<()> {
@@ -55,7 +71,8 @@ impl Module for EmuModule {
                 .lib
                 .get(entry.as_bytes())
                 .map_err(|e| fail(format!("module `{}` has no entry `{entry}`: {e}", self.name)))?;
-            launch(*body, (params as *const LaunchParams).cast(), grid, block, shared_bytes)
+            let stack = self.stack.load(Ordering::Relaxed);
+            launch(*body, (params as *const LaunchParams).cast(), grid, block, shared_bytes, stack)
         };
         match code {
             0 => Ok(()),
@@ -63,7 +80,37 @@ impl Module for EmuModule {
                 "launch of `{entry}` wrote past its {shared_bytes} bytes of shared memory (module `{}`)",
                 self.name
             ))),
+            2 => Err(Error::OutOfMemory {
+                what: format!(
+                    "launch of `{entry}` (module `{}`): {block} fiber stacks of {} bytes and {shared_bytes} bytes of shared memory",
+                    self.name,
+                    self.stack.load(Ordering::Relaxed)
+                ),
+                bytes: (block as usize).saturating_mul(self.stack.load(Ordering::Relaxed)).saturating_add(shared_bytes),
+            }),
             _ => Err(fail(format!("launch of `{entry}` failed (code {code}, {block} threads per block)"))),
+        }
+    }
+
+    fn reserve_stack(&self, bytes: usize) {
+        self.stack.fetch_max(bytes, Ordering::Relaxed);
+    }
+
+    fn take_panic(&self) -> Result<Option<PanicRecord>> {
+        // SAFETY: `pl_emu_error` is defined by the prelude with this
+        // signature; it returns this OS thread's record (launches ran on
+        // this thread), which nothing else accesses meanwhile.
+        unsafe {
+            let Ok(get) = self.lib.get::<ErrorFn>(b"pl_emu_error") else {
+                return Ok(None); // a module without the prelude (halo packing) never panics
+            };
+            let record = get();
+            if record.is_null() || (*record).owner == 0 {
+                return Ok(None);
+            }
+            let found = *record;
+            record.write(PanicRecord { owner: 0, code: 0, element: 0, a: 0, b: 0 });
+            Ok(Some(found))
         }
     }
 }
@@ -131,14 +178,15 @@ impl Device for Emu {
             move |source| Error::Io { path, source }
         };
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let so = dir.join(format!("{name}-{hash:016x}.so"));
-        if !so.exists() {
+        // File names come from the hash only: kernel names may be anything.
+        let so = dir.join(format!("m-{hash:016x}.so"));
+        if read_cache_entry(&so).is_none() {
             // Private file names, then renames: concurrent compiles (threads
             // or processes) never see a half-written source or library.
             static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-            let unique = format!("{}-{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-            let cpp = dir.join(format!("{name}-{hash:016x}.{unique}.tmp.cpp"));
-            let tmp = dir.join(format!("{name}-{hash:016x}.{unique}.tmp.so"));
+            let unique = format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+            let cpp = dir.join(format!("m-{hash:016x}.{unique}.tmp.cpp"));
+            let tmp = dir.join(format!("m-{hash:016x}.{unique}.tmp.so"));
             std::fs::write(&cpp, &full).map_err(io(&cpp))?;
             let out = Command::new(&self.compiler)
                 .args(["-std=c++17", "-O2", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math", "-w", "-o"])
@@ -151,23 +199,36 @@ impl Device for Emu {
                 })?;
             if !out.status.success() {
                 let _ = std::fs::remove_file(&cpp);
+                let _ = std::fs::remove_file(&tmp);
                 return Err(Error::Compile {
                     module: name.into(),
                     log: String::from_utf8_lossy(&out.stderr).into_owned(),
                     source_text: parloop_kernels::loops::numbered(&full),
                 });
             }
-            let keep = dir.join(format!("{name}-{hash:016x}.cpp"));
+            let keep = dir.join(format!("m-{hash:016x}.cpp"));
             std::fs::rename(&cpp, &keep).map_err(io(&keep))?;
-            std::fs::rename(&tmp, &so).map_err(io(&so))?;
+            let bytes = std::fs::read(&tmp).map_err(io(&tmp))?;
+            let _ = std::fs::remove_file(&tmp);
+            write_cache_entry(&so, &bytes).map_err(io(&so))?;
         }
-        // SAFETY: the library is code we generated and compiled, with no
-        // static initialisers beyond the emulator's zeroed globals.
+        // SAFETY: the library is code we generated and compiled, verified
+        // against its recorded size and hash just now, with no static
+        // initialisers beyond the emulator's zeroed globals.
         let lib = unsafe { libloading::Library::new(&so) }
             .map_err(|e| Error::Backend { name: "emu".into(), reason: format!("cannot load {}: {e}", so.display()) })?;
-        let module: Arc<dyn Module> = Arc::new(EmuModule { lib, lock: Mutex::new(()), name: name.into() });
+        let module: Arc<dyn Module> =
+            Arc::new(EmuModule { lib, lock: Mutex::new(()), name: name.into(), stack: AtomicUsize::new(0) });
         self.modules.lock().unwrap_or_else(|e| e.into_inner()).insert(hash, module.clone());
         Ok(module)
+    }
+
+    fn checked(&self) -> bool {
+        self.check
+    }
+
+    fn max_stack_bytes(&self) -> usize {
+        EMU_MAX_STACK
     }
 
     fn shared_memory_per_block(&self) -> usize {

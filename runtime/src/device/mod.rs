@@ -10,9 +10,11 @@
 pub(crate) mod cuda;
 pub(crate) mod emu;
 
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Parameters of one launch: `pl_params` of the generated code.
 #[repr(C)]
@@ -108,10 +110,49 @@ impl Event {
     }
 }
 
+/// A panic reported by device code through the prelude's `pl_error`
+/// record (see `parloop_kernels::PRELUDE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub(crate) struct PanicRecord {
+    /// The thread that claimed the record (0: no panic).
+    pub owner: u64,
+    /// What happened (1 to 5, see `message`).
+    pub code: i64,
+    /// The element (-1 when not known).
+    pub element: i64,
+    /// First operand (the index, for code 5).
+    pub a: i64,
+    /// Second operand (the length, for code 5).
+    pub b: i64,
+}
+
+impl PanicRecord {
+    /// Rust's panic message for the record.
+    pub(crate) fn message(&self) -> String {
+        match self.code {
+            1 => "attempt to divide by zero".into(),
+            2 => "attempt to calculate the remainder with a divisor of zero".into(),
+            3 => "attempt to divide with overflow".into(),
+            4 => "attempt to calculate the remainder with overflow".into(),
+            5 => format!("index out of bounds: the len is {} but the index is {}", self.b as u64, self.a as u64),
+            c => format!("device code reported panic code {c}"),
+        }
+    }
+}
+
 /// A compiled module.
 pub(crate) trait Module: Send + Sync {
     /// Launches `entry` with `grid` blocks of `block` threads.
     fn launch(&self, entry: &str, grid: u32, block: u32, shared_bytes: usize, params: &LaunchParams) -> Result<()>;
+    /// Raises the stack each thread of later launches gets to at least
+    /// `bytes` (the emulated device's fibers; GPUs size their own).
+    fn reserve_stack(&self, _bytes: usize) {}
+    /// The panic reported since the last call, if any, clearing the record
+    /// (waits for the work issued so far).
+    fn take_panic(&self) -> Result<Option<PanicRecord>> {
+        Ok(None)
+    }
 }
 
 /// What the device path needs from a device.
@@ -138,8 +179,13 @@ pub(crate) trait Device: Send + Sync {
     /// later may still be running when this returns).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     fn download_ordered(&self, buf: &DeviceBuffer, data: &mut [u8]) -> Result<()>;
-    /// Compiles a module from CUDA C++ (cached by source hash).
+    /// Compiles a module from CUDA C++ (cached by source hash; `name`
+    /// appears in messages only, never in file names).
     fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>>;
+    /// Whether loops compile with bounds checks (`PARLOOP_CHECK=1`).
+    fn checked(&self) -> bool;
+    /// The most stack a thread of a generated loop may need, in bytes.
+    fn max_stack_bytes(&self) -> usize;
     /// Shared memory one block may use, in bytes.
     fn shared_memory_per_block(&self) -> usize;
     /// Threads per block of generated loops.
@@ -180,4 +226,65 @@ pub(crate) fn cache_dir() -> std::path::PathBuf {
         Some(home) => std::path::PathBuf::from(home).join(".cache").join("parloop"),
         None => std::env::temp_dir().join("parloop-cache"),
     }
+}
+
+/// `PARLOOP_CHECK`: `1` compiles device loops with bounds checks on every
+/// dynamic index, `0` or unset without. Read once, when a device is made.
+pub(crate) fn check_from_env() -> Result<bool> {
+    match std::env::var("PARLOOP_CHECK") {
+        Err(std::env::VarError::NotPresent) => Ok(false),
+        Ok(v) if v.trim().is_empty() || v.trim() == "0" => Ok(false),
+        Ok(v) if v.trim() == "1" => Ok(true),
+        Ok(v) => Err(Error::Env { var: "PARLOOP_CHECK", value: v, reason: "expected 0 or 1".into() }),
+        Err(std::env::VarError::NotUnicode(v)) => Err(Error::Env {
+            var: "PARLOOP_CHECK",
+            value: v.to_string_lossy().into_owned(),
+            reason: "expected 0 or 1".into(),
+        }),
+    }
+}
+
+/// The sidecar of a cache entry: its size and hash.
+fn sidecar(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".sum");
+    path.with_file_name(name)
+}
+
+fn summary(bytes: &[u8]) -> String {
+    format!("parloop-cache-entry size {} fnv1a {:016x}\n", bytes.len(), fnv1a(&[bytes]))
+}
+
+/// The contents of the cache entry `path` when its size and hash match its
+/// sidecar (written by [`write_cache_entry`]); `None` when it is missing,
+/// truncated or otherwise damaged (the caller then rebuilds it).
+pub(crate) fn read_cache_entry(path: &Path) -> Option<Vec<u8>> {
+    let expected = std::fs::read_to_string(sidecar(path)).ok()?;
+    let bytes = std::fs::read(path).ok()?;
+    (summary(&bytes) == expected).then_some(bytes)
+}
+
+/// Writes a cache entry atomically: the contents and the sidecar each go
+/// to a private temporary file in `path`'s directory and are renamed into
+/// place, the contents first, so a reader sees either a complete matching
+/// pair or a mismatch (and rebuilds); never a half-written file.
+pub(crate) fn write_cache_entry(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = |p: &Path| {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let mut name = p.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".{}-{}.tmp", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+        p.with_file_name(name)
+    };
+    let (data_tmp, sum_tmp) = (tmp(path), tmp(&sidecar(path)));
+    let result = (|| {
+        std::fs::write(&data_tmp, bytes)?;
+        std::fs::write(&sum_tmp, summary(bytes))?;
+        std::fs::rename(&data_tmp, path)?;
+        std::fs::rename(&sum_tmp, sidecar(path))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&data_tmp);
+        let _ = std::fs::remove_file(&sum_tmp);
+    }
+    result
 }
