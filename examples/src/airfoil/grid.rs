@@ -9,9 +9,16 @@
 //! n0 n1 c0 bound      nbedge lines  boundary edge -> 2 nodes, 1 cell, 1 wall / 2 far field
 //! ```
 //! Every line starts with a space and ends with a space before the newline.
+//!
+//! [`Grid::read`] is the model for mesh readers: it reads line by line with
+//! a bound on the line length, reserves memory fallibly and no more than
+//! the input can hold, names the line of every error (a truncated file: the
+//! last line read), refuses content after the declared records and
+//! degenerate elements, and finally checks that the mesh fits together
+//! ([`Grid::check`]).
 
 use std::fmt::Write as _;
-use std::io::Write as _;
+use std::io::{BufRead as _, Read as _, Write as _};
 use std::path::Path;
 
 use parloop::Error;
@@ -153,6 +160,216 @@ fn surface_spline() -> Spline {
     Spline::new(points.iter().map(|p| p.0).collect(), points.iter().map(|p| p.1).collect())
 }
 
+/// Entity counts of a grid: the header of a grid file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Nodes.
+    pub nnode: usize,
+    /// Cells.
+    pub ncell: usize,
+    /// Interior edges.
+    pub nedge: usize,
+    /// Boundary edges.
+    pub nbedge: usize,
+}
+
+/// Node and cell indices are `i32` in the maps: at most this many nodes or cells.
+const MAX_INDEXED: usize = i32::MAX as usize + 1;
+
+impl Counts {
+    /// The counts of [`Grid::generate`]`(i, j)`, without generating anything:
+    /// `(3i+1)(j+1)` nodes, `3ij` cells, `i + 3i(j-1) + (3i-1)j` interior
+    /// edges and `4i + 2j` boundary edges. Errors: sizes outside
+    /// `1 <= I`, `2 <= J`, both at most 100000 (`Error::Input` naming
+    /// `--grid-size`).
+    pub fn generated(i: usize, j: usize) -> Result<Counts, Error> {
+        if i < 1 || j < 2 || i > 100_000 || j > 100_000 {
+            return Err(Error::Input {
+                source_name: "--grid-size".into(),
+                line: 0,
+                reason: format!("{i},{j}: the airfoil grid needs 1 <= I and 2 <= J, both at most 100000"),
+            });
+        }
+        // With both at most 100000 nothing below comes near usize::MAX on a
+        // 64-bit target; still checked, for 32-bit ones.
+        let overflow = || Error::SizeOverflow {
+            what: "grid",
+            name: format!("generated {i}x{j}"),
+            detail: format!("(3 x {i} + 1) x ({j} + 1) nodes"),
+        };
+        let cols = i.checked_mul(3).ok_or_else(overflow)?;
+        let mul = |a: usize, b: usize| a.checked_mul(b).ok_or_else(overflow);
+        Ok(Counts {
+            nnode: mul(cols + 1, j + 1)?,
+            ncell: mul(cols, j)?,
+            nedge: i + mul(cols, j - 1)? + mul(cols - 1, j)?,
+            nbedge: 4 * i + 2 * j,
+        })
+    }
+
+    /// Bytes a [`Grid`] of these counts holds: 16 per node (two `f64`), per
+    /// cell (four `i32`), per edge (four `i32`) and per boundary edge; `None`
+    /// when that overflows `usize`.
+    pub fn grid_bytes(&self) -> Option<usize> {
+        [self.nnode, self.ncell, self.nedge, self.nbedge]
+            .iter()
+            .try_fold(0usize, |sum, &n| n.checked_mul(16).and_then(|b| sum.checked_add(b)))
+    }
+
+    /// Refuses counts whose node or cell indices do not fit the `i32` maps.
+    fn check_indexable(&self, source_name: &str, line: usize) -> Result<(), Error> {
+        for (what, n) in [("nodes", self.nnode), ("cells", self.ncell)] {
+            if n > MAX_INDEXED {
+                return Err(Error::Input {
+                    source_name: source_name.into(),
+                    line,
+                    reason: format!(
+                        "{n} {what}: indices are i32 in the maps, so a grid holds at most {MAX_INDEXED} {what}"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An empty vector with room for exactly `n` values, or
+/// [`Error::OutOfMemory`] naming `what` (never an abort).
+fn try_vec<T>(n: usize, what: impl FnOnce() -> String) -> Result<Vec<T>, Error> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| Error::OutOfMemory { what: what(), bytes: n.saturating_mul(std::mem::size_of::<T>()) })?;
+    Ok(v)
+}
+
+/// Longest line the reader accepts: a record is four numbers, so anything
+/// longer is not a grid file (and a file with no newlines is not read whole).
+pub const MAX_LINE_BYTES: usize = 4096;
+
+/// A record of a grid file: its section and its index there.
+#[derive(Clone, Copy, Debug)]
+enum Record {
+    Cell(usize),
+    Edge(usize),
+    BoundaryEdge(usize),
+}
+
+/// The line of every record, stored as anchors where the numbering jumps
+/// (blank lines), so that the consistency check, which runs after reading,
+/// can name lines without a line number per record.
+#[derive(Debug, Default)]
+struct LineIndex {
+    /// `(record ordinal, its line)`, increasing; records between anchors are
+    /// on consecutive lines.
+    anchors: Vec<(usize, usize)>,
+    /// Records seen.
+    records: usize,
+}
+
+impl LineIndex {
+    /// The layout of a file written by [`Grid::write`]: the header on line
+    /// 1, every record on the next line.
+    fn plain() -> LineIndex {
+        LineIndex { anchors: vec![(0, 2)], records: 0 }
+    }
+
+    fn push(&mut self, line: usize) {
+        let expected = self.anchors.last().map(|&(r, l)| l + (self.records - r));
+        if expected != Some(line) {
+            self.anchors.push((self.records, line));
+        }
+        self.records += 1;
+    }
+
+    /// Line of the record with this ordinal (records of all sections, in file order).
+    fn line(&self, ordinal: usize) -> usize {
+        let k = self.anchors.partition_point(|&(r, _)| r <= ordinal);
+        match k.checked_sub(1).map(|k| self.anchors[k]) {
+            Some((r, l)) => l + (ordinal - r),
+            None => 0,
+        }
+    }
+
+    fn line_of(&self, counts: &Counts, record: Record) -> usize {
+        let ordinal = counts.nnode
+            + match record {
+                Record::Cell(k) => k,
+                Record::Edge(k) => counts.ncell + k,
+                Record::BoundaryEdge(k) => counts.ncell + counts.nedge + k,
+            };
+        self.line(ordinal)
+    }
+}
+
+/// Reads a grid file line by line: blank lines skipped, the line number kept
+/// for errors.
+struct LineReader<R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// Lines read so far: the number of the last line read.
+    line: usize,
+    source_name: String,
+}
+
+impl<R: std::io::BufRead> LineReader<R> {
+    fn err(&self, line: usize, reason: String) -> Error {
+        Error::Input { source_name: self.source_name.clone(), line, reason }
+    }
+
+    /// The next line that holds more than whitespace, with its number;
+    /// `None` at the end of the input.
+    fn next_nonblank(&mut self) -> Result<Option<(usize, &str)>, Error> {
+        loop {
+            self.buf.clear();
+            let n = (&mut self.reader)
+                .take(MAX_LINE_BYTES as u64 + 1)
+                .read_until(b'\n', &mut self.buf)
+                .map_err(|source| Error::Io { path: self.source_name.clone(), source })?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.line += 1;
+            if self.buf.last() != Some(&b'\n') && self.buf.len() > MAX_LINE_BYTES {
+                return Err(self.err(self.line, format!("line longer than {MAX_LINE_BYTES} bytes: not a grid file")));
+            }
+            if !self.buf.iter().all(u8::is_ascii_whitespace) {
+                break;
+            }
+        }
+        match std::str::from_utf8(&self.buf) {
+            Ok(text) => Ok(Some((self.line, text))),
+            Err(_) => Err(self.err(self.line, "not UTF-8 text: not a grid file".into())),
+        }
+    }
+
+    /// The next record's `N` fields, or an error naming the line: the file
+    /// ends (the last line read), too few or too many fields.
+    fn record<const N: usize>(&mut self, what: &dyn Fn() -> String) -> Result<(usize, [String; N]), Error> {
+        let Some((line, text)) = self.next_nonblank()? else {
+            let last = self.line;
+            let reason = if last == 0 {
+                format!("truncated: the input is empty where {} was expected", what())
+            } else {
+                format!("truncated: the file ends after line {last} where {} was expected", what())
+            };
+            return Err(self.err(last, reason));
+        };
+        let mut tokens = text.split_whitespace();
+        let mut out: [String; N] = std::array::from_fn(|_| String::new());
+        for (k, slot) in out.iter_mut().enumerate() {
+            match tokens.next() {
+                Some(tok) => *slot = tok.to_owned(),
+                None => return Err(self.err(line, format!("{}: expected {N} numbers, found {k}", what()))),
+            }
+        }
+        if let Some(extra) = tokens.next() {
+            let extra = extra.to_owned();
+            return Err(self.err(line, format!("{}: unexpected extra field `{extra}` (expected {N} numbers)", what())));
+        }
+        Ok((line, out))
+    }
+}
+
 impl Grid {
     /// Number of nodes.
     pub fn nnode(&self) -> usize {
@@ -170,23 +387,34 @@ impl Grid {
     pub fn nbedge(&self) -> usize {
         self.bound.len()
     }
+    /// All four counts.
+    pub fn counts(&self) -> Counts {
+        Counts { nnode: self.nnode(), ncell: self.ncell(), nedge: self.nedge(), nbedge: self.nbedge() }
+    }
 
     /// The C-grid of OP2's NACA0012 generator with `3i x j` cells (the
     /// standard grid is `generate(400, 600)`), coordinates at full precision.
     /// Use [`Grid::rounded`] to get exactly what the file holds.
+    ///
+    /// Errors: sizes outside `1 <= I`, `2 <= J`, both at most 100000, or
+    /// more nodes than `i32` indices reach (`Error::Input`); memory that
+    /// cannot be allocated (`Error::OutOfMemory`, never an abort).
+    /// [`Counts::generated`] and [`Counts::grid_bytes`] tell the size first.
     pub fn generate(i: usize, j: usize) -> Result<Grid, Error> {
-        if i < 1 || j < 2 || i > 100_000 || j > 100_000 {
-            return Err(Error::Input {
-                source_name: "--grid-size".into(),
-                line: 0,
-                reason: format!("{i},{j}: the airfoil grid needs 1 <= I and 2 <= J, both at most 100000"),
-            });
-        }
+        let counts = Counts::generated(i, j)?;
+        counts.check_indexable(&format!("--grid-size {i},{j}"), 0)?;
+        let name = format!("the generated {i}x{j} airfoil grid");
         let cols = 3 * i + 1;
         let node = |a: usize, b: usize| (a + b * cols) as i32;
         let cell = |a: usize, b: usize| (a + b * 3 * i) as i32;
+        let mut x = try_vec(2 * counts.nnode, || format!("{name}: node coordinates"))?;
+        let mut cells = try_vec(4 * counts.ncell, || format!("{name}: cells"))?;
+        let mut edge = try_vec(2 * counts.nedge, || format!("{name}: edges"))?;
+        let mut ecell = try_vec(2 * counts.nedge, || format!("{name}: edge cells"))?;
+        let mut bedge = try_vec(2 * counts.nbedge, || format!("{name}: boundary edges"))?;
+        let mut becell = try_vec(counts.nbedge, || format!("{name}: boundary edge cells"))?;
+        let mut bound = try_vec(counts.nbedge, || format!("{name}: boundary kinds"))?;
         let spline = surface_spline();
-        let mut x = Vec::with_capacity(2 * cols * (j + 1));
         for b in 0..=j {
             for a in 0..cols {
                 let xb = linspace(-3.0, 3.0, cols, a);
@@ -196,17 +424,16 @@ impl Grid {
                 x.push(2.0 * xb * y);
             }
         }
-        let mut cells = Vec::with_capacity(4 * 3 * i * j);
         for b in 0..j {
             for a in 0..3 * i {
                 cells.extend([node(a, b), node(a + 1, b), node(a + 1, b + 1), node(a, b + 1)]);
             }
         }
-        let (mut edge, mut ecell) = (Vec::new(), Vec::new());
         for b in 0..j {
             for a in 0..3 * i {
                 if b == 0 && a < i {
-                    // The wake cut joins cell a with its mirror image.
+                    // The wake cut joins cell a with its mirror image; the
+                    // nodes on the cut are duplicated (same coordinates).
                     edge.extend([node(a, 0), node(a + 1, 0)]);
                     ecell.extend([cell(3 * i - 1 - a, 0), cell(a, 0)]);
                 }
@@ -220,7 +447,6 @@ impl Grid {
                 }
             }
         }
-        let (mut bedge, mut becell, mut bound) = (Vec::new(), Vec::new(), Vec::new());
         for a in i..2 * i {
             bedge.extend([node(a + 1, 0), node(a, 0)]);
             becell.push(cell(a, 0));
@@ -241,6 +467,8 @@ impl Grid {
             becell.push(cell(0, b));
             bound.push(2);
         }
+        debug_assert_eq!(edge.len(), 2 * counts.nedge);
+        debug_assert_eq!(bound.len(), counts.nbedge);
         Ok(Grid { x, cell: cells, edge, ecell, bedge, becell, bound })
     }
 
@@ -256,117 +484,382 @@ impl Grid {
         self
     }
 
-    /// Writes the grid in the OP2 file format.
-    pub fn write(&self, mut out: impl std::io::Write) -> std::io::Result<()> {
-        let mut s = String::with_capacity(64 * (self.nnode() + self.ncell() + self.nedge()));
-        let _ = writeln!(s, " {} {} {} {} ", self.nnode(), self.ncell(), self.nedge(), self.nbedge());
+    /// Writes the grid in the OP2 file format (buffered; `out` is flushed
+    /// at the end, so every write error, the last ones included, is
+    /// returned).
+    pub fn write(&self, out: impl std::io::Write) -> std::io::Result<()> {
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, out);
+        writeln!(w, " {} {} {} {} ", self.nnode(), self.ncell(), self.nedge(), self.nbedge())?;
         for p in self.x.chunks_exact(2) {
-            let _ = writeln!(s, " {:.6} {:.6} ", p[0], p[1]);
+            writeln!(w, " {:.6} {:.6} ", p[0], p[1])?;
         }
         for c in self.cell.chunks_exact(4) {
-            let _ = writeln!(s, " {} {} {} {} ", c[0], c[1], c[2], c[3]);
+            writeln!(w, " {} {} {} {} ", c[0], c[1], c[2], c[3])?;
         }
         for (n, c) in self.edge.chunks_exact(2).zip(self.ecell.chunks_exact(2)) {
-            let _ = writeln!(s, " {} {} {} {} ", n[0], n[1], c[0], c[1]);
+            writeln!(w, " {} {} {} {} ", n[0], n[1], c[0], c[1])?;
         }
         for ((n, c), b) in self.bedge.chunks_exact(2).zip(&self.becell).zip(&self.bound) {
-            let _ = writeln!(s, " {} {} {} {} ", n[0], n[1], c, b);
+            writeln!(w, " {} {} {} {} ", n[0], n[1], c, b)?;
         }
-        out.write_all(s.as_bytes())
+        w.flush()
     }
 
     /// Writes the grid to a file.
     pub fn write_file(&self, path: &Path) -> Result<(), Error> {
         let io = |source| Error::Io { path: path.display().to_string(), source };
         let file = std::fs::File::create(path).map_err(io)?;
-        let mut w = std::io::BufWriter::new(file);
-        self.write(&mut w).map_err(io)?;
-        w.flush().map_err(io)
+        self.write(file).map_err(io)
     }
 
-    /// Reads a grid file.
+    /// Reads a grid file (see [`Grid::read`] for what is checked). Memory is
+    /// reserved for at most as many records as the file's size can hold.
     pub fn read_file(path: &Path) -> Result<Grid, Error> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.display().to_string(), source })?;
-        Grid::parse(&text, &path.display().to_string())
+        let name = path.display().to_string();
+        let file = std::fs::File::open(path).map_err(|source| Error::Io { path: name.clone(), source })?;
+        let size = file.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+        Grid::read_sized(std::io::BufReader::with_capacity(1 << 16, file), &name, size)
     }
 
-    /// Parses the grid file format. Errors name the line and what is wrong:
-    /// a missing or malformed number, a truncated file, an index out of range.
+    /// Parses the grid file format from a string (see [`Grid::read`]).
     pub fn parse(text: &str, source_name: &str) -> Result<Grid, Error> {
-        let mut lines = text.lines().enumerate();
+        Grid::read_sized(text.as_bytes(), source_name, Some(text.len() as u64))
+    }
+
+    /// Reads the grid file format from a stream. The layout is OP2's
+    /// (module documentation); any whitespace separates numbers, blank
+    /// lines are skipped, `\r\n` line ends are accepted. Every error is an
+    /// [`Error::Input`] naming `source_name` and the line, except as said:
+    ///
+    /// - a missing, malformed or extra number; a line longer than
+    ///   [`MAX_LINE_BYTES`]; text that is not UTF-8;
+    /// - a truncated input (the error names the last line read);
+    /// - anything but whitespace after the records the header declares;
+    /// - header counts whose node or cell indices do not fit `i32`;
+    ///   counts whose sizes overflow ([`Error::SizeOverflow`]) or cannot be
+    ///   allocated ([`Error::OutOfMemory`]): this reader reserves the declared
+    ///   counts up front, with fallible allocation ([`Grid::parse`] and
+    ///   [`Grid::read_file`] reserve no more than their input can hold);
+    /// - non-finite coordinates, indices out of range, a bound other than
+    ///   1 or 2;
+    /// - degenerate elements: a cell repeating a node, an edge from a node
+    ///   to itself or between a cell and itself, a boundary edge from a node
+    ///   to itself;
+    /// - a mesh that does not fit together ([`Grid::check`]).
+    pub fn read(reader: impl std::io::BufRead, source_name: &str) -> Result<Grid, Error> {
+        Grid::read_sized(reader, source_name, None)
+    }
+
+    /// [`Grid::read`], with memory reserved for no more records than `size`
+    /// bytes can hold when the input's size is known.
+    fn read_sized(reader: impl std::io::BufRead, source_name: &str, size: Option<u64>) -> Result<Grid, Error> {
+        let mut r = LineReader { reader, buf: Vec::new(), line: 0, source_name: source_name.into() };
         let err = |line: usize, reason: String| Error::Input { source_name: source_name.into(), line, reason };
-        let mut next_line = |what: &str| -> Result<(usize, &str), Error> {
-            lines
-                .next()
-                .map(|(n, l)| (n + 1, l))
-                .ok_or_else(|| err(0, format!("truncated: the file ends where {what} was expected")))
+        let (line, header) = r.record::<4>(&|| "the header (nnode ncell nedge nbedge)".into())?;
+        let count = |tok: &str, what: &str| -> Result<usize, Error> {
+            tok.parse::<usize>()
+                .map_err(|_| err(line, format!("header: {what} `{tok}` is not a valid count (a non-negative integer)")))
         };
-        fn fields<T: std::str::FromStr, const N: usize>(
-            line: usize,
-            text: &str,
-            what: &str,
-            err: &dyn Fn(usize, String) -> Error,
-        ) -> Result<[T; N], Error> {
-            let mut out = Vec::with_capacity(N);
-            let mut tokens = text.split_whitespace();
-            for k in 0..N {
-                let tok = tokens.next().ok_or_else(|| err(line, format!("{what}: expected {N} numbers, found {k}")))?;
-                out.push(tok.parse::<T>().map_err(|_| err(line, format!("{what}: `{tok}` is not a valid number")))?);
-            }
-            if let Some(extra) = tokens.next() {
-                return Err(err(line, format!("{what}: unexpected extra field `{extra}`")));
-            }
-            out.try_into().map_err(|_| err(line, format!("{what}: wrong field count")))
-        }
-        let (n, l) = next_line("the header")?;
-        let [nnode, ncell, nedge, nbedge] = fields::<usize, 4>(n, l, "header (nnode ncell nedge nbedge)", &err)?;
-        let index = |line: usize, v: i64, size: usize, what: &str| -> Result<i32, Error> {
-            if v < 0 || v as usize >= size {
+        let counts = Counts {
+            nnode: count(&header[0], "nnode")?,
+            ncell: count(&header[1], "ncell")?,
+            nedge: count(&header[2], "nedge")?,
+            nbedge: count(&header[3], "nbedge")?,
+        };
+        counts.check_indexable(source_name, line)?;
+        let bytes = counts.grid_bytes().ok_or_else(|| Error::SizeOverflow {
+            what: "grid",
+            name: source_name.into(),
+            detail: format!(
+                "16 bytes x ({} nodes + {} cells + {} edges + {} boundary edges)",
+                counts.nnode, counts.ncell, counts.nedge, counts.nbedge
+            ),
+        })?;
+        // Each node record holds at least 3 bytes ("0 0"), every other at
+        // least 7, so an input of known size bounds the records it holds.
+        let fits = |n: usize, least: u64| match size {
+            Some(size) => n.min(usize::try_from(size / least + 1).unwrap_or(usize::MAX)),
+            None => n,
+        };
+        let what = |part: &str| {
+            let part = part.to_owned();
+            move || format!("grid `{source_name}` ({bytes} bytes declared by its header): {part}")
+        };
+        let mut g = Grid {
+            x: try_vec(2 * fits(counts.nnode, 3), what("node coordinates"))?,
+            cell: try_vec(4 * fits(counts.ncell, 7), what("cells"))?,
+            edge: try_vec(2 * fits(counts.nedge, 7), what("edges"))?,
+            ecell: try_vec(2 * fits(counts.nedge, 7), what("edge cells"))?,
+            bedge: try_vec(2 * fits(counts.nbedge, 7), what("boundary edges"))?,
+            becell: try_vec(fits(counts.nbedge, 7), what("boundary edge cells"))?,
+            bound: try_vec(fits(counts.nbedge, 7), what("boundary kinds"))?,
+        };
+        let mut lines = LineIndex::default();
+        let index = |line: usize, tok: &str, size: usize, what: &str| -> Result<i32, Error> {
+            let v: i64 = tok.parse().map_err(|_| err(line, format!("{what} `{tok}` is not an integer")))?;
+            if v < 0 || v as u64 >= size as u64 {
                 Err(err(line, format!("{what} {v} is out of range (0..{size})")))
             } else {
                 Ok(v as i32)
             }
         };
-        let mut g = Grid {
-            x: Vec::with_capacity(2 * nnode.min(1 << 26)),
-            cell: Vec::with_capacity(4 * ncell.min(1 << 26)),
-            edge: Vec::with_capacity(2 * nedge.min(1 << 26)),
-            ecell: Vec::with_capacity(2 * nedge.min(1 << 26)),
-            bedge: Vec::new(),
-            becell: Vec::new(),
-            bound: Vec::new(),
-        };
-        for k in 0..nnode {
-            let (n, l) = next_line(&format!("node {k}"))?;
-            let [x, y] = fields::<f64, 2>(n, l, "node (x y)", &err)?;
-            if !x.is_finite() || !y.is_finite() {
-                return Err(err(n, "node coordinates must be finite".into()));
+        for k in 0..counts.nnode {
+            let (n, [x, y]) = r.record::<2>(&|| format!("node {k} (x y)"))?;
+            let coord = |tok: &str| -> Result<f64, Error> {
+                match tok.parse::<f64>() {
+                    Ok(v) if v.is_finite() => Ok(v),
+                    Ok(_) => Err(err(n, format!("node {k}: coordinate `{tok}` is not finite"))),
+                    Err(_) => Err(err(n, format!("node {k}: `{tok}` is not a valid number"))),
+                }
+            };
+            g.x.extend([coord(&x)?, coord(&y)?]);
+            lines.push(n);
+        }
+        for k in 0..counts.ncell {
+            let (n, f) = r.record::<4>(&|| format!("cell {k} (4 nodes)"))?;
+            let mut c = [0i32; 4];
+            for (slot, tok) in c.iter_mut().zip(&f) {
+                *slot = index(n, tok, counts.nnode, &format!("cell {k}: node"))?;
             }
-            g.x.extend([x, y]);
-        }
-        for k in 0..ncell {
-            let (n, l) = next_line(&format!("cell {k}"))?;
-            for v in fields::<i64, 4>(n, l, "cell (4 nodes)", &err)? {
-                g.cell.push(index(n, v, nnode, "node")?);
+            for a in 0..4 {
+                if c[a + 1..].contains(&c[a]) {
+                    return Err(err(n, format!("cell {k} repeats node {} (a cell has 4 distinct nodes)", c[a])));
+                }
             }
+            g.cell.extend(c);
+            lines.push(n);
         }
-        for k in 0..nedge {
-            let (n, l) = next_line(&format!("edge {k}"))?;
-            let [n0, n1, c0, c1] = fields::<i64, 4>(n, l, "edge (2 nodes, 2 cells)", &err)?;
-            g.edge.extend([index(n, n0, nnode, "node")?, index(n, n1, nnode, "node")?]);
-            g.ecell.extend([index(n, c0, ncell, "cell")?, index(n, c1, ncell, "cell")?]);
-        }
-        for k in 0..nbedge {
-            let (n, l) = next_line(&format!("boundary edge {k}"))?;
-            let [n0, n1, c0, b] = fields::<i64, 4>(n, l, "boundary edge (2 nodes, cell, bound)", &err)?;
-            g.bedge.extend([index(n, n0, nnode, "node")?, index(n, n1, nnode, "node")?]);
-            g.becell.push(index(n, c0, ncell, "cell")?);
-            if b != 1 && b != 2 {
-                return Err(err(n, format!("bound {b} is neither 1 (wall) nor 2 (far field)")));
+        for k in 0..counts.nedge {
+            let (n, [n0, n1, c0, c1]) = r.record::<4>(&|| format!("edge {k} (2 nodes, 2 cells)"))?;
+            let nodes = [
+                index(n, &n0, counts.nnode, &format!("edge {k}: node"))?,
+                index(n, &n1, counts.nnode, &format!("edge {k}: node"))?,
+            ];
+            let cells = [
+                index(n, &c0, counts.ncell, &format!("edge {k}: cell"))?,
+                index(n, &c1, counts.ncell, &format!("edge {k}: cell"))?,
+            ];
+            if nodes[0] == nodes[1] {
+                return Err(err(n, format!("edge {k} goes from node {} to itself", nodes[0])));
             }
-            g.bound.push(b as i32);
+            if cells[0] == cells[1] {
+                return Err(err(
+                    n,
+                    format!(
+                        "edge {k} lies between cell {} and itself (an interior edge joins two cells; \
+                         edges on the boundary belong in the boundary edge section)",
+                        cells[0]
+                    ),
+                ));
+            }
+            g.edge.extend(nodes);
+            g.ecell.extend(cells);
+            lines.push(n);
         }
+        for k in 0..counts.nbedge {
+            let (n, [n0, n1, c0, b]) = r.record::<4>(&|| format!("boundary edge {k} (2 nodes, cell, bound)"))?;
+            let nodes = [
+                index(n, &n0, counts.nnode, &format!("boundary edge {k}: node"))?,
+                index(n, &n1, counts.nnode, &format!("boundary edge {k}: node"))?,
+            ];
+            let cell = index(n, &c0, counts.ncell, &format!("boundary edge {k}: cell"))?;
+            let bound = match b.parse::<i64>() {
+                Ok(b @ (1 | 2)) => b as i32,
+                _ => {
+                    return Err(err(n, format!("boundary edge {k}: bound `{b}` is neither 1 (wall) nor 2 (far field)")))
+                }
+            };
+            if nodes[0] == nodes[1] {
+                return Err(err(n, format!("boundary edge {k} goes from node {} to itself", nodes[0])));
+            }
+            g.bedge.extend(nodes);
+            g.becell.extend([cell]);
+            g.bound.extend([bound]);
+            lines.push(n);
+        }
+        if let Some((n, _)) = r.next_nonblank()? {
+            return Err(err(
+                n,
+                format!(
+                    "unexpected content after the last record (the header declares {} nodes, {} cells, \
+                     {} edges and {} boundary edges)",
+                    counts.nnode, counts.ncell, counts.nedge, counts.nbedge
+                ),
+            ));
+        }
+        g.check_with(source_name, &lines)?;
         Ok(g)
     }
+
+    /// Checks that the grid fits together, as [`Grid::read`] does after
+    /// reading; errors name the line each element has in the file
+    /// [`Grid::write`] writes. Besides lengths and index ranges:
+    ///
+    /// - every cell has 4 distinct nodes, every edge and boundary edge 2
+    ///   distinct nodes, every interior edge 2 distinct cells;
+    /// - every interior edge `n0 n1 c0 c1` is a side of both of its cells,
+    ///   oriented as the flux in `res_calc` assumes: cell `c0` (anticlockwise)
+    ///   runs along it from `n1` to `n0`, cell `c1` from `n0` to `n1`. Where
+    ///   the nodes are not the cell's own, the side may be a cut through
+    ///   duplicated nodes (the wake of the C-grid): the cell's side then runs
+    ///   between nodes at the same coordinates (to 1e-12 relative);
+    /// - every boundary edge `n0 n1 c` is a side of its cell, which runs
+    ///   along it from `n1` to `n0`;
+    /// - no side of a cell is on two edges, and every side is on an edge or a
+    ///   boundary edge (the mesh is closed).
+    pub fn check(&self, source_name: &str) -> Result<(), Error> {
+        self.check_with(source_name, &LineIndex::plain())
+    }
+
+    fn check_with(&self, source_name: &str, lines: &LineIndex) -> Result<(), Error> {
+        let counts = self.counts();
+        let err = |record: Record, reason: String| Error::Input {
+            source_name: source_name.into(),
+            line: lines.line_of(&counts, record),
+            reason,
+        };
+        let shape = |what: &str, got: usize, want: usize| -> Result<(), Error> {
+            if got == want {
+                Ok(())
+            } else {
+                Err(Error::Input {
+                    source_name: source_name.into(),
+                    line: 0,
+                    reason: format!("{what}: {got} values where {want} were expected"),
+                })
+            }
+        };
+        shape("node coordinates", self.x.len(), 2 * counts.nnode)?;
+        shape("cells", self.cell.len(), 4 * counts.ncell)?;
+        shape("edges", self.edge.len(), 2 * counts.nedge)?;
+        shape("edge cells", self.ecell.len(), 2 * counts.nedge)?;
+        shape("boundary edges", self.bedge.len(), 2 * counts.nbedge)?;
+        shape("boundary edge cells", self.becell.len(), counts.nbedge)?;
+        let in_range = |v: i32, size: usize| v >= 0 && (v as usize) < size;
+        for (k, c) in self.cell.chunks_exact(4).enumerate() {
+            if let Some(&v) = c.iter().find(|&&v| !in_range(v, counts.nnode)) {
+                return Err(err(Record::Cell(k), format!("cell {k}: node {v} is out of range (0..{})", counts.nnode)));
+            }
+            if let Some(a) = (0..4).find(|&a| c[a + 1..].contains(&c[a])) {
+                return Err(err(
+                    Record::Cell(k),
+                    format!("cell {k} repeats node {} (a cell has 4 distinct nodes)", c[a]),
+                ));
+            }
+        }
+        let cell_nodes = |c: i32| -> [i32; 4] {
+            let c = c as usize;
+            [self.cell[4 * c], self.cell[4 * c + 1], self.cell[4 * c + 2], self.cell[4 * c + 3]]
+        };
+        let coords = |n: i32| [self.x[2 * n as usize], self.x[2 * n as usize + 1]];
+        // The same point, up to the last bits (a generator's mirrored
+        // coordinates may differ by an ulp before they are rounded).
+        let same = |p: [f64; 2], q: [f64; 2]| {
+            p.iter().zip(&q).all(|(a, b)| (a - b).abs() <= 1e-12 * a.abs().max(b.abs()).max(1.0))
+        };
+        // The side of cell `c` that runs from node `from` to node `to`.
+        let side = |c: i32, from: i32, to: i32, cut: bool| -> Option<usize> {
+            let nodes = cell_nodes(c);
+            (0..4).find(|&s| nodes[s] == from && nodes[(s + 1) % 4] == to).or_else(|| {
+                let (f, t) = (coords(from), coords(to));
+                cut.then(|| (0..4).find(|&s| same(coords(nodes[s]), f) && same(coords(nodes[(s + 1) % 4]), t)))
+                    .flatten()
+            })
+        };
+        let describe = |c: i32| {
+            let n = cell_nodes(c);
+            format!("cell {c} (nodes {} {} {} {})", n[0], n[1], n[2], n[3])
+        };
+        // Sides of each cell found so far, one bit per side.
+        let mut sides: Vec<u8> = try_vec(counts.ncell, || format!("grid `{source_name}`: the consistency check"))?;
+        sides.resize(counts.ncell, 0);
+        let mut claim = |record: Record, what: &str, c: i32, from: i32, to: i32, cut: bool| -> Result<(), Error> {
+            let Some(s) = side(c, from, to, cut) else {
+                let own = cell_nodes(c);
+                let reason = match [from, to].into_iter().find(|n| !own.contains(n)) {
+                    Some(n) if !cut || side(c, to, from, true).is_none() => {
+                        format!("{what}: node {n} is not a node of its {}", describe(c))
+                    }
+                    _ => format!(
+                        "{what}: its {} has no side from node {from} to node {to}; an edge `n0 n1 c0 c1` \
+                         is a side of both cells, c0 running along it from n1 to n0 and c1 from n0 to n1 \
+                         (cells anticlockwise), and a boundary edge `n0 n1 c` a side of c from n1 to n0",
+                        describe(c)
+                    ),
+                };
+                return Err(err(record, reason));
+            };
+            let slot = &mut sides[c as usize];
+            if *slot & (1 << s) != 0 {
+                return Err(err(
+                    record,
+                    format!(
+                        "{what}: the side from node {from} to node {to} of {} is already on another edge",
+                        describe(c)
+                    ),
+                ));
+            }
+            *slot |= 1 << s;
+            Ok(())
+        };
+        for (k, (n, c)) in self.edge.chunks_exact(2).zip(self.ecell.chunks_exact(2)).enumerate() {
+            let record = Record::Edge(k);
+            if let Some(&v) = n.iter().find(|&&v| !in_range(v, counts.nnode)) {
+                return Err(err(record, format!("edge {k}: node {v} is out of range (0..{})", counts.nnode)));
+            }
+            if let Some(&v) = c.iter().find(|&&v| !in_range(v, counts.ncell)) {
+                return Err(err(record, format!("edge {k}: cell {v} is out of range (0..{})", counts.ncell)));
+            }
+            if n[0] == n[1] {
+                return Err(err(record, format!("edge {k} goes from node {} to itself", n[0])));
+            }
+            if c[0] == c[1] {
+                return Err(err(record, format!("edge {k} lies between cell {} and itself", c[0])));
+            }
+            let what = format!("edge {k} (nodes {} {}, cells {} {})", n[0], n[1], c[0], c[1]);
+            claim(record, &what, c[0], n[1], n[0], true)?;
+            claim(record, &what, c[1], n[0], n[1], true)?;
+        }
+        for (k, (n, &c)) in self.bedge.chunks_exact(2).zip(&self.becell).enumerate() {
+            let record = Record::BoundaryEdge(k);
+            if let Some(&v) = n.iter().find(|&&v| !in_range(v, counts.nnode)) {
+                return Err(err(record, format!("boundary edge {k}: node {v} is out of range (0..{})", counts.nnode)));
+            }
+            if !in_range(c, counts.ncell) {
+                return Err(err(record, format!("boundary edge {k}: cell {c} is out of range (0..{})", counts.ncell)));
+            }
+            if n[0] == n[1] {
+                return Err(err(record, format!("boundary edge {k} goes from node {} to itself", n[0])));
+            }
+            if !matches!(self.bound[k], 1 | 2) {
+                return Err(err(
+                    record,
+                    format!("boundary edge {k}: bound {} is neither 1 (wall) nor 2 (far field)", self.bound[k]),
+                ));
+            }
+            let what = format!("boundary edge {k} (nodes {} {}, cell {c})", n[0], n[1]);
+            claim(record, &what, c, n[1], n[0], false)?;
+        }
+        if let Some(c) = sides.iter().position(|&s| s != 0b1111) {
+            let s = (0..4).find(|&s| sides[c] & (1 << s) == 0).unwrap_or(0);
+            let n = cell_nodes(c as i32);
+            return Err(err(
+                Record::Cell(c),
+                format!(
+                    "{}: its side from node {} to node {} is on no edge and no boundary edge (the mesh has a hole)",
+                    describe(c as i32),
+                    n[s],
+                    n[(s + 1) % 4]
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Parses a grid size `I,J` as the command lines take it (`400,600`).
+pub fn parse_grid_size(s: &str) -> Result<(usize, usize), String> {
+    let (i, j) = s.split_once(',').ok_or_else(|| format!("`{s}`: expected I,J such as 400,600"))?;
+    let n = |v: &str| v.trim().parse::<usize>().map_err(|_| format!("`{v}` is not a positive integer"));
+    Ok((n(i)?, n(j)?))
 }

@@ -2,7 +2,7 @@
 
 use parloop::{Access, Dat, Error, Global, Map, ParLoop, Runtime, Set};
 
-use super::grid::Grid;
+use super::grid::{Counts, Grid};
 use super::kernels::{adt_calc, bres_calc, gam, gm1, res_calc, save_soln, update, MACH};
 
 /// The free stream: `qinf = [r, r u, 0, r e]` with `p = r = 1`,
@@ -134,11 +134,12 @@ impl<'rt> Airfoil<'rt> {
             rt.execute(&self.update)?;
         }
         // Cells of the whole grid, on every rank of a distributed run.
-        Ok((self.rms.value() / self.cells.global_size() as f64).sqrt())
+        Ok((self.rms.value()? / self.cells.global_size() as f64).sqrt())
     }
 
     /// Runs `iterations` steps, calling `report(iteration, rms)` after every
-    /// step; returns the rms of every 100th iteration.
+    /// step; returns the rms of every 100th iteration. It does not look at
+    /// the rms: [`Airfoil::run_checked`] stops when it is not finite.
     pub fn run(&mut self, iterations: usize, mut report: impl FnMut(usize, f64)) -> Result<Vec<(usize, f64)>, Error> {
         let mut every_100 = Vec::new();
         for iter in 1..=iterations {
@@ -149,5 +150,79 @@ impl<'rt> Airfoil<'rt> {
             }
         }
         Ok(every_100)
+    }
+
+    /// [`Airfoil::run`], stopping with [`RunError::Diverged`] after the
+    /// first step whose rms (computed every step) is NaN or infinite;
+    /// `report` is called for every step, that one included.
+    pub fn run_checked(
+        &mut self,
+        iterations: usize,
+        mut report: impl FnMut(usize, f64),
+    ) -> Result<Vec<(usize, f64)>, RunError> {
+        let mut every_100 = Vec::new();
+        for iteration in 1..=iterations {
+            let rms = self.step()?;
+            report(iteration, rms);
+            if !rms.is_finite() {
+                return Err(RunError::Diverged { iteration, rms });
+            }
+            if iteration % 100 == 0 {
+                every_100.push((iteration, rms));
+            }
+        }
+        Ok(every_100)
+    }
+
+    /// Bytes the solver's declarations take on the runtime for a grid of
+    /// these counts (a copy of the grid's maps and coordinates, four dats
+    /// per cell, plans), an estimate to refuse a grid before allocating;
+    /// `None` when it overflows `usize`.
+    pub fn estimated_bytes(counts: &Counts) -> Option<usize> {
+        // q, qold, res: 4 f64 per cell; adt: 1.
+        let dats = counts.ncell.checked_mul(13 * 8)?;
+        // Plans and staging maps, generously: 32 bytes per edge.
+        let plans = counts.nedge.checked_add(counts.nbedge)?.checked_mul(32)?;
+        counts.grid_bytes()?.checked_add(dats)?.checked_add(plans)
+    }
+}
+
+/// Why [`Airfoil::run_checked`] stopped.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RunError {
+    /// A parloop call failed.
+    Parloop(Error),
+    /// The rms of a step is NaN or infinite: the flow diverged.
+    Diverged {
+        /// The step (1-based).
+        iteration: usize,
+        /// Its rms.
+        rms: f64,
+    },
+}
+
+impl From<Error> for RunError {
+    fn from(e: Error) -> RunError {
+        RunError::Parloop(e)
+    }
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Parloop(e) => e.fmt(f),
+            RunError::Diverged { iteration, rms } => write!(f, "diverged at iteration {iteration} (rms is {rms})"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    // Transparent: the message is the runtime error's own.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Parloop(e) => e.source(),
+            RunError::Diverged { .. } => None,
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! `cargo run --release --bin airfoil` runs the standard 400x600 grid for
 //! 1000 iterations on the best backend present; see `--help`.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -11,13 +11,14 @@ use std::time::Instant;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use parloop::{Backend, Error, Runtime};
-use parloop_examples::airfoil::{grid::Grid, Airfoil};
+use parloop_examples::airfoil::grid::{parse_grid_size, Counts, Grid};
+use parloop_examples::airfoil::{check_memory, Airfoil, RunError};
 
 #[derive(Parser, Debug)]
 #[command(about = "OP2's airfoil benchmark (2-D Euler, NACA0012 C-grid) on parloop")]
 struct Args {
     /// Read the grid from this file (OP2 format) instead of generating it.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "grid_size")]
     grid: Option<PathBuf>,
     /// Generate a grid of 3I x J cells in memory.
     #[arg(long, value_name = "I,J", default_value = "400,600", value_parser = parse_grid_size)]
@@ -46,12 +47,6 @@ struct Args {
     preview_parts: Vec<usize>,
 }
 
-fn parse_grid_size(s: &str) -> Result<(usize, usize), String> {
-    let (i, j) = s.split_once(',').ok_or_else(|| format!("`{s}`: expected I,J such as 400,600"))?;
-    let n = |v: &str| v.trim().parse::<usize>().map_err(|_| format!("`{v}` is not a positive integer"));
-    Ok((n(i)?, n(j)?))
-}
-
 /// C's `%10.5e`: five decimals, signed exponent of at least two digits.
 fn c_exp(v: f64) -> String {
     let s = format!("{v:.5e}");
@@ -60,7 +55,19 @@ fn c_exp(v: f64) -> String {
     format!("{:>10}", format!("{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs()))
 }
 
-fn run(args: Args) -> Result<(), Error> {
+/// A write to standard output that failed (a full disk, a closed pipe).
+fn stdout_error(source: std::io::Error) -> Error {
+    Error::Io { path: "<stdout>".into(), source }
+}
+
+fn run(args: Args) -> Result<(), RunError> {
+    if args.grid.is_none() {
+        // Refuse a grid that cannot fit before allocating any of it.
+        let (i, j) = args.grid_size;
+        let counts = Counts::generated(i, j)?;
+        let bytes = counts.grid_bytes().and_then(|g| g.checked_add(Airfoil::estimated_bytes(&counts)?));
+        check_memory(&format!("--grid-size {i},{j}: the grid and the solver's data"), bytes)?;
+    }
     let backend: Backend = match &args.backend {
         Some(b) => b.parse()?,
         None => match std::env::var("PARLOOP_BACKEND") {
@@ -80,7 +87,8 @@ fn run(args: Args) -> Result<(), Error> {
             reason: "--partition and --preview-parts need the mpi feature: \
                      cargo build --release --features mpi --bin airfoil"
                 .into(),
-        });
+        }
+        .into());
     }
     let rt = Runtime::with_backend(backend)?;
     // Under MPI, rank 0 alone prints.
@@ -94,10 +102,13 @@ fn run(args: Args) -> Result<(), Error> {
         Some(p) => p.display().to_string(),
         None => format!("generated {}x{}", args.grid_size.0, args.grid_size.1),
     };
+    // Checked writes: a full disk or a closed pipe is an error, not a panic.
     macro_rules! say {
         ($($t:tt)*) => {
             if lead {
-                println!($($t)*);
+                writeln!(std::io::stdout(), $($t)*).map_err(stdout_error)
+            } else {
+                Ok(())
             }
         };
     }
@@ -114,7 +125,7 @@ fn run(args: Args) -> Result<(), Error> {
             (Backend::Seq, None) => "1 thread".into(),
             (_, None) => format!("{} threads", rayon_threads()),
         },
-    );
+    )?;
     let mut airfoil = Airfoil::new(&rt, &grid)?;
     #[cfg(feature = "mpi")]
     {
@@ -136,7 +147,7 @@ fn run(args: Args) -> Result<(), Error> {
                 let t = Instant::now();
                 let name = args.partition.as_deref().unwrap_or("metis");
                 let report = rt.partition_preview(&airfoil.cells, &airfoil.pecell, method(name)?, parts)?;
-                say!("{name} over {parts} parts ({:.2} s):\n{}", t.elapsed().as_secs_f64(), report.summary());
+                say!("{name} over {parts} parts ({:.2} s):\n{}", t.elapsed().as_secs_f64(), report.summary())?;
             }
             return Ok(());
         }
@@ -148,7 +159,7 @@ fn run(args: Args) -> Result<(), Error> {
                 rt.ranks(),
                 t.elapsed().as_secs_f64(),
                 report.summary()
-            );
+            )?;
         }
     }
     let bar = if lead && std::io::stderr().is_terminal() && !args.quiet {
@@ -162,14 +173,17 @@ fn run(args: Args) -> Result<(), Error> {
         ProgressBar::hidden()
     };
     let start = Instant::now();
-    airfoil.run(args.iterations, |iter, rms| {
+    let mut printed = Ok(());
+    let result = airfoil.run_checked(args.iterations, |iter, rms| {
         bar.inc(1);
-        if iter % 100 == 0 {
+        if iter % 100 == 0 && printed.is_ok() {
             let rms = if args.precise { format!("{rms:.16e}") } else { c_exp(rms) };
-            bar.suspend(|| say!(" {iter:>4}  {rms}"));
+            printed = bar.suspend(|| say!(" {iter:>4}  {rms}"));
         }
-    })?;
+    });
     bar.finish_and_clear();
+    result?;
+    printed?;
     let wall = start.elapsed().as_secs_f64();
     let report = rt.report();
     let bytes: u64 = report.iter().map(|r| r.bytes).sum();
@@ -183,18 +197,20 @@ fn run(args: Args) -> Result<(), Error> {
         steady * 1e3 / iters,
         bytes as f64 / steady / 1e9,
         bytes as f64 / iters / 1e6,
-    );
+    )?;
     #[cfg(feature = "mpi")]
     if lead && universe.is_some() {
         for r in report.iter().filter(|r| r.halo_messages > 0 || r.mpi_wait_seconds > 0.0) {
             let bytes: u64 = r.halo_bytes.iter().map(|(_, b)| b).sum();
-            println!(
+            writeln!(
+                std::io::stdout(),
                 "rank 0 {:<10} halo {:>8.2} MB in {:>6} messages, MPI wait {:.3} s",
                 r.name,
                 bytes as f64 / 1e6,
                 r.halo_messages,
                 r.mpi_wait_seconds
-            );
+            )
+            .map_err(stdout_error)?;
         }
     }
     Ok(())

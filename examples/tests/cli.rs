@@ -1,0 +1,122 @@
+//! The `airfoil` and `airfoil-grid` command lines in subprocesses (with a
+//! timeout): conflicting options, grids too large for memory, write errors
+//! and a diverging flow end with a message and a non-zero exit, never a
+//! panic, an abort or a silent success.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use parloop_examples::airfoil::grid::Grid;
+
+const AIRFOIL: &str = env!("CARGO_BIN_EXE_airfoil");
+const AIRFOIL_GRID: &str = env!("CARGO_BIN_EXE_airfoil-grid");
+
+/// Runs `bin args` with stdout sent to `stdout` (None: captured), killing
+/// it after 120 s.
+fn run(bin: &str, args: &[&str], stdout: Option<&Path>) -> Output {
+    let mut cmd = Command::new(bin);
+    cmd.args(args).env("PARLOOP_BACKEND", "seq").stdin(Stdio::null()).stderr(Stdio::piped());
+    match stdout {
+        Some(path) => cmd.stdout(std::fs::OpenOptions::new().write(true).open(path).unwrap()),
+        None => cmd.stdout(Stdio::piped()),
+    };
+    let mut child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("{bin} {args:?} did not finish in 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Expects a clean failure: exit status 1 (not a signal, not a panic's
+/// 101) and `needles` in the message on stderr.
+#[track_caller]
+fn fails_with(out: &Output, code: i32, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "status {:?}, stderr:\n{stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "stderr does not say `{needle}`:\n{stderr}");
+    }
+}
+
+fn temp(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("parloop-cli-{tag}-{}.dat", std::process::id()))
+}
+
+#[test]
+fn grid_and_grid_size_together_are_an_error() {
+    let path = temp("both");
+    Grid::generate(2, 3).unwrap().write_file(&path).unwrap();
+    let p = path.to_str().unwrap();
+    let both = run(AIRFOIL, &["--grid", p, "--grid-size", "2,3", "--iterations", "1"], None);
+    let alone = run(AIRFOIL, &["--grid", p, "--iterations", "1"], None);
+    std::fs::remove_file(&path).unwrap();
+    // clap's usage errors exit with 2.
+    fails_with(&both, 2, &["--grid", "--grid-size", "cannot be used with"]);
+    assert!(alone.status.success(), "{}", String::from_utf8_lossy(&alone.stderr));
+}
+
+#[test]
+fn grid_sizes_that_cannot_fit_in_memory_are_refused_before_allocating() {
+    for bin in [AIRFOIL, AIRFOIL_GRID] {
+        let start = Instant::now();
+        let out = run(
+            bin,
+            &["--grid-size", "100000,100000", "--iterations", "1"][..if bin == AIRFOIL { 4 } else { 2 }],
+            None,
+        );
+        fails_with(&out, 1, &["out of memory", "--grid-size 100000,100000", "GB of memory available"]);
+        assert!(start.elapsed() < Duration::from_secs(30), "{bin} took {:?}", start.elapsed());
+        assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    }
+}
+
+#[test]
+fn write_errors_are_reported() {
+    let full = Path::new("/dev/full");
+    if !full.exists() {
+        eprintln!("no /dev/full here: skipped");
+        return;
+    }
+    // Small enough to sit in a buffer until the end, and larger.
+    for size in ["1,2", "10,10"] {
+        let out = run(AIRFOIL_GRID, &["--grid-size", size], Some(full));
+        fails_with(&out, 1, &["airfoil-grid: error: <stdout>", "No space left on device"]);
+        let out = run(AIRFOIL_GRID, &["--grid-size", size, "-o", "/dev/full"], None);
+        fails_with(&out, 1, &["airfoil-grid: error: /dev/full", "No space left on device"]);
+    }
+    let out = run(AIRFOIL, &["--grid-size", "1,2", "--iterations", "1"], Some(full));
+    fails_with(&out, 1, &["airfoil: error: <stdout>", "No space left on device"]);
+}
+
+#[test]
+fn a_diverging_flow_stops_with_an_error() {
+    // Collapse a cell away from the wake cut onto one point: the grid
+    // still fits together, but the cell's time step is zero, so the first
+    // update divides by zero.
+    let mut grid = Grid::generate(2, 3).unwrap().rounded();
+    let c = 8; // cell (2, 1): 3I = 6 cells a row
+    let (x0, y0) = (grid.x[2 * grid.cell[4 * c] as usize], grid.x[2 * grid.cell[4 * c] as usize + 1]);
+    for k in 1..4 {
+        let n = grid.cell[4 * c + k] as usize;
+        grid.x[2 * n] = x0;
+        grid.x[2 * n + 1] = y0;
+    }
+    let path = temp("diverge");
+    grid.write_file(&path).unwrap();
+    let p = path.to_str().unwrap();
+    let two = run(AIRFOIL, &["--grid", p, "--iterations", "2"], None);
+    let many = run(AIRFOIL, &["--grid", p, "--iterations", "1000"], None);
+    std::fs::remove_file(&path).unwrap();
+    for out in [two, many] {
+        fails_with(&out, 1, &["airfoil: error: diverged at iteration 1 (rms is NaN)"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains("wall time"), "{stdout}");
+    }
+}
