@@ -1,0 +1,171 @@
+//! What the translator records about a body and the Rust semantics it
+//! keeps: increment-only parameters (for INC), checked integer division,
+//! index checks, constant indices out of range, reserved names, frame
+//! sizes.
+
+use parloop_kernels::{fn_cname, translate, FnKind, Translation};
+
+fn kernel(f: syn::ItemFn) -> Translation {
+    translate(&f, FnKind::Kernel).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn increment_only_parameters_are_recorded() {
+    let t = kernel(syn::parse_quote! {
+        fn k(x: &[f64; 2], a: &mut f64, b: &mut [f64; 2], c: &mut [[f64; 2]; 2], d: &mut f64, e: &mut f64,
+             f: &mut [f64; 2], g: &mut f64, h: &mut f64, i: &mut i32) {
+            *a += x[0];
+            for j in 0..2 {
+                b[j] -= x[j];
+                c[j][1 - j] += 2.0 * x[j];
+            }
+            *d = x[0];
+            *e *= 2.0;
+            f[0] += f[1];
+            *g += *g;
+            let h = 3.0;
+            *i += h as i32;
+        }
+    });
+    let names: Vec<&str> = t.params.iter().map(|p| p.name.as_str()).collect();
+    let only: Vec<(&str, bool)> = names.into_iter().zip(t.increment_only.iter().copied()).collect();
+    assert_eq!(
+        only,
+        [
+            ("x", true),
+            ("a", true),
+            ("b", true),
+            ("c", true),
+            ("d", false), // assigned
+            ("e", false), // scaled
+            ("f", false), // read
+            ("g", false), // read in its own increment
+            ("h", true),  // shadowed before any use: never touched
+            ("i", true),
+        ]
+    );
+}
+
+#[test]
+fn helpers_given_a_parameter_make_it_not_increment_only() {
+    let t = kernel(syn::parse_quote! {
+        fn k(a: &mut [f64; 2], b: &mut f64) {
+            bump(a);
+            *b += 1.0;
+        }
+    });
+    assert_eq!(t.increment_only, [false, true]);
+}
+
+#[test]
+fn integer_division_is_checked_unless_the_divisor_is_a_positive_literal() {
+    let t = kernel(syn::parse_quote! {
+        fn k(a: &i32, b: &u64, n: &mut [i64; 4], o: &mut [i32; 4], f: &mut f64) {
+            o[0] = *a / 4;
+            o[1] = *a % 3;
+            o[2] = *a / -1;
+            o[3] = 7 % *a;
+            n[0] = (*b / *b) as i64;
+            n[1] /= n[2];
+            *f = *f / 0.0;
+        }
+    });
+    assert!(t.may_panic);
+    for line in [
+        "o[0] = ((*a) / 4);",
+        "o[1] = ((*a) % 3);",
+        "o[2] = __pl_div<int>((*a), (-1));",
+        "o[3] = __pl_rem<int>(7, (*a));",
+        "n[0] = ((long long)(__pl_div<unsigned long long>((*b), (*b))));",
+        "n[1] = __pl_div<long long>(n[1], n[2]);",
+        "(*f) = ((*f) / 0.0);",
+    ] {
+        assert!(t.source.contains(line), "{line}\n{}", t.source);
+    }
+    let plain = kernel(syn::parse_quote! {
+        fn k(a: &i32, o: &mut i32) { *o = *a / 2 + *a % 5; }
+    });
+    assert!(!plain.may_panic, "{}", plain.source);
+}
+
+#[test]
+fn dynamic_indices_go_through_pl_ix_and_bounded_loop_indices_do_not() {
+    let t = kernel(syn::parse_quote! {
+        fn k(i: &u32, x: &[[f64; 3]; 2], o: &mut [f64; 4]) {
+            let j = *i as usize;
+            for r in 0..2 {
+                o[r] += x[r][j];
+            }
+            for r in 0..=3 {
+                o[r] += 1.0;
+            }
+            for r in 0..5 {
+                o[r] += 1.0;
+            }
+            for mut r in 0..2 {
+                r += 1;
+                o[r] += 1.0;
+            }
+            o[3] = x[1][2];
+        }
+    });
+    for line in [
+        "o[r] += x[r][PL_IX(j, 3)];",
+        "o[r_1] += 1.0;",
+        "o[PL_IX(r_2, 4)] += 1.0;",
+        "o[PL_IX(r_3, 4)] += 1.0;",
+        "o[3] = x[1][2];",
+    ] {
+        assert!(t.source.contains(line), "{line}\n{}", t.source);
+    }
+}
+
+#[test]
+fn a_constant_index_out_of_range_is_a_compile_error() {
+    for f in [
+        syn::parse_quote! { fn k(x: &[f64; 4], o: &mut f64) { *o = x[7]; } },
+        syn::parse_quote! { fn k(x: &[[f64; 2]; 3], o: &mut f64) { *o = x[1][2]; } },
+        syn::parse_quote! { fn k(o: &mut f64) { let a = [1.0, 2.0]; *o = a[(2)]; } },
+        syn::parse_quote! { fn k(o: &mut [f64; 4]) { o[4] += 1.0; } },
+    ] {
+        let f: syn::ItemFn = f;
+        let err = translate(&f, FnKind::Kernel).unwrap_err().to_string();
+        assert!(err.starts_with("index out of bounds: the length is "), "{err}");
+    }
+    let err = translate(&syn::parse_quote! { fn k(x: &[f64; 4], o: &mut f64) { *o = x[7]; } }, FnKind::Kernel)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(err, "index out of bounds: the length is 4 but the index is 7");
+}
+
+#[test]
+fn function_names_are_prefixed_and_long_ones_hashed() {
+    assert_eq!(fn_cname("main"), "pl_fn_main");
+    assert_eq!(fn_cname("r#int"), "pl_fn_int");
+    let long = "a".repeat(300);
+    let (x, y) = (fn_cname(&long), fn_cname(&format!("{long}b")));
+    assert!(x.len() < 64 && y.len() < 64 && x != y, "{x} {y}");
+    assert!(x.starts_with("pl_fn_aaaa"));
+    let t = kernel(
+        syn::parse_quote! { fn main(x: &f64, o: &mut f64) { let pl_v0 = *x; let __y = pl_v0; let NAN = __y; *o = NAN + sq(1.0); } },
+    );
+    assert!(t.source.starts_with("__device__ inline void pl_fn_main("), "{}", t.source);
+    assert!(t.source.contains("double pl_u_pl_v0 = (*x);"), "{}", t.source);
+    assert!(t.source.contains("double pl_u___y = pl_u_pl_v0;"), "{}", t.source);
+    assert!(t.source.contains("double NAN_ = pl_u___y;"), "{}", t.source);
+    assert!(t.source.contains("pl_fn_sq(1.0)"), "{}", t.source);
+}
+
+#[test]
+fn frames_count_local_arrays() {
+    let t = kernel(syn::parse_quote! {
+        fn k(x: &f64, o: &mut f64) {
+            let mut a = [0.0f64; 200000];
+            let b = [0.0f32; 12];
+            a[0] = *x;
+            *o = a[0] + b[5] as f64;
+        }
+    });
+    assert!(t.frame_bytes >= 200000 * 8 + 48, "{}", t.frame_bytes);
+    assert!(t.frame_bytes < 200000 * 8 + 4096, "{}", t.frame_bytes);
+}
