@@ -126,11 +126,18 @@ pub enum Access {
     /// Read and written.
     ReadWrite,
     /// Only added to: the kernel sees a zeroed private copy whose value is
-    /// added to the target afterwards.
+    /// added to the target afterwards. The kernel's parameter must be
+    /// increment-only (`+=`, `-=`, never assigned or read): `par_loop`
+    /// rejects INC on any other (see [`ParamSig::increment_only`](crate::ParamSig::increment_only)).
     Inc,
-    /// Global minimum reduction.
+    /// Global minimum reduction. For floats the rule is Rust's `f64::min`
+    /// (IEEE minNum) on every backend, the device's combining steps (CUDA
+    /// `fmin`) included: a NaN operand is ignored, so NaNs in the data or a
+    /// NaN initial value give the minimum of the other values; only when
+    /// every value is NaN is the result NaN. Integers compare as usual.
     Min,
-    /// Global maximum reduction.
+    /// Global maximum reduction, as [`Access::Min`] with Rust's `f64::max`
+    /// (a NaN operand is ignored; all NaN gives NaN).
     Max,
 }
 
