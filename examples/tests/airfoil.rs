@@ -220,7 +220,7 @@ fn airfoil_bits(backend: Backend, simd: bool) -> Vec<u64> {
     let mut airfoil = Airfoil::new(&rt, &grid).unwrap();
     let mut bits: Vec<u64> = (0..20).map(|_| airfoil.step().unwrap().to_bits()).collect();
     for dat in [&airfoil.q, &airfoil.res, &airfoil.adt] {
-        bits.extend(dat.values().iter().map(|v| v.to_bits()));
+        bits.extend(dat.values().unwrap().iter().map(|v| v.to_bits()));
     }
     bits
 }

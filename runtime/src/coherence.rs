@@ -35,19 +35,22 @@ fn same_device(a: &Arc<dyn Device>, b: &Arc<dyn Device>) -> bool {
 }
 
 impl MirrorSlot {
-    /// Makes `host` current: downloads when the device copy is newer.
-    ///
-    /// # Panics
-    /// When the device fails to copy (the emulated device never does; a
-    /// lost GPU would).
-    pub fn refresh_host(&self, host: &mut [u8]) {
+    /// Makes `host` current: downloads when the device copy is newer. A
+    /// failed copy (a lost GPU) is returned and leaves the state as it was.
+    pub fn refresh_host(&self, host: &mut [u8]) -> Result<()> {
         let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = slot.as_mut() {
             if m.state == State::DeviceNewer {
-                m.device.download(&m.buf, host).expect("device-to-host copy failed");
+                m.device.download(&m.buf, host)?;
                 m.state = State::InSync;
             }
         }
+        Ok(())
+    }
+
+    /// Whether a device loop wrote the values since the host last saw them.
+    pub fn device_newer(&self) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|m| m.state == State::DeviceNewer)
     }
 
     /// Drops the device copy (the host values changed shape).

@@ -6,11 +6,12 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use crate::coherence::MirrorSlot;
 use crate::device::{Device, DeviceBuffer};
 use crate::error::{Error, Result};
+use crate::host_access;
 use crate::types::{ElemType, Scalar};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -332,7 +333,8 @@ pub(crate) struct DatMeta {
 }
 
 pub(crate) type DatInner<T> = Stored<T, DatMeta>;
-pub(crate) type GlobalInner<T> = Stored<T, ()>;
+/// A global's meta: its number of values (fixed at declaration).
+pub(crate) type GlobalInner<T> = Stored<T, usize>;
 
 impl<T: Scalar, M> Stored<T, M> {
     fn new(name: &str, values: Vec<T>, meta: M) -> Stored<T, M> {
@@ -340,27 +342,34 @@ impl<T: Scalar, M> Stored<T, M> {
     }
 
     /// The values for reading on the host, downloaded first when a device
-    /// loop wrote them last.
-    fn read(&self) -> RwLockReadGuard<'_, Vec<T>> {
-        drop(self.write());
-        self.values.read().unwrap_or_else(|e| e.into_inner())
+    /// loop wrote them last. Reads nest; a read inside this thread's
+    /// `with_values_mut` is an [`Error::HostBusy`] (see `host_access`).
+    fn read(&self) -> Result<host_access::ReadGuard<'_, Vec<T>>> {
+        loop {
+            if self.mirror.device_newer() {
+                drop(self.write("read")?);
+            }
+            let guard = host_access::read(&self.values, self.id, &self.name, "read")?;
+            // A device loop on another thread may have written in between.
+            if !self.mirror.device_newer() {
+                return Ok(guard);
+            }
+        }
     }
 
     /// The values for writing on the host (current first); callers that do
-    /// write mark the device copy stale.
-    fn write(&self) -> RwLockWriteGuard<'_, Vec<T>> {
-        let mut values = self.values.write().unwrap_or_else(|e| e.into_inner());
-        self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut values));
-        values
+    /// write mark the device copy stale. `wanted` says what for, in errors.
+    fn write(&self, wanted: &'static str) -> Result<host_access::WriteGuard<'_, Vec<T>>> {
+        let mut values = host_access::write(&self.values, self.id, &self.name, wanted)?;
+        self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut values.guard))?;
+        Ok(values)
     }
 
-    /// Exclusive access for a loop; `None` while the host holds the values.
-    fn try_exclusive(&self) -> Option<RwLockWriteGuard<'_, Vec<T>>> {
-        match self.values.try_write() {
-            Ok(g) => Some(g),
-            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        }
+    /// Exclusive access for a loop; `None` while this thread's host code
+    /// holds the values (a loop inside `with_values`). Holders on other
+    /// threads are waited for.
+    fn try_exclusive(&self) -> Option<host_access::WriteGuard<'_, Vec<T>>> {
+        host_access::write(&self.values, self.id, &self.name, "written by a loop").ok()
     }
 }
 
@@ -371,7 +380,7 @@ impl<T: Scalar, M> Stored<T, M> {
 /// let rt = Runtime::with_backend(Backend::Seq).unwrap();
 /// let nodes = rt.set("nodes", 3).unwrap();
 /// let x = rt.dat::<f64>("x", &nodes, 2, vec![0.0, 0.0, 1.0, 0.0, 0.0, 1.0]).unwrap();
-/// assert_eq!(x.values()[2], 1.0);
+/// assert_eq!(x.values().unwrap()[2], 1.0);
 /// ```
 #[derive(Clone)]
 pub struct Dat<T: Scalar>(pub(crate) Arc<DatInner<T>>);
@@ -416,28 +425,50 @@ impl<T: Scalar> Dat<T> {
         self.0.meta.dim
     }
 
-    /// A copy of all values (entity-major).
-    pub fn values(&self) -> Vec<T> {
+    /// A copy of all values (entity-major), downloaded first when a device
+    /// loop wrote them last.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let s = rt.set("s", 2)?;
+    /// let d = rt.dat("d", &s, 1, vec![1.0, 2.0])?;
+    /// assert_eq!(d.values()?, vec![1.0, 2.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn values(&self) -> Result<Vec<T>> {
         self.with_values(|v| v.to_vec())
     }
 
-    /// Calls `f` with the values, without copying. Loops that need this dat
-    /// return [`Error::Busy`] while `f` runs.
-    pub fn with_values<R>(&self, f: impl FnOnce(&[T]) -> R) -> R {
-        f(&self.0.read())
+    /// Calls `f` with the values, without copying. Reads nest (`values()`
+    /// inside `f` works); loops that need this dat return [`Error::Busy`]
+    /// while `f` runs, and writing it inside `f` is an [`Error::HostBusy`].
+    pub fn with_values<R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+        Ok(f(&self.0.read()?.guard))
     }
 
-    /// Calls `f` with mutable access to the values.
-    pub fn with_values_mut<R>(&self, f: impl FnOnce(&mut [T]) -> R) -> R {
-        let mut guard = self.0.write();
-        let r = f(&mut guard);
+    /// Calls `f` with mutable access to the values. Any other access to
+    /// this dat inside `f` is an [`Error::HostBusy`] (or [`Error::Busy`]
+    /// for a loop), never a hang.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let s = rt.set("s", 2)?;
+    /// let d = rt.dat("d", &s, 1, vec![1.0, 2.0])?;
+    /// d.with_values_mut(|v| v[0] = 5.0)?;
+    /// assert!(d.with_values_mut(|_| d.values()).unwrap().is_err());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn with_values_mut<R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+        let mut guard = self.0.write("written")?;
+        let r = f(&mut guard.guard);
         self.0.mirror.host_written();
-        r
+        Ok(r)
     }
 
     /// Replaces all values; the length must be `set.total() * dim`.
     pub fn set_values(&self, values: &[T]) -> Result<()> {
-        let mut v = self.0.write();
+        let mut v = self.0.write("written")?;
+        let v = &mut v.guard;
         if v.len() != values.len() {
             return Err(Error::WrongLength {
                 what: "dat",
@@ -471,17 +502,19 @@ impl<T: Scalar> Redistribute for DatInner<T> {
     }
     fn keep(&self, global: &[usize]) {
         let dim = self.meta.dim;
-        let mut values = self.write();
+        let mut values = self.write("redistributed").expect("partitioning runs outside any host access");
+        let values = &mut *values.guard;
         let local: Vec<T> = global.iter().flat_map(|&g| values[g * dim..(g + 1) * dim].iter().copied()).collect();
         *values = crate::pages::on_huge_pages(local);
         self.mirror.forget();
     }
     fn to_bytes(&self) -> Vec<u8> {
-        bytemuck::cast_slice(&self.read()).to_vec()
+        bytemuck::cast_slice(&self.read().expect("partitioning runs outside any host access").guard).to_vec()
     }
     fn replace(&self, bytes: &[u8]) {
         let size = std::mem::size_of::<T>();
-        *self.write() = bytes.chunks_exact(size).map(bytemuck::pod_read_unaligned).collect();
+        *self.write("redistributed").expect("partitioning runs outside any host access").guard =
+            bytes.chunks_exact(size).map(bytemuck::pod_read_unaligned).collect();
         self.mirror.forget();
     }
 }
@@ -499,7 +532,7 @@ impl<T: Scalar> fmt::Debug for Dat<T> {
 /// let rt = Runtime::with_backend(Backend::Seq).unwrap();
 /// let rms = rt.global("rms", &[0.0f64]).unwrap();
 /// rms.set_values(&[2.5]).unwrap();
-/// assert_eq!(rms.value(), 2.5);
+/// assert_eq!(rms.value().unwrap(), 2.5);
 /// ```
 #[derive(Clone)]
 pub struct Global<T: Scalar>(pub(crate) Arc<GlobalInner<T>>);
@@ -513,7 +546,7 @@ impl<T: Scalar> Global<T> {
                 reason: "needs at least one value".into(),
             });
         }
-        Ok(Global(Arc::new(Stored::new(name, values.to_vec(), ()))))
+        Ok(Global(Arc::new(Stored::new(name, values.to_vec(), values.len()))))
     }
 
     /// The global's name.
@@ -522,19 +555,27 @@ impl<T: Scalar> Global<T> {
     }
     /// Number of values.
     pub fn dim(&self) -> usize {
-        self.0.values.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.0.meta
     }
     /// All values (downloaded when a device loop reduced last).
-    pub fn values(&self) -> Vec<T> {
-        self.0.read().clone()
+    pub fn values(&self) -> Result<Vec<T>> {
+        Ok(self.0.read()?.guard.clone())
     }
     /// The first value (the value of a scalar global).
-    pub fn value(&self) -> T {
-        self.0.read()[0]
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// let g = rt.global("g", &[1.5f64, 2.0])?;
+    /// assert_eq!(g.value()?, 1.5);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn value(&self) -> Result<T> {
+        Ok(self.0.read()?.guard[0])
     }
     /// Replaces the values; the count must not change.
     pub fn set_values(&self, values: &[T]) -> Result<()> {
-        let mut v = self.0.write();
+        let mut v = self.0.write("written")?;
+        let v = &mut v.guard;
         if v.len() != values.len() {
             return Err(Error::WrongLength {
                 what: "global",
@@ -552,7 +593,10 @@ impl<T: Scalar> Global<T> {
 
 impl<T: Scalar> fmt::Debug for Global<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Global<{}>({} = {:?})", T::TYPE, self.0.name, self.values())
+        match self.values() {
+            Ok(v) => write!(f, "Global<{}>({} = {:?})", T::TYPE, self.0.name, v),
+            Err(_) => write!(f, "Global<{}>({}, values held elsewhere)", T::TYPE, self.0.name),
+        }
     }
 }
 
@@ -561,8 +605,9 @@ pub(crate) trait Storage: Send + Sync {
     fn id(&self) -> u64;
     fn name(&self) -> &str;
     fn elem(&self) -> ElemType;
-    /// Locks the values for a loop; `None` when the host holds them.
-    fn lock(&self) -> Option<Box<dyn LockedValues + '_>>;
+    /// Locks the values for a loop (current on the host); `None` when this
+    /// thread's host code holds them.
+    fn lock(&self) -> Option<Result<Box<dyn LockedValues + '_>>>;
     /// The address of current values on `device` (uploading stale ones);
     /// `None` when the host holds them.
     fn on_device(&self, device: &Arc<dyn Device>) -> Option<Result<u64>>;
@@ -578,9 +623,9 @@ pub(crate) trait LockedValues {
     fn base(&mut self) -> *mut u8;
 }
 
-impl<G: std::ops::DerefMut<Target = Vec<T>>, T> LockedValues for G {
+impl<T> LockedValues for host_access::WriteGuard<'_, Vec<T>> {
     fn base(&mut self) -> *mut u8 {
-        self.as_mut_ptr().cast()
+        self.guard.as_mut_ptr().cast()
     }
 }
 
@@ -594,14 +639,16 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
     fn elem(&self) -> ElemType {
         T::TYPE
     }
-    fn lock(&self) -> Option<Box<dyn LockedValues + '_>> {
+    fn lock(&self) -> Option<Result<Box<dyn LockedValues + '_>>> {
         let mut guard = self.try_exclusive()?;
-        self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut guard));
-        Some(Box::new(guard))
+        if let Err(e) = self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut guard.guard)) {
+            return Some(Err(e));
+        }
+        Some(Ok(Box::new(guard)))
     }
     fn on_device(&self, device: &Arc<dyn Device>) -> Option<Result<u64>> {
         let mut values = self.try_exclusive()?;
-        Some(self.mirror.on_device(device, bytemuck::cast_slice_mut(&mut values)))
+        Some(self.mirror.on_device(device, bytemuck::cast_slice_mut(&mut values.guard)))
     }
     fn device_written(&self) {
         self.mirror.device_written();

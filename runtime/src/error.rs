@@ -81,6 +81,18 @@ pub enum Error {
         /// The dat or global.
         dat: String,
     },
+    /// The host asked for values this thread already holds in a way that
+    /// excludes the request (a write inside `with_values`, any access
+    /// inside `with_values_mut`): waiting would never end.
+    #[error("`{name}`: cannot be {wanted} here: this thread holds it {held}")]
+    HostBusy {
+        /// The dat or global.
+        name: String,
+        /// What was asked ("read", "written").
+        wanted: &'static str,
+        /// How this thread holds it.
+        held: &'static str,
+    },
     /// The backend name is unknown or the backend is not available here.
     #[error("backend `{name}`: {reason}")]
     Backend {
@@ -179,6 +191,21 @@ pub enum Error {
         /// The name.
         name: String,
     },
+    /// A kernel's parameters hold more values per element than the CPU
+    /// backends stage: they keep a batch of private copies per parameter on
+    /// the stack, which such a kernel would overflow.
+    #[error(
+        "loop `{kernel}`: its parameters hold {bytes} bytes per element; the limit is {limit} bytes \
+         (larger element data: split it over several parameters of smaller dats, or several loops)"
+    )]
+    KernelTooLarge {
+        /// The kernel.
+        kernel: String,
+        /// Bytes its parameters hold per element.
+        bytes: usize,
+        /// The most they may hold.
+        limit: usize,
+    },
     /// An I/O error, with the path involved.
     #[error("{path}: {source}")]
     Io {
@@ -253,6 +280,20 @@ pub enum ArgProblem {
         column: usize,
         /// The arity.
         arity: usize,
+    },
+    /// An indirect WRITE or RW through a map whose rows share a target: two
+    /// elements (or one element twice) would write one entity, and the
+    /// result would depend on the backend's order (or alias two `&mut`).
+    WriteRace {
+        /// The map.
+        map: String,
+        /// The element that reaches `target` first.
+        first: usize,
+        /// The element that reaches it again (equal to `first` when one row
+        /// repeats the target).
+        second: usize,
+        /// The entity of the dat's set written twice.
+        target: usize,
     },
     /// The dat is used by another argument in a way that would race or alias.
     Conflict {

@@ -41,7 +41,7 @@ pub(crate) fn lock_args_where<'a>(
                 let mut guard = arg
                     .storage
                     .lock()
-                    .ok_or_else(|| Error::Busy { kernel: kernel.into(), dat: arg.data_name().into() })?;
+                    .ok_or_else(|| Error::Busy { kernel: kernel.into(), dat: arg.data_name().into() })??;
                 let p = guard.base();
                 guards.push(guard);
                 bases.push((id, p));
@@ -92,5 +92,16 @@ impl Reduction {
         assert!(dst.len() * 8 >= bytes, "a partial holds the global");
         // SAFETY: forwarded contract; `dst` holds at least `bytes`.
         unsafe { std::ptr::copy_nonoverlapping(views[self.arg].data, dst.as_mut_ptr().cast(), bytes) };
+    }
+
+    /// Puts values saved by [`Reduction::copy_current`] back into the global.
+    ///
+    /// # Safety
+    /// As [`Reduction::copy_current`]; the global is locked for writing.
+    pub unsafe fn restore(&self, views: &[ArgView], src: &[u64]) {
+        let bytes = self.dim * self.elem.size();
+        assert!(src.len() * 8 >= bytes, "a partial holds the global");
+        // SAFETY: forwarded contract; `src` holds at least `bytes`.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().cast(), views[self.arg].data, bytes) };
     }
 }

@@ -30,7 +30,7 @@
 //!     n.arg_via(&pedge, 0, Access::INC),
 //!     n.arg_via(&pedge, 1, Access::INC),
 //! ])?;
-//! assert_eq!(n.values(), vec![1.0, 1.0, 1.0, -3.0]);
+//! assert_eq!(n.values()?, vec![1.0, 1.0, 1.0, -3.0]);
 //! # Ok::<(), parloop::Error>(())
 //! ```
 //!
@@ -46,13 +46,16 @@ extern crate self as parloop;
 mod arg;
 mod backend;
 mod coherence;
+mod config;
 mod decl;
 mod device;
 #[cfg(feature = "mpi")]
 mod dist;
 mod error;
 mod exec;
+mod host_access;
 mod kernel;
+mod kernel_panic;
 mod lanes;
 mod names;
 mod pages;
@@ -99,5 +102,6 @@ struct ReadmeExample;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::kernel::{ArgView, Binder, KernelParam, Shape, ViewKind, BATCH};
+    pub use crate::kernel_panic::ElementGuard;
     pub use crate::lanes::{avx2, usable as lanes_usable, vector_isa, LaneBinder, Lanes, VectorIsa, LANES};
 }

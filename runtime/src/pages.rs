@@ -26,8 +26,10 @@ pub(crate) fn on_huge_pages<T: bytemuck::Pod>(values: Vec<T>) -> Vec<T> {
     if bytes < MIN_BYTES || !cfg!(target_os = "linux") || !wanted() {
         return values;
     }
-    let mut moved: Vec<T> = Vec::with_capacity(values.len());
-    if !advise_huge(moved.as_mut_ptr().cast(), bytes) {
+    // The copy holds the array twice for a moment: where that does not fit
+    // (a memory cap), the values stay where they are, on small pages.
+    let mut moved: Vec<T> = Vec::new();
+    if moved.try_reserve_exact(values.len()).is_err() || !advise_huge(moved.as_mut_ptr().cast(), bytes) {
         return values;
     }
     moved.extend_from_slice(&values);
@@ -46,7 +48,8 @@ fn wanted() -> bool {
         std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
             .is_ok_and(|mode| !mode.contains("[never]"))
     });
-    available && std::env::var("PARLOOP_HUGE_PAGES").map_or(true, |v| v.trim() != "0")
+    // A value other than 0 or 1 was refused when the runtime was created.
+    available && crate::config::switch("PARLOOP_HUGE_PAGES", true).unwrap_or(true)
 }
 
 /// Asks for huge pages over the whole 2 MiB pages inside `len` bytes at

@@ -17,7 +17,7 @@ use crate::kernel::Kernel;
 /// let a = rt.dat("a", &s, 1, vec![1.0; 3]).unwrap();
 /// let lp = ParLoop::new(zero::KERNEL, &s, &[a.arg(Access::WRITE)]).unwrap();
 /// rt.execute(&lp).unwrap();
-/// assert_eq!(a.values(), vec![0.0; 3]);
+/// assert_eq!(a.values().unwrap(), vec![0.0; 3]);
 /// ```
 #[derive(Clone, Debug)]
 pub struct ParLoop {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::arg::{Arg, ArgKind};
 use crate::decl::{Sections, Set};
+use crate::kernel::{DeviceFn, Kernel};
 use crate::types::Access;
 use parloop_kernels::loops::Strategy;
 use parloop_planner::Plan;
@@ -31,6 +32,9 @@ struct ArgKey {
 /// Everything a loop's plan depends on.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct LoopKey {
+    /// The kernel's identity: prepared device loops hold its compiled code,
+    /// so two kernels of the same shape must never share an entry.
+    kernel: KernelIdentity,
     set: u64,
     sections: Sections,
     executed: usize,
@@ -44,6 +48,7 @@ pub(crate) struct LoopKey {
 
 impl LoopKey {
     pub fn new(
+        kernel: &Kernel,
         set: &Set,
         executed: usize,
         part_size: Option<usize>,
@@ -66,7 +71,49 @@ impl LoopKey {
                 ArgKey { kind, map, column, access: a.access, slot, bytes: a.bytes_per_entity() }
             })
             .collect();
-        LoopKey { set: set.id(), sections: set.sections(), executed, part_size, budget, needs_plan, strategy, args }
+        LoopKey {
+            kernel: KernelIdentity::of(kernel),
+            set: set.id(),
+            sections: set.sections(),
+            executed,
+            part_size,
+            budget,
+            needs_plan,
+            strategy,
+            args,
+        }
+    }
+}
+
+/// A kernel as the cache tells kernels apart: its name and a hash of its
+/// translated source (the device function and every helper it calls) and
+/// parameter signature. A content hash rather than the kernel's address:
+/// equal code may share, different code never does, whatever the names.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct KernelIdentity {
+    name: &'static str,
+    code: u64,
+}
+
+impl KernelIdentity {
+    fn of(kernel: &Kernel) -> KernelIdentity {
+        use std::hash::{Hash, Hasher};
+        fn walk(f: &DeviceFn, h: &mut impl Hasher) {
+            f.cname().hash(h);
+            f.source().hash(h);
+            for dep in f.deps() {
+                walk(dep, h);
+            }
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        format!("{:?}", kernel.params()).hash(&mut h);
+        match kernel.device_fn() {
+            Some(f) => walk(f, &mut h),
+            // Host-only kernels: plans hold nothing of the code; the host
+            // function's address tells two of them apart all the same.
+            None => (kernel.host(false) as usize).hash(&mut h),
+        }
+        KernelIdentity { name: kernel.name(), code: h.finish() }
     }
 }
 
@@ -182,8 +229,9 @@ mod tests {
     fn the_cache_is_bounded_and_evicts_the_oldest() {
         let mut cache = PlanCache::new(2);
         let rt = Runtime::with_backend(Backend::Seq).unwrap();
-        let keys: Vec<LoopKey> =
-            (0..3).map(|n| LoopKey::new(&rt.set("s", n).unwrap(), n, None, 1024, false, None, &[])).collect();
+        let keys: Vec<LoopKey> = (0..3)
+            .map(|n| LoopKey::new(inc2::KERNEL, &rt.set("s", n).unwrap(), n, None, 1024, false, None, &[]))
+            .collect();
         for k in &keys {
             cache.insert(
                 k.clone(),

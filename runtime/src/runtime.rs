@@ -68,7 +68,7 @@ enum ProfileOutput {
 ///     n.arg_via(&pedge, 0, Access::INC),
 ///     n.arg_via(&pedge, 1, Access::INC),
 /// ]).unwrap();
-/// assert_eq!(n.values(), vec![1.0, 3.0, 2.0]);
+/// assert_eq!(n.values().unwrap(), vec![1.0, 3.0, 2.0]);
 /// ```
 pub struct Runtime {
     backend: Backend,
@@ -90,11 +90,11 @@ pub struct Runtime {
     profile_output: ProfileOutput,
     /// The names of live declarations, unique per namespace.
     names: Names,
+    /// Held while a loop executes: loops run one at a time.
+    executing: Mutex<()>,
 }
 
-fn env(var: &'static str) -> Option<String> {
-    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
-}
+use crate::config::{self, var as env};
 
 impl Runtime {
     /// A runtime configured from the environment: `PARLOOP_BACKEND`
@@ -133,20 +133,24 @@ impl Runtime {
         backend: Backend,
         #[cfg(feature = "mpi")] comm: Option<&mpi::topology::SimpleCommunicator>,
     ) -> Result<Runtime> {
-        let part_size = match env("PARLOOP_PART_SIZE") {
-            Some(v) => Some(v.trim().parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| Error::Env {
-                var: "PARLOOP_PART_SIZE",
-                value: v.clone(),
-                reason: "expected a positive integer".into(),
-            })?),
-            None => None,
-        };
+        config::check_others()?;
+        let part_size = config::number("PARLOOP_PART_SIZE", |n| n > 0, "a positive integer")?;
         let profile_output = match env("PARLOOP_PROFILE") {
             None => ProfileOutput::None,
             Some(v) if v == "0" => ProfileOutput::None,
             Some(v) if v == "1" => ProfileOutput::Table,
             Some(v) => match v.strip_prefix("json:") {
-                Some(path) if !path.is_empty() => ProfileOutput::Json(path.into()),
+                Some(path) if !path.is_empty() => {
+                    // Found out now, not when the runtime is dropped at the
+                    // end of a long run: the file must be writable.
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .create(true)
+                        .truncate(true)
+                        .open(path)
+                        .map_err(|source| Error::Io { path: format!("PARLOOP_PROFILE={v}"), source })?;
+                    ProfileOutput::Json(path.into())
+                }
                 _ => {
                     return Err(Error::Env {
                         var: "PARLOOP_PROFILE",
@@ -190,7 +194,7 @@ impl Runtime {
                 }
             },
         };
-        let deterministic = env("PARLOOP_DETERMINISTIC").is_some_and(|v| v.trim() == "1");
+        let deterministic = config::switch("PARLOOP_DETERMINISTIC", false)?;
         let simd = match env("PARLOOP_SIMD").as_deref().map(str::trim) {
             // `avx2` caps the instruction set (see `lanes::vector_isa`).
             None | Some("1") | Some("avx2") => true,
@@ -210,13 +214,14 @@ impl Runtime {
             #[cfg(feature = "mpi")]
             dist: crate::dist::DistState {
                 comm: comm.map(|c| Arc::new(crate::dist::Comm::new(c))),
-                check_ranks: env("PARLOOP_CHECK_RANKS").is_some_and(|v| v.trim() == "1"),
-                no_overlap: env("PARLOOP_OVERLAP").is_some_and(|v| v.trim() == "0"),
+                check_ranks: config::switch("PARLOOP_CHECK_RANKS", false)?,
+                no_overlap: !config::switch("PARLOOP_OVERLAP", true)?,
                 ..Default::default()
             },
             profile: Mutex::new(Profile::default()),
             profile_output,
             names: Names::default(),
+            executing: Mutex::new(()),
         })
     }
 
@@ -363,8 +368,12 @@ impl Runtime {
         self.execute(&ParLoop::new(kernel, set, args)?)
     }
 
-    /// Executes a validated loop now.
+    /// Executes a validated loop now. Loops of one runtime run one at a
+    /// time: a loop submitted from another thread meanwhile waits for this
+    /// one (it is never refused for that), so a `Runtime` may be shared
+    /// between threads.
     pub fn execute(&self, lp: &ParLoop) -> Result<()> {
+        let _one_at_a_time = crate::sync::lock(&self.executing);
         let (kernel, set, args) = (lp.kernel(), lp.set(), lp.args());
         let _range = Range::new(kernel.name());
         let s = set.sections();
@@ -425,15 +434,39 @@ impl Runtime {
         // Core, owned, then the exec halo, whose elements never count in
         // reductions (their owners count them).
         let (core, owned) = (s.core, s.core + s.owned);
-        let phase = |range: std::ops::Range<usize>, reduce: bool| match (self.backend, &loop_plan.plan) {
-            (Backend::Seq, _) => seq::run(host, views, range, &reductions, reduce),
-            (Backend::Threads, Some(plan)) => {
-                threads::run(host, views, threads::Work::Plan(plan), &reductions, range, reduce)
+        // The reduced globals as they were, to put back if a kernel panics
+        // (seq reduces into them directly).
+        let before: Vec<Vec<u64>> = reductions
+            .iter()
+            .map(|r| {
+                let mut words = vec![0u64; r.words()];
+                // SAFETY: the global's view holds `dim` values of `elem`, locked.
+                unsafe { r.copy_current(views, &mut words) };
+                words
+            })
+            .collect();
+        // The first kernel panic; later phases are skipped once one happened
+        // (the collective steps of a distributed loop still run).
+        let panicked: std::cell::Cell<Option<Error>> = std::cell::Cell::new(None);
+        let phase = |range: std::ops::Range<usize>, reduce: bool| {
+            if let Some(p) = panicked.take() {
+                panicked.set(Some(p));
+                return;
             }
-            (Backend::Threads, None) => {
-                threads::run(host, views, threads::Work::Chunks { sections: &sections }, &reductions, range, reduce)
+            let result = match (self.backend, &loop_plan.plan) {
+                (Backend::Seq, _) => seq::run(host, views, range, &reductions, reduce, kernel.name()),
+                (Backend::Threads, Some(plan)) => {
+                    threads::run(host, views, threads::Work::Plan(plan), &reductions, range, reduce, kernel.name())
+                }
+                (Backend::Threads, None) => {
+                    let work = threads::Work::Chunks { sections: &sections };
+                    threads::run(host, views, work, &reductions, range, reduce, kernel.name())
+                }
+                (Backend::Emu | Backend::Cuda, _) => unreachable!("device loops return above"),
+            };
+            if let Err(p) = result {
+                panicked.set(Some(p));
             }
-            (Backend::Emu | Backend::Cuda, _) => unreachable!("device loops return above"),
         };
         #[cfg(feature = "mpi")]
         let distributed = self.distributed_begin(kernel, set, args, views, &reductions)?;
@@ -448,9 +481,19 @@ impl Runtime {
         #[cfg(feature = "mpi")]
         self.distributed_end(distributed, args, views, &reductions);
         let elapsed = start.elapsed();
+        let panicked = panicked.take();
+        if panicked.is_some() {
+            for (r, words) in reductions.iter().zip(&before) {
+                // SAFETY: as `copy_current`, the other way.
+                unsafe { r.restore(views, words) };
+            }
+        }
         drop(locked);
         for a in args.iter().filter(|a| a.access.writes()) {
             a.storage.host_written();
+        }
+        if let Some(e) = panicked {
+            return Err(e);
         }
         let mut profile = self.profile.lock().unwrap_or_else(|e| e.into_inner());
         profile.record(kernel.name(), elapsed, plan_time, loop_plan.bytes);
@@ -470,11 +513,12 @@ impl Runtime {
         args: &[Arg],
     ) -> Result<(Arc<LoopPlan>, Duration)> {
         let executed: usize = sections.iter().sum();
-        let key = LoopKey::new(set, executed, self.part_size, CPU_BLOCK_BUDGET, needs_plan, strategy, args);
+        let key = LoopKey::new(kernel, set, executed, self.part_size, CPU_BLOCK_BUDGET, needs_plan, strategy, args);
         if let Some(p) = self.plans.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok((p, Duration::ZERO));
         }
         let start = Instant::now();
+        crate::validate::check_write_races(kernel, set, args, executed)?;
         let columns = |a: &Arg| match &a.kind {
             ArgKind::Indirect { column, .. } => Columns::One(*column),
             _ => Columns::All,

@@ -163,15 +163,18 @@ fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nn
     let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect();
     Outcome {
         f64s: vec![
-            bits(out.values()),
-            bits(rw.values()),
-            bits(acc.values()),
-            bits(acc1.values()),
-            bits(acc3.values()),
-            bits(vinc.values()),
-            vec![total.value().to_bits()],
+            bits(out.values().unwrap()),
+            bits(rw.values().unwrap()),
+            bits(acc.values().unwrap()),
+            bits(acc1.values().unwrap()),
+            bits(acc3.values().unwrap()),
+            bits(vinc.values().unwrap()),
+            vec![total.value().unwrap().to_bits()],
         ],
-        f32s: [fout.values(), facc.values()].into_iter().map(|v| v.into_iter().map(f32::to_bits).collect()).collect(),
+        f32s: [fout.values().unwrap(), facc.values().unwrap()]
+            .into_iter()
+            .map(|v| v.into_iter().map(f32::to_bits).collect())
+            .collect(),
     }
 }
 

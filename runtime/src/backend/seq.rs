@@ -2,21 +2,30 @@
 
 use std::ops::Range;
 
+use crate::error::Result;
 use crate::exec::Reduction;
 use crate::kernel::{ArgView, HostFn};
+use crate::kernel_panic::catch;
 
 /// Runs elements `range` in order. Reductions go straight into the globals
 /// when `reduce`, into scratch copies otherwise (the exec halo, whose
-/// elements other ranks own and count).
-pub(crate) fn run(host: HostFn, views: &[ArgView], range: Range<usize>, reductions: &[Reduction], reduce: bool) {
+/// elements other ranks own and count). A kernel panic stops the range
+/// and is returned.
+pub(crate) fn run(
+    host: HostFn,
+    views: &[ArgView],
+    range: Range<usize>,
+    reductions: &[Reduction],
+    reduce: bool,
+    kernel: &str,
+) -> Result<()> {
     if range.is_empty() {
-        return;
+        return Ok(());
     }
     if reduce || reductions.is_empty() {
         // SAFETY: `views` come from `exec::lock_args` over validated arguments,
         // whose data stays locked while this runs; a single thread touches it.
-        unsafe { host(views, range.start, range.end) };
-        return;
+        return catch(range.start, || unsafe { host(views, range.start, range.end) }).map_err(|p| p.into_error(kernel));
     }
     let mut scratch: Vec<Vec<u64>> = Vec::new();
     let mut local = views.to_vec();
@@ -28,5 +37,5 @@ pub(crate) fn run(host: HostFn, views: &[ArgView], range: Range<usize>, reductio
         scratch.push(words);
     }
     // SAFETY: as above; reduction views point into `scratch`, alive here.
-    unsafe { host(&local, range.start, range.end) };
+    catch(range.start, || unsafe { host(&local, range.start, range.end) }).map_err(|p| p.into_error(kernel))
 }

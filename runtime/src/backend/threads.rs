@@ -8,10 +8,14 @@
 
 use rayon::prelude::*;
 
+use crate::error::{Error, Result};
 use crate::exec::Reduction;
 use crate::kernel::{ArgView, HostFn};
+use crate::kernel_panic::{catch, first, Panicked};
 use crate::types::{Access, ElemType, Scalar};
 use parloop_planner::Plan;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 /// Elements per chunk of a loop without conflicts: large enough to amortise
 /// scheduling, small enough to balance two to a hundred cores.
@@ -57,7 +61,10 @@ impl Shared<'_> {
 
 /// Runs the blocks or chunks of `work` that start in `range` with `host`
 /// over `views`, reducing `reductions` into the globals when `reduce` (not
-/// for the exec halo, whose elements other ranks own and count).
+/// for the exec halo, whose elements other ranks own and count). A kernel
+/// panic stops the loop (blocks already running finish, no new ones
+/// start, reductions are not combined) and the panic of the lowest element
+/// caught is returned.
 pub(crate) fn run(
     host: HostFn,
     views: &[ArgView],
@@ -65,13 +72,16 @@ pub(crate) fn run(
     reductions: &[Reduction],
     range: std::ops::Range<usize>,
     reduce: bool,
-) {
+    kernel: &str,
+) -> Result<()> {
     if range.is_empty() {
-        return;
+        return Ok(());
     }
     let all: Vec<(usize, usize)> = match &work {
         Work::Chunks { sections } => {
+            let count: usize = sections.iter().map(|len| len.div_ceil(CHUNK)).sum();
             let mut items = Vec::new();
+            reserve(&mut items, count, kernel, "its chunks")?;
             let mut start = 0;
             for &len in sections.iter() {
                 let end = start + len;
@@ -89,7 +99,7 @@ pub(crate) fn run(
     // Items keep their indices (blocks are named by index in the plan);
     // those outside `range` do nothing.
     let items: Vec<(usize, usize)> =
-        all.iter().map(|&(s, e)| if range.contains(&s) { (s, e) } else { (s, s) }).collect();
+        all.into_iter().map(|(s, e)| if range.contains(&s) { (s, e) } else { (s, s) }).collect();
     let offsets: Vec<usize> = reductions
         .iter()
         .scan(0, |acc, r| {
@@ -99,7 +109,9 @@ pub(crate) fn run(
         })
         .collect();
     let words: usize = reductions.iter().map(Reduction::words).sum();
-    let mut partials = vec![0u64; items.len() * words];
+    let mut partials = Vec::new();
+    reserve(&mut partials, items.len().saturating_mul(words), kernel, "its partial reductions")?;
+    partials.resize(items.len() * words, 0u64);
     for (r, &off) in reductions.iter().zip(&offsets) {
         if r.access != Access::Inc {
             for i in 0..items.len() {
@@ -109,14 +121,23 @@ pub(crate) fn run(
         }
     }
     let shared = Shared { views, partials: partials.as_mut_ptr() };
+    let stop = AtomicBool::new(false);
+    let panicked: Mutex<Option<Panicked>> = Mutex::new(None);
     let run_item = |i: usize| {
         let (start, end) = items[i];
-        if start == end {
+        if start == end || stop.load(Ordering::Relaxed) {
             return;
         }
+        let caught = |result: Result<(), Panicked>| {
+            if let Err(p) = result {
+                stop.store(true, Ordering::Relaxed);
+                let mut slot = crate::sync::lock(&panicked);
+                *slot = Some(first(slot.take(), p));
+            }
+        };
         if reductions.is_empty() {
             // SAFETY: see `Shared`.
-            unsafe { host(shared.views(), start, end) };
+            caught(catch(start, || unsafe { host(shared.views(), start, end) }));
             return;
         }
         let mut local: Vec<ArgView> = shared.views().to_vec();
@@ -125,7 +146,7 @@ pub(crate) fn run(
             local[r.arg].data = shared.partial(i, words, off);
         }
         // SAFETY: see `Shared`.
-        unsafe { host(&local, start, end) };
+        caught(catch(start, || unsafe { host(&local, start, end) }));
     };
     match work {
         Work::Chunks { .. } => (0..items.len()).into_par_iter().for_each(run_item),
@@ -134,6 +155,9 @@ pub(crate) fn run(
                 plan.colour_blocks(c).par_iter().for_each(|&b| run_item(b as usize));
             }
         }
+    }
+    if let Some(p) = panicked.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(p.into_error(kernel));
     }
     for (r, &off) in reductions.iter().zip(&offsets) {
         if !reduce {
@@ -145,6 +169,15 @@ pub(crate) fn run(
             unsafe { combine(r.elem, r.access, views[r.arg].data, src, r.dim) };
         }
     }
+    Ok(())
+}
+
+/// Reserves room for `n` more items in `v`, or says what did not fit.
+fn reserve<T>(v: &mut Vec<T>, n: usize, kernel: &str, what: &str) -> Result<()> {
+    v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+        what: format!("loop `{kernel}`: {what} ({n} of them)"),
+        bytes: n.saturating_mul(std::mem::size_of::<T>()),
+    })
 }
 
 /// `dst[k] = dst[k] (+ | min | max) src[k]` for `dim` values of `elem`.

@@ -122,7 +122,12 @@ impl Device for Emu {
 
     fn alloc(&self, bytes: usize) -> Result<DeviceBuffer> {
         // 8-byte words keep every element type aligned.
-        let mut words = vec![0u64; bytes.div_ceil(8).max(1)];
+        let n = bytes.div_ceil(8).max(1);
+        let mut words: Vec<u64> = Vec::new();
+        words
+            .try_reserve_exact(n)
+            .map_err(|_| Error::OutOfMemory { what: "an emulated device buffer".into(), bytes })?;
+        words.resize(n, 0);
         let addr = words.as_mut_ptr() as u64;
         Ok(DeviceBuffer::new(addr, bytes, Box::new(Mutex::new(words))))
     }

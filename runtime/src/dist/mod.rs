@@ -326,7 +326,7 @@ impl<T: crate::Scalar> Dat<T> {
     /// # Ok(()) }
     /// ```
     pub fn gather(&self, root: usize) -> Result<Option<Vec<T>>> {
-        let Some(part) = self.set().0.local.get() else { return Ok(Some(self.values())) };
+        let Some(part) = self.set().0.local.get() else { return Ok(Some(self.values()?)) };
         let comm = &part.comm;
         if root >= comm.size() {
             return Err(comm.error(format!("gather of `{}`: root {root} is not a rank", self.name())));
@@ -334,7 +334,7 @@ impl<T: crate::Scalar> Dat<T> {
         let dim = self.dim();
         let owned = part.sections.core + part.sections.owned;
         let ids: Vec<u64> = part.global[..owned].iter().map(|&g| g as u64).collect();
-        let values: Vec<T> = self.with_values(|v| v[..owned * dim].to_vec());
+        let values: Vec<T> = self.with_values(|v| v[..owned * dim].to_vec())?;
         let bytes: Vec<u8> = bytemuck::cast_slice(&values).to_vec();
         let c = comm.lock();
         let at_root = c.process_at_rank(root as i32);

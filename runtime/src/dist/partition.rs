@@ -288,7 +288,7 @@ fn primary_owners(
         Partitioner::Metis => metis_owners(graph.0, graph.1, ranks).map_err(fail)?,
         Partitioner::Geometric(coords) => {
             let dim = coords.dim();
-            let values = coords.values();
+            let values = coords.values()?;
             let on = coords.set();
             let values = &values;
             let centres = if on == primary {

@@ -155,21 +155,23 @@ enum AnyDat {
 }
 
 impl AnyDat {
-    fn new(rt: &Runtime, set: &parloop::Set, sig: &ParamSig, words: &[u64]) -> AnyDat {
+    fn new(rt: &Runtime, set: &parloop::Set, sig: &ParamSig, words: &[u64], index: usize) -> AnyDat {
         let dim = sig.len();
+        let name = format!("p{index}");
+        let name = name.as_str();
         match sig.elem {
             ElemType::F64 => {
-                AnyDat::F64(rt.dat("p", set, dim, words.iter().map(|&w| f64::from_bits(w)).collect()).unwrap())
+                AnyDat::F64(rt.dat(name, set, dim, words.iter().map(|&w| f64::from_bits(w)).collect()).unwrap())
             }
             ElemType::F32 => {
-                AnyDat::F32(rt.dat("p", set, dim, words.iter().map(|&w| f32::from_bits(w as u32)).collect()).unwrap())
+                AnyDat::F32(rt.dat(name, set, dim, words.iter().map(|&w| f32::from_bits(w as u32)).collect()).unwrap())
             }
             ElemType::I32 => {
-                AnyDat::I32(rt.dat("p", set, dim, words.iter().map(|&w| w as u32 as i32).collect()).unwrap())
+                AnyDat::I32(rt.dat(name, set, dim, words.iter().map(|&w| w as u32 as i32).collect()).unwrap())
             }
-            ElemType::U32 => AnyDat::U32(rt.dat("p", set, dim, words.iter().map(|&w| w as u32).collect()).unwrap()),
-            ElemType::I64 => AnyDat::I64(rt.dat("p", set, dim, words.iter().map(|&w| w as i64).collect()).unwrap()),
-            ElemType::U64 => AnyDat::U64(rt.dat("p", set, dim, words.to_vec()).unwrap()),
+            ElemType::U32 => AnyDat::U32(rt.dat(name, set, dim, words.iter().map(|&w| w as u32).collect()).unwrap()),
+            ElemType::I64 => AnyDat::I64(rt.dat(name, set, dim, words.iter().map(|&w| w as i64).collect()).unwrap()),
+            ElemType::U64 => AnyDat::U64(rt.dat(name, set, dim, words.to_vec()).unwrap()),
         }
     }
     fn arg(&self, access: Access) -> Arg {
@@ -184,12 +186,12 @@ impl AnyDat {
     }
     fn words(&self) -> Vec<u64> {
         match self {
-            AnyDat::F64(d) => d.values().iter().map(|v| v.to_bits()).collect(),
-            AnyDat::F32(d) => d.values().iter().map(|v| u64::from(v.to_bits())).collect(),
-            AnyDat::I32(d) => d.values().iter().map(|&v| v as u32 as u64).collect(),
-            AnyDat::U32(d) => d.values().iter().map(|&v| v as u64).collect(),
-            AnyDat::I64(d) => d.values().iter().map(|&v| v as u64).collect(),
-            AnyDat::U64(d) => d.values(),
+            AnyDat::F64(d) => d.values().unwrap().iter().map(|v| v.to_bits()).collect(),
+            AnyDat::F32(d) => d.values().unwrap().iter().map(|v| u64::from(v.to_bits())).collect(),
+            AnyDat::I32(d) => d.values().unwrap().iter().map(|&v| v as u32 as u64).collect(),
+            AnyDat::U32(d) => d.values().unwrap().iter().map(|&v| v as u64).collect(),
+            AnyDat::I64(d) => d.values().unwrap().iter().map(|&v| v as u64).collect(),
+            AnyDat::U64(d) => d.values().unwrap(),
         }
     }
 }
@@ -338,7 +340,7 @@ pub fn differential(spec: &Spec, samples: usize, seed: u64) {
     // Rust, through the runtime's seq backend and direct arguments.
     let rt = Runtime::with_backend(Backend::Seq).unwrap();
     let set = rt.set("samples", samples).unwrap();
-    let dats: Vec<AnyDat> = sigs.iter().zip(&inputs).map(|(s, w)| AnyDat::new(&rt, &set, s, w)).collect();
+    let dats: Vec<AnyDat> = sigs.iter().zip(&inputs).enumerate().map(|(i, (s, w))| AnyDat::new(&rt, &set, s, w, i)).collect();
     let args: Vec<Arg> =
         dats.iter().zip(sigs).map(|(d, s)| d.arg(if s.mutable { Access::RW } else { Access::READ })).collect();
     rt.par_loop(kernel, &set, &args).unwrap();

@@ -1,0 +1,78 @@
+//! Kernel panics on the host backends: caught at the backend boundary and
+//! returned as [`Error::KernelPanicked`], naming the element.
+//!
+//! The element costs nothing while nothing panics: the host adapters hold
+//! an [`ElementGuard`] per element (per group of lanes, whose elements
+//! share every integer value and so panic together) and forget it after
+//! the kernel returns; only during unwinding does its `Drop` run and leave
+//! the element in a thread-local for [`catch`] to read.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::error::Error;
+
+thread_local! {
+    /// The element whose kernel call unwound last on this thread.
+    static PANICKED_AT: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// Records `element` if the kernel call it guards unwinds. The adapters
+/// `mem::forget` it once the call returned, so the normal path runs no code.
+#[doc(hidden)]
+pub struct ElementGuard(pub usize);
+
+impl Drop for ElementGuard {
+    fn drop(&mut self) {
+        // Only reached while unwinding (the adapters forget the guard
+        // otherwise); the innermost guard, dropped first, wins.
+        if PANICKED_AT.with(|c| c.get()).is_none() {
+            PANICKED_AT.with(|c| c.set(Some(self.0)));
+        }
+    }
+}
+
+/// A caught kernel panic: where and why.
+#[derive(Clone, Debug)]
+pub(crate) struct Panicked {
+    pub element: usize,
+    pub message: String,
+}
+
+impl Panicked {
+    pub(crate) fn into_error(self, kernel: &str) -> Error {
+        Error::KernelPanicked { kernel: kernel.into(), element: self.element, message: self.message }
+    }
+}
+
+/// Runs `f` (a host adapter over elements from `start`), catching a panic.
+/// A panic outside any guard (a hand-written host function) is reported
+/// at `start`.
+pub(crate) fn catch(start: usize, f: impl FnOnce()) -> Result<(), Panicked> {
+    PANICKED_AT.with(|c| c.set(None));
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| Panicked {
+        element: PANICKED_AT.with(|c| c.take()).unwrap_or(start),
+        message: message(payload.as_ref()),
+    })
+}
+
+/// The text of a panic payload (`panic!` with a literal or a format).
+fn message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a payload that is not a string".into()
+    }
+}
+
+/// The first of two caught panics by element, so that the error a loop
+/// reports does not depend on thread scheduling.
+pub(crate) fn first(a: Option<Panicked>, b: Panicked) -> Panicked {
+    match a {
+        Some(a) if a.element <= b.element => a,
+        _ => b,
+    }
+}
