@@ -316,9 +316,9 @@ impl<R: std::io::BufRead> LineReader<R> {
         Error::Input { source_name: self.source_name.clone(), line, reason }
     }
 
-    /// The next line that holds more than whitespace, with its number;
-    /// `None` at the end of the input.
-    fn next_nonblank(&mut self) -> Result<Option<(usize, &str)>, Error> {
+    /// Reads the next line that holds more than whitespace (UTF-8, in
+    /// `buf`) and returns its number; `None` at the end of the input.
+    fn next_nonblank(&mut self) -> Result<Option<usize>, Error> {
         loop {
             self.buf.clear();
             let n = (&mut self.reader)
@@ -337,15 +337,15 @@ impl<R: std::io::BufRead> LineReader<R> {
             }
         }
         match std::str::from_utf8(&self.buf) {
-            Ok(text) => Ok(Some((self.line, text))),
+            Ok(_) => Ok(Some(self.line)),
             Err(_) => Err(self.err(self.line, "not UTF-8 text: not a grid file".into())),
         }
     }
 
     /// The next record's `N` fields, or an error naming the line: the file
     /// ends (the last line read), too few or too many fields.
-    fn record<const N: usize>(&mut self, what: &dyn Fn() -> String) -> Result<(usize, [String; N]), Error> {
-        let Some((line, text)) = self.next_nonblank()? else {
+    fn record<const N: usize>(&mut self, what: &dyn Fn() -> String) -> Result<(usize, [&str; N]), Error> {
+        let Some(line) = self.next_nonblank()? else {
             let last = self.line;
             let reason = if last == 0 {
                 format!("truncated: the input is empty where {} was expected", what())
@@ -354,17 +354,19 @@ impl<R: std::io::BufRead> LineReader<R> {
             };
             return Err(self.err(last, reason));
         };
+        let err = |line: usize, reason: String| Error::Input { source_name: self.source_name.clone(), line, reason };
+        // Checked to be UTF-8 by `next_nonblank`.
+        let text = std::str::from_utf8(&self.buf).unwrap_or_default();
         let mut tokens = text.split_whitespace();
-        let mut out: [String; N] = std::array::from_fn(|_| String::new());
+        let mut out = [""; N];
         for (k, slot) in out.iter_mut().enumerate() {
             match tokens.next() {
-                Some(tok) => *slot = tok.to_owned(),
-                None => return Err(self.err(line, format!("{}: expected {N} numbers, found {k}", what()))),
+                Some(tok) => *slot = tok,
+                None => return Err(err(line, format!("{}: expected {N} numbers, found {k}", what()))),
             }
         }
         if let Some(extra) = tokens.next() {
-            let extra = extra.to_owned();
-            return Err(self.err(line, format!("{}: unexpected extra field `{extra}` (expected {N} numbers)", what())));
+            return Err(err(line, format!("{}: unexpected extra field `{extra}` (expected {N} numbers)", what())));
         }
         Ok((line, out))
     }
@@ -561,10 +563,10 @@ impl Grid {
                 .map_err(|_| err(line, format!("header: {what} `{tok}` is not a valid count (a non-negative integer)")))
         };
         let counts = Counts {
-            nnode: count(&header[0], "nnode")?,
-            ncell: count(&header[1], "ncell")?,
-            nedge: count(&header[2], "nedge")?,
-            nbedge: count(&header[3], "nbedge")?,
+            nnode: count(header[0], "nnode")?,
+            ncell: count(header[1], "ncell")?,
+            nedge: count(header[2], "nedge")?,
+            nbedge: count(header[3], "nbedge")?,
         };
         counts.check_indexable(source_name, line)?;
         let bytes = counts.grid_bytes().ok_or_else(|| Error::SizeOverflow {
@@ -595,10 +597,11 @@ impl Grid {
             bound: try_vec(fits(counts.nbedge, 7), what("boundary kinds"))?,
         };
         let mut lines = LineIndex::default();
-        let index = |line: usize, tok: &str, size: usize, what: &str| -> Result<i32, Error> {
-            let v: i64 = tok.parse().map_err(|_| err(line, format!("{what} `{tok}` is not an integer")))?;
+        // `what` names the field in messages, formatted only for them.
+        let index = |line: usize, tok: &str, size: usize, what: &dyn Fn() -> String| -> Result<i32, Error> {
+            let v: i64 = tok.parse().map_err(|_| err(line, format!("{} `{tok}` is not an integer", what())))?;
             if v < 0 || v as u64 >= size as u64 {
-                Err(err(line, format!("{what} {v} is out of range (0..{size})")))
+                Err(err(line, format!("{} {v} is out of range (0..{size})", what())))
             } else {
                 Ok(v as i32)
             }
@@ -612,14 +615,14 @@ impl Grid {
                     Err(_) => Err(err(n, format!("node {k}: `{tok}` is not a valid number"))),
                 }
             };
-            g.x.extend([coord(&x)?, coord(&y)?]);
+            g.x.extend([coord(x)?, coord(y)?]);
             lines.push(n);
         }
         for k in 0..counts.ncell {
             let (n, f) = r.record::<4>(&|| format!("cell {k} (4 nodes)"))?;
             let mut c = [0i32; 4];
             for (slot, tok) in c.iter_mut().zip(&f) {
-                *slot = index(n, tok, counts.nnode, &format!("cell {k}: node"))?;
+                *slot = index(n, tok, counts.nnode, &|| format!("cell {k}: node"))?;
             }
             for a in 0..4 {
                 if c[a + 1..].contains(&c[a]) {
@@ -632,12 +635,12 @@ impl Grid {
         for k in 0..counts.nedge {
             let (n, [n0, n1, c0, c1]) = r.record::<4>(&|| format!("edge {k} (2 nodes, 2 cells)"))?;
             let nodes = [
-                index(n, &n0, counts.nnode, &format!("edge {k}: node"))?,
-                index(n, &n1, counts.nnode, &format!("edge {k}: node"))?,
+                index(n, n0, counts.nnode, &|| format!("edge {k}: node"))?,
+                index(n, n1, counts.nnode, &|| format!("edge {k}: node"))?,
             ];
             let cells = [
-                index(n, &c0, counts.ncell, &format!("edge {k}: cell"))?,
-                index(n, &c1, counts.ncell, &format!("edge {k}: cell"))?,
+                index(n, c0, counts.ncell, &|| format!("edge {k}: cell"))?,
+                index(n, c1, counts.ncell, &|| format!("edge {k}: cell"))?,
             ];
             if nodes[0] == nodes[1] {
                 return Err(err(n, format!("edge {k} goes from node {} to itself", nodes[0])));
@@ -659,10 +662,10 @@ impl Grid {
         for k in 0..counts.nbedge {
             let (n, [n0, n1, c0, b]) = r.record::<4>(&|| format!("boundary edge {k} (2 nodes, cell, bound)"))?;
             let nodes = [
-                index(n, &n0, counts.nnode, &format!("boundary edge {k}: node"))?,
-                index(n, &n1, counts.nnode, &format!("boundary edge {k}: node"))?,
+                index(n, n0, counts.nnode, &|| format!("boundary edge {k}: node"))?,
+                index(n, n1, counts.nnode, &|| format!("boundary edge {k}: node"))?,
             ];
-            let cell = index(n, &c0, counts.ncell, &format!("boundary edge {k}: cell"))?;
+            let cell = index(n, c0, counts.ncell, &|| format!("boundary edge {k}: cell"))?;
             let bound = match b.parse::<i64>() {
                 Ok(b @ (1 | 2)) => b as i32,
                 _ => {
@@ -677,7 +680,7 @@ impl Grid {
             g.bound.extend([bound]);
             lines.push(n);
         }
-        if let Some((n, _)) = r.next_nonblank()? {
+        if let Some(n) = r.next_nonblank()? {
             return Err(err(
                 n,
                 format!(
