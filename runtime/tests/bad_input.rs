@@ -1,0 +1,457 @@
+//! The corpus of bad input for the runtime's host side (issue 11): each
+//! case gets a clear `Error` or a documented result that is the same on
+//! every backend; none panics, aborts or hangs. Cases that crashed or hung
+//! before their fix run in a child process with a timeout (see
+//! `support/child.rs`). The device path's own cases (NaN reductions on the
+//! device, integer division, bounds checks, kernel names, the module
+//! cache) are in `device_semantics.rs`.
+
+#[path = "support/child.rs"]
+mod child;
+
+use std::time::Duration;
+
+use child::in_child;
+use parloop::{Access, Backend, Error, Runtime, Sections};
+
+/// The backends this machine runs: the host ones, the emulated device,
+/// and a GPU where there is one.
+fn backends() -> Vec<Runtime> {
+    let mut all = vec![
+        Runtime::with_backend(Backend::Seq).unwrap(),
+        Runtime::with_backend(Backend::Threads).unwrap(),
+        Runtime::with_backend(Backend::Emu).expect("the emulated device (needs g++)"),
+    ];
+    if let Ok(rt) = Runtime::with_backend(Backend::Cuda) {
+        all.push(rt);
+    }
+    all
+}
+
+const SHORT: Duration = Duration::from_secs(60);
+
+// ------------------------------------------- same-shape kernels, one cache
+
+#[parloop::kernel]
+fn add_one(v: &mut f64) {
+    *v += 1.0;
+}
+
+#[parloop::kernel]
+fn add_two(v: &mut f64) {
+    *v += 2.0;
+}
+
+#[parloop::kernel]
+fn inc_one(r: &mut f64) {
+    *r += 1.0;
+}
+
+#[parloop::kernel]
+fn inc_ten(r: &mut f64) {
+    *r += 10.0;
+}
+
+#[test]
+fn kernels_of_the_same_shape_never_share_compiled_code() {
+    for rt in backends() {
+        let cells = rt.set("cells", 1000).unwrap();
+        let nodes = rt.set("nodes", 11).unwrap();
+        let v = rt.dat("v", &cells, 1, vec![0.0f64; 1000]).unwrap();
+        rt.par_loop(add_one::KERNEL, &cells, &[v.arg(Access::RW)]).unwrap();
+        rt.par_loop(add_two::KERNEL, &cells, &[v.arg(Access::RW)]).unwrap();
+        assert_eq!(v.values().unwrap(), vec![3.0; 1000], "{}: add_one then add_two", rt.backend());
+        let to: Vec<i32> = (0..1000).map(|c| c % 11).collect();
+        let m = rt.map("m", &cells, &nodes, 1, to).unwrap();
+        let r = rt.dat("r", &nodes, 1, vec![0.0f64; 11]).unwrap();
+        rt.par_loop(inc_one::KERNEL, &cells, &[r.arg_via(&m, 0, Access::INC)]).unwrap();
+        rt.par_loop(inc_ten::KERNEL, &cells, &[r.arg_via(&m, 0, Access::INC)]).unwrap();
+        let per_node: Vec<f64> = (0..11).map(|n| 11.0 * (0..1000).filter(|c| c % 11 == n).count() as f64).collect();
+        assert_eq!(r.values().unwrap(), per_node, "{}: inc_one then inc_ten", rt.backend());
+        assert_eq!(rt.cached_plans(), 4, "{}: four kernels, four cache entries", rt.backend());
+    }
+}
+
+// ----------------------------------------------------------- size overflow
+
+#[test]
+fn sizes_that_overflow_are_errors_naming_the_declaration() {
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let e = rt.set_with_sections("halo", Sections { core: usize::MAX, owned: 2, exec: 0, non_exec: 0 }).unwrap_err();
+    assert!(matches!(&e, Error::SizeOverflow { what: "set", name, .. } if name == "halo"), "{e}");
+    let huge = rt.set("huge", usize::MAX).unwrap();
+    // total x dim wraps to 0 with an empty vector: refused, not accepted.
+    let e = rt.dat::<f64>("wrap", &huge, 2, Vec::new()).unwrap_err();
+    assert!(matches!(&e, Error::SizeOverflow { what: "dat", name, .. } if name == "wrap"), "{e}");
+    assert!(e.to_string().contains(&usize::MAX.to_string()), "{e}");
+    // Values fit usize, bytes do not.
+    let quarter = rt.set("quarter", usize::MAX / 4 + 1).unwrap();
+    let e = rt.dat::<f64>("bytes", &quarter, 1, Vec::new()).unwrap_err();
+    assert!(matches!(&e, Error::SizeOverflow { what: "dat", .. }), "{e}");
+    let half = rt.set("half", usize::MAX / 2 + 1).unwrap();
+    let small = rt.set("small", 4).unwrap();
+    let e = rt.map("pairs", &half, &small, 2, Vec::new()).unwrap_err();
+    assert!(matches!(&e, Error::SizeOverflow { what: "map", name, .. } if name == "pairs"), "{e}");
+}
+
+// ------------------------------------------------------------------- names
+
+#[test]
+fn names_are_unique_among_live_declarations() {
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let s = rt.set("s", 2).unwrap();
+    assert!(matches!(rt.set("s", 3), Err(Error::DuplicateName { what: "set", .. })));
+    let m = rt.map("m", &s, &s, 1, vec![0, 1]).unwrap();
+    assert!(matches!(rt.map("m", &s, &s, 1, vec![1, 0]), Err(Error::DuplicateName { what: "map", .. })));
+    let _d = rt.dat("x", &s, 1, vec![0.0f64; 2]).unwrap();
+    // Dats and globals share a namespace: both appear as a loop's data.
+    let e = rt.global("x", &[1.0f64]).unwrap_err();
+    assert!(matches!(&e, Error::DuplicateName { what: "global", name } if name == "x"), "{e}");
+    assert!(e.to_string().contains("`x`"), "{e}");
+    // A set and a dat may share a name: messages say which kind.
+    rt.dat("s", &s, 1, vec![0i32; 2]).unwrap();
+    // Another runtime has its own names; a dropped object frees its name.
+    Runtime::with_backend(Backend::Seq).unwrap().set("s", 1).unwrap();
+    drop(m);
+    rt.map("m", &s, &s, 1, vec![1, 0]).unwrap();
+}
+
+// -------------------------------------------------------------- write races
+
+#[parloop::kernel]
+fn put(w: &f64, n: &mut f64) {
+    *n = *w;
+}
+
+#[parloop::kernel]
+fn put_row(w: &f64, n: &mut [[f64; 1]; 2]) {
+    n[0][0] = *w;
+    n[1][0] = -*w;
+}
+
+#[parloop::kernel]
+fn bump(w: &f64, n: &mut f64) {
+    *n = *n * 2.0 + *w;
+}
+
+#[test]
+fn indirect_writes_reaching_one_entity_twice_are_rejected_on_every_backend() {
+    for rt in backends() {
+        let edges = rt.set("edges", 3).unwrap();
+        let nodes = rt.set("nodes", 4).unwrap();
+        // Edges 0 and 2 both reach node 3.
+        let m = rt.map("pedge", &edges, &nodes, 2, vec![0, 3, 1, 2, 2, 3]).unwrap();
+        let w = rt.dat("w", &edges, 1, vec![1.0f64, 2.0, 3.0]).unwrap();
+        let n = rt.dat("n", &nodes, 1, vec![7.0f64; 4]).unwrap();
+        let e = rt.par_loop(put::KERNEL, &edges, &[w.arg(Access::READ), n.arg_via(&m, 1, Access::WRITE)]).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("elements 0 and 2") && text.contains("target 3") && text.contains("pedge"), "{text}");
+        let e = rt.par_loop(bump::KERNEL, &edges, &[w.arg(Access::READ), n.arg_via(&m, 1, Access::RW)]).unwrap_err();
+        assert!(e.to_string().contains("target 3"), "{} {e}", rt.backend());
+        // A row that repeats its target, written through every column.
+        let twice = rt.map("twice", &edges, &nodes, 2, vec![0, 1, 2, 2, 3, 1]).unwrap();
+        let e =
+            rt.par_loop(put_row::KERNEL, &edges, &[w.arg(Access::READ), n.arg_vec(&twice, Access::WRITE)]).unwrap_err();
+        assert!(e.to_string().contains("element 1's row of map `twice` repeats target 2"), "{e}");
+        assert_eq!(n.values().unwrap(), vec![7.0; 4], "{}: a rejected loop changes nothing", rt.backend());
+        // Distinct targets: allowed, and every backend agrees with the sequential order.
+        let once = rt.map("once", &edges, &nodes, 2, vec![3, 0, 1, 2, 2, 1]).unwrap();
+        rt.par_loop(bump::KERNEL, &edges, &[w.arg(Access::READ), n.arg_via(&once, 0, Access::RW)]).unwrap();
+        rt.par_loop(put::KERNEL, &edges, &[w.arg(Access::READ), n.arg_via(&once, 1, Access::WRITE)]).unwrap();
+        assert_eq!(n.values().unwrap(), vec![1.0, 3.0, 2.0, 15.0], "{}", rt.backend());
+    }
+}
+
+// ----------------------------------------------------------- kernel panics
+
+// `panic!` is outside the translated subset: the CUDA source is given by
+// hand (this test runs the host backends only).
+#[parloop::kernel(cuda = "__device__ void explode_at_seven(const int* v, int* o) { *o = *v; }")]
+fn explode_at_seven(v: &i32, o: &mut i32) {
+    if *v == 7 {
+        panic!("seven is not allowed");
+    }
+    *o = *v;
+}
+
+#[parloop::kernel]
+fn divide(a: &i32, b: &i32, o: &mut i32) {
+    *o = *a / *b;
+}
+
+#[parloop::kernel]
+fn pick_row(i: &i32, x: &[f64; 4], o: &mut f64, total: &mut f64) {
+    *o = x[*i as usize];
+    *total += *o;
+}
+
+fn host_backends() -> Vec<Runtime> {
+    vec![Runtime::with_backend(Backend::Seq).unwrap(), Runtime::with_backend(Backend::Threads).unwrap()]
+}
+
+#[test]
+fn kernel_panics_are_errors_naming_the_element() {
+    in_child("kernel_panics_are_errors_naming_the_element", "panics", &[], SHORT, || {
+        for rt in host_backends() {
+            let n = 10_000;
+            let s = rt.set("s", n).unwrap();
+            let v = rt.dat("v", &s, 1, (0..n as i32).map(|i| if i == 7777 { 7 } else { i + 100 }).collect()).unwrap();
+            let o = rt.dat("o", &s, 1, vec![0i32; n]).unwrap();
+            let e =
+                rt.par_loop(explode_at_seven::KERNEL, &s, &[v.arg(Access::READ), o.arg(Access::WRITE)]).unwrap_err();
+            match &e {
+                Error::KernelPanicked { kernel, element, message } => {
+                    assert_eq!((kernel.as_str(), *element), ("explode_at_seven", 7777), "{}", rt.backend());
+                    assert_eq!(message, "seven is not allowed");
+                }
+                other => panic!("{}: {other:?}", rt.backend()),
+            }
+            // Division by zero: Rust's own message, the element named.
+            let b = rt.dat("b", &s, 1, (0..n as i32).map(|i| if i == 4242 { 0 } else { 3 }).collect()).unwrap();
+            let e = rt
+                .par_loop(divide::KERNEL, &s, &[v.arg(Access::READ), b.arg(Access::READ), o.arg(Access::WRITE)])
+                .unwrap_err();
+            assert!(
+                matches!(&e, Error::KernelPanicked { element: 4242, message, .. } if message == "attempt to divide by zero"),
+                "{}: {e:?}",
+                rt.backend()
+            );
+            // An index out of bounds; the reduction stays as it was.
+            let i = rt.dat("i", &s, 1, (0..n as i32).map(|k| if k == 9000 { 4 } else { k % 4 }).collect()).unwrap();
+            let x = rt.dat("x", &s, 4, vec![1.0f64; 4 * n]).unwrap();
+            let out = rt.dat("out", &s, 1, vec![0.0f64; n]).unwrap();
+            let total = rt.global("total", &[0.5f64]).unwrap();
+            let args = [i.arg(Access::READ), x.arg(Access::READ), out.arg(Access::WRITE), total.arg(Access::INC)];
+            let e = rt.par_loop(pick_row::KERNEL, &s, &args).unwrap_err();
+            assert!(
+                matches!(&e, Error::KernelPanicked { element: 9000, message, .. }
+                    if message.contains("index out of bounds: the len is 4 but the index is 4")),
+                "{}: {e:?}",
+                rt.backend()
+            );
+            assert_eq!(total.value().unwrap(), 0.5, "{}: a failed loop reduces nothing", rt.backend());
+            // The runtime goes on working.
+            i.set_values(&vec![1; n]).unwrap();
+            rt.par_loop(pick_row::KERNEL, &s, &args).unwrap();
+            assert_eq!(total.value().unwrap(), 0.5 + n as f64);
+        }
+    });
+}
+
+// --------------------------------------------- parameters too large to stage
+
+#[parloop::kernel]
+fn first_of_many(x: &[f64; 65536], o: &mut f64) {
+    *o = x[0];
+}
+
+#[parloop::kernel]
+fn spread_wide(o: &mut [f64; 32768]) {
+    o[0] += 1.0;
+}
+
+#[test]
+fn kernels_whose_parameters_outgrow_the_stack_are_rejected_not_aborted() {
+    in_child("kernels_whose_parameters_outgrow_the_stack_are_rejected_not_aborted", "large", &[], SHORT, || {
+        for rt in backends() {
+            let s = rt.set("s", 2).unwrap();
+            let x = rt.dat("x", &s, 65536, vec![1.0f64; 2 * 65536]).unwrap();
+            let o = rt.dat("o", &s, 1, vec![0.0f64; 2]).unwrap();
+            let e = rt.par_loop(first_of_many::KERNEL, &s, &[x.arg(Access::READ), o.arg(Access::WRITE)]).unwrap_err();
+            assert!(
+                matches!(&e, Error::KernelTooLarge { bytes: 524_296, limit, .. } if *limit == 32 * 1024),
+                "{}: {e}",
+                rt.backend()
+            );
+            let nodes = rt.set("nodes", 1).unwrap();
+            let m = rt.map("m", &s, &nodes, 1, vec![0, 0]).unwrap();
+            let wide = rt.dat("wide", &nodes, 32768, vec![0.0f64; 32768]).unwrap();
+            let e = rt.par_loop(spread_wide::KERNEL, &s, &[wide.arg_via(&m, 0, Access::INC)]).unwrap_err();
+            assert!(matches!(&e, Error::KernelTooLarge { .. }), "{e}");
+            let g = rt.global("g", &vec![0.0f64; 32768]).unwrap();
+            let e = rt.par_loop(spread_wide::KERNEL, &s, &[g.arg(Access::INC)]).unwrap_err();
+            assert!(matches!(&e, Error::KernelTooLarge { .. }), "{e}");
+            assert!(e.to_string().contains("262144 bytes per element"), "{e}");
+        }
+    });
+}
+
+// -------------------------------------------------------------- allocation
+
+#[parloop::kernel]
+fn count(c: &mut u64) {
+    *c += 1;
+}
+
+#[test]
+fn allocations_sized_by_input_fail_with_out_of_memory() {
+    in_child("allocations_sized_by_input_fail_with_out_of_memory", "oom", &[], SHORT, || {
+        let rt = Runtime::with_backend(Backend::Emu).unwrap();
+        let e = rt.copy_bandwidth(usize::MAX, 1).unwrap_err();
+        assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
+        // 1e18 elements of a threads loop: its chunks alone would be
+        // exabytes.
+        let rt = Runtime::with_backend(Backend::Threads).unwrap();
+        let s = rt.set("many", 1_000_000_000_000_000_000).unwrap();
+        let c = rt.global("c", &[0u64]).unwrap();
+        let e = rt.par_loop(count::KERNEL, &s, &[c.arg(Access::INC)]).unwrap_err();
+        assert!(matches!(&e, Error::OutOfMemory { what, .. } if what.contains("count")), "{e}");
+        assert_eq!(c.value().unwrap(), 0);
+    });
+}
+
+#[test]
+fn a_large_dat_under_a_memory_cap_is_kept_where_it_is() {
+    // 2.5 GiB of values under a 4 GiB address-space cap: the copy to huge
+    // pages would need 5 GiB, so the values stay in place.
+    in_child("a_large_dat_under_a_memory_cap_is_kept_where_it_is", "cap", &[], SHORT, || {
+        let cap = libc::rlimit { rlim_cur: 4 << 30, rlim_max: 4 << 30 };
+        // SAFETY: plain system call on a valid struct.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &cap) }, 0);
+        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+        let n = (5usize << 30) / 2 / 8;
+        let s = rt.set("big", n).unwrap();
+        let mut values = vec![0.0f64; n];
+        values[n - 1] = 4.0;
+        let d = rt.dat("d", &s, 1, values).unwrap();
+        assert_eq!(d.with_values(|v| v[n - 1]).unwrap(), 4.0);
+    });
+}
+
+// ---------------------------------------------------------------- deadlocks
+
+#[test]
+fn nested_host_access_never_hangs() {
+    in_child("nested_host_access_never_hangs", "nested", &[], SHORT, || {
+        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+        let s = rt.set("s", 3).unwrap();
+        let d = rt.dat("d", &s, 1, vec![1.0f64, 2.0, 3.0]).unwrap();
+        // Reads nest.
+        assert_eq!(d.with_values(|_| d.values()).unwrap().unwrap(), vec![1.0, 2.0, 3.0]);
+        assert_eq!(d.with_values(|a| d.with_values(|b| a[0] + b[2])).unwrap().unwrap(), 4.0);
+        // Writes inside reads, and anything inside writes, are refused.
+        let e = d.with_values(|_| d.set_values(&[0.0; 3])).unwrap().unwrap_err();
+        assert!(matches!(&e, Error::HostBusy { name, .. } if name == "d"), "{e}");
+        assert!(e.to_string().contains("with_values"), "{e}");
+        assert!(matches!(d.with_values_mut(|_| d.values()).unwrap(), Err(Error::HostBusy { .. })));
+        assert!(matches!(d.with_values_mut(|_| d.with_values(|_| ())).unwrap(), Err(Error::HostBusy { .. })));
+        assert!(matches!(d.with_values_mut(|_| d.with_values_mut(|_| ())).unwrap(), Err(Error::HostBusy { .. })));
+        assert!(matches!(d.with_values_mut(|_| d.set_values(&[0.0; 3])).unwrap(), Err(Error::HostBusy { .. })));
+        // A loop inside a host access is refused, not waited for.
+        let e = d.with_values(|_| rt.par_loop(add_one::KERNEL, &s, &[d.arg(Access::RW)])).unwrap().unwrap_err();
+        assert!(matches!(&e, Error::Busy { dat, .. } if dat == "d"), "{e}");
+        assert_eq!(d.values().unwrap(), vec![1.0, 2.0, 3.0], "nothing changed");
+        // The values are free again afterwards.
+        rt.par_loop(add_one::KERNEL, &s, &[d.arg(Access::RW)]).unwrap();
+        assert_eq!(d.values().unwrap(), vec![2.0, 3.0, 4.0]);
+    });
+}
+
+// ------------------------------------------------------------------ threads
+
+#[test]
+fn loops_submitted_from_several_threads_all_run() {
+    in_child("loops_submitted_from_several_threads_all_run", "threads", &[], SHORT, || {
+        for rt in backends() {
+            let s = rt.set("s", 5000).unwrap();
+            let dats: Vec<_> = (0..4).map(|k| rt.dat(&format!("d{k}"), &s, 1, vec![0.0f64; 5000]).unwrap()).collect();
+            let shared = rt.dat("shared", &s, 1, vec![0.0f64; 5000]).unwrap();
+            std::thread::scope(|scope| {
+                for d in &dats {
+                    let (rt, s, shared) = (&rt, &s, &shared);
+                    scope.spawn(move || {
+                        for _ in 0..25 {
+                            rt.par_loop(add_one::KERNEL, s, &[d.arg(Access::RW)]).unwrap();
+                            rt.par_loop(add_two::KERNEL, s, &[shared.arg(Access::RW)]).unwrap();
+                            // Host reads on other threads are waited for.
+                            assert_eq!(shared.values().unwrap().len(), 5000);
+                        }
+                    });
+                }
+            });
+            for d in &dats {
+                assert_eq!(d.values().unwrap(), vec![25.0; 5000], "{}", rt.backend());
+            }
+            assert_eq!(shared.values().unwrap(), vec![200.0; 5000], "{}", rt.backend());
+        }
+    });
+}
+
+// --------------------------------------------------- environment variables
+
+#[test]
+fn environment_values_that_are_not_understood_are_errors() {
+    let cases: &[(&str, &str)] = &[
+        ("PARLOOP_BLOCK_SIZE", "0"),
+        ("PARLOOP_BLOCK_SIZE", "7"),
+        ("PARLOOP_BLOCK_SIZE", "100000"),
+        ("PARLOOP_BLOCK_SIZE", "-1"),
+        ("PARLOOP_BLOCK_SIZE", "bogus"),
+        ("PARLOOP_HUGE_PAGES", "off"),
+        ("PARLOOP_DETERMINISTIC", "yes"),
+        ("PARLOOP_CHECK_RANKS", "true"),
+        ("PARLOOP_OVERLAP", "no"),
+        ("PARLOOP_CUDA_AWARE", "2"),
+        ("PARLOOP_DEVICE", "first"),
+        ("PARLOOP_PART_SIZE", "0"),
+        ("PARLOOP_SIMD", "avx9"),
+        ("PARLOOP_STRATEGY", "fastest"),
+        ("PARLOOP_BACKEND", "gpu"),
+        ("PARLOOP_PROFILE", "2"),
+    ];
+    if let Ok(case) = std::env::var(child::CASE_VAR) {
+        let (var, value) = case.split_once('=').unwrap();
+        let e = Runtime::new().unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains(var) || text.contains(value), "{var}={value}: {text}");
+        if var != "PARLOOP_BACKEND" {
+            assert!(matches!(&e, Error::Env { var: v, value: got, .. } if *v == var && got == value), "{e:?}");
+        }
+        return;
+    }
+    for (var, value) in cases {
+        let case = format!("{var}={value}");
+        let (ok, text) =
+            child::run_child("environment_values_that_are_not_understood_are_errors", &case, &[(var, value)], SHORT);
+        assert!(ok, "{case}: {text}");
+    }
+}
+
+#[test]
+fn an_unwritable_profile_file_is_reported_when_the_runtime_is_created() {
+    in_child(
+        "an_unwritable_profile_file_is_reported_when_the_runtime_is_created",
+        "profile",
+        &[("PARLOOP_PROFILE", "json:/nonexistent-dir/parloop/profile.json")],
+        SHORT,
+        || {
+            let e = Runtime::new().unwrap_err();
+            assert!(matches!(&e, Error::Io { path, .. } if path.contains("PARLOOP_PROFILE")), "{e:?}");
+        },
+    );
+}
+
+// ----------------------------------------------------- MIN/MAX with NaN
+
+#[parloop::kernel]
+fn fold(x: &f64, lo: &mut f64, hi: &mut f64) {
+    *lo = lo.min(*x);
+    *hi = hi.max(*x);
+}
+
+#[test]
+fn min_and_max_ignore_nan_on_every_backend() {
+    let n = 10_000;
+    let x: Vec<f64> = (0..n).map(|i| if i % 3 == 0 { f64::NAN } else { (i as f64 - 5000.0) * 0.5 }).collect();
+    for rt in backends() {
+        let s = rt.set("s", n).unwrap();
+        let d = rt.dat("x", &s, 1, x.clone()).unwrap();
+        let lo = rt.global("lo", &[f64::NAN]).unwrap();
+        let hi = rt.global("hi", &[f64::NAN]).unwrap();
+        rt.par_loop(fold::KERNEL, &s, &[d.arg(Access::READ), lo.arg(Access::MIN), hi.arg(Access::MAX)]).unwrap();
+        // As Rust's f64::min and max fold them: NaN is ignored.
+        let expected = x.iter().fold((f64::NAN, f64::NAN), |(l, h), &v| (l.min(v), h.max(v)));
+        assert_eq!(expected, (-2499.5, 2499.0));
+        assert_eq!((lo.value().unwrap(), hi.value().unwrap()), expected, "{}", rt.backend());
+    }
+}
