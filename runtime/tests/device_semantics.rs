@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use parloop::{Access, Backend, Error, Runtime};
+use parloop::{Access, Backend, Error, ParLoop, Runtime, Strategy};
+
+mod support;
 
 const CASE_VAR: &str = "PARLOOP_TEST_CASE";
 
@@ -182,7 +184,6 @@ fn f32_min_max_reductions_ignore_nan() {
 
 #[test]
 fn min_max_reductions_ignore_nan_with_every_strategy() {
-    use parloop::Strategy;
     let (nedges, nnodes) = (3000, 500);
     let x = with_nans(nedges);
     let map: Vec<i32> = (0..2 * nedges).map(|k| ((k * 7919 + k / 2) % nnodes) as i32).collect();
@@ -254,7 +255,8 @@ fn scale_global(x: &f64, g: &mut f64) {
 
 #[parloop::kernel]
 fn read_then_add(x: &f64, g: &mut f64) {
-    *g += *g + *x;
+    let twice = *g + *x;
+    *g += twice;
 }
 
 #[parloop::kernel]
@@ -283,8 +285,7 @@ fn inc_on_a_parameter_the_kernel_assigns_is_rejected_on_every_backend() {
         let x = rt.dat("x", &set, 1, vec![1.0f64, 2.0, 3.0, 4.0, 5.0]).unwrap();
         let r = rt.dat("r", &nodes, 2, vec![0.0f64; 6]).unwrap();
         let g = rt.global("g", &[0.0f64]).unwrap();
-        for (kernel, param) in
-            [(assign_global::KERNEL, "g"), (scale_global::KERNEL, "g"), (read_then_add::KERNEL, "g")]
+        for (kernel, param) in [(assign_global::KERNEL, "g"), (scale_global::KERNEL, "g"), (read_then_add::KERNEL, "g")]
         {
             let err = rt.par_loop(kernel, &set, &[x.arg(Access::READ), g.arg(Access::INC)]).unwrap_err();
             let text = err.to_string();
@@ -312,12 +313,16 @@ fn inc_on_increment_only_parameters_matches_seq() {
     let run = |rt: &Runtime| {
         let set = rt.set("elems", 700).unwrap();
         let nodes = rt.set("nodes", 60).unwrap();
-        let map = rt.map("m", &set, &nodes, 1, (0..700).map(|i| (i * 13 % 60) as i32).collect()).unwrap();
+        let map = rt.map("m", &set, &nodes, 1, (0..700).map(|i: i32| i * 13 % 60).collect()).unwrap();
         let x = rt.dat("x", &set, 1, (0..700).map(|i| i as f64 * 0.5).collect()).unwrap();
         let r = rt.dat("r", &nodes, 2, vec![1.0f64; 120]).unwrap();
         let g = rt.global("g", &[3.0f64]).unwrap();
-        rt.par_loop(only_adds::KERNEL, &set, &[x.arg(Access::READ), r.arg_via(&map, 0, Access::INC), g.arg(Access::INC)])
-            .unwrap();
+        rt.par_loop(
+            only_adds::KERNEL,
+            &set,
+            &[x.arg(Access::READ), r.arg_via(&map, 0, Access::INC), g.arg(Access::INC)],
+        )
+        .unwrap();
         (r.values().unwrap(), g.values().unwrap())
     };
     let (s, e) = (run(&seq()), run(&emu()));
@@ -487,12 +492,16 @@ fn checked_builds_report_indices_out_of_bounds() {
             let run = |rt: &Runtime| {
                 let set = rt.set("elems", 400).unwrap();
                 let nodes = rt.set("nodes", 50).unwrap();
-                let m = rt.map("m", &set, &nodes, 2, (0..800).map(|k| (k * 7 % 50) as i32).collect()).unwrap();
+                let m = rt.map("m", &set, &nodes, 2, (0..800).map(|k: i32| k * 7 % 50).collect()).unwrap();
                 let i = rt.dat("i", &set, 1, (0..400u32).collect()).unwrap();
                 let x = rt.dat("x", &nodes, 3, (0..150).map(|v| v as f64 * 0.25).collect()).unwrap();
                 let o = rt.dat("o", &set, 2, vec![0.0f64; 800]).unwrap();
-                rt.par_loop(rows_in_range::KERNEL, &set, &[i.arg(Access::READ), x.arg_vec(&m, Access::READ), o.arg(Access::RW)])
-                    .unwrap();
+                rt.par_loop(
+                    rows_in_range::KERNEL,
+                    &set,
+                    &[i.arg(Access::READ), x.arg_vec(&m, Access::READ), o.arg(Access::RW)],
+                )
+                .unwrap();
                 o.values().unwrap()
             };
             assert_eq!(run(&seq()), run(&emu()));
@@ -502,12 +511,16 @@ fn checked_builds_report_indices_out_of_bounds() {
 
 #[test]
 fn parloop_check_accepts_only_0_and_1() {
-    in_child("parloop_check_accepts_only_0_and_1", "check-env", &[("PARLOOP_CHECK", "yes")], Duration::from_secs(60), || {
-        match Runtime::with_backend(Backend::Emu) {
+    in_child(
+        "parloop_check_accepts_only_0_and_1",
+        "check-env",
+        &[("PARLOOP_CHECK", "yes")],
+        Duration::from_secs(60),
+        || match Runtime::with_backend(Backend::Emu) {
             Err(Error::Env { var: "PARLOOP_CHECK", value, .. }) => assert_eq!(value, "yes"),
             other => panic!("expected an Env error, got {other:?}"),
-        }
-    });
+        },
+    );
 }
 
 #[test]
@@ -519,7 +532,13 @@ fn checked_and_unchecked_builds_are_different_cached_modules() {
         let idx: Vec<u32> = (0..100).map(|k| k % 4).collect();
         assert_eq!(pick_on(&emu(), pick::KERNEL, &idx).unwrap(), pick_on(&seq(), pick::KERNEL, &idx).unwrap());
     };
-    in_child(test, "unchecked", &[("PARLOOP_CACHE_DIR", cache), ("PARLOOP_CHECK", "0")], Duration::from_secs(120), body);
+    in_child(
+        test,
+        "unchecked",
+        &[("PARLOOP_CACHE_DIR", cache), ("PARLOOP_CHECK", "0")],
+        Duration::from_secs(120),
+        body,
+    );
     let unchecked = if parent() { modules(&dir) } else { Vec::new() };
     in_child(test, "checked", &[("PARLOOP_CACHE_DIR", cache), ("PARLOOP_CHECK", "1")], Duration::from_secs(120), body);
     if !parent() {
@@ -768,24 +787,79 @@ fn a_global_inc_of_65536_values_is_refused_on_emu_instead_of_hanging() {
 
 #[test]
 fn a_kernel_with_a_large_local_array_runs_on_emu_and_a_huge_one_is_refused() {
-    in_child("a_kernel_with_a_large_local_array_runs_on_emu_and_a_huge_one_is_refused", "big-local", &[], Duration::from_secs(300), || {
-        let run = |rt: Runtime| {
-            let set = rt.set("elems", 6).unwrap();
-            let x = rt.dat("x", &set, 1, vec![0.5f64, 1.0, 1.5, 2.0, 2.5, 3.0]).unwrap();
-            let o = rt.dat("o", &set, 1, vec![0.0f64; 6]).unwrap();
-            rt.par_loop(big_local_array::KERNEL, &set, &[x.arg(Access::READ), o.arg(Access::WRITE)]).unwrap();
-            o.values().unwrap()
-        };
-        let s = big_stack(move || run(seq()));
-        assert_eq!(s, run(emu()));
-        // 100 MB of locals per thread: refused with the limit, before anything runs.
-        let rt = emu();
-        let set = rt.set("elems", 2).unwrap();
-        let x = rt.dat("x", &set, 1, vec![1.0f64, 2.0]).unwrap();
-        let o = rt.dat("o", &set, 1, vec![0.0f64; 2]).unwrap();
-        let err = rt.par_loop(huge_local_array::KERNEL, &set, &[x.arg(Access::READ), o.arg(Access::WRITE)]).unwrap_err();
-        let text = err.to_string();
-        assert!(text.contains("huge_local_array") && text.contains("67108864"), "{text}");
-        assert_eq!(o.values().unwrap(), vec![0.0, 0.0]);
-    });
+    in_child(
+        "a_kernel_with_a_large_local_array_runs_on_emu_and_a_huge_one_is_refused",
+        "big-local",
+        &[],
+        Duration::from_secs(300),
+        || {
+            let run = |rt: Runtime| {
+                let set = rt.set("elems", 6).unwrap();
+                let x = rt.dat("x", &set, 1, vec![0.5f64, 1.0, 1.5, 2.0, 2.5, 3.0]).unwrap();
+                let o = rt.dat("o", &set, 1, vec![0.0f64; 6]).unwrap();
+                rt.par_loop(big_local_array::KERNEL, &set, &[x.arg(Access::READ), o.arg(Access::WRITE)]).unwrap();
+                o.values().unwrap()
+            };
+            let s = big_stack(move || run(seq()));
+            assert_eq!(s, run(emu()));
+            // 100 MB of locals per thread: refused with the limit, before anything runs.
+            let rt = emu();
+            let set = rt.set("elems", 2).unwrap();
+            let x = rt.dat("x", &set, 1, vec![1.0f64, 2.0]).unwrap();
+            let o = rt.dat("o", &set, 1, vec![0.0f64; 2]).unwrap();
+            let err =
+                rt.par_loop(huge_local_array::KERNEL, &set, &[x.arg(Access::READ), o.arg(Access::WRITE)]).unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("huge_local_array") && text.contains("67108864"), "{text}");
+            assert_eq!(o.values().unwrap(), vec![0.0, 0.0]);
+        },
+    );
+}
+
+// ---------------------------------------------------------------- NVRTC
+
+#[test]
+fn device_sources_with_panic_reports_and_checks_compile_with_nvrtc() {
+    if !support::nvrtc_available() {
+        return;
+    }
+    let rt = seq();
+    let edges = rt.set("edges", 40).unwrap();
+    let nodes = rt.set("nodes", 12).unwrap();
+    let pair = rt.map("pair", &edges, &nodes, 2, (0..80).map(|k: i32| k * 5 % 12).collect()).unwrap();
+    let a = rt.dat("a", &edges, 1, vec![1i32; 40]).unwrap();
+    let b = rt.dat("b", &edges, 1, vec![2i32; 40]).unwrap();
+    let o = rt.dat("o", &edges, 1, vec![0i32; 40]).unwrap();
+    let i = rt.dat("i", &edges, 1, vec![0u32; 40]).unwrap();
+    let x4 = rt.dat("x4", &edges, 4, vec![0.0f64; 160]).unwrap();
+    let y = rt.dat("y", &edges, 1, vec![0.0f64; 40]).unwrap();
+    let x = rt.dat("x", &edges, 1, vec![0.0f64; 40]).unwrap();
+    let r = rt.dat("r", &nodes, 1, vec![0.0f64; 12]).unwrap();
+    let lo = rt.global("lo", &[0.0f64]).unwrap();
+    let hi = rt.global("hi", &[0.0f64]).unwrap();
+    let loops = [
+        ParLoop::new(divide_i32::KERNEL, &edges, &[a.arg(Access::READ), b.arg(Access::READ), o.arg(Access::WRITE)]),
+        ParLoop::new(pick::KERNEL, &edges, &[i.arg(Access::READ), x4.arg(Access::READ), y.arg(Access::WRITE)]),
+        ParLoop::new(awkward::main::KERNEL, &edges, &[x.arg(Access::READ), y.arg(Access::WRITE)]),
+        ParLoop::new(
+            scatter_and_min::KERNEL,
+            &edges,
+            &[
+                x.arg(Access::READ),
+                r.arg_via(&pair, 0, Access::INC),
+                r.arg_via(&pair, 1, Access::INC),
+                lo.arg(Access::MIN),
+                hi.arg(Access::MAX),
+            ],
+        ),
+    ];
+    for lp in loops {
+        let lp = lp.unwrap();
+        for strategy in [Strategy::Staged, Strategy::StagedAtomic, Strategy::Atomic, Strategy::GlobalColour] {
+            let source = rt.cuda_loop_source(&lp, strategy).unwrap();
+            let name = format!("{}/{}", lp.kernel().name(), strategy.name());
+            support::nvrtc_compile(&name, &source).unwrap();
+            support::nvrtc_compile(&name, &format!("#define PARLOOP_CHECK 1\n{source}")).unwrap();
+        }
+    }
 }
