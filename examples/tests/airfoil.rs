@@ -120,7 +120,7 @@ fn parse_error(text: &str) -> (usize, String) {
 
 #[test]
 fn malformed_grid_files_are_errors_naming_the_line() {
-    let good = " 4 1 0 1 \n 0.0 0.0 \n 1.0 0.0 \n 1.0 1.0 \n 0.0 1.0 \n 0 1 2 3 \n 0 1 0 1 \n";
+    let good = " 4 1 0 4 \n 0.0 0.0 \n 1.0 0.0 \n 1.0 1.0 \n 0.0 1.0 \n 0 1 2 3 \n 1 0 0 1 \n 2 1 0 2 \n 3 2 0 2 \n 0 3 0 2 \n";
     assert_eq!(Grid::parse(good, "g.dat").unwrap().ncell(), 1);
     let (line, msg) = parse_error(" 4 1 0 1 \n 0.0 0.0 \n 1.0 zero \n");
     assert_eq!(line, 3);

@@ -39,7 +39,6 @@ pub(crate) struct LoopKey {
     sections: Sections,
     executed: usize,
     part_size: Option<usize>,
-    budget: usize,
     needs_plan: bool,
     /// Device strategy (`None` on host backends).
     strategy: Option<Strategy>,
@@ -52,8 +51,7 @@ impl LoopKey {
         set: &Set,
         executed: usize,
         part_size: Option<usize>,
-        budget: usize,
-        needs_plan: bool,
+            needs_plan: bool,
         strategy: Option<Strategy>,
         args: &[Arg],
     ) -> LoopKey {
@@ -77,7 +75,6 @@ impl LoopKey {
             sections: set.sections(),
             executed,
             part_size,
-            budget,
             needs_plan,
             strategy,
             args,
@@ -230,7 +227,7 @@ mod tests {
         let mut cache = PlanCache::new(2);
         let rt = Runtime::with_backend(Backend::Seq).unwrap();
         let keys: Vec<LoopKey> = (0..3)
-            .map(|n| LoopKey::new(inc2::KERNEL, &rt.set("s", n).unwrap(), n, None, 1024, false, None, &[]))
+            .map(|n| LoopKey::new(inc2::KERNEL, &rt.set("s", n).unwrap(), n, None, false, None, &[]))
             .collect();
         for k in &keys {
             cache.insert(

@@ -25,7 +25,7 @@ use parloop_kernels::loops::Strategy;
 /// Shared-memory budget of the CPU backends' plan requests (the GPU's
 /// classic 48 KiB). It sizes nothing there: their blocks are
 /// [`CPU_PART_SIZE`] elements (or `PARLOOP_PART_SIZE`) and nothing is
-/// staged; the planner's request and the plan key carry it all the same.
+/// staged; the planner's request carries it all the same.
 const CPU_BLOCK_BUDGET: usize = 48 * 1024;
 
 /// Elements per block of the `threads` backend's plans unless
@@ -513,7 +513,7 @@ impl Runtime {
         args: &[Arg],
     ) -> Result<(Arc<LoopPlan>, Duration)> {
         let executed: usize = sections.iter().sum();
-        let key = LoopKey::new(kernel, set, executed, self.part_size, CPU_BLOCK_BUDGET, needs_plan, strategy, args);
+        let key = LoopKey::new(kernel, set, executed, self.part_size, needs_plan, strategy, args);
         if let Some(p) = self.plans.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok((p, Duration::ZERO));
         }
