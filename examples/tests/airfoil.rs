@@ -132,7 +132,7 @@ fn malformed_grid_files_are_errors_naming_the_line() {
     assert!(msg.contains("node 7 is out of range"), "{msg}");
     let (line, msg) = parse_error(" 4 1 0 1 \n 0 0 \n 1 0 \n 1 1 \n 0 1 \n 0 1 2 3 \n 0 1 0 3 \n");
     assert_eq!(line, 7);
-    assert!(msg.contains("bound 3"), "{msg}");
+    assert!(msg.contains("bound `3`"), "{msg}");
     let (line, _) = parse_error(" 4 1 0 \n");
     assert_eq!(line, 1);
     let (line, msg) = parse_error(" 4 1 0 1 \n 0 0 5 \n");
