@@ -8,7 +8,7 @@
 # Steps, in order (the first failure stops the run, with a summary, unless
 # --keep-going):
 #   tests      the device-path test binaries (tests.list) with
-#              PARLOOP_BACKEND=cuda PARLOOP_REQUIRE_CUDA=1 PARLOOP_REQUIRE_NVRTC=1:
+#              PARLOOP_BACKEND=cuda PARLOOP_TEST_DEVICE=cuda PARLOOP_REQUIRE_CUDA=1 PARLOOP_REQUIRE_NVRTC=1:
 #              the cuda_* tests fail instead of skipping when the GPU cannot be used
 #   sanitizer  compute-sanitizer memcheck over the CUDA tests and a short
 #              airfoil run per strategy, racecheck over a staged airfoil run
@@ -125,7 +125,7 @@ if want tests; then
             ran+=("skip      $bin (no C++ compiler)")
             continue
         fi
-        x "test $bin" "$out/logs/test-$bin.txt" env PARLOOP_BACKEND=cuda PARLOOP_REQUIRE_CUDA=1 PARLOOP_REQUIRE_NVRTC=1 \
+        x "test $bin" "$out/logs/test-$bin.txt" env PARLOOP_BACKEND=cuda PARLOOP_TEST_DEVICE=cuda PARLOOP_REQUIRE_CUDA=1 PARLOOP_REQUIRE_NVRTC=1 \
             "$here/tests/$bin" "${words[@]:1}"
     done
 fi

@@ -3,6 +3,9 @@
 //! byte-identical to the reference grid, and 1000 iterations reproduce OP2's
 //! residuals within 1e-10 relative on every CPU backend.
 
+#[path = "../../runtime/tests/support/device.rs"]
+mod device;
+use device::device_backend;
 use parloop::{Backend, Error, Runtime, Strategy};
 use parloop_examples::airfoil::{grid::Grid, Airfoil, REFERENCE_100X150};
 use sha2::{Digest, Sha256};
@@ -51,7 +54,7 @@ fn assert_reference(got: &[(usize, f64)]) {
 
 /// The device path on the emulated device, with one increment strategy.
 fn emu_residuals(strategy: Strategy) -> Vec<(usize, f64)> {
-    let mut rt = Runtime::with_backend(Backend::Emu).unwrap();
+    let mut rt = Runtime::with_backend(device_backend()).unwrap();
     rt.set_strategy(Some(strategy));
     let grid = Grid::generate(100, 150).unwrap().rounded();
     let mut airfoil = Airfoil::new(&rt, &grid).unwrap();

@@ -6,6 +6,9 @@
 
 mod support;
 
+#[path = "support/device.rs"]
+mod device;
+use device::device_backend;
 use parloop::{Access, Backend, Dat, Global, Map, ParLoop, Runtime, Set, Strategy as DeviceStrategy};
 use proptest::prelude::*;
 
@@ -296,7 +299,7 @@ proptest! {
 /// Every device strategy on the emulated device against seq.
 fn emu_matches_seq(strategy: DeviceStrategy, m: &Mesh, part: Option<usize>) -> Result<(), TestCaseError> {
     let seq = run(Backend::Seq, m, None);
-    let emu = run_with(Backend::Emu, Some(strategy), m, part);
+    let emu = run_with(device_backend(), Some(strategy), m, part);
     assert_matches(&seq, &emu)
 }
 
@@ -328,8 +331,8 @@ proptest! {
 fn staged_and_global_colour_are_bitwise_reproducible() {
     let m = fixed_mesh(3000, 200);
     for strategy in [DeviceStrategy::Staged, DeviceStrategy::GlobalColour] {
-        let a = run_with(Backend::Emu, Some(strategy), &m, None);
-        let b = run_with(Backend::Emu, Some(strategy), &m, None);
+        let a = run_with(device_backend(), Some(strategy), &m, None);
+        let b = run_with(device_backend(), Some(strategy), &m, None);
         let bits = |o: &Outcome| {
             (
                 o.res.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
@@ -409,7 +412,7 @@ fn the_automatic_strategy_tries_every_candidate_and_stays_correct() {
         s.values().unwrap()
     };
     let seq = run(Backend::Seq);
-    let emu = run(Backend::Emu);
+    let emu = run(device_backend());
     for (k, (a, b)) in seq.iter().zip(&emu).enumerate() {
         assert!((a - b).abs() <= 1e-5 * a.abs().max(1.0), "node {k}: seq {a}, emu {b}");
     }
