@@ -300,15 +300,8 @@ pub(crate) fn prepare(
     part_size: Option<usize>,
 ) -> Result<DeviceLoop> {
     let block = device.block_size();
-    let Built { spec, generated, plan, source, map_args } = build_checked(
-        kernel,
-        args,
-        sections,
-        strategy,
-        part_size,
-        device.shared_memory_per_block(),
-        device.checked(),
-    )?;
+    let Built { spec, generated, plan, source, map_args } =
+        build_checked(kernel, args, sections, strategy, part_size, device.shared_memory_per_block(), device.checked())?;
     // Per-thread stack: the entry's private copies and accumulators, the
     // kernel's and its helpers' locals, and room for the compiler's own.
     let frames = loops::entry_frame_bytes(&spec).saturating_add(kernel.device_fn().map_or(0, |d| d.frame_bytes()));
@@ -433,19 +426,7 @@ pub(crate) fn prepare(
         partials.push((slot, device.alloc(bytes)?));
     }
     let panics = spec.panics;
-    Ok(DeviceLoop {
-        strategy,
-        generated,
-        module,
-        arrays,
-        partials,
-        launches,
-        counted,
-        block,
-        shared,
-        map_args,
-        panics,
-    })
+    Ok(DeviceLoop { strategy, generated, module, arrays, partials, launches, counted, block, shared, map_args, panics })
 }
 
 /// A prepared loop bound to its current arguments, launched section by

@@ -343,12 +343,8 @@ impl Device for Cuda {
             }
             _ => None,
         };
-        let loaded: Arc<dyn Module> = Arc::new(CudaLoaded {
-            module,
-            stream: self.stream.clone(),
-            functions: Mutex::new(HashMap::new()),
-            error,
-        });
+        let loaded: Arc<dyn Module> =
+            Arc::new(CudaLoaded { module, stream: self.stream.clone(), functions: Mutex::new(HashMap::new()), error });
         self.modules.lock().unwrap_or_else(|e| e.into_inner()).insert(hash, loaded.clone());
         Ok(loaded)
     }
