@@ -141,10 +141,14 @@ static void pl_resume(unsigned int t) {
 #endif
 }
 
+/* All fibers' stacks of a launch, in one mapping: [guard|stack] per fiber. */
+static thread_local char* pl_pool;
+static thread_local size_t pl_pool_bytes;
+
 static void pl_free_fibers() {
-    for (unsigned int t = 0; t < pl_nfibers; ++t) {
-        if (pl_fibers[t].stack) munmap(pl_fibers[t].stack - pl_page, pl_stack_bytes + pl_page);
-    }
+    if (pl_pool) munmap(pl_pool, pl_pool_bytes);
+    pl_pool = 0;
+    pl_pool_bytes = 0;
     free(pl_fibers);
     pl_fibers = 0;
     pl_nfibers = 0;
@@ -158,28 +162,33 @@ extern "C" int pl_emu_launch(void (*body)(const void*), const void* args, unsign
     if (!pl_page) pl_page = (size_t)sysconf(_SC_PAGESIZE);
     stack_bytes = (stack_bytes + pl_page - 1) / pl_page * pl_page;
     if (stack_bytes < 256 * 1024) stack_bytes = 256 * 1024;
-    if (block > pl_nfibers || stack_bytes > pl_stack_bytes) {
-        if (stack_bytes < pl_stack_bytes) stack_bytes = pl_stack_bytes;
-        pl_free_fibers();
-        pl_fibers = (pl_fiber*)calloc(block, sizeof(pl_fiber));
-        if (!pl_fibers) return 2;
-        pl_nfibers = block;
-        pl_stack_bytes = stack_bytes;
+    /* The stacks live for one launch only: every guard page splits the
+       mapping, and kept per module and thread they would exhaust the
+       process's mappings (vm.max_map_count) in a program with many loops. */
+    pl_free_fibers();
+    pl_fibers = (pl_fiber*)calloc(block, sizeof(pl_fiber));
+    if (!pl_fibers) return 2;
+    pl_nfibers = block;
+    pl_stack_bytes = stack_bytes;
+    {
+        const size_t each = stack_bytes + pl_page;
+        pl_pool_bytes = each * block;
+        /* Reserved, not committed: only the pages a fiber touches cost memory. */
+        void* m = mmap(0, pl_pool_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) { pl_pool = 0; pl_free_fibers(); return 2; }
+        pl_pool = (char*)m;
         for (unsigned int t = 0; t < block; ++t) {
-            /* Reserved, not committed: only the pages a fiber touches cost memory. */
-            void* m = mmap(0, stack_bytes + pl_page, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (m == MAP_FAILED) { pl_free_fibers(); return 2; }
-            /* The guard page: an overflow faults instead of corrupting memory. */
-            mprotect(m, pl_page, PROT_NONE);
-            pl_fibers[t].stack = (char*)m + pl_page;
+            /* The guard page below each stack: an overflow faults instead of
+               corrupting the neighbouring fiber. */
+            if (mprotect(pl_pool + t * each, pl_page, PROT_NONE) != 0) { pl_free_fibers(); return 2; }
+            pl_fibers[t].stack = pl_pool + t * each + pl_page;
         }
     }
     /* A canary after the shared memory: a block that writes past the size
        the launch asked for fails the launch instead of corrupting memory. */
     const size_t canary = 64;
     char* shared = (char*)malloc(shared_bytes + canary);
-    if (!shared) return 2;
+    if (!shared) { pl_free_fibers(); return 2; }
     pl_emu_shared = shared;
     pl_body = body;
     pl_body_args = args;
@@ -204,10 +213,11 @@ extern "C" int pl_emu_launch(void (*body)(const void*), const void* args, unsign
             }
         }
         for (size_t i = 0; i < canary; ++i) {
-            if ((unsigned char)shared[shared_bytes + i] != 0xA5) { free(shared); return 3; }
+            if ((unsigned char)shared[shared_bytes + i] != 0xA5) { free(shared); pl_free_fibers(); return 3; }
         }
     }
     free(shared);
+    pl_free_fibers();
     return 0;
 }
 "#;

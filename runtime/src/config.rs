@@ -17,6 +17,7 @@
 //! | `PARLOOP_CHECK_RANKS` | `0`, `1` | `0` |
 //! | `PARLOOP_OVERLAP` | `0`, `1` | `1` |
 //! | `PARLOOP_CUDA_AWARE` | `0`, `1` | asked of the MPI library |
+//! | `PARLOOP_CHECK` | `0`, `1` (bounds checks in device code) | `0` |
 
 use crate::error::{Error, Result};
 
@@ -64,6 +65,7 @@ pub(crate) fn check_others() -> Result<()> {
     switch("PARLOOP_CUDA_AWARE", false)?;
     number("PARLOOP_BLOCK_SIZE", |n| (32..=1024).contains(&n) && n % 32 == 0, "a multiple of 32 in 32..=1024")?;
     number("PARLOOP_DEVICE", |_| true, "a GPU ordinal (a non-negative integer)")?;
+    crate::device::check_from_env()?;
     Ok(())
 }
 

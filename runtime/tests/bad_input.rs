@@ -398,6 +398,7 @@ fn environment_values_that_are_not_understood_are_errors() {
         ("PARLOOP_STRATEGY", "fastest"),
         ("PARLOOP_BACKEND", "gpu"),
         ("PARLOOP_PROFILE", "2"),
+        ("PARLOOP_CHECK", "on"),
     ];
     if let Ok(case) = std::env::var(child::CASE_VAR) {
         let (var, value) = case.split_once('=').unwrap();
