@@ -51,7 +51,7 @@ impl LoopKey {
         set: &Set,
         executed: usize,
         part_size: Option<usize>,
-            needs_plan: bool,
+        needs_plan: bool,
         strategy: Option<Strategy>,
         args: &[Arg],
     ) -> LoopKey {
@@ -226,9 +226,8 @@ mod tests {
     fn the_cache_is_bounded_and_evicts_the_oldest() {
         let mut cache = PlanCache::new(2);
         let rt = Runtime::with_backend(Backend::Seq).unwrap();
-        let keys: Vec<LoopKey> = (0..3)
-            .map(|n| LoopKey::new(inc2::KERNEL, &rt.set("s", n).unwrap(), n, None, false, None, &[]))
-            .collect();
+        let keys: Vec<LoopKey> =
+            (0..3).map(|n| LoopKey::new(inc2::KERNEL, &rt.set("s", n).unwrap(), n, None, false, None, &[])).collect();
         for k in &keys {
             cache.insert(
                 k.clone(),

@@ -340,7 +340,8 @@ pub fn differential(spec: &Spec, samples: usize, seed: u64) {
     // Rust, through the runtime's seq backend and direct arguments.
     let rt = Runtime::with_backend(Backend::Seq).unwrap();
     let set = rt.set("samples", samples).unwrap();
-    let dats: Vec<AnyDat> = sigs.iter().zip(&inputs).enumerate().map(|(i, (s, w))| AnyDat::new(&rt, &set, s, w, i)).collect();
+    let dats: Vec<AnyDat> =
+        sigs.iter().zip(&inputs).enumerate().map(|(i, (s, w))| AnyDat::new(&rt, &set, s, w, i)).collect();
     let args: Vec<Arg> =
         dats.iter().zip(sigs).map(|(d, s)| d.arg(if s.mutable { Access::RW } else { Access::READ })).collect();
     rt.par_loop(kernel, &set, &args).unwrap();
