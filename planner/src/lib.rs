@@ -27,14 +27,16 @@
 //! assert_ne!(plan.blocks[0].colour, plan.blocks[1].colour);
 //! ```
 
+mod build;
 mod bytes;
 mod check;
 mod colour;
 mod plan;
 mod rcm;
 
+pub use build::build_plan;
 pub use bytes::{min_bytes, ByteArg, ByteArgKind};
-pub use plan::{build_plan, Block, Columns, IndirectArg, Plan, PlanError, PlanRequest, Stage};
+pub use plan::{Block, Columns, IndirectArg, Plan, PlanError, PlanRequest, Stage};
 pub use rcm::{bandwidth, rcm_order};
 
 /// Largest number of entities one block may stage per (dat, map) pair: the

@@ -1,0 +1,386 @@
+//! Building a [`Plan`]: blocks, staging maps and colours for one indirect loop.
+//!
+//! The algorithm only; the types it reads and returns are in `plan.rs`.
+
+use crate::colour::{colour_blocks, colour_threads, ConflictTargets};
+use crate::plan::{Block, Columns, IndirectArg, PairInfo, Plan, PlanError, PlanRequest, Stage};
+use crate::MAX_STAGED_PER_PAIR;
+
+/// Upper bound of the bytes one element stages: every column of every pair.
+fn staged_bytes_per_element(pairs: &[PairInfo], pair_columns: &[Vec<usize>]) -> usize {
+    pairs.iter().zip(pair_columns).map(|(p, cols)| p.bytes_per_entity * cols.len()).sum()
+}
+
+/// Default elements per block for a budget: as many as fit, a multiple of 32
+/// (a warp) when at least 32 fit, at most 1024 (a CUDA thread block).
+fn default_part_size(budget: usize, per_element: usize) -> usize {
+    if per_element == 0 {
+        return 1024;
+    }
+    let fit = (budget / per_element).clamp(1, 1024);
+    if fit >= 32 {
+        fit / 32 * 32
+    } else {
+        fit
+    }
+}
+
+fn validate(request: &PlanRequest) -> Result<usize, PlanError> {
+    let total: usize = request.sections.iter().sum();
+    for (a, arg) in request.args.iter().enumerate() {
+        let needed = total * arg.arity;
+        if arg.map.len() < needed {
+            return Err(PlanError::MapLength { arg: a, len: arg.map.len(), needed });
+        }
+        if let Columns::One(c) = arg.columns {
+            if c >= arg.arity {
+                return Err(PlanError::Column { arg: a, column: c, arity: arg.arity });
+            }
+        }
+        // Arguments on the same map (by slice and target size) are checked once.
+        let seen = request.args[..a].iter().any(|b| {
+            std::ptr::eq(b.map.as_ptr(), arg.map.as_ptr()) && b.map.len() == arg.map.len() && b.to_size == arg.to_size
+        });
+        if seen {
+            continue;
+        }
+        if let Some(pos) = arg.map[..needed].iter().position(|&v| v < 0 || v as usize >= arg.to_size) {
+            return Err(PlanError::MapValue {
+                arg: a,
+                element: pos / arg.arity.max(1),
+                value: arg.map[pos],
+                to_size: arg.to_size,
+            });
+        }
+    }
+    Ok(total)
+}
+
+/// Distinct (dat, map) pairs, the columns each stages, and each argument's pair.
+fn collect_pairs(args: &[IndirectArg]) -> (Vec<PairInfo>, Vec<Vec<usize>>, Vec<usize>) {
+    let mut pairs: Vec<PairInfo> = Vec::new();
+    let mut columns: Vec<Vec<usize>> = Vec::new();
+    let mut arg_pair = Vec::with_capacity(args.len());
+    for arg in args {
+        let p = match pairs.iter().position(|p| p.dat_id == arg.dat_id && p.map_id == arg.map_id) {
+            Some(p) => p,
+            None => {
+                pairs.push(PairInfo {
+                    dat_id: arg.dat_id,
+                    map_id: arg.map_id,
+                    stage: 0,
+                    bytes_per_entity: arg.bytes_per_entity,
+                });
+                columns.push(Vec::new());
+                pairs.len() - 1
+            }
+        };
+        for c in arg.columns.iter(arg.arity) {
+            if !columns[p].contains(&c) {
+                columns[p].push(c);
+            }
+        }
+        arg_pair.push(p);
+    }
+    for cols in &mut columns {
+        cols.sort_unstable();
+    }
+    (pairs, columns, arg_pair)
+}
+
+/// Builds the plan for `request`.
+///
+/// Blocks are `part_size` elements (derived from the shared-memory budget
+/// unless given) within each section; with staging, a block whose staged data
+/// exceeds the budget or [`MAX_STAGED_PER_PAIR`] entities of one pair is split
+/// in halves until it fits.
+pub fn build_plan(request: &PlanRequest) -> Result<Plan, PlanError> {
+    let total = validate(request)?;
+    let (mut pairs, pair_columns, arg_pair) = collect_pairs(request.args);
+    let per_element = staged_bytes_per_element(&pairs, &pair_columns);
+    let part_size =
+        request.part_size.unwrap_or_else(|| default_part_size(request.shared_memory_bytes, per_element)).max(1);
+
+    // Stages: one per distinct (map, columns).
+    let mut stages: Vec<Stage> = Vec::new();
+    let mut stage_source: Vec<(usize, usize)> = Vec::new(); // (arity, arg index with that map)
+    for (p, pair) in pairs.iter_mut().enumerate() {
+        let cols = &pair_columns[p];
+        let s = match stages.iter().position(|s| s.map_id == pair.map_id && &s.columns == cols) {
+            Some(s) => s,
+            None => {
+                stages.push(Stage { map_id: pair.map_id, columns: cols.clone(), ..Stage::default() });
+                let a = arg_pair.iter().position(|&ap| ap == p).expect("every pair has an argument");
+                stage_source.push((request.args[a].arity, a));
+                stages.len() - 1
+            }
+        };
+        pair.stage = s;
+    }
+
+    // Blocks within sections.
+    let mut blocks = Vec::with_capacity(total / part_size + request.sections.len());
+    let mut start = 0;
+    for (section, &size) in request.sections.iter().enumerate() {
+        let end = start + size;
+        let mut b = start;
+        while b < end {
+            let len = part_size.min(end - b);
+            blocks.push(Block { start: b, len, section, colour: 0, thread_colours: 0, staged_bytes: 0 });
+            b += len;
+        }
+        start = end;
+    }
+
+    if request.staging {
+        blocks = match stage_blocks_parallel(request, &pairs, &mut stages, &stage_source, &blocks) {
+            Some(staged) => staged,
+            None => stage_blocks(request, &pairs, &mut stages, &stage_source, blocks)?,
+        };
+    }
+
+    let targets = ConflictTargets::new(request.args);
+    let mut thread_colour = vec![0u32; total];
+    colour_threads(&targets, &mut blocks, &mut thread_colour);
+    let (colours, core_colours) = colour_blocks(&targets, &mut blocks);
+
+    let mut colour_offsets = vec![0usize; colours as usize + 1];
+    for b in &blocks {
+        colour_offsets[b.colour as usize + 1] += 1;
+    }
+    for c in 0..colours as usize {
+        colour_offsets[c + 1] += colour_offsets[c];
+    }
+    let mut fill = colour_offsets.clone();
+    let mut blocks_by_colour = vec![0u32; blocks.len()];
+    for (i, b) in blocks.iter().enumerate() {
+        blocks_by_colour[fill[b.colour as usize]] = i as u32;
+        fill[b.colour as usize] += 1;
+    }
+
+    Ok(Plan {
+        part_size,
+        blocks,
+        colours,
+        core_colours,
+        blocks_by_colour,
+        colour_offsets,
+        thread_colour,
+        stages,
+        pairs,
+        arg_pair,
+    })
+}
+
+/// Local-to-global list of one block for one stage, sorted and unique, using
+/// `pos` (all `u32::MAX` on entry and exit) as a scratch membership array.
+fn block_l2g(map: &[i32], arity: usize, columns: &[usize], block: &Block, pos: &mut [u32], out: &mut Vec<u32>) {
+    out.clear();
+    for e in block.start..block.start + block.len {
+        for &c in columns {
+            let t = map[e * arity + c] as usize;
+            if pos[t] == u32::MAX {
+                pos[t] = 0;
+                out.push(t as u32);
+            }
+        }
+    }
+    out.sort_unstable();
+    for &t in out.iter() {
+        pos[t as usize] = u32::MAX;
+    }
+}
+
+/// Builds staging maps, splitting blocks that exceed the budget.
+fn stage_blocks(
+    request: &PlanRequest,
+    pairs: &[PairInfo],
+    stages: &mut [Stage],
+    stage_source: &[(usize, usize)],
+    initial: Vec<Block>,
+) -> Result<Vec<Block>, PlanError> {
+    let total: usize = request.sections.iter().sum();
+    let max_to = request.args.iter().map(|a| a.to_size).max().unwrap_or(0);
+    let mut pos = vec![u32::MAX; max_to];
+    let mut lists: Vec<Vec<u32>> = vec![Vec::new(); stages.len()];
+    for stage in stages.iter_mut() {
+        stage.l2g.clear();
+        stage.l2g_offsets = vec![0];
+        stage.g2l = vec![vec![0u16; total]; stage.columns.len()];
+    }
+    let mut blocks = Vec::with_capacity(initial.len());
+    // Pending blocks in reverse order so that pop() yields them in order.
+    let mut pending: Vec<Block> = initial.into_iter().rev().collect();
+    while let Some(mut block) = pending.pop() {
+        for (s, stage) in stages.iter().enumerate() {
+            let (arity, a) = stage_source[s];
+            block_l2g(request.args[a].map, arity, &stage.columns, &block, &mut pos, &mut lists[s]);
+        }
+        let staged: usize = pairs.iter().map(|p| lists[p.stage].len() * p.bytes_per_entity).sum();
+        let too_many = lists.iter().any(|l| l.len() > crate::MAX_STAGED_PER_PAIR);
+        if staged > request.shared_memory_bytes || too_many {
+            if block.len == 1 {
+                return Err(PlanError::ElementTooLarge {
+                    element: block.start,
+                    bytes: staged,
+                    budget: request.shared_memory_bytes,
+                });
+            }
+            let half = block.len / 2;
+            let second = Block { start: block.start + half, len: block.len - half, ..block };
+            block.len = half;
+            pending.push(second);
+            pending.push(block);
+            continue;
+        }
+        block.staged_bytes = staged;
+        for (s, stage) in stages.iter_mut().enumerate() {
+            let (arity, a) = stage_source[s];
+            let map = request.args[a].map;
+            let list = &lists[s];
+            for (i, &t) in list.iter().enumerate() {
+                pos[t as usize] = i as u32;
+            }
+            for (k, &c) in stage.columns.iter().enumerate() {
+                let g2l = &mut stage.g2l[k];
+                for e in block.start..block.start + block.len {
+                    g2l[e] = pos[map[e * arity + c] as usize] as u16;
+                }
+            }
+            for &t in list {
+                pos[t as usize] = u32::MAX;
+            }
+            stage.l2g.extend_from_slice(list);
+            stage.l2g_offsets.push(stage.l2g.len());
+        }
+        blocks.push(block);
+    }
+    debug_assert!(lists.iter().all(|l| l.len() <= MAX_STAGED_PER_PAIR));
+    Ok(blocks)
+}
+
+/// The staging one worker did for a contiguous run of blocks.
+struct StagedRun {
+    /// Per stage: the run's local-to-global lists, concatenated.
+    l2g: Vec<Vec<u32>>,
+    /// Per stage: the length of each block's list.
+    lens: Vec<Vec<usize>>,
+    /// Per block: staged shared memory.
+    staged_bytes: Vec<usize>,
+}
+
+/// Builds the staging maps with one worker per core, optimistically: when
+/// some block exceeds the budget or the per-pair limit it returns `None`,
+/// and the sequential path, which splits blocks, starts over. Without splits
+/// both paths build identical plans.
+fn stage_blocks_parallel(
+    request: &PlanRequest,
+    pairs: &[PairInfo],
+    stages: &mut [Stage],
+    stage_source: &[(usize, usize)],
+    blocks: &[Block],
+) -> Option<Vec<Block>> {
+    let total: usize = request.sections.iter().sum();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if workers < 2 || total < 100_000 || blocks.is_empty() {
+        return None;
+    }
+    let max_to = request.args.iter().map(|a| a.to_size).max().unwrap_or(0);
+    let stage_cols: Vec<(usize, Vec<usize>)> =
+        stages.iter().enumerate().map(|(s, st)| (stage_source[s].0, st.columns.clone())).collect();
+    let bytes_per_stage: Vec<usize> =
+        (0..stages.len()).map(|s| pairs.iter().filter(|p| p.stage == s).map(|p| p.bytes_per_entity).sum()).collect();
+    let runs: Vec<&[Block]> = blocks.chunks(blocks.len().div_ceil(workers)).collect();
+    for stage in stages.iter_mut() {
+        stage.g2l = vec![vec![0u16; total]; stage.columns.len()];
+    }
+    // g2l_runs[run][stage][column]: the run's element range of each g2l array.
+    let mut g2l_runs: Vec<Vec<Vec<&mut [u16]>>> =
+        (0..runs.len()).map(|_| (0..stages.len()).map(|_| Vec::new()).collect()).collect();
+    for (s, stage) in stages.iter_mut().enumerate() {
+        for col in stage.g2l.iter_mut() {
+            let mut rest: &mut [u16] = col.as_mut_slice();
+            let mut at = 0;
+            for (r, run) in runs.iter().enumerate() {
+                let end = run.last().map_or(at, |b| b.start + b.len);
+                let (head, tail) = std::mem::take(&mut rest).split_at_mut(end - at);
+                g2l_runs[r][s].push(head);
+                rest = tail;
+                at = end;
+            }
+        }
+    }
+    let staged_runs: Vec<Option<StagedRun>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = runs
+            .iter()
+            .zip(g2l_runs)
+            .map(|(run, mut g2l)| {
+                let (stage_cols, bytes_per_stage) = (&stage_cols, &bytes_per_stage);
+                scope.spawn(move || {
+                    let ns = stage_cols.len();
+                    let mut pos = vec![u32::MAX; max_to];
+                    let mut list = Vec::new();
+                    let mut out = StagedRun {
+                        l2g: vec![Vec::new(); ns],
+                        lens: vec![Vec::new(); ns],
+                        staged_bytes: Vec::with_capacity(run.len()),
+                    };
+                    let base = run[0].start;
+                    for block in run.iter() {
+                        let mut staged = 0;
+                        for (s, (arity, columns)) in stage_cols.iter().enumerate() {
+                            let map = request.args[stage_source[s].1].map;
+                            block_l2g(map, *arity, columns, block, &mut pos, &mut list);
+                            if list.len() > MAX_STAGED_PER_PAIR {
+                                return None;
+                            }
+                            staged += bytes_per_stage[s] * list.len();
+                            for (i, &t) in list.iter().enumerate() {
+                                pos[t as usize] = i as u32;
+                            }
+                            for (k, &c) in columns.iter().enumerate() {
+                                let g2l = &mut g2l[s][k];
+                                for e in block.start..block.start + block.len {
+                                    g2l[e - base] = pos[map[e * arity + c] as usize] as u16;
+                                }
+                            }
+                            for &t in &list {
+                                pos[t as usize] = u32::MAX;
+                            }
+                            out.l2g[s].extend_from_slice(&list);
+                            out.lens[s].push(list.len());
+                        }
+                        if staged > request.shared_memory_bytes {
+                            return None;
+                        }
+                        out.staged_bytes.push(staged);
+                    }
+                    Some(out)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a staging worker panicked")).collect()
+    });
+    // Nothing is written unless every run fitted.
+    let staged_runs: Vec<StagedRun> = staged_runs.into_iter().collect::<Option<_>>()?;
+    let mut staged_blocks = blocks.to_vec();
+    for stage in stages.iter_mut() {
+        stage.l2g.clear();
+        stage.l2g_offsets = vec![0];
+    }
+    let mut b = 0;
+    for run in staged_runs {
+        for (s, stage) in stages.iter_mut().enumerate() {
+            stage.l2g.extend_from_slice(&run.l2g[s]);
+            for &len in &run.lens[s] {
+                let last = *stage.l2g_offsets.last().expect("starts with 0");
+                stage.l2g_offsets.push(last + len);
+            }
+        }
+        for bytes in run.staged_bytes {
+            staged_blocks[b].staged_bytes = bytes;
+            b += 1;
+        }
+    }
+    Some(staged_blocks)
+}
