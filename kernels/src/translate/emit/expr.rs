@@ -1,0 +1,406 @@
+//! Pass 2 over expressions: each expression as a C++ value, following
+//! Rust's semantics where C++ differs (wrapping arithmetic, checked
+//! division, shifts, saturating casts, float methods). Statements an
+//! expression needs first (a block or an `if` with statements as a value)
+//! go to the emitter's `pre` list.
+//!
+//! Separate from `mod.rs` (state, types, statements) only to keep each file
+//! readable: this is one `impl Emit` block.
+
+use syn::spanned::Spanned;
+use syn::{BinOp, Block, Expr, ExprLit, Lit, Stmt, UnOp};
+
+use super::{cpp_scalar, Emit};
+use crate::translate::infer::key;
+use crate::translate::literals::{
+    constant, float_literal, int_limit, int_literal, int_literal_value, negative_int_literal,
+};
+use crate::translate::names::fn_cname;
+use crate::translate::syntax::{is_compound, scalar_of_type};
+use crate::types::{error, Scalar, Ty};
+
+impl Emit<'_> {
+    /// `e` as an rvalue, dereferencing scalar references.
+    pub(super) fn value(&mut self, e: &Expr) -> syn::Result<String> {
+        let s = self.expr(e)?;
+        Ok(match self.ty_of(e) {
+            Ty::Ref(inner, _) if matches!(*inner, Ty::Var(_)) => format!("(*{s})"),
+            _ => s,
+        })
+    }
+
+    pub(super) fn expr(&mut self, e: &Expr) -> syn::Result<String> {
+        let span = e.span();
+        match e {
+            Expr::Lit(l) => self.literal(e, &l.lit),
+            // Every emitted form delimits itself (binary operations carry
+            // their parentheses), so source parentheses add nothing.
+            Expr::Paren(p) => self.expr(&p.expr),
+            Expr::Group(g) => self.expr(&g.expr),
+            Expr::Path(p) => {
+                if let Some(&id) = self.infer.resolved.get(&key(e)) {
+                    return Ok(self.infer.bindings[id].cname.clone());
+                }
+                Ok(constant(&p.path).expect("checked by inference").1)
+            }
+            Expr::Unary(u) => match u.op {
+                UnOp::Deref(_) => Ok(format!("(*{})", self.expr(&u.expr)?)),
+                UnOp::Neg(_) => {
+                    let s = self.scalar_of(e)?;
+                    if let Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) = &*u.expr {
+                        return Ok(negative_int_literal(i, s));
+                    }
+                    let v = self.value(&u.expr)?;
+                    if s.is_signed_int() {
+                        Ok(format!("__pl_wneg({v})"))
+                    } else {
+                        Ok(format!("(-{v})"))
+                    }
+                }
+                UnOp::Not(_) => {
+                    let s = self.scalar_of(e)?;
+                    let v = self.value(&u.expr)?;
+                    Ok(if s == Scalar::Bool { format!("(!{v})") } else { format!("(~{v})") })
+                }
+                _ => Err(error(span, "unsupported unary operator")),
+            },
+            Expr::Binary(b) => self.binary(b),
+            Expr::Assign(a) => {
+                let l = self.expr(&a.left)?;
+                let r = self.value(&a.right)?;
+                Ok(format!("{l} = {r}"))
+            }
+            Expr::Index(ix) => {
+                let base = self.expr(&ix.expr)?;
+                let idx = self.value(&ix.index)?;
+                let len = match self.infer.vars.deref(&self.ty_of(&ix.expr)) {
+                    Ty::Array(_, n) => n,
+                    _ => unreachable!("checked by inference"),
+                };
+                // Indices that cannot be out of range (literals, checked by
+                // inference; `for` variables over literal bounds below the
+                // length) index directly; others through `PL_IX`, which
+                // checks only in PARLOOP_CHECK builds.
+                let in_range = match &*ix.index {
+                    e if int_literal_value(e).is_some() => true,
+                    e => self.loop_max(e).is_some_and(|m| m < len as u128),
+                };
+                if in_range {
+                    Ok(format!("{base}[{idx}]"))
+                } else {
+                    Ok(format!("{base}[PL_IX({idx}, {len})]"))
+                }
+            }
+            Expr::Cast(c) => self.cast(c),
+            Expr::MethodCall(m) => self.method(e, m),
+            Expr::Call(c) => {
+                let Expr::Path(p) = &*c.func else { unreachable!("checked by inference") };
+                let name = fn_cname(&p.path.get_ident().expect("checked").to_string());
+                let args: Vec<String> = c.args.iter().map(|a| self.arg(a)).collect::<syn::Result<_>>()?;
+                Ok(format!("{name}({})", args.join(", ")))
+            }
+            Expr::Reference(r) => {
+                let inner = self.expr(&r.expr)?;
+                Ok(match self.ty_of(&r.expr) {
+                    Ty::Array(..) => inner,
+                    Ty::Ref(..) => inner,
+                    _ => format!("(&{inner})"),
+                })
+            }
+            Expr::If(i) => self.if_value(e, i),
+            Expr::Block(b) => {
+                let t = self.ty_of(e);
+                let (ct, _) = self.cpp_type_of(&t, span, false)?;
+                let tmp = self.temp("v");
+                let saved_out = std::mem::take(&mut self.out);
+                let saved_pre = std::mem::take(&mut self.pre);
+                let saved_indent = self.indent;
+                // Captured at indent 0: `flush_pre` re-indents every line.
+                self.indent = 0;
+                self.line("{");
+                self.indent += 1;
+                self.assign_block(&b.block, &tmp)?;
+                self.indent -= 1;
+                self.line("}");
+                let body = std::mem::replace(&mut self.out, saved_out);
+                self.indent = saved_indent;
+                self.pre = saved_pre;
+                self.pre.push(format!("{ct} {tmp};"));
+                self.pre.extend(body.lines().map(str::to_string));
+                Ok(tmp)
+            }
+            _ => Err(error(span, "this expression is not supported as a value here")),
+        }
+    }
+
+    /// A call argument: arrays and references pass as pointers, scalars by value.
+    fn arg(&mut self, a: &Expr) -> syn::Result<String> {
+        match self.ty_of(a) {
+            Ty::Ref(..) | Ty::Array(..) => self.expr(a),
+            _ => self.value(a),
+        }
+    }
+
+    /// Emits `b` with its tail assigned to `tmp`.
+    fn assign_block(&mut self, b: &Block, tmp: &str) -> syn::Result<()> {
+        let n = b.stmts.len();
+        for (i, stmt) in b.stmts.iter().enumerate() {
+            match stmt {
+                Stmt::Expr(e, None) if i + 1 == n && !matches!(self.ty_of(e), Ty::Never) => {
+                    let v = self.value(e)?;
+                    self.flush_pre();
+                    self.line(&format!("{tmp} = {v};"));
+                }
+                _ => self.block_stmt(b, i)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn block_stmt(&mut self, b: &Block, i: usize) -> syn::Result<()> {
+        match &b.stmts[i] {
+            Stmt::Local(local) => self.local(local),
+            Stmt::Item(syn::Item::Const(c)) => {
+                let id = self.infer.resolved[&key(c)];
+                let bd = self.infer.bindings[id].clone();
+                let (t, _) = self.cpp_type_of(&bd.ty, c.span(), false)?;
+                let v = self.value(&c.expr)?;
+                self.flush_pre();
+                self.line(&format!("const {t} {} = {v};", bd.cname));
+                Ok(())
+            }
+            Stmt::Expr(e, _) => self.statement(e),
+            _ => unreachable!("rejected by inference"),
+        }
+    }
+
+    fn if_value(&mut self, e: &Expr, i: &syn::ExprIf) -> syn::Result<String> {
+        // Simple branches become a ternary; anything else a temporary.
+        let simple = |b: &Block| b.stmts.len() == 1 && matches!(&b.stmts[0], Stmt::Expr(x, None) if is_pure_value(x));
+        let else_simple = match &i.else_branch {
+            Some((_, els)) => match &**els {
+                Expr::Block(b) => simple(&b.block),
+                Expr::If(_) => false,
+                _ => false,
+            },
+            None => false,
+        };
+        if simple(&i.then_branch) && else_simple {
+            let Stmt::Expr(t, None) = &i.then_branch.stmts[0] else { unreachable!() };
+            let Some((_, els)) = &i.else_branch else { unreachable!() };
+            let Expr::Block(eb) = &**els else { unreachable!() };
+            let Stmt::Expr(f, None) = &eb.block.stmts[0] else { unreachable!() };
+            let c = self.value(&i.cond)?;
+            let tv = self.value(t)?;
+            let fv = self.value(f)?;
+            return Ok(format!("({c} ? {tv} : {fv})"));
+        }
+        let t = self.ty_of(e);
+        let (ct, _) = self.cpp_type_of(&t, e.span(), false)?;
+        let tmp = self.temp("v");
+        let c = self.value(&i.cond)?;
+        let saved_out = std::mem::take(&mut self.out);
+        let saved_pre = std::mem::take(&mut self.pre);
+        let saved_indent = self.indent;
+        self.indent = 0;
+        self.line(&format!("if ({c}) {{"));
+        self.indent += 1;
+        self.assign_block(&i.then_branch, &tmp)?;
+        self.indent -= 1;
+        let mut els = i.else_branch.as_ref().map(|(_, e)| &**e);
+        while let Some(x) = els {
+            match x {
+                Expr::If(inner) => {
+                    self.line("} else {");
+                    self.indent += 1;
+                    let v = self.if_value(x, inner)?;
+                    self.flush_pre();
+                    self.line(&format!("{tmp} = {v};"));
+                    self.indent -= 1;
+                    els = None;
+                }
+                Expr::Block(b) => {
+                    self.line("} else {");
+                    self.indent += 1;
+                    self.assign_block(&b.block, &tmp)?;
+                    self.indent -= 1;
+                    els = None;
+                }
+                other => return Err(error(other.span(), "unexpected `else` branch")),
+            }
+        }
+        self.line("}");
+        let body = std::mem::replace(&mut self.out, saved_out);
+        self.indent = saved_indent;
+        let mut pre = saved_pre;
+        pre.push(format!("{ct} {tmp};"));
+        pre.extend(body.lines().map(str::to_string));
+        self.pre = pre;
+        Ok(tmp)
+    }
+
+    fn literal(&mut self, e: &Expr, lit: &Lit) -> syn::Result<String> {
+        match lit {
+            Lit::Bool(b) => Ok(if b.value { "true" } else { "false" }.into()),
+            Lit::Int(i) => {
+                let s = self.scalar_of(e)?;
+                if s.is_float() {
+                    let digits = i.base10_digits();
+                    return Ok(float_literal(digits, s));
+                }
+                let v: u128 = i.base10_parse().map_err(|_| error(i.span(), "integer literal out of range"))?;
+                Ok(int_literal(v, s))
+            }
+            Lit::Float(f) => {
+                let s = self.scalar_of(e)?;
+                Ok(float_literal(f.base10_digits(), s))
+            }
+            _ => Err(error(lit.span(), "unsupported literal")),
+        }
+    }
+
+    fn binary(&mut self, b: &syn::ExprBinary) -> syn::Result<String> {
+        use BinOp::*;
+        let l_ty = self.ty_of(&b.left);
+        let s = self.infer.vars.scalar(&l_ty).ok_or_else(|| {
+            error(b.left.span(), "cannot infer the type of this operand (a helper's result?): annotate a `let`")
+        })?;
+        let l = self.value(&b.left)?;
+        let r = self.value(&b.right)?;
+        let op = match b.op {
+            Add(_) | AddAssign(_) => "+",
+            Sub(_) | SubAssign(_) => "-",
+            Mul(_) | MulAssign(_) => "*",
+            Div(_) | DivAssign(_) => "/",
+            Rem(_) | RemAssign(_) => "%",
+            BitAnd(_) | BitAndAssign(_) => "&",
+            BitOr(_) | BitOrAssign(_) => "|",
+            BitXor(_) | BitXorAssign(_) => "^",
+            Shl(_) | ShlAssign(_) => "<<",
+            Shr(_) | ShrAssign(_) => ">>",
+            Eq(_) => "==",
+            Ne(_) => "!=",
+            Lt(_) => "<",
+            Le(_) => "<=",
+            Gt(_) => ">",
+            Ge(_) => ">=",
+            And(_) => "&&",
+            Or(_) => "||",
+            _ => return Err(error(b.op.span(), "unsupported operator")),
+        };
+        let compound = is_compound(&b.op);
+        // The Rust semantics of the operation, as a C++ expression.
+        let lhs_place = if compound { self.expr(&b.left)? } else { String::new() };
+        let computed = match op {
+            "+" | "-" | "*" if s.is_signed_int() => {
+                let f = match op {
+                    "+" => "__pl_wadd",
+                    "-" => "__pl_wsub",
+                    _ => "__pl_wmul",
+                };
+                Some(format!("{f}({l}, {r})"))
+            }
+            "%" if s.is_float() => Some(format!("{}({l}, {r})", if s == Scalar::F32 { "fmodf" } else { "fmod" })),
+            // Rust panics on a zero divisor and on `MIN / -1`: checked
+            // unless the divisor is a positive literal.
+            "/" | "%" if s.is_int() && !matches!(int_literal_value(&b.right), Some(v) if v > 0) => {
+                self.may_panic = true;
+                let f = if op == "/" { "__pl_div" } else { "__pl_rem" };
+                Some(format!("{f}<{}>({l}, {r})", cpp_scalar(s, false)))
+            }
+            "<<" | ">>" => {
+                let f = if op == "<<" { "__pl_shl" } else { "__pl_shr" };
+                let cast = cpp_scalar(s, false);
+                Some(format!("{f}(({cast})({l}), (unsigned int)({r}))"))
+            }
+            _ => None,
+        };
+        Ok(match (compound, computed) {
+            (true, Some(c)) => format!("{lhs_place} = {c}"),
+            (true, None) => format!("{lhs_place} {op}= {r}"),
+            (false, Some(c)) => c,
+            (false, None) => format!("({l} {op} {r})"),
+        })
+    }
+
+    fn cast(&mut self, c: &syn::ExprCast) -> syn::Result<String> {
+        let from = self.scalar_of(&c.expr)?;
+        let to = scalar_of_type(&c.ty)?;
+        let v = self.value(&c.expr)?;
+        if from == to {
+            return Ok(v);
+        }
+        if from.is_float() && to.is_int() {
+            // Rust saturates: NaN -> 0, out of range -> MIN/MAX.
+            let target = if to == Scalar::Usize { Scalar::U64 } else { to };
+            let lo = int_limit(target, "MIN").expect("integer");
+            let hi = int_limit(target, "MAX").expect("integer");
+            return Ok(format!("__pl_f2i<{}>({v}, {lo}, {hi})", target.cpp()));
+        }
+        Ok(format!("(({})({v}))", cpp_scalar(to, false)))
+    }
+
+    fn method(&mut self, e: &Expr, m: &syn::ExprMethodCall) -> syn::Result<String> {
+        let name = m.method.to_string();
+        if name == "is_nan" {
+            let v = self.value(&m.receiver)?;
+            return Ok(format!("({v} != {v})"));
+        }
+        let s = self.scalar_of(e)?;
+        let recv = self.value(&m.receiver)?;
+        let args: Vec<String> = m.args.iter().map(|a| self.value(a)).collect::<syn::Result<_>>()?;
+        if s.is_int() {
+            return Ok(match name.as_str() {
+                "abs" => format!("__pl_iabs({recv})"),
+                "min" => format!("__pl_imin({recv}, {})", args[0]),
+                "max" => format!("__pl_imax({recv}, {})", args[0]),
+                _ => return Err(error(m.method.span(), format!("`{name}` is a float method"))),
+            });
+        }
+        let f32 = s == Scalar::F32;
+        let c = |d: &str, f: &str| if f32 { f.to_string() } else { d.to_string() };
+        let func = match name.as_str() {
+            "sqrt" => c("sqrt", "sqrtf"),
+            "abs" => c("fabs", "fabsf"),
+            "min" => c("fmin", "fminf"),
+            "max" => c("fmax", "fmaxf"),
+            "mul_add" => c("fma", "fmaf"),
+            "powf" => c("pow", "powf"),
+            "exp" => c("exp", "expf"),
+            "ln" => c("log", "logf"),
+            "log10" => c("log10", "log10f"),
+            "sin" => c("sin", "sinf"),
+            "cos" => c("cos", "cosf"),
+            "tan" => c("tan", "tanf"),
+            "atan" => c("atan", "atanf"),
+            "atan2" => c("atan2", "atan2f"),
+            "floor" => c("floor", "floorf"),
+            "ceil" => c("ceil", "ceilf"),
+            "round" => c("round", "roundf"),
+            "hypot" => c("hypot", "hypotf"),
+            "signum" => "__pl_signum".into(),
+            "powi" => "__pl_powi".into(),
+            _ => return Err(error(m.method.span(), format!("unsupported method `{name}`"))),
+        };
+        let mut all = vec![recv];
+        all.extend(args);
+        Ok(format!("{func}({})", all.join(", ")))
+    }
+}
+
+/// Whether `e` can be evaluated as part of a C++ expression without
+/// statements (no blocks, ifs with statements, loops or jumps).
+fn is_pure_value(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(_) | Expr::Path(_) => true,
+        Expr::Paren(p) => is_pure_value(&p.expr),
+        Expr::Unary(u) => is_pure_value(&u.expr),
+        Expr::Binary(b) => is_pure_value(&b.left) && is_pure_value(&b.right),
+        Expr::Index(i) => is_pure_value(&i.expr) && is_pure_value(&i.index),
+        Expr::Cast(c) => is_pure_value(&c.expr),
+        Expr::MethodCall(m) => is_pure_value(&m.receiver) && m.args.iter().all(is_pure_value),
+        Expr::Call(c) => c.args.iter().all(is_pure_value),
+        Expr::Reference(r) => is_pure_value(&r.expr),
+        _ => false,
+    }
+}

@@ -1,0 +1,377 @@
+//! Pass 2 of the translation: C++ text.
+//!
+//! [`Emit`] walks the body again with the types and bindings that
+//! `super::infer` recorded and writes C++ with explicit types. This file
+//! holds the emitter's state, C++ types and the statements (`let`, `if`,
+//! loops, jumps); expressions are in `expr.rs`.
+
+mod expr;
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{BinOp, Block, Expr, Stmt, UnOp};
+
+use super::infer::{key, Infer};
+use super::literals::literal_fits_i32;
+use super::syntax::{array_len, LoopRange};
+use crate::types::{error, Scalar, Ty};
+
+/// C++ spelling of a scalar; `narrow` usize values are `int`.
+pub(super) fn cpp_scalar(s: Scalar, narrow: bool) -> &'static str {
+    if s == Scalar::Usize && narrow {
+        "int"
+    } else {
+        s.cpp()
+    }
+}
+
+/// Pass 2: C++ text.
+pub(super) struct Emit<'a> {
+    pub(super) infer: &'a mut Infer,
+    pub(super) out: String,
+    pub(super) indent: usize,
+    /// Statements that must run before the statement being emitted.
+    pub(super) pre: Vec<String>,
+    pub(super) temps: usize,
+    /// Whether a checked integer division or remainder was emitted.
+    pub(super) may_panic: bool,
+}
+
+impl Emit<'_> {
+    fn line(&mut self, s: &str) {
+        for _ in 0..self.indent {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(s);
+        self.out.push('\n');
+    }
+
+    fn flush_pre(&mut self) {
+        for s in std::mem::take(&mut self.pre) {
+            self.line(&s);
+        }
+    }
+
+    fn ty_of(&self, e: &Expr) -> Ty {
+        self.infer.types.get(&key(e)).cloned().unwrap_or(Ty::Unit)
+    }
+
+    fn scalar_of(&mut self, e: &Expr) -> syn::Result<Scalar> {
+        let t = self.ty_of(e);
+        self.infer.vars.scalar(&t).ok_or_else(|| {
+            error(e.span(), "cannot infer the type of this value (a helper's result?): annotate it, `let x: f64 = ...`")
+        })
+    }
+
+    fn temp(&mut self, base: &str) -> String {
+        loop {
+            let name = format!("pl_{base}{}", self.temps);
+            self.temps += 1;
+            if !self.infer.used_names.contains(&name) {
+                return name;
+            }
+        }
+    }
+
+    fn cpp_type_of(&mut self, t: &Ty, span: Span, narrow: bool) -> syn::Result<(String, String)> {
+        // (type, array suffix)
+        match t {
+            Ty::Array(elem, n) => {
+                let (inner, suffix) = self.cpp_type_of(elem, span, false)?;
+                Ok((inner, format!("[{n}]{suffix}")))
+            }
+            _ => {
+                let s = self.infer.vars.scalar(t).ok_or_else(|| {
+                    error(
+                        span,
+                        "cannot infer this local's type (bound to a helper's result?): annotate it, `let x: f64 = ...`",
+                    )
+                })?;
+                Ok((cpp_scalar(s, narrow).into(), String::new()))
+            }
+        }
+    }
+
+    /// Emits the statements of a block (without braces); with `ret`, a tail
+    /// expression is returned.
+    pub(super) fn block_body(&mut self, b: &Block, ret: bool) -> syn::Result<()> {
+        let n = b.stmts.len();
+        for (i, stmt) in b.stmts.iter().enumerate() {
+            match stmt {
+                Stmt::Local(local) => self.local(local)?,
+                Stmt::Item(syn::Item::Const(c)) => {
+                    let id = self.infer.resolved[&key(c)];
+                    let b = self.infer.bindings[id].clone();
+                    let (t, _) = self.cpp_type_of(&b.ty, c.span(), false)?;
+                    let v = self.value(&c.expr)?;
+                    self.flush_pre();
+                    self.line(&format!("const {t} {} = {v};", b.cname));
+                }
+                Stmt::Expr(e, semi) => {
+                    let tail = i + 1 == n && semi.is_none();
+                    if tail && ret && !matches!(self.ty_of(e), Ty::Unit | Ty::Never) {
+                        let v = self.value(e)?;
+                        self.flush_pre();
+                        self.line(&format!("return {v};"));
+                    } else {
+                        self.statement(e)?;
+                    }
+                }
+                _ => unreachable!("rejected by inference"),
+            }
+        }
+        Ok(())
+    }
+
+    fn nested_block(&mut self, b: &Block) -> syn::Result<()> {
+        self.indent += 1;
+        self.block_body(b, false)?;
+        self.indent -= 1;
+        Ok(())
+    }
+
+    fn local(&mut self, local: &syn::Local) -> syn::Result<()> {
+        let id = self.infer.resolved[&key(local)];
+        if let Some(init) = &local.init {
+            // A usize computed from narrow indices and small literals stays `int`.
+            if self.infer.vars.scalar(&self.infer.bindings[id].ty.clone()) == Some(Scalar::Usize)
+                && self.is_narrow(&init.expr)
+            {
+                self.infer.bindings[id].narrow = true;
+            }
+        }
+        let b = self.infer.bindings[id].clone();
+        let (t, suffix) = self.cpp_type_of(&b.ty, local.span(), b.narrow)?;
+        let Some(init) = &local.init else {
+            self.line(&format!("{t} {}{suffix};", b.cname));
+            return Ok(());
+        };
+        match &*init.expr {
+            Expr::Array(a) => {
+                let vals: Vec<String> = a.elems.iter().map(|e| self.value(e)).collect::<syn::Result<_>>()?;
+                self.flush_pre();
+                self.line(&format!("{t} {}{suffix} = {{{}}};", b.cname, vals.join(", ")));
+            }
+            Expr::Repeat(r) => {
+                let v = self.value(&r.expr)?;
+                let n = array_len(&r.len)?;
+                self.flush_pre();
+                if matches!(self.ty_of(&r.expr), Ty::Array(..)) {
+                    return Err(error(r.span(), "nested array repeats are not supported; declare rows separately"));
+                }
+                self.line(&format!("{t} {}{suffix};", b.cname));
+                let k = self.temp("k");
+                self.line(&format!("for (int {k} = 0; {k} < {n}; ++{k}) {}[{k}] = {v};", b.cname));
+            }
+            e if matches!(b.ty, Ty::Array(..)) => {
+                // Copy an array (say `let a = *x;`) element by element.
+                let src = self.array_source(e)?;
+                let Ty::Array(_, n) = &b.ty else { unreachable!() };
+                self.flush_pre();
+                self.line(&format!("{t} {}{suffix};", b.cname));
+                let k = self.temp("k");
+                self.line(&format!("for (int {k} = 0; {k} < {n}; ++{k}) {}[{k}] = {src}[{k}];", b.cname));
+                if suffix.matches('[').count() > 1 {
+                    return Err(error(e.span(), "copying two-dimensional arrays is not supported"));
+                }
+            }
+            e => {
+                let v = self.value(e)?;
+                self.flush_pre();
+                self.line(&format!("{t} {}{suffix} = {v};", b.cname));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a usize expression only combines narrow (`int`) indices and
+    /// small literals with `+ - * / %` and `min`/`max`.
+    fn is_narrow(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Lit(_) => literal_fits_i32(e),
+            Expr::Paren(p) => self.is_narrow(&p.expr),
+            Expr::Path(_) => self.infer.resolved.get(&key(e)).is_some_and(|&id| self.infer.bindings[id].narrow),
+            Expr::Binary(b) => {
+                matches!(b.op, BinOp::Add(_) | BinOp::Sub(_) | BinOp::Mul(_) | BinOp::Div(_) | BinOp::Rem(_))
+                    && self.is_narrow(&b.left)
+                    && self.is_narrow(&b.right)
+            }
+            Expr::MethodCall(m) => {
+                matches!(m.method.to_string().as_str(), "min" | "max")
+                    && self.is_narrow(&m.receiver)
+                    && m.args.iter().all(|a| self.is_narrow(a))
+            }
+            _ => false,
+        }
+    }
+
+    /// An array-valued expression as something indexable.
+    fn array_source(&mut self, e: &Expr) -> syn::Result<String> {
+        match e {
+            Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => self.expr(&u.expr),
+            Expr::Paren(p) => self.array_source(&p.expr),
+            _ => self.expr(e),
+        }
+    }
+
+    /// The largest value of `e` when it is a `for` variable over literal bounds.
+    fn loop_max(&self, e: &Expr) -> Option<u128> {
+        match e {
+            Expr::Paren(p) => self.loop_max(&p.expr),
+            Expr::Group(g) => self.loop_max(&g.expr),
+            Expr::Path(_) => self.infer.resolved.get(&key(e)).and_then(|&id| self.infer.bindings[id].max),
+            _ => None,
+        }
+    }
+
+    /// Emits `e` as a statement.
+    fn statement(&mut self, e: &Expr) -> syn::Result<()> {
+        match e {
+            Expr::If(i) => self.if_statement(i),
+            Expr::ForLoop(f) => self.for_loop(f),
+            Expr::While(w) => {
+                let c = self.value(&w.cond)?;
+                if self.pre.is_empty() {
+                    self.line(&format!("while ({c}) {{"));
+                } else {
+                    let pre = std::mem::take(&mut self.pre);
+                    self.line("while (true) {");
+                    self.indent += 1;
+                    for s in pre {
+                        self.line(&s);
+                    }
+                    self.line(&format!("if (!({c})) break;"));
+                    self.indent -= 1;
+                }
+                self.nested_block(&w.body)?;
+                self.line("}");
+                Ok(())
+            }
+            Expr::Loop(l) => {
+                self.line("while (true) {");
+                self.nested_block(&l.body)?;
+                self.line("}");
+                Ok(())
+            }
+            Expr::Block(b) => {
+                self.line("{");
+                self.nested_block(&b.block)?;
+                self.line("}");
+                Ok(())
+            }
+            Expr::Break(_) => {
+                self.line("break;");
+                Ok(())
+            }
+            Expr::Continue(_) => {
+                self.line("continue;");
+                Ok(())
+            }
+            Expr::Return(r) => {
+                match &r.expr {
+                    Some(v) => {
+                        let v = self.value(v)?;
+                        self.flush_pre();
+                        self.line(&format!("return {v};"));
+                    }
+                    None => self.line("return;"),
+                }
+                Ok(())
+            }
+            Expr::Paren(p) => self.statement(&p.expr),
+            _ => {
+                let s = self.expr(e)?;
+                self.flush_pre();
+                self.line(&format!("{s};"));
+                Ok(())
+            }
+        }
+    }
+
+    fn if_statement(&mut self, i: &syn::ExprIf) -> syn::Result<()> {
+        let c = self.value(&i.cond)?;
+        self.flush_pre();
+        self.line(&format!("if ({c}) {{"));
+        self.nested_block(&i.then_branch)?;
+        let mut els = i.else_branch.as_ref().map(|(_, e)| &**e);
+        while let Some(e) = els {
+            match e {
+                Expr::If(inner) => {
+                    // `else if` whose condition needs statements nests instead.
+                    let c = self.value(&inner.cond)?;
+                    if self.pre.is_empty() {
+                        self.line(&format!("}} else if ({c}) {{"));
+                        self.nested_block(&inner.then_branch)?;
+                        els = inner.else_branch.as_ref().map(|(_, e)| &**e);
+                    } else {
+                        self.pre.clear();
+                        self.line("} else {");
+                        self.indent += 1;
+                        self.if_statement(inner)?;
+                        self.indent -= 1;
+                        els = None;
+                    }
+                }
+                Expr::Block(b) => {
+                    self.line("} else {");
+                    self.nested_block(&b.block)?;
+                    els = None;
+                }
+                other => return Err(error(other.span(), "unexpected `else` branch")),
+            }
+        }
+        self.line("}");
+        Ok(())
+    }
+
+    fn for_loop(&mut self, f: &syn::ExprForLoop) -> syn::Result<()> {
+        let id = self.infer.resolved[&key(f)];
+        let b = self.infer.bindings[id].clone();
+        let (t, _) = self.cpp_type_of(&b.ty, f.span(), b.narrow)?;
+        let range = LoopRange::parse(&f.expr)?;
+        let start = self.value(range.start)?;
+        let end = self.value(range.end)?;
+        let step = match range.step {
+            Some(s) => Some(self.value(s)?),
+            None => None,
+        };
+        self.flush_pre();
+        let i = &b.cname;
+        let cmp = if range.inclusive { "<=" } else { "<" };
+        match (range.rev, &step) {
+            (false, None) if literal_fits_i32(range.end) => {
+                self.line(&format!("for ({t} {i} = {start}; {i} {cmp} {end}; ++{i}) {{"));
+            }
+            (false, None) if !range.inclusive => {
+                let e = self.temp("end");
+                self.line(&format!("for ({t} {i} = {start}, {e} = {end}; {i} < {e}; ++{i}) {{"));
+            }
+            _ => {
+                // General form: count the iterations once, derive the index;
+                // `continue` stays correct and no bound can overflow.
+                let (lo, hi, n, k) = (self.temp("lo"), self.temp("hi"), self.temp("n"), self.temp("k"));
+                let step = step.clone().unwrap_or_else(|| "1".into());
+                let span = if range.inclusive { format!("({hi} - {lo}) + 1") } else { format!("({hi} - {lo})") };
+                self.line(&format!("const {t} {lo} = {start};"));
+                self.line(&format!("const {t} {hi} = {end};"));
+                self.line(&format!(
+                    "const unsigned long long {n} = ({hi} {} {lo}) ? 0ull : ((unsigned long long)({span}) + ({step}) - 1) / ({step});",
+                    if range.inclusive { "<" } else { "<=" }
+                ));
+                self.line(&format!("for (unsigned long long {k} = 0; {k} < {n}; ++{k}) {{"));
+                self.indent += 1;
+                let index = if range.rev {
+                    let last = if range.inclusive { hi.clone() } else { format!("({hi} - 1)") };
+                    format!("({t})({last} - ({t})({k} * ({step})))")
+                } else {
+                    format!("({t})({lo} + ({t})({k} * ({step})))")
+                };
+                self.line(&format!("const {t} {i} = {index};"));
+                self.indent -= 1;
+            }
+        }
+        self.nested_block(&f.body)?;
+        self.line("}");
+        Ok(())
+    }
+}

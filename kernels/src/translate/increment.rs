@@ -1,0 +1,76 @@
+//! The increment-only analysis ([`super::Translation::increment_only`]):
+//! which parameters the body only adds to, so that an INC argument may run
+//! on a zeroed private copy.
+//!
+//! Separate because it is a question about the kernel, answered from pass
+//! 1's name resolution, that emission does not need.
+
+use std::collections::{HashMap, HashSet};
+
+use syn::{BinOp, Expr, ItemFn, UnOp};
+
+use super::infer::{key, Infer};
+use super::Param;
+
+/// Per parameter of `item`: whether the body only adds to it (see
+/// [`Translation::increment_only`]). Every use of a parameter (after name
+/// resolution, so shadowing locals do not count) must be the root of the
+/// place of a `+=` or `-=` (`*p`, `p[i]`, `p[i][j]`); the index and the
+/// added value may not read it.
+///
+/// [`Translation::increment_only`]: super::Translation::increment_only
+pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> Vec<bool> {
+    use syn::visit::Visit;
+
+    struct Uses<'a> {
+        resolved: &'a HashMap<usize, usize>,
+        /// Path expressions that are roots of increment places.
+        roots: HashSet<usize>,
+        other_use: Vec<bool>,
+    }
+
+    /// The root path of an increment place and its index expressions.
+    fn place_root<'e>(e: &'e Expr, indices: &mut Vec<&'e Expr>) -> Option<&'e Expr> {
+        match e {
+            Expr::Paren(p) => place_root(&p.expr, indices),
+            Expr::Group(g) => place_root(&g.expr, indices),
+            Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => place_root(&u.expr, indices),
+            Expr::Index(ix) => {
+                indices.push(&ix.index);
+                place_root(&ix.expr, indices)
+            }
+            Expr::Path(_) => Some(e),
+            _ => None,
+        }
+    }
+
+    impl<'ast> Visit<'ast> for Uses<'_> {
+        fn visit_expr(&mut self, e: &'ast Expr) {
+            if let Expr::Binary(b) = e {
+                if matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_)) {
+                    let mut indices = Vec::new();
+                    if let Some(root) = place_root(&b.left, &mut indices) {
+                        self.roots.insert(key(root));
+                        for i in indices {
+                            self.visit_expr(i);
+                        }
+                        self.visit_expr(&b.right);
+                        return;
+                    }
+                }
+            }
+            if let Expr::Path(_) = e {
+                if let Some(&id) = self.resolved.get(&key(e)) {
+                    if id < self.other_use.len() && !self.roots.contains(&key(e)) {
+                        self.other_use[id] = true;
+                    }
+                }
+            }
+            syn::visit::visit_expr(self, e);
+        }
+    }
+
+    let mut uses = Uses { resolved: &infer.resolved, roots: HashSet::new(), other_use: vec![false; params.len()] };
+    uses.visit_block(&item.block);
+    params.iter().zip(uses.other_use).map(|(p, other)| !p.mutable || !other).collect()
+}

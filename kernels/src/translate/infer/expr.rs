@@ -1,0 +1,396 @@
+//! Pass 1 over expressions: the type of every expression, place and method
+//! call, and the checks that need it (constant indices within an array's
+//! length, supported methods and their arities, `for` ranges).
+//!
+//! Separate from `mod.rs` (state, signature, statements) only to keep each
+//! file readable: this is one `impl Infer` block.
+
+use syn::spanned::Spanned;
+use syn::{BinOp, Expr, Lit, Pat, UnOp};
+
+use super::{key, Infer};
+use crate::translate::literals::{constant, int_literal_value, literal_fits_i32};
+use crate::translate::syntax::{is_compound, scalar_of_type, LoopRange};
+use crate::types::{error, Scalar, Ty};
+
+const FLOAT_METHODS_1: &[&str] =
+    &["sqrt", "abs", "exp", "ln", "log10", "sin", "cos", "tan", "atan", "floor", "ceil", "round", "signum"];
+const FLOAT_METHODS_2: &[&str] = &["min", "max", "powf", "atan2", "hypot"];
+
+impl Infer {
+    pub(super) fn expr(&mut self, e: &Expr) -> syn::Result<Ty> {
+        let t = self.expr_inner(e)?;
+        Ok(self.record(e, t))
+    }
+
+    fn expr_inner(&mut self, e: &Expr) -> syn::Result<Ty> {
+        let span = e.span();
+        match e {
+            Expr::Lit(l) => self.literal(&l.lit),
+            Expr::Paren(p) => self.expr(&p.expr),
+            Expr::Group(g) => self.expr(&g.expr),
+            Expr::Path(p) => self.path(e, p),
+            Expr::Unary(u) => {
+                let t = self.expr(&u.expr)?;
+                match u.op {
+                    UnOp::Deref(_) => match t {
+                        Ty::Ref(inner, _) => Ok(*inner),
+                        _ => Err(error(span, "only references (kernel parameters) can be dereferenced")),
+                    },
+                    UnOp::Neg(_) => {
+                        let t = self.vars.deref(&t);
+                        if let Some(s) = self.vars.known_scalar(&t) {
+                            if !s.is_float() && !s.is_signed_int() {
+                                return Err(error(span, format!("cannot negate a `{}`", s.rust())));
+                            }
+                        }
+                        Ok(t)
+                    }
+                    UnOp::Not(_) => Ok(self.vars.deref(&t)),
+                    _ => Err(error(span, "unsupported unary operator")),
+                }
+            }
+            Expr::Binary(b) => self.binary(b),
+            Expr::Assign(a) => {
+                let l = self.place(&a.left)?;
+                let r = self.expr(&a.right)?;
+                self.unify(span, &l, &r)?;
+                Ok(Ty::Unit)
+            }
+            Expr::Index(ix) => {
+                let base = self.expr(&ix.expr)?;
+                let idx = self.expr(&ix.index)?;
+                let usize_t = self.vars.known(Scalar::Usize);
+                self.unify(ix.index.span(), &idx, &usize_t)?;
+                match self.vars.deref(&base) {
+                    Ty::Array(elem, len) => {
+                        // A constant index out of range is rustc's
+                        // `unconditional_panic`: an error here too.
+                        if let Some(i) = int_literal_value(&ix.index) {
+                            if i >= len as u128 {
+                                return Err(error(
+                                    ix.index.span(),
+                                    format!("index out of bounds: the length is {len} but the index is {i}"),
+                                ));
+                            }
+                        }
+                        Ok(*elem)
+                    }
+                    _ => Err(error(ix.expr.span(), "only arrays can be indexed")),
+                }
+            }
+            Expr::Cast(c) => {
+                let from = self.expr(&c.expr)?;
+                let to = scalar_of_type(&c.ty)?;
+                if self.vars.deref(&from) != from {
+                    return Err(error(c.expr.span(), "dereference before casting (`*x as T`)"));
+                }
+                if !matches!(from, Ty::Var(_)) {
+                    return Err(error(c.expr.span(), "only scalars can be cast"));
+                }
+                Ok(self.vars.known(to))
+            }
+            Expr::MethodCall(m) => self.method(m),
+            Expr::Call(c) => {
+                let Expr::Path(p) = &*c.func else {
+                    return Err(error(c.func.span(), "only calls of helper functions by name are supported"));
+                };
+                let Some(name) = p.path.get_ident().map(|i| i.to_string()) else {
+                    return Err(error(
+                        c.func.span(),
+                        "call helpers by their plain name (bring them into scope with `use`)",
+                    ));
+                };
+                for a in &c.args {
+                    self.expr(a)?;
+                }
+                if !self.calls.contains(&name) {
+                    self.calls.push(name);
+                }
+                // The helper's return type is not visible here: rustc checks
+                // it, and a `let` bound to a call needs an annotation.
+                Ok(self.vars.any())
+            }
+            Expr::Reference(r) => {
+                let t = self.expr(&r.expr)?;
+                Ok(Ty::Ref(Box::new(self.vars.deref(&t)), r.mutability.is_some()))
+            }
+            Expr::If(i) => {
+                let c = self.expr(&i.cond)?;
+                let b = self.vars.known(Scalar::Bool);
+                self.unify(i.cond.span(), &c, &b)?;
+                let then = self.block(&i.then_branch)?;
+                self.types.insert(key(&i.then_branch), then.clone());
+                match &i.else_branch {
+                    None => Ok(Ty::Unit),
+                    Some((_, els)) => {
+                        let t = self.expr(els)?;
+                        let joined = if then == Ty::Never { t.clone() } else { then.clone() };
+                        self.unify(els.span(), &then, &t)?;
+                        Ok(joined)
+                    }
+                }
+            }
+            Expr::Block(b) => {
+                if b.label.is_some() {
+                    return Err(error(span, "labelled blocks are not supported"));
+                }
+                self.block(&b.block)
+            }
+            Expr::ForLoop(f) => self.for_loop(f),
+            Expr::While(w) => {
+                if w.label.is_some() {
+                    return Err(error(span, "loop labels are not supported"));
+                }
+                let c = self.expr(&w.cond)?;
+                let b = self.vars.known(Scalar::Bool);
+                self.unify(w.cond.span(), &c, &b)?;
+                self.block(&w.body)?;
+                Ok(Ty::Unit)
+            }
+            Expr::Loop(l) => {
+                if l.label.is_some() {
+                    return Err(error(span, "loop labels are not supported"));
+                }
+                self.block(&l.body)?;
+                Ok(Ty::Unit)
+            }
+            Expr::Break(b) => {
+                if b.label.is_some() || b.expr.is_some() {
+                    return Err(error(span, "`break` with a label or a value is not supported"));
+                }
+                Ok(Ty::Never)
+            }
+            Expr::Continue(c) => {
+                if c.label.is_some() {
+                    return Err(error(span, "`continue` with a label is not supported"));
+                }
+                Ok(Ty::Never)
+            }
+            Expr::Return(r) => {
+                let t = match &r.expr {
+                    Some(v) => self.expr(v)?,
+                    None => Ty::Unit,
+                };
+                let ret = self.ret.clone();
+                self.unify(span, &t, &ret)?;
+                Ok(Ty::Never)
+            }
+            Expr::Array(_) | Expr::Repeat(_) => {
+                Err(error(span, "array literals are only supported as the value of a `let`"))
+            }
+            Expr::Range(_) => Err(error(span, "ranges are only supported as the iterator of a `for` loop")),
+            Expr::Tuple(_) => Err(error(span, "tuples are not supported in kernels")),
+            Expr::Macro(_) => Err(error(span, "macros are not supported inside kernels")),
+            Expr::Closure(_) => Err(error(span, "closures are not supported in kernels")),
+            Expr::Match(_) => Err(error(span, "`match` is not supported in kernels; use `if`/`else`")),
+            Expr::Unsafe(_) => Err(error(span, "`unsafe` blocks are not supported in kernels")),
+            Expr::Field(_) => Err(error(span, "field access is not supported in kernels (no structs or tuples)")),
+            _ => Err(error(
+                span,
+                "this construct is not supported in kernels; supported: let, arithmetic, comparisons, \
+                 compound assignment, indexing, `*` on references, if/else, for over ranges, while, loop, \
+                 break, continue, return, blocks, `as` casts, local const, float and integer methods, \
+                 calls of #[parloop::device] helpers",
+            )),
+        }
+    }
+
+    fn literal(&mut self, lit: &Lit) -> syn::Result<Ty> {
+        match lit {
+            Lit::Int(i) => match i.suffix() {
+                "" => Ok(self.vars.int()),
+                s => match Scalar::from_name(s) {
+                    Some(sc) if sc.is_int() => Ok(self.vars.known(sc)),
+                    Some(sc) if sc.is_float() => Ok(self.vars.known(sc)),
+                    _ => Err(error(i.span(), format!("unsupported literal suffix `{s}`"))),
+                },
+            },
+            Lit::Float(f) => match f.suffix() {
+                "" => Ok(self.vars.float()),
+                "f32" => Ok(self.vars.known(Scalar::F32)),
+                "f64" => Ok(self.vars.known(Scalar::F64)),
+                s => Err(error(f.span(), format!("unsupported literal suffix `{s}`"))),
+            },
+            Lit::Bool(_) => Ok(self.vars.known(Scalar::Bool)),
+            other => Err(error(other.span(), "only numeric and boolean literals are supported in kernels")),
+        }
+    }
+
+    fn path(&mut self, e: &Expr, p: &syn::ExprPath) -> syn::Result<Ty> {
+        if let Some(ident) = p.path.get_ident() {
+            let name = ident.to_string();
+            let id = self.lookup(&name).ok_or_else(|| {
+                error(p.span(), format!("`{name}` is not a parameter, local or local const of this kernel"))
+            })?;
+            self.resolved.insert(key(e), id);
+            return Ok(self.bindings[id].ty.clone());
+        }
+        match constant(&p.path) {
+            Some((s, _)) => Ok(self.vars.known(s)),
+            None => Err(error(
+                p.span(),
+                "unsupported path: kernels see their parameters, locals, local consts, \
+                 `f64::consts::*`, `f32::consts::*` and the MIN/MAX/EPSILON constants of the scalar types",
+            )),
+        }
+    }
+
+    fn place(&mut self, e: &Expr) -> syn::Result<Ty> {
+        match e {
+            Expr::Path(_) | Expr::Index(_) | Expr::Unary(syn::ExprUnary { op: UnOp::Deref(_), .. }) => {
+                let t = self.expr(e)?;
+                if matches!(t, Ty::Ref(..)) {
+                    return Err(error(e.span(), "assign through the reference: `*x = ...`"));
+                }
+                Ok(t)
+            }
+            Expr::Paren(p) => self.place(&p.expr),
+            _ => Err(error(e.span(), "can only assign to locals, `*param` and indexed elements")),
+        }
+    }
+
+    fn binary(&mut self, b: &syn::ExprBinary) -> syn::Result<Ty> {
+        use BinOp::*;
+        let span = b.span();
+        let compound = is_compound(&b.op);
+        let l = if compound { self.place(&b.left)? } else { self.expr(&b.left)? };
+        let r = self.expr(&b.right)?;
+        let (ld, rd) = (self.vars.deref(&l), self.vars.deref(&r));
+        match b.op {
+            Shl(_) | Shr(_) | ShlAssign(_) | ShrAssign(_) => {
+                self.vars.require_int(&ld).map_err(|m| error(b.left.span(), m))?;
+                self.vars.require_int(&rd).map_err(|m| error(b.right.span(), m))?;
+                Ok(if compound { Ty::Unit } else { ld })
+            }
+            Eq(_) | Ne(_) | Lt(_) | Le(_) | Gt(_) | Ge(_) => {
+                self.unify(span, &ld, &rd)?;
+                Ok(self.vars.known(Scalar::Bool))
+            }
+            And(_) | Or(_) => {
+                let bt = self.vars.known(Scalar::Bool);
+                self.unify(b.left.span(), &ld, &bt)?;
+                self.unify(b.right.span(), &rd, &bt)?;
+                Ok(bt)
+            }
+            _ => {
+                self.unify(span, &ld, &rd)?;
+                Ok(if compound { Ty::Unit } else { ld })
+            }
+        }
+    }
+
+    fn method(&mut self, m: &syn::ExprMethodCall) -> syn::Result<Ty> {
+        let name = m.method.to_string();
+        let recv = self.expr(&m.receiver)?;
+        let recv = self.vars.deref(&recv);
+        let args: Vec<Ty> = m.args.iter().map(|a| self.expr(a)).collect::<syn::Result<_>>()?;
+        let arity_err =
+            |n: usize| Err(error(m.span(), format!("`{name}` takes {n} argument{}", if n == 1 { "" } else { "s" })));
+        let is_float = self.vars.is_float(&recv);
+        match name.as_str() {
+            n if FLOAT_METHODS_1.contains(&n) || (n == "abs") => {
+                if !args.is_empty() {
+                    return arity_err(0);
+                }
+                if n != "abs" {
+                    self.vars.require_float(&recv).map_err(|e| error(m.receiver.span(), e))?;
+                } else if !is_float {
+                    // Integer abs is allowed too; an unresolved literal defaults by rustc's rule.
+                    let s = self.vars.known_scalar(&recv);
+                    if matches!(s, Some(Scalar::U32 | Scalar::U64 | Scalar::Usize | Scalar::Bool)) {
+                        return Err(error(m.span(), "`abs` needs a signed type"));
+                    }
+                }
+                Ok(recv)
+            }
+            n if FLOAT_METHODS_2.contains(&n) => {
+                if args.len() != 1 {
+                    return arity_err(1);
+                }
+                if !matches!(n, "min" | "max") {
+                    self.vars.require_float(&recv).map_err(|e| error(m.receiver.span(), e))?;
+                }
+                let a = self.vars.deref(&args[0]);
+                self.unify(m.args[0].span(), &recv, &a)?;
+                Ok(recv)
+            }
+            "mul_add" => {
+                if args.len() != 2 {
+                    return arity_err(2);
+                }
+                self.vars.require_float(&recv).map_err(|e| error(m.receiver.span(), e))?;
+                for (a, e) in args.iter().zip(&m.args) {
+                    let a = self.vars.deref(a);
+                    self.unify(e.span(), &recv, &a)?;
+                }
+                Ok(recv)
+            }
+            "powi" => {
+                if args.len() != 1 {
+                    return arity_err(1);
+                }
+                self.vars.require_float(&recv).map_err(|e| error(m.receiver.span(), e))?;
+                let i = self.vars.known(Scalar::I32);
+                let a = self.vars.deref(&args[0]);
+                self.unify(m.args[0].span(), &a, &i)?;
+                Ok(recv)
+            }
+            "is_nan" => {
+                if !args.is_empty() {
+                    return arity_err(0);
+                }
+                self.vars.require_float(&recv).map_err(|e| error(m.receiver.span(), e))?;
+                Ok(self.vars.known(Scalar::Bool))
+            }
+            "rev" | "step_by" => {
+                Err(error(m.span(), "`.rev()` and `.step_by()` are only supported on the range of a `for` loop"))
+            }
+            _ => Err(error(
+                m.method.span(),
+                format!(
+                    "method `{name}` is not supported in kernels; supported: sqrt abs min max mul_add powi powf exp \
+                     ln log10 sin cos tan atan atan2 floor ceil round signum hypot is_nan (floats), min max abs \
+                     (integers)"
+                ),
+            )),
+        }
+    }
+
+    fn for_loop(&mut self, f: &syn::ExprForLoop) -> syn::Result<Ty> {
+        if f.label.is_some() {
+            return Err(error(f.span(), "loop labels are not supported"));
+        }
+        let Pat::Ident(pi) = &*f.pat else {
+            return Err(error(f.pat.span(), "the loop variable must be a plain name"));
+        };
+        let range = LoopRange::parse(&f.expr)?;
+        let t = self.vars.any();
+        for bound in [range.start, range.end] {
+            let bt = self.expr(bound)?;
+            let bt = self.vars.deref(&bt);
+            self.unify(bound.span(), &bt, &t)?;
+        }
+        self.vars.require_int(&t).map_err(|m| error(f.expr.span(), m))?;
+        if let Some(step) = range.step {
+            let st = self.expr(step)?;
+            let u = self.vars.known(Scalar::Usize);
+            self.unify(step.span(), &st, &u)?;
+        }
+        let narrow = [range.start, range.end].iter().all(|b| literal_fits_i32(b));
+        self.scopes.push(Vec::new());
+        let id = self.bind(&pi.ident.to_string(), t, narrow);
+        if pi.mutability.is_none() {
+            if let Some(hi) = int_literal_value(range.end) {
+                // Every value is at most `max` (rev and step_by take a
+                // subset; an empty range runs nothing).
+                let max = if range.inclusive { hi } else { hi.saturating_sub(1) };
+                self.bindings[id].max = Some(max);
+            }
+        }
+        self.resolved.insert(key(f), id);
+        self.block(&f.body)?;
+        self.scopes.pop();
+        Ok(Ty::Unit)
+    }
+}

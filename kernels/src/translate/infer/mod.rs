@@ -1,0 +1,330 @@
+//! Pass 1 of the translation: names and types.
+//!
+//! [`Infer`] resolves every name to a [`Binding`] (a fresh C++ name per
+//! shadowing) and gives every expression a type, rejecting anything outside
+//! the kernel subset with an error at its span. This file holds the pass's
+//! state, its entry point [`infer`], the signature and the statements;
+//! expressions are in `expr.rs`. Emission (`super::emit`) and the lane twin
+//! (`crate::lanes`) read the results it records.
+
+mod expr;
+
+use std::collections::{HashMap, HashSet};
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{Block, Expr, FnArg, ItemFn, Pat, ReturnType, Stmt, Type};
+
+use super::names::cpp_ident;
+use super::syntax::{array_len, scalar_of_type};
+use super::{FnKind, Param};
+use crate::types::{error, Scalar, Ty, Vars};
+
+/// Pass 1 over `item`: its names and types, parameters and return type.
+pub(crate) fn infer(item: &ItemFn, kind: FnKind) -> syn::Result<(Infer, Vec<Param>, Option<Scalar>)> {
+    let mut infer = Infer::new(kind);
+    let params = infer.params(item)?;
+    let ret = match &item.sig.output {
+        ReturnType::Default => None,
+        ReturnType::Type(_, ty) => {
+            if kind == FnKind::Kernel {
+                return Err(error(ty.span(), "a kernel returns nothing: write results through `&mut` parameters"));
+            }
+            Some(scalar_of_type(ty)?)
+        }
+    };
+    check_signature(item)?;
+    let ret_ty = match ret {
+        Some(s) => infer.vars.known(s),
+        None => Ty::Unit,
+    };
+    infer.ret = ret_ty.clone();
+    let body_ty = infer.block(&item.block)?;
+    infer.unify(item.block.span(), &body_ty, &ret_ty)?;
+    Ok((infer, params, ret))
+}
+
+fn check_signature(item: &ItemFn) -> syn::Result<()> {
+    let sig = &item.sig;
+    if let Some(t) = &sig.asyncness {
+        return Err(error(t.span(), "kernels cannot be `async`"));
+    }
+    if !sig.generics.params.is_empty() {
+        return Err(error(sig.generics.span(), "kernels cannot be generic"));
+    }
+    if let Some(v) = &sig.variadic {
+        return Err(error(v.span(), "kernels cannot be variadic"));
+    }
+    Ok(())
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Binding {
+    pub(super) cname: String,
+    pub(crate) ty: Ty,
+    /// usize stored as C++ `int` (loop indices with bounds that fit).
+    pub(super) narrow: bool,
+    /// A `for` variable over literal bounds (not `mut`): its largest value,
+    /// so that indexing an array longer than that needs no check.
+    pub(super) max: Option<u128>,
+}
+
+/// Pass 1: names and types.
+pub(crate) struct Infer {
+    kind: FnKind,
+    pub(crate) vars: Vars,
+    ret: Ty,
+    /// Parameters first, in order, then locals as they are met.
+    pub(crate) bindings: Vec<Binding>,
+    scopes: Vec<Vec<(String, usize)>>,
+    pub(super) used_names: HashSet<String>,
+    /// Type of every expression, by address.
+    pub(crate) types: HashMap<usize, Ty>,
+    /// Binding of every path expression and `let`/`for` pattern, by address.
+    pub(crate) resolved: HashMap<usize, usize>,
+    pub(super) calls: Vec<String>,
+}
+
+pub(crate) fn key<T>(node: &T) -> usize {
+    node as *const T as usize
+}
+
+impl Infer {
+    /// Bytes of every local binding (arrays in full, scalars as 8 bytes):
+    /// an upper bound of the locals a frame holds at once.
+    pub(crate) fn frame_bytes(&mut self, nparams: usize) -> usize {
+        fn size(vars: &mut Vars, t: &Ty) -> usize {
+            match t {
+                Ty::Array(e, n) => size(vars, e).saturating_mul(*n),
+                Ty::Ref(..) => 8,
+                _ => vars.scalar(t).map_or(8, |s| (s.bits() as usize / 8).max(1)),
+            }
+        }
+        let mut total = 0usize;
+        for b in self.bindings.iter().skip(nparams).map(|b| b.ty.clone()).collect::<Vec<_>>() {
+            total = total.saturating_add(size(&mut self.vars, &b));
+        }
+        total.saturating_add(8 * nparams)
+    }
+
+    fn new(kind: FnKind) -> Infer {
+        Infer {
+            kind,
+            vars: Vars::default(),
+            ret: Ty::Unit,
+            bindings: Vec::new(),
+            scopes: vec![Vec::new()],
+            used_names: HashSet::new(),
+            types: HashMap::new(),
+            resolved: HashMap::new(),
+            calls: Vec::new(),
+        }
+    }
+
+    fn unify(&mut self, span: Span, a: &Ty, b: &Ty) -> syn::Result<()> {
+        self.vars.unify(a, b).map_err(|m| error(span, m))
+    }
+
+    fn bind(&mut self, name: &str, ty: Ty, narrow: bool) -> usize {
+        let base = cpp_ident(name);
+        let mut cname = base.clone();
+        let mut k = 1;
+        while self.used_names.contains(&cname) {
+            cname = format!("{base}_{k}");
+            k += 1;
+        }
+        self.used_names.insert(cname.clone());
+        self.bindings.push(Binding { cname, ty, narrow, max: None });
+        let id = self.bindings.len() - 1;
+        self.scopes.last_mut().expect("a scope").push((name.to_owned(), id));
+        id
+    }
+
+    fn lookup(&self, name: &str) -> Option<usize> {
+        self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name).map(|&(_, id)| id)
+    }
+
+    fn params(&mut self, item: &ItemFn) -> syn::Result<Vec<Param>> {
+        let mut params = Vec::new();
+        for arg in &item.sig.inputs {
+            let FnArg::Typed(pt) = arg else {
+                return Err(error(arg.span(), "kernels are free functions: no `self` parameter"));
+            };
+            let Pat::Ident(pi) = &*pt.pat else {
+                return Err(error(pt.pat.span(), "parameters must be plain names"));
+            };
+            let name = pi.ident.to_string();
+            let (param, ty) = self.param_type(&name, &pt.ty)?;
+            if self.kind == FnKind::Kernel && !param.by_ref {
+                return Err(error(
+                    pt.ty.span(),
+                    "kernel parameters are references: `&T`, `&mut T`, `&[T; N]`, `&mut [T; N]`, `&[[T; M]; N]`",
+                ));
+            }
+            self.bind(&name, ty, false);
+            params.push(param);
+        }
+        Ok(params)
+    }
+
+    fn param_type(&mut self, name: &str, ty: &Type) -> syn::Result<(Param, Ty)> {
+        let supported = "supported parameter types: `&T`, `&mut T`, `&[T; N]`, `&mut [T; N]`, `&[[T; M]; N]` \
+                         (and `T` by value in helpers) with T one of f64, f32, i32, u32, i64, u64";
+        let (inner, by_ref, mutable) = match ty {
+            Type::Reference(r) => {
+                if r.lifetime.is_some() {
+                    return Err(error(r.span(), "kernel parameters take no lifetimes"));
+                }
+                (&*r.elem, true, r.mutability.is_some())
+            }
+            other => (other, false, false),
+        };
+        let elem_of = |t: &Type| -> syn::Result<Scalar> {
+            let s = scalar_of_type(t).map_err(|_| error(t.span(), supported))?;
+            if matches!(s, Scalar::Usize | Scalar::Bool) {
+                return Err(error(t.span(), supported));
+            }
+            Ok(s)
+        };
+        let (elem, rows, cols, array) = match inner {
+            Type::Array(a) => match &*a.elem {
+                Type::Array(b) => (elem_of(&b.elem)?, array_len(&a.len)?, array_len(&b.len)?, true),
+                e => (elem_of(e)?, 1, array_len(&a.len)?, true),
+            },
+            Type::Paren(p) => return self.param_type(name, &p.elem),
+            t => (elem_of(t)?, 1, 1, false),
+        };
+        if array && !by_ref {
+            return Err(error(ty.span(), supported));
+        }
+        let s = self.vars.known(elem);
+        let base = if !array {
+            s
+        } else if rows > 1 {
+            Ty::Array(Box::new(Ty::Array(Box::new(s), cols)), rows)
+        } else {
+            Ty::Array(Box::new(s), cols)
+        };
+        let ty = if by_ref { Ty::Ref(Box::new(base), mutable) } else { base };
+        Ok((Param { name: name.into(), elem, rows, cols, array, by_ref, mutable }, ty))
+    }
+
+    fn record(&mut self, e: &Expr, t: Ty) -> Ty {
+        self.types.insert(key(e), t.clone());
+        t
+    }
+
+    fn block(&mut self, b: &Block) -> syn::Result<Ty> {
+        self.scopes.push(Vec::new());
+        let mut ty = Ty::Unit;
+        for (i, stmt) in b.stmts.iter().enumerate() {
+            let last = i + 1 == b.stmts.len();
+            ty = match stmt {
+                Stmt::Local(local) => {
+                    self.local(local)?;
+                    Ty::Unit
+                }
+                Stmt::Item(syn::Item::Const(c)) => {
+                    let s = self.local_type(&c.ty)?;
+                    let t = self.expr(&c.expr)?;
+                    self.unify(c.expr.span(), &t, &s)?;
+                    let id = self.bind(&c.ident.to_string(), s, false);
+                    self.resolved.insert(key(c), id);
+                    Ty::Unit
+                }
+                Stmt::Item(item) => {
+                    return Err(error(item.span(), "only local `const` items are supported inside kernels"))
+                }
+                Stmt::Macro(m) => {
+                    return Err(error(m.span(), "macros are not supported inside kernels"));
+                }
+                Stmt::Expr(e, semi) => {
+                    let t = self.expr(e)?;
+                    let diverges = matches!(e, Expr::Return(_) | Expr::Break(_) | Expr::Continue(_));
+                    if semi.is_none() && !last && !matches!(t, Ty::Unit | Ty::Never) {
+                        return Err(error(e.span(), "expected `;` after this expression"));
+                    }
+                    match (semi.is_some(), diverges) {
+                        (_, true) => Ty::Never,
+                        (true, false) => Ty::Unit,
+                        (false, false) => t,
+                    }
+                }
+            };
+            if !last && ty != Ty::Never {
+                ty = Ty::Unit;
+            }
+        }
+        self.scopes.pop();
+        Ok(ty)
+    }
+
+    fn local_type(&mut self, ty: &Type) -> syn::Result<Ty> {
+        match ty {
+            Type::Array(a) => {
+                let inner = self.local_type(&a.elem)?;
+                Ok(Ty::Array(Box::new(inner), array_len(&a.len)?))
+            }
+            Type::Infer(_) => Ok(self.vars.any()),
+            t => {
+                let s = scalar_of_type(t)?;
+                Ok(self.vars.known(s))
+            }
+        }
+    }
+
+    fn local(&mut self, local: &syn::Local) -> syn::Result<()> {
+        let (ident, annotated) = match &local.pat {
+            Pat::Ident(pi) => (pi, None),
+            Pat::Type(pt) => match &*pt.pat {
+                Pat::Ident(pi) => (pi, Some(&*pt.ty)),
+                p => return Err(error(p.span(), "`let` binds one name here (no patterns or tuples)")),
+            },
+            p => return Err(error(p.span(), "`let` binds one name here (no patterns or tuples)")),
+        };
+        if ident.by_ref.is_some() || ident.subpat.is_some() {
+            return Err(error(ident.span(), "`let` binds one name here (no `ref` or `@` patterns)"));
+        }
+        let mut ty = match annotated {
+            Some(t) => self.local_type(t)?,
+            None => self.vars.any(),
+        };
+        if let Some(init) = &local.init {
+            if let Some((_, diverge)) = &init.diverge {
+                return Err(error(diverge.span(), "`let ... else` is not supported in kernels"));
+            }
+            let t = match &*init.expr {
+                Expr::Array(a) => {
+                    let elem = self.vars.any();
+                    for e in &a.elems {
+                        let te = self.expr(e)?;
+                        self.unify(e.span(), &te, &elem)?;
+                    }
+                    self.record(&init.expr, Ty::Array(Box::new(elem), a.elems.len()))
+                }
+                Expr::Repeat(r) => {
+                    let te = self.expr(&r.expr)?;
+                    let n = array_len(&r.len)?;
+                    self.record(&init.expr, Ty::Array(Box::new(te), n))
+                }
+                e => self.expr(e)?,
+            };
+            let t = if matches!(t, Ty::Ref(..)) && !matches!(ty, Ty::Ref(..)) { self.vars.deref(&t) } else { t };
+            if matches!(t, Ty::Ref(..)) {
+                return Err(error(init.expr.span(), "references cannot be stored in locals; copy the value instead"));
+            }
+            if annotated.is_none() && matches!(t, Ty::Array(..)) {
+                // An unannotated array local takes its initialiser's type.
+                ty = t.clone();
+            }
+            // The annotation is what is expected, the initialiser what is found.
+            self.unify(init.expr.span(), &ty, &t)?;
+        }
+        if matches!(ty, Ty::Unit | Ty::Never) {
+            return Err(error(local.span(), "a `let` must hold a scalar or an array"));
+        }
+        let id = self.bind(&ident.ident.to_string(), ty, false);
+        self.resolved.insert(key(local), id);
+        Ok(())
+    }
+}

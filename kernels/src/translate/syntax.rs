@@ -1,0 +1,93 @@
+//! Pieces of the kernel subset's Rust syntax that both passes read the same
+//! way: scalar and array types, compound assignment operators and the
+//! iterator of a `for` loop.
+//!
+//! Separate so that inference (which rejects what does not parse) and
+//! emission (which parses again, knowing it succeeds) share one reading.
+
+use syn::spanned::Spanned;
+use syn::{BinOp, Expr, ExprLit, Lit, Type};
+
+use crate::types::{error, Scalar};
+
+pub(super) fn scalar_of_type(ty: &Type) -> syn::Result<Scalar> {
+    if let Type::Path(p) = ty {
+        if p.qself.is_none() && p.path.segments.len() == 1 {
+            if let Some(s) = Scalar::from_name(&p.path.segments[0].ident.to_string()) {
+                return Ok(s);
+            }
+        }
+    }
+    Err(error(ty.span(), "expected a scalar type: f64, f32, i32, u32, i64, u64, usize or bool"))
+}
+
+pub(super) fn array_len(e: &Expr) -> syn::Result<usize> {
+    if let Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) = e {
+        return i.base10_parse::<usize>().map_err(|_| error(e.span(), "array length must be a small integer"));
+    }
+    Err(error(e.span(), "array lengths in kernels must be integer literals"))
+}
+
+/// Whether `op` is a compound assignment (`+=`, `<<=`, ...).
+pub(super) fn is_compound(op: &BinOp) -> bool {
+    use BinOp::*;
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+            | BitXorAssign(_)
+            | ShlAssign(_)
+            | ShrAssign(_)
+    )
+}
+
+/// A `for` loop's iterator: `a..b`, `a..=b`, with `.rev()` and `.step_by(k)`.
+pub(super) struct LoopRange<'a> {
+    pub(super) start: &'a Expr,
+    pub(super) end: &'a Expr,
+    pub(super) inclusive: bool,
+    pub(super) rev: bool,
+    pub(super) step: Option<&'a Expr>,
+}
+
+impl<'a> LoopRange<'a> {
+    pub(super) fn parse(e: &'a Expr) -> syn::Result<LoopRange<'a>> {
+        let unsupported = || {
+            error(
+                e.span(),
+                "`for` loops iterate over integer ranges: `a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(k)`",
+            )
+        };
+        match e {
+            Expr::Paren(p) => LoopRange::parse(&p.expr),
+            Expr::Group(g) => LoopRange::parse(&g.expr),
+            Expr::Range(r) => {
+                let (Some(start), Some(end)) = (&r.start, &r.end) else {
+                    return Err(unsupported());
+                };
+                Ok(LoopRange {
+                    start,
+                    end,
+                    inclusive: matches!(r.limits, syn::RangeLimits::Closed(_)),
+                    rev: false,
+                    step: None,
+                })
+            }
+            Expr::MethodCall(m) => {
+                let mut inner = LoopRange::parse(&m.receiver)?;
+                match (m.method.to_string().as_str(), m.args.len()) {
+                    ("rev", 0) if !inner.rev && inner.step.is_none() => inner.rev = true,
+                    ("step_by", 1) if inner.step.is_none() => inner.step = Some(&m.args[0]),
+                    _ => return Err(unsupported()),
+                }
+                Ok(inner)
+            }
+            _ => Err(unsupported()),
+        }
+    }
+}
