@@ -51,6 +51,7 @@ mod decl;
 mod device;
 #[cfg(feature = "mpi")]
 mod dist;
+mod distribution;
 mod error;
 mod exec;
 mod host_access;
@@ -62,6 +63,7 @@ mod pages;
 mod par_loop;
 mod plan_cache;
 mod profile;
+mod run;
 mod runtime;
 mod sync;
 mod types;

@@ -48,4 +48,62 @@ impl ParLoop {
     pub fn args(&self) -> &[Arg] {
         &self.args
     }
+
+    /// The sections of the iteration set this loop executes, from the
+    /// set's current numbering (which partitioning changes).
+    pub(crate) fn sections(&self) -> LoopSections {
+        let s = self.set.sections();
+        LoopSections {
+            core: s.core,
+            owned: s.owned,
+            exec: s.exec,
+            exec_halo: crate::run::writes_indirectly(&self.args),
+        }
+    }
+}
+
+/// The element ranges of one loop, in execution order (seed 004): core,
+/// owned, and the exec halo when the loop writes through a map (its
+/// elements then run redundantly, so that halo entities get every
+/// increment).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LoopSections {
+    core: usize,
+    owned: usize,
+    exec: usize,
+    /// Whether the exec halo runs.
+    pub exec_halo: bool,
+}
+
+impl LoopSections {
+    /// Elements that touch no halo data: they run while halos travel.
+    pub fn core(&self) -> std::ops::Range<usize> {
+        0..self.core
+    }
+
+    /// Owned elements that read halo data.
+    pub fn owned(&self) -> std::ops::Range<usize> {
+        self.core..self.core + self.owned
+    }
+
+    /// Other ranks' elements this rank runs too (empty unless `exec_halo`).
+    pub fn exec(&self) -> std::ops::Range<usize> {
+        let owned = self.core + self.owned;
+        owned..owned + if self.exec_halo { self.exec } else { 0 }
+    }
+
+    /// The sizes of the sections that run, in order (what plans are built
+    /// over).
+    pub fn sizes(&self) -> Vec<usize> {
+        let mut sizes = vec![self.core, self.owned];
+        if self.exec_halo {
+            sizes.push(self.exec);
+        }
+        sizes
+    }
+
+    /// Elements executed in all.
+    pub fn executed(&self) -> usize {
+        self.exec().end
+    }
 }

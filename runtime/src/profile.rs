@@ -67,8 +67,7 @@ impl Profile {
     }
 
     /// Adds one execution's halo traffic to loop `name` (recorded before).
-    #[cfg(feature = "mpi")]
-    pub(crate) fn record_halo(&mut self, name: &str, t: crate::dist::HaloTraffic) {
+    pub(crate) fn record_halo(&mut self, name: &str, t: crate::distribution::HaloTraffic) {
         let Some(entry) = self.loops.iter_mut().find(|l| l.name == name) else { return };
         entry.halo_messages += t.messages;
         entry.mpi_wait_seconds += t.wait.as_secs_f64();

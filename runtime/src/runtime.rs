@@ -7,18 +7,20 @@ use std::time::{Duration, Instant};
 use parloop_planner::{build_plan, min_bytes, ByteArg, ByteArgKind, Columns, IndirectArg, PlanRequest};
 
 use crate::arg::{Arg, ArgKind};
-use crate::backend::{device, seq, threads, Backend};
+use crate::backend::{device, Backend};
 use crate::decl::{Dat, Global, Map, Sections, Set};
 use crate::device::cuda::Cuda;
 use crate::device::emu::Emu;
 use crate::device::{Device, DeviceProperties};
+use crate::distribution::{self, Distribution};
 use crate::error::{Error, Result};
-use crate::exec::{lock_args, Reduction};
 use crate::kernel::Kernel;
 use crate::names::{Names, Namespace};
 use crate::par_loop::ParLoop;
 use crate::plan_cache::{LoopKey, LoopPlan, PlanCache};
 use crate::profile::{self, LoopReport, Profile, Range};
+use crate::run;
+use crate::sync::lock;
 use crate::types::Scalar;
 use parloop_kernels::loops::Strategy;
 
@@ -84,9 +86,8 @@ pub struct Runtime {
     part_size: Option<usize>,
     plans: Mutex<PlanCache>,
     profile: Mutex<Profile>,
-    /// The communicator and the distributed mesh, under MPI.
-    #[cfg(feature = "mpi")]
-    pub(crate) dist: crate::dist::DistState,
+    /// Serial, or the communicator and the distributed mesh under MPI.
+    pub(crate) dist: Arc<dyn Distribution>,
     profile_output: ProfileOutput,
     /// The names of live declarations, unique per namespace.
     names: Names,
@@ -111,29 +112,20 @@ impl Runtime {
     /// `comm` instead of the world communicator.
     #[cfg(feature = "mpi")]
     pub fn with_communicator(backend: Backend, comm: &mpi::topology::SimpleCommunicator) -> Result<Runtime> {
-        Runtime::build(backend, Some(comm))
+        Runtime::build(backend, || distribution::over(comm))
     }
 
     /// A runtime on `backend`; other settings come from the environment.
     /// Under MPI (with the `mpi` feature) its communicator is the world.
     pub fn with_backend(backend: Backend) -> Result<Runtime> {
-        #[cfg(feature = "mpi")]
-        if mpi::environment::is_initialized() {
-            return Runtime::build(backend, Some(&mpi::topology::SimpleCommunicator::world()));
-        }
-        Runtime::build(
-            backend,
-            #[cfg(feature = "mpi")]
-            None,
-        )
+        Runtime::build(backend, distribution::by_default)
     }
 
-    /// A runtime on `backend`, distributed over (a duplicate of) `comm`.
-    fn build(
-        backend: Backend,
-        #[cfg(feature = "mpi")] comm: Option<&mpi::topology::SimpleCommunicator>,
-    ) -> Result<Runtime> {
+    /// A runtime on `backend`, distributed as `dist` says (after the
+    /// environment is checked).
+    fn build(backend: Backend, dist: impl FnOnce() -> Result<Arc<dyn Distribution>>) -> Result<Runtime> {
         config::check_others()?;
+        let dist = dist()?;
         let part_size = config::number("PARLOOP_PART_SIZE", |n| n > 0, "a positive integer")?;
         let profile_output = match env("PARLOOP_PROFILE") {
             None => ProfileOutput::None,
@@ -164,16 +156,8 @@ impl Runtime {
             Backend::Emu => Some(Arc::new(Emu::new()?)),
             Backend::Cuda => {
                 // Ranks on one node share its GPUs round-robin by their rank
-                // on the node (collective over `comm`: every rank builds
-                // the same backend).
-                #[cfg(feature = "mpi")]
-                let local_rank = comm.map_or(0, |c| {
-                    use mpi::topology::Communicator;
-                    c.split_shared(c.rank()).rank() as usize
-                });
-                #[cfg(not(feature = "mpi"))]
-                let local_rank = 0;
-                Some(Arc::new(Cuda::new(local_rank)?))
+                // on the node (collective: every rank builds the same backend).
+                Some(Arc::new(Cuda::new(dist.local_rank())?))
             }
             Backend::Seq | Backend::Threads => None,
         };
@@ -211,13 +195,7 @@ impl Runtime {
             simd,
             part_size,
             plans: Mutex::new(PlanCache::new(PLAN_CACHE_CAPACITY)),
-            #[cfg(feature = "mpi")]
-            dist: crate::dist::DistState {
-                comm: comm.map(|c| Arc::new(crate::dist::Comm::new(c))),
-                check_ranks: config::switch("PARLOOP_CHECK_RANKS", false)?,
-                no_overlap: !config::switch("PARLOOP_OVERLAP", true)?,
-                ..Default::default()
-            },
+            dist,
             profile: Mutex::new(Profile::default()),
             profile_output,
             names: Names::default(),
@@ -287,8 +265,7 @@ impl Runtime {
     /// overflows `usize` are an [`Error::SizeOverflow`].
     pub fn set_with_sections(&self, name: &str, sections: Sections) -> Result<Set> {
         let set = self.names.declare(Namespace::Set, "set", name, || Set::new(name, sections), |s| &s.0)?;
-        #[cfg(feature = "mpi")]
-        self.dist.declared.lock().unwrap_or_else(|e| e.into_inner()).sets.push(Arc::downgrade(&set.0));
+        self.dist.declared_set(&set);
         Ok(set)
     }
 
@@ -297,44 +274,31 @@ impl Runtime {
     pub fn map(&self, name: &str, from: &Set, to: &Set, arity: usize, values: Vec<i32>) -> Result<Map> {
         let map =
             self.names.declare(Namespace::Map, "map", name, || Map::new(name, from, to, arity, values), |m| &m.0)?;
-        #[cfg(feature = "mpi")]
-        self.dist.declared.lock().unwrap_or_else(|e| e.into_inner()).maps.push(Arc::downgrade(&map.0));
+        self.dist.declared_map(&map);
         Ok(map)
     }
 
     /// Declares a dat of `dim` values per entity of `set`.
     pub fn dat<T: Scalar>(&self, name: &str, set: &Set, dim: usize, values: Vec<T>) -> Result<Dat<T>> {
         let dat = self.names.declare(Namespace::Data, "dat", name, || Dat::new(name, set, dim, values), |d| &d.0)?;
-        #[cfg(feature = "mpi")]
-        {
-            let weak: std::sync::Weak<dyn crate::decl::Redistribute> = Arc::downgrade(&dat.0) as _;
-            self.dist.declared.lock().unwrap_or_else(|e| e.into_inner()).dats.push(weak);
-        }
+        self.dist.declared_dat(Arc::downgrade(&dat.0) as _);
         Ok(dat)
     }
 
     /// Forgets every cached plan (the maps changed under them).
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    #[cfg(feature = "mpi")]
     pub(crate) fn clear_plans(&self) {
         *self.plans.lock().unwrap_or_else(|e| e.into_inner()) = PlanCache::new(PLAN_CACHE_CAPACITY);
     }
 
     /// This process's rank in the runtime's communicator (0 when serial).
     pub fn rank(&self) -> usize {
-        #[cfg(feature = "mpi")]
-        if let Some(c) = &self.dist.comm {
-            return c.rank();
-        }
-        0
+        self.dist.rank()
     }
 
     /// Ranks in the runtime's communicator (1 when serial).
     pub fn ranks(&self) -> usize {
-        #[cfg(feature = "mpi")]
-        if let Some(c) = &self.dist.comm {
-            return c.size();
-        }
-        1
+        self.dist.ranks()
     }
 
     /// Under MPI with more than one rank, ends the whole job with `err`
@@ -349,11 +313,7 @@ impl Runtime {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn fail(&self, err: Error) -> Error {
-        #[cfg(feature = "mpi")]
-        if let Some(c) = self.dist.comm.as_ref().filter(|c| c.size() > 1) {
-            c.abort(&err);
-        }
-        err
+        self.dist.fail(err)
     }
 
     /// Declares a global with the given initial values.
@@ -373,132 +333,23 @@ impl Runtime {
     /// one (it is never refused for that), so a `Runtime` may be shared
     /// between threads.
     pub fn execute(&self, lp: &ParLoop) -> Result<()> {
-        let _one_at_a_time = crate::sync::lock(&self.executing);
-        let (kernel, set, args) = (lp.kernel(), lp.set(), lp.args());
+        let _one_at_a_time = lock(&self.executing);
+        let kernel = lp.kernel();
         let _range = Range::new(kernel.name());
-        let s = set.sections();
-        // Seed 004: the exec halo runs redundantly when an indirect dat is written.
-        let exec_halo = args.iter().any(|a| a.is_indirect() && a.access.writes());
-        let mut sections = vec![s.core, s.owned];
-        if exec_halo {
-            sections.push(s.exec);
-        }
-        let executed: usize = sections.iter().sum();
-        let needs_plan = self.backend == Backend::Threads && exec_halo;
-        let (loop_plan, plan_time) = self.loop_plan(kernel, set, &sections, needs_plan, self.strategy, args)?;
-        if let Some(dev) = &self.device {
-            // Devices run asynchronously: time a loop only when profiling or
-            // when an automatic strategy choice is being made.
-            let n = loop_plan.device.len();
-            let k = loop_plan.auto.lock().unwrap_or_else(|e| e.into_inner()).next(n);
-            let trial = n > 1 && loop_plan.auto.lock().unwrap_or_else(|e| e.into_inner()).chosen.is_none();
-            let timed = trial || self.profile_output != ProfileOutput::None;
-            // Timed runs measure device time between events on the compute
-            // stream; untimed runs record launch time only and never wait.
-            let before = if timed { Some(dev.record_event()?) } else { None };
-            let start = Instant::now();
-            #[cfg(feature = "mpi")]
-            let halo = match &self.dist.comm {
-                // Every rank takes part in exchanges and reductions, with or without elements.
-                Some(_) => Some(self.device_loop(dev, &loop_plan.device[k], kernel, set, args, exec_halo)?),
-                None if executed > 0 => {
-                    device::run(dev, &loop_plan.device[k], kernel.name(), args)?;
-                    None
-                }
-                None => None,
-            };
-            #[cfg(not(feature = "mpi"))]
-            if executed > 0 {
-                device::run(dev, &loop_plan.device[k], kernel.name(), args)?;
+        let sections = lp.sections();
+        let needs_plan = self.backend == Backend::Threads && sections.exec_halo;
+        let (plan, plan_time) =
+            self.loop_plan(kernel, lp.set(), &sections.sizes(), needs_plan, self.strategy, lp.args())?;
+        let ran = match &self.device {
+            Some(device) => {
+                let profiled = self.profile_output != ProfileOutput::None;
+                run::on_device(device, self.dist.as_ref(), &plan, profiled, lp, &sections)?
             }
-            let elapsed = match before {
-                Some(before) => Duration::from_secs_f64(dev.elapsed(&before, &dev.record_event()?)?),
-                None => start.elapsed(),
-            };
-            if trial {
-                loop_plan.auto.lock().unwrap_or_else(|e| e.into_inner()).record(k, elapsed.as_secs_f64(), n);
-            }
-            let mut profile = self.profile.lock().unwrap_or_else(|e| e.into_inner());
-            profile.record(kernel.name(), elapsed, plan_time, loop_plan.bytes);
-            #[cfg(feature = "mpi")]
-            if let Some(halo) = halo {
-                profile.record_halo(kernel.name(), halo);
-            }
-            return Ok(());
-        }
-        let locked = lock_args(kernel.name(), args)?;
-        let start = Instant::now();
-        let reductions = Reduction::of(args);
-        let host = kernel.host(self.simd);
-        let views = &locked.views;
-        // Core, owned, then the exec halo, whose elements never count in
-        // reductions (their owners count them).
-        let (core, owned) = (s.core, s.core + s.owned);
-        // The reduced globals as they were, to put back if a kernel panics
-        // (seq reduces into them directly).
-        let before: Vec<Vec<u64>> = reductions
-            .iter()
-            .map(|r| {
-                let mut words = vec![0u64; r.words()];
-                // SAFETY: the global's view holds `dim` values of `elem`, locked.
-                unsafe { r.copy_current(views, &mut words) };
-                words
-            })
-            .collect();
-        // The first kernel panic; later phases are skipped once one happened
-        // (the collective steps of a distributed loop still run).
-        let panicked: std::cell::Cell<Option<Error>> = std::cell::Cell::new(None);
-        let phase = |range: std::ops::Range<usize>, reduce: bool| {
-            if let Some(p) = panicked.take() {
-                panicked.set(Some(p));
-                return;
-            }
-            let result = match (self.backend, &loop_plan.plan) {
-                (Backend::Seq, _) => seq::run(host, views, range, &reductions, reduce, kernel.name()),
-                (Backend::Threads, Some(plan)) => {
-                    threads::run(host, views, threads::Work::Plan(plan), &reductions, range, reduce, kernel.name())
-                }
-                (Backend::Threads, None) => {
-                    let work = threads::Work::Chunks { sections: &sections };
-                    threads::run(host, views, work, &reductions, range, reduce, kernel.name())
-                }
-                (Backend::Emu | Backend::Cuda, _) => unreachable!("device loops return above"),
-            };
-            if let Err(p) = result {
-                panicked.set(Some(p));
-            }
+            None => run::on_host(self.backend, self.simd, self.dist.as_ref(), &plan, lp, &sections)?,
         };
-        #[cfg(feature = "mpi")]
-        let distributed = self.distributed_begin(kernel, set, args, views, &reductions)?;
-        #[cfg(feature = "mpi")]
-        let halo = self.halo_exchange(set, args, views, exec_halo, || phase(0..core, true))?;
-        #[cfg(not(feature = "mpi"))]
-        phase(0..core, true);
-        phase(core..owned, true);
-        if exec_halo {
-            phase(owned..executed, false);
-        }
-        #[cfg(feature = "mpi")]
-        self.distributed_end(distributed, args, views, &reductions);
-        let elapsed = start.elapsed();
-        let panicked = panicked.take();
-        if panicked.is_some() {
-            for (r, words) in reductions.iter().zip(&before) {
-                // SAFETY: as `copy_current`, the other way.
-                unsafe { r.restore(views, words) };
-            }
-        }
-        drop(locked);
-        for a in args.iter().filter(|a| a.access.writes()) {
-            a.storage.host_written();
-        }
-        if let Some(e) = panicked {
-            return Err(e);
-        }
-        let mut profile = self.profile.lock().unwrap_or_else(|e| e.into_inner());
-        profile.record(kernel.name(), elapsed, plan_time, loop_plan.bytes);
-        #[cfg(feature = "mpi")]
-        profile.record_halo(kernel.name(), halo);
+        let mut profile = lock(&self.profile);
+        profile.record(kernel.name(), ran.elapsed, plan_time, plan.bytes);
+        profile.record_halo(kernel.name(), ran.halo);
         Ok(())
     }
 

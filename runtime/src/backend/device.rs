@@ -511,16 +511,16 @@ impl<'a> Launcher<'a> {
     }
 }
 
-/// Runs a prepared loop with `args` (the loop's current arguments).
-pub(crate) fn run(device: &Arc<dyn Device>, dl: &DeviceLoop, kernel: &str, args: &[Arg]) -> Result<()> {
-    let mut launcher = Launcher::new(device, dl, kernel, args)?;
-    launcher.core()?;
-    launcher.rest()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A whole loop: core and rest.
+    fn run(device: &Arc<dyn Device>, dl: &DeviceLoop, kernel: &str, args: &[Arg]) -> Result<()> {
+        let mut launcher = Launcher::new(device, dl, kernel, args)?;
+        launcher.core()?;
+        launcher.rest()
+    }
     use crate::device::emu::Emu;
     use crate::{Access, Backend, Runtime};
 

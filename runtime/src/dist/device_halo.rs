@@ -12,13 +12,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::execute::label;
 use super::messages::{exchange, HaloDat, Layout, Piece};
-use super::HaloTraffic;
+use super::{HaloTraffic, Mpi};
 use crate::arg::Arg;
 use crate::decl::Set;
 use crate::device::{Device, DeviceBuffer, HostBuffer, LaunchParams, Module};
 use crate::error::{Error, Result};
 use crate::profile::Range;
-use crate::runtime::Runtime;
 
 /// Pack and unpack in 4-byte words (every element type is a whole number
 /// of them): `ptr[0]` source, `ptr[1]` i32 entity list, `ptr[2]`
@@ -167,7 +166,7 @@ fn launch_copy(module: &dyn Module, pack: bool, ptrs: [u64; 3], n: usize, words:
     module.launch(if pack { "pl_halo_pack" } else { "pl_halo_unpack" }, grid, BLOCK, 0, &params)
 }
 
-impl Runtime {
+impl Mpi {
     /// The device counterpart of `halo_exchange`: packs the stale halos the
     /// loop reads on `device`, posts the messages, runs `core` (which
     /// queues the core launches), waits and unpacks on the device.
@@ -177,14 +176,14 @@ impl Runtime {
         set: &Set,
         args: &[Arg],
         exec_halo: bool,
-        core: impl FnOnce() -> Result<()>,
+        core: &mut dyn FnMut() -> Result<()>,
     ) -> Result<HaloTraffic> {
         let dats = self.stale_reads(set, args, exec_halo);
-        let Some(comm) = self.dist.comm.as_ref().filter(|_| !dats.is_empty()) else {
+        let Some(comm) = self.comm.as_ref().filter(|_| !dats.is_empty()) else {
             core()?;
             return Ok(HaloTraffic::default());
         };
-        let halos = &self.dist.device;
+        let halos = &self.device;
         let dev = device.as_ref();
         let module = halos.module(dev)?;
         let aware = match halos.cuda_aware.get() {
@@ -206,7 +205,7 @@ impl Runtime {
         let (send_dev, recv_dev) = (send_buf.addr, recv_buf.addr);
         launch_pieces(halos, dev, module.as_ref(), (args, &dats, &addrs), &send.pieces, send_dev, true)?;
         let label = label(args, &dats);
-        let overlap = !self.dist.no_overlap;
+        let overlap = !self.no_overlap;
         let wait = if aware {
             // MPI reads the send buffer: the packs must have finished.
             dev.synchronize()?;

@@ -1,23 +1,24 @@
-//! A loop on a distributed set (seed 004): exchange the stale halos it
-//! reads while the core section runs, reduce globals across ranks, and
-//! mark the halos it writes stale.
+//! The MPI side of the [`Distribution`] seam (seed 004): a loop on a
+//! distributed set exchanges the stale halos it reads while its core
+//! section runs, reduces globals across ranks, and marks the halos it
+//! writes stale.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::messages::{exchange, HaloDat, Layout};
-use super::{all_reduce, HaloTraffic};
+use super::{all_reduce, HaloTraffic, Mpi};
 use crate::arg::Arg;
-use crate::backend::device::{DeviceLoop, Launcher};
 use crate::backend::threads::combine;
-use crate::decl::Set;
+use crate::decl::{Map, Redistribute, Set};
 use crate::device::Device;
-use crate::error::Result;
+use crate::distribution::{Begun, Distribution};
+use crate::error::{Error, Result};
 use crate::exec::{lock_args_where, Reduction};
 use crate::kernel::{ArgView, Kernel};
 use crate::profile::Range;
-use crate::runtime::Runtime;
+use crate::sync::lock;
 use crate::types::Access;
 
 /// The dats of an exchange, for profiling ranges: `q+adt`.
@@ -25,17 +26,15 @@ pub(crate) fn label(args: &[Arg], dats: &[HaloDat]) -> String {
     dats.iter().map(|d| args[d.arg].data_name()).collect::<Vec<_>>().join("+")
 }
 
-/// What `distributed_begin` set aside for `distributed_end`.
-pub(crate) struct Begun {
-    /// Initial values of INC globals (the loop reduces from zero).
-    initial: Vec<(usize, Vec<u64>)>,
-}
+/// What `begin` sets aside for `end`: the initial values of INC globals
+/// (the ranks reduce from zero), by argument.
+struct Initial(Vec<(usize, Vec<u64>)>);
 
-impl Runtime {
+impl Mpi {
     /// Before a loop: the rank check, and INC globals set to zero so that
     /// the ranks' partials can be summed. `None` for a loop every rank runs
     /// whole (its set is not distributed).
-    pub(crate) fn distributed_begin(
+    fn distributed_begin(
         &self,
         kernel: &Kernel,
         set: &Set,
@@ -43,9 +42,9 @@ impl Runtime {
         views: &[ArgView],
         reductions: &[Reduction],
     ) -> Result<Option<Begun>> {
-        let n = self.dist.loops.fetch_add(1, Ordering::Relaxed);
-        let Some(comm) = &self.dist.comm else { return Ok(None) };
-        if self.dist.check_ranks {
+        let n = self.loops.fetch_add(1, Ordering::Relaxed);
+        let Some(comm) = &self.comm else { return Ok(None) };
+        if self.check_ranks {
             let mut desc = format!("{}/{}", kernel.name(), set.name());
             for a in args {
                 desc.push_str(&format!("/{}:{:?}:{}", a.data_name(), a.access, a.map().map_or("", |m| m.name())));
@@ -70,7 +69,7 @@ impl Runtime {
             }
             initial.push((r.arg, words));
         }
-        Ok(Some(Begun { initial }))
+        Ok(Some(Box::new(Initial(initial))))
     }
 
     /// The dats a loop must refresh before its owned section: read through
@@ -78,11 +77,11 @@ impl Runtime {
     /// each once, in argument order.
     pub(crate) fn stale_reads(&self, set: &Set, args: &[Arg], exec_halo: bool) -> Vec<HaloDat> {
         let mut dats: Vec<HaloDat> = Vec::new();
-        if self.dist.comm.is_none() || !set.is_distributed() {
+        if self.comm.is_none() || !set.is_distributed() {
             return dats;
         }
-        let stale = self.dist.stale.lock().unwrap_or_else(|e| e.into_inner());
-        let halos = self.dist.halos.lock().unwrap_or_else(|e| e.into_inner());
+        let stale = lock(&self.stale);
+        let halos = lock(&self.halos);
         for (i, a) in args.iter().enumerate() {
             let reads = matches!(a.access, Access::Read | Access::ReadWrite);
             let Some(on) = &a.set else { continue };
@@ -101,7 +100,7 @@ impl Runtime {
 
     /// Marks the refreshed dats' halos clean and totals the traffic.
     pub(crate) fn refreshed(&self, args: &[Arg], dats: &[HaloDat], messages: usize, wait: Duration) -> HaloTraffic {
-        let mut stale = self.dist.stale.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stale = lock(&self.stale);
         let mut traffic = HaloTraffic { messages: messages as u64, wait, ..Default::default() };
         for d in dats {
             stale.remove(&args[d.arg].data_id());
@@ -116,16 +115,16 @@ impl Runtime {
     /// dat, packed from the export lists and received straight into the
     /// dats' halo tails. With `PARLOOP_OVERLAP=0` the exchange completes
     /// first.
-    pub(crate) fn halo_exchange(
+    fn halo_exchange(
         &self,
         set: &Set,
         args: &[Arg],
         views: &[ArgView],
         exec_halo: bool,
-        core: impl FnOnce(),
+        core: &mut dyn FnMut(),
     ) -> Result<HaloTraffic> {
         let dats = self.stale_reads(set, args, exec_halo);
-        let Some(comm) = self.dist.comm.as_ref().filter(|_| !dats.is_empty()) else {
+        let Some(comm) = self.comm.as_ref().filter(|_| !dats.is_empty()) else {
             core();
             return Ok(HaloTraffic::default());
         };
@@ -151,7 +150,7 @@ impl Runtime {
                 comm,
                 (send_buf.as_ptr(), &send.slots),
                 &recv.landing_in_halos(&dats, &dats.iter().map(|d| views[d.arg].data).collect::<Vec<_>>()),
-                !self.dist.no_overlap,
+                !self.no_overlap,
                 &label,
                 || {
                     core();
@@ -162,52 +161,12 @@ impl Runtime {
         Ok(self.refreshed(args, &dats, send.slots.len(), wait))
     }
 
-    /// A loop on a device under MPI: reduced globals go through the host
-    /// around the launches (INC ones from zero, then all-reduced), and the
-    /// stale halos are exchanged on the device while the core section runs.
-    pub(crate) fn device_loop(
-        &self,
-        device: &Arc<dyn Device>,
-        prepared: &DeviceLoop,
-        kernel: &Kernel,
-        set: &Set,
-        args: &[Arg],
-        exec_halo: bool,
-    ) -> Result<HaloTraffic> {
-        let reductions = Reduction::of(args);
-        let begun = {
-            let globals = lock_args_where(kernel.name(), args, Arg::is_global)?;
-            self.distributed_begin(kernel, set, args, &globals.views, &reductions)?
-        };
-        if begun.is_some() {
-            for r in reductions.iter().filter(|r| r.access == Access::Inc) {
-                args[r.arg].storage.host_written();
-            }
-        }
-        let mut launcher = Launcher::new(device, prepared, kernel.name(), args)?;
-        let traffic = self.device_halo_exchange(device, set, args, exec_halo, || launcher.core())?;
-        launcher.rest()?;
-        if begun.is_some() {
-            let globals = lock_args_where(kernel.name(), args, Arg::is_global)?;
-            self.distributed_end(begun, args, &globals.views, &reductions);
-            drop(globals);
-            for r in &reductions {
-                args[r.arg].storage.host_written();
-            }
-        }
-        Ok(traffic)
-    }
-
     /// After a loop: globals reduced across ranks (INC partials added to
     /// the initial values) and the written dats' halos marked stale.
-    pub(crate) fn distributed_end(
-        &self,
-        begun: Option<Begun>,
-        args: &[Arg],
-        views: &[ArgView],
-        reductions: &[Reduction],
-    ) {
-        let (Some(comm), Some(begun)) = (&self.dist.comm, begun) else { return };
+    fn distributed_end(&self, begun: Option<Begun>, args: &[Arg], views: &[ArgView], reductions: &[Reduction]) {
+        let (Some(comm), Some(initial)) = (&self.comm, begun.and_then(|b| b.downcast::<Initial>().ok())) else {
+            return;
+        };
         // One all-reduce per element type and operation, for all the
         // loop's globals of that kind together.
         let mut kinds: Vec<(crate::types::ElemType, Access)> = reductions.iter().map(|r| (r.elem, r.access)).collect();
@@ -237,16 +196,125 @@ impl Runtime {
             }
         }
         for r in reductions {
-            if let Some((_, initial)) = begun.initial.iter().find(|(a, _)| *a == r.arg) {
+            if let Some((_, initial)) = initial.0.iter().find(|(a, _)| *a == r.arg) {
                 // SAFETY: both hold `dim` values of `elem`.
                 unsafe { combine(r.elem, Access::Inc, views[r.arg].data, initial.as_ptr().cast(), r.dim) };
             }
         }
-        let mut stale = self.dist.stale.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stale = lock(&self.stale);
         for a in args.iter().filter(|a| a.access.writes() && !a.is_global()) {
             if a.set.as_ref().is_some_and(|s| s.is_distributed()) {
                 stale.insert(a.data_id());
             }
         }
+    }
+}
+
+impl Distribution for Mpi {
+    fn rank(&self) -> usize {
+        self.comm.as_ref().map_or(0, |c| c.rank())
+    }
+
+    fn ranks(&self) -> usize {
+        self.comm.as_ref().map_or(1, |c| c.size())
+    }
+
+    fn collective(&self) -> bool {
+        self.comm.is_some()
+    }
+
+    fn fail(&self, err: Error) -> Error {
+        if let Some(c) = self.comm.as_ref().filter(|c| c.size() > 1) {
+            c.abort(&err);
+        }
+        err
+    }
+
+    fn declared_set(&self, set: &Set) {
+        lock(&self.declared).sets.push(std::sync::Arc::downgrade(&set.0));
+    }
+
+    fn declared_map(&self, map: &Map) {
+        lock(&self.declared).maps.push(std::sync::Arc::downgrade(&map.0));
+    }
+
+    fn declared_dat(&self, dat: std::sync::Weak<dyn Redistribute>) {
+        lock(&self.declared).dats.push(dat);
+    }
+
+    fn begin(
+        &self,
+        kernel: &Kernel,
+        set: &Set,
+        args: &[Arg],
+        views: &[ArgView],
+        reductions: &[Reduction],
+    ) -> Result<Option<Begun>> {
+        self.distributed_begin(kernel, set, args, views, reductions)
+    }
+
+    fn exchange(
+        &self,
+        set: &Set,
+        args: &[Arg],
+        views: &[ArgView],
+        exec_halo: bool,
+        core: &mut dyn FnMut(),
+    ) -> Result<HaloTraffic> {
+        self.halo_exchange(set, args, views, exec_halo, core)
+    }
+
+    fn end(&self, begun: Option<Begun>, args: &[Arg], views: &[ArgView], reductions: &[Reduction]) {
+        self.distributed_end(begun, args, views, reductions)
+    }
+
+    /// Reduced globals go through the host around a device loop's
+    /// launches: INC ones start from zero here, and `end_device`
+    /// all-reduces them and adds the initial values back.
+    fn begin_device(&self, kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<Option<Begun>> {
+        let reductions = Reduction::of(args);
+        let begun = {
+            let globals = lock_args_where(kernel.name(), args, Arg::is_global)?;
+            self.distributed_begin(kernel, set, args, &globals.views, &reductions)?
+        };
+        if begun.is_some() {
+            for r in reductions.iter().filter(|r| r.access == Access::Inc) {
+                args[r.arg].storage.host_written();
+            }
+        }
+        Ok(begun)
+    }
+
+    fn exchange_device(
+        &self,
+        device: &Arc<dyn Device>,
+        set: &Set,
+        args: &[Arg],
+        exec_halo: bool,
+        core: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<HaloTraffic> {
+        self.device_halo_exchange(device, set, args, exec_halo, core)
+    }
+
+    fn end_device(&self, begun: Option<Begun>, kernel: &Kernel, args: &[Arg]) -> Result<()> {
+        if begun.is_none() {
+            return Ok(());
+        }
+        let reductions = Reduction::of(args);
+        let globals = lock_args_where(kernel.name(), args, Arg::is_global)?;
+        self.distributed_end(begun, args, &globals.views, &reductions);
+        drop(globals);
+        for r in &reductions {
+            args[r.arg].storage.host_written();
+        }
+        Ok(())
+    }
+
+    fn local_rank(&self) -> usize {
+        use mpi::topology::Communicator;
+        self.comm.as_ref().map_or(0, |comm| {
+            let c = comm.lock();
+            c.split_shared(c.rank()).rank() as usize
+        })
     }
 }

@@ -12,6 +12,8 @@
 
 pub(crate) mod layout;
 
+pub(crate) use crate::distribution::HaloTraffic;
+
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -267,10 +269,13 @@ pub(crate) unsafe fn all_reduce(comm: &Comm, elem: ElemType, op: crate::Access, 
     }
 }
 
-/// What a runtime knows of the distributed run.
-#[derive(Default)]
-pub(crate) struct DistState {
-    /// The communicator (`None`: not under MPI).
+/// A runtime's distributed run: the communicator, the distributed mesh's
+/// halos and which dats' halos are stale. The MPI implementation of the
+/// [`Distribution`](crate::distribution::Distribution) seam (`execute`).
+pub(crate) struct Mpi {
+    /// The communicator, a duplicate of the solver's (`None`: a runtime
+    /// built with the `mpi` feature outside MPI, which still records its
+    /// declarations for `Runtime::partition_preview`).
     pub comm: Option<Arc<Comm>>,
     /// Everything declared, for [`crate::Runtime::partition`].
     pub declared: Mutex<Declared>,
@@ -288,23 +293,28 @@ pub(crate) struct DistState {
     pub device: device_halo::DeviceHalos,
 }
 
+impl Mpi {
+    /// The distributed run over (a duplicate of) `comm`.
+    pub(crate) fn new(comm: Option<&SimpleCommunicator>) -> Result<Mpi> {
+        Ok(Mpi {
+            comm: comm.map(|c| Arc::new(Comm::new(c))),
+            declared: Mutex::default(),
+            halos: Mutex::default(),
+            stale: Mutex::default(),
+            loops: Default::default(),
+            check_ranks: crate::config::switch("PARLOOP_CHECK_RANKS", false)?,
+            no_overlap: !crate::config::switch("PARLOOP_OVERLAP", true)?,
+            device: Default::default(),
+        })
+    }
+}
+
 /// Weak handles to every declared set, map and dat.
 #[derive(Default)]
 pub(crate) struct Declared {
     pub sets: Vec<std::sync::Weak<crate::decl::SetInner>>,
     pub maps: Vec<std::sync::Weak<crate::decl::MapInner>>,
     pub dats: Vec<std::sync::Weak<dyn crate::decl::Redistribute>>,
-}
-
-/// Halo traffic of one loop execution, for the profile.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct HaloTraffic {
-    /// Bytes sent per dat name.
-    pub bytes: Vec<(String, u64)>,
-    /// Messages sent.
-    pub messages: u64,
-    /// Time spent waiting for messages.
-    pub wait: std::time::Duration,
 }
 
 mod device_halo;

@@ -7,12 +7,19 @@ use mpi::traits::*;
 use rayon::prelude::*;
 
 use super::layout::{self, GlobalMap, GlobalSet};
-use super::{exchange_lists, Comm, PartitionReport, Partitioner, SetReport};
+use super::{exchange_lists, Comm, Mpi, PartitionReport, Partitioner, SetReport};
 use crate::decl::{LocalPart, Map, Redistribute, Sections, Set};
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 
 impl Runtime {
+    /// The runtime's MPI state: with the `mpi` feature, every runtime's
+    /// distribution is `dist::Mpi` (see `distribution::by_default`).
+    fn mpi(&self) -> &Mpi {
+        let any: &dyn std::any::Any = self.dist.as_ref();
+        any.downcast_ref::<Mpi>().expect("with the mpi feature every runtime's distribution is dist::Mpi")
+    }
+
     /// Distributes everything declared so far over the ranks of the
     /// runtime's communicator: `partitioner` assigns the entities of
     /// `primary`, the other sets follow through the maps (an edge goes with
@@ -34,15 +41,16 @@ impl Runtime {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn partition(&self, primary: &Set, through: &Map, partitioner: Partitioner) -> Result<PartitionReport> {
-        let comm = self.dist.comm.clone().ok_or_else(|| Error::Distributed {
+        let mpi = self.mpi();
+        let comm = mpi.comm.clone().ok_or_else(|| Error::Distributed {
             rank: 0,
             reason: "partition needs a communicator: create the runtime under MPI (parloop::mpi::initialize)".into(),
         })?;
-        if self.dist.loops.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+        if mpi.loops.load(std::sync::atomic::Ordering::Relaxed) > 0 {
             return Err(comm.error("partition must come before the first loop"));
         }
         let Declared { sets, maps, dats, mut gmaps, primary: p, through: t } =
-            self.declared_mesh(primary, through, &|reason| comm.error(reason))?;
+            declared_mesh(mpi, primary, through, &|reason| comm.error(reason))?;
         let index = |s: &Set| sets.iter().position(|x| x == s);
         // Every rank must declare the same sets, maps and dats.
         let mut shapes: Vec<u64> = vec![sets.len() as u64, maps.len() as u64, dats.len() as u64];
@@ -103,7 +111,7 @@ impl Runtime {
                 d.keep(&local.sets[s].global);
             }
         }
-        let mut halos = self.dist.halos.lock().unwrap_or_else(|e| e.into_inner());
+        let mut halos = crate::sync::lock(&mpi.halos);
         for ((s, ls), gs) in sets.iter().zip(&local.sets).zip(&gsets) {
             halos.insert(s.id(), Arc::new(exchange_lists(&comm, &ls.imports, &ls.global)?));
             let part = LocalPart {
@@ -168,7 +176,7 @@ impl Runtime {
         if parts == 0 {
             return Err(fail("partition preview over 0 parts".into()));
         }
-        let Declared { sets, gmaps, primary: p, through: t, .. } = self.declared_mesh(primary, through, &fail)?;
+        let Declared { sets, gmaps, primary: p, through: t, .. } = declared_mesh(self.mpi(), primary, through, &fail)?;
         let gsets: Vec<GlobalSet> = sets.iter().map(|s| GlobalSet { size: s.total() }).collect();
         let (xadj, adjncy) = layout::adjacency(p, &gsets, &gmaps[t]);
         let primary_owners = primary_owners(partitioner, &gsets, &gmaps, &sets, p, (&xadj, &adjncy), parts, &fail)?;
@@ -208,46 +216,43 @@ struct Declared {
     through: usize,
 }
 
-impl Runtime {
-    /// Everything declared so far, checked: nothing distributed yet, the
-    /// primary set and the map declared here, the map touching the set.
-    fn declared_mesh(&self, primary: &Set, through: &Map, fail: &dyn Fn(String) -> Error) -> Result<Declared> {
-        let (sets, maps, dats) = {
-            let d = self.dist.declared.lock().unwrap_or_else(|e| e.into_inner());
-            let sets: Vec<Set> = d.sets.iter().filter_map(|w| w.upgrade()).map(Set).collect();
-            let maps: Vec<Map> = d.maps.iter().filter_map(|w| w.upgrade()).map(Map).collect();
-            let dats: Vec<_> = d.dats.iter().filter_map(|w| w.upgrade()).collect();
-            (sets, maps, dats)
-        };
-        if let Some(s) = sets.iter().find(|s| s.is_distributed()) {
-            return Err(fail(format!("set `{}` is already distributed", s.name())));
-        }
-        let index = |s: &Set| sets.iter().position(|x| x == s);
-        let p =
-            index(primary).ok_or_else(|| fail(format!("set `{}` was not declared by this runtime", primary.name())))?;
-        if through.from() != primary && through.to() != primary {
-            return Err(fail(format!(
-                "map `{}` ({} -> {}) does not touch the primary set `{}`",
-                through.name(),
-                through.from().name(),
-                through.to().name(),
-                primary.name()
-            )));
-        }
-        let mut gmaps = Vec::new();
-        for m in &maps {
-            let (Some(from), Some(to)) = (index(m.from()), index(m.to())) else {
-                return Err(fail(format!("map `{}` joins a set this runtime did not declare", m.name())));
-            };
-            gmaps.push(GlobalMap { from, to, arity: m.arity(), values: m.global_values().to_vec() });
-        }
-        let t = gmaps
-            .iter()
-            .zip(&maps)
-            .position(|(_, m)| m.id() == through.id())
-            .ok_or_else(|| fail(format!("map `{}` was not declared by this runtime", through.name())))?;
-        Ok(Declared { sets, maps, dats, gmaps, primary: p, through: t })
+/// Everything `mpi` recorded as declared, checked: nothing distributed
+/// yet, the primary set and the map declared here, the map touching the set.
+fn declared_mesh(mpi: &Mpi, primary: &Set, through: &Map, fail: &dyn Fn(String) -> Error) -> Result<Declared> {
+    let (sets, maps, dats) = {
+        let d = crate::sync::lock(&mpi.declared);
+        let sets: Vec<Set> = d.sets.iter().filter_map(|w| w.upgrade()).map(Set).collect();
+        let maps: Vec<Map> = d.maps.iter().filter_map(|w| w.upgrade()).map(Map).collect();
+        let dats: Vec<_> = d.dats.iter().filter_map(|w| w.upgrade()).collect();
+        (sets, maps, dats)
+    };
+    if let Some(s) = sets.iter().find(|s| s.is_distributed()) {
+        return Err(fail(format!("set `{}` is already distributed", s.name())));
     }
+    let index = |s: &Set| sets.iter().position(|x| x == s);
+    let p = index(primary).ok_or_else(|| fail(format!("set `{}` was not declared by this runtime", primary.name())))?;
+    if through.from() != primary && through.to() != primary {
+        return Err(fail(format!(
+            "map `{}` ({} -> {}) does not touch the primary set `{}`",
+            through.name(),
+            through.from().name(),
+            through.to().name(),
+            primary.name()
+        )));
+    }
+    let mut gmaps = Vec::new();
+    for m in &maps {
+        let (Some(from), Some(to)) = (index(m.from()), index(m.to())) else {
+            return Err(fail(format!("map `{}` joins a set this runtime did not declare", m.name())));
+        };
+        gmaps.push(GlobalMap { from, to, arity: m.arity(), values: m.global_values().to_vec() });
+    }
+    let t = gmaps
+        .iter()
+        .zip(&maps)
+        .position(|(_, m)| m.id() == through.id())
+        .ok_or_else(|| fail(format!("map `{}` was not declared by this runtime", through.name())))?;
+    Ok(Declared { sets, maps, dats, gmaps, primary: p, through: t })
 }
 
 /// The owner of every entity of the primary set `sets[p]` (`graph`: its

@@ -1,0 +1,175 @@
+//! One loop's execution, step by step as seed 004 describes it: begin
+//! (reductions set aside), exchange the stale halos the loop reads while
+//! the core section runs, the owned section, the exec halo (redundantly,
+//! never counted in reductions), end (reductions across ranks, written
+//! halos stale). The distribution steps go through the
+//! [`Distribution`] seam and cost nothing in a serial run; the elements go
+//! to a host backend (`backend::seq`, `backend::threads`) or to the device
+//! loop runner (`backend::device`). `Runtime::execute` plans, calls one of
+//! the two functions here and records the profile.
+
+use std::cell::Cell;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::arg::Arg;
+use crate::backend::device::{DeviceLoop, Launcher};
+use crate::backend::{seq, threads, Backend};
+use crate::device::Device;
+use crate::distribution::{Distribution, HaloTraffic};
+use crate::error::{Error, Result};
+use crate::exec::{lock_args, Reduction};
+use crate::par_loop::{LoopSections, ParLoop};
+use crate::plan_cache::LoopPlan;
+use crate::sync::lock;
+
+/// What one execution took: its time and its halo traffic.
+pub(crate) struct Ran {
+    pub elapsed: Duration,
+    pub halo: HaloTraffic,
+}
+
+/// Runs `lp` on a host backend (`Seq` or `Threads`) with its cached plan.
+/// A kernel panic stops the loop (later sections are skipped, the
+/// distribution's collective steps still run), the reduced globals get
+/// their values from before the loop back, and the panic is returned.
+pub(crate) fn on_host(
+    backend: Backend,
+    simd: bool,
+    dist: &dyn Distribution,
+    plan: &LoopPlan,
+    lp: &ParLoop,
+    sections: &LoopSections,
+) -> Result<Ran> {
+    let (kernel, set, args) = (lp.kernel(), lp.set(), lp.args());
+    let locked = lock_args(kernel.name(), args)?;
+    let start = Instant::now();
+    let views = &locked.views;
+    let reductions = Reduction::of(args);
+    let host = kernel.host(simd);
+    let saved = save(&reductions, views);
+    // The first failure; once there is one, later sections are skipped.
+    let failed: Cell<Option<Error>> = Cell::new(None);
+    let sizes = sections.sizes();
+    let section = |range: Range<usize>, reduce: bool| {
+        if let Some(e) = failed.take() {
+            failed.set(Some(e));
+            return;
+        }
+        let result = match (backend, &plan.plan) {
+            (Backend::Threads, Some(plan)) => {
+                threads::run(host, views, threads::Work::Plan(plan), &reductions, range, reduce, kernel.name())
+            }
+            (Backend::Threads, None) => {
+                let work = threads::Work::Chunks { sections: &sizes };
+                threads::run(host, views, work, &reductions, range, reduce, kernel.name())
+            }
+            _ => seq::run(host, views, range, &reductions, reduce, kernel.name()),
+        };
+        if let Err(e) = result {
+            failed.set(Some(e));
+        }
+    };
+    let begun = dist.begin(kernel, set, args, views, &reductions)?;
+    let halo = dist.exchange(set, args, views, sections.exec_halo, &mut || section(sections.core(), true))?;
+    section(sections.owned(), true);
+    if sections.exec_halo {
+        // Other ranks own these elements and count them in reductions.
+        section(sections.exec(), false);
+    }
+    dist.end(begun, args, views, &reductions);
+    let elapsed = start.elapsed();
+    let failed = failed.take();
+    if failed.is_some() {
+        restore(&reductions, views, &saved);
+    }
+    drop(locked);
+    for a in args.iter().filter(|a| a.access.writes()) {
+        a.storage.host_written();
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(Ran { elapsed, halo }),
+    }
+}
+
+/// The reduced globals' values, to put back if a kernel panics (`seq`
+/// reduces into the globals directly).
+fn save(reductions: &[Reduction], views: &[crate::kernel::ArgView]) -> Vec<Vec<u64>> {
+    reductions
+        .iter()
+        .map(|r| {
+            let mut words = vec![0u64; r.words()];
+            // SAFETY: the global's view holds `dim` values of `elem`, locked.
+            unsafe { r.copy_current(views, &mut words) };
+            words
+        })
+        .collect()
+}
+
+fn restore(reductions: &[Reduction], views: &[crate::kernel::ArgView], saved: &[Vec<u64>]) {
+    for (r, words) in reductions.iter().zip(saved) {
+        // SAFETY: as `copy_current`, the other way; the global is locked.
+        unsafe { r.restore(views, words) };
+    }
+}
+
+/// Runs `lp` on `device` with one of its prepared candidates: the
+/// automatic strategy choice's next trial, or its choice. Devices run
+/// asynchronously: the loop is timed on the device (events on the compute
+/// stream) only when `profiled` or when a trial is being timed; otherwise
+/// the time is that of queuing the launches, and nothing waits.
+pub(crate) fn on_device(
+    device: &Arc<dyn Device>,
+    dist: &dyn Distribution,
+    plan: &LoopPlan,
+    profiled: bool,
+    lp: &ParLoop,
+    sections: &LoopSections,
+) -> Result<Ran> {
+    let n = plan.device.len();
+    let (k, trial) = {
+        let auto = lock(&plan.auto);
+        (auto.next(n), n > 1 && auto.chosen.is_none())
+    };
+    let before = if trial || profiled { Some(device.record_event()?) } else { None };
+    let start = Instant::now();
+    let mut halo = HaloTraffic::default();
+    // A rank with no elements still takes part in a distributed loop's
+    // exchanges and reductions.
+    if sections.executed() > 0 || dist.collective() {
+        halo = launch(device, dist, &plan.device[k], lp, sections.exec_halo)?;
+    }
+    let elapsed = match before {
+        Some(before) => Duration::from_secs_f64(device.elapsed(&before, &device.record_event()?)?),
+        None => start.elapsed(),
+    };
+    if trial {
+        lock(&plan.auto).record(k, elapsed.as_secs_f64(), n);
+    }
+    Ok(Ran { elapsed, halo })
+}
+
+/// The launches of one device loop, between the distribution's steps.
+fn launch(
+    device: &Arc<dyn Device>,
+    dist: &dyn Distribution,
+    prepared: &DeviceLoop,
+    lp: &ParLoop,
+    exec_halo: bool,
+) -> Result<HaloTraffic> {
+    let (kernel, set, args) = (lp.kernel(), lp.set(), lp.args());
+    let begun = dist.begin_device(kernel, set, args)?;
+    let mut launcher = Launcher::new(device, prepared, kernel.name(), args)?;
+    let halo = dist.exchange_device(device, set, args, exec_halo, &mut || launcher.core())?;
+    launcher.rest()?;
+    dist.end_device(begun, kernel, args)?;
+    Ok(halo)
+}
+
+/// Whether any argument of `args` writes through a map: then the exec
+/// halo runs too (seed 004), redundantly.
+pub(crate) fn writes_indirectly(args: &[Arg]) -> bool {
+    args.iter().any(|a| a.is_indirect() && a.access.writes())
+}
