@@ -45,6 +45,7 @@ extern crate self as parloop;
 
 mod arg;
 mod backend;
+mod bind;
 mod coherence;
 mod config;
 mod decl;
@@ -65,9 +66,11 @@ mod plan_cache;
 mod profile;
 mod run;
 mod runtime;
+mod strategy;
 mod sync;
 mod types;
 mod validate;
+mod views;
 
 pub use arg::Arg;
 pub use backend::Backend;
@@ -77,7 +80,7 @@ pub use error::{ArgProblem, Error, Result};
 pub use kernel::{DeviceFn, HostFn, Kernel, ParamSig};
 pub use par_loop::ParLoop;
 /// Device increment strategies (see [`Runtime::set_strategy`]).
-pub use parloop_kernels::loops::Strategy;
+pub use strategy::Strategy;
 pub use parloop_macros::{device, kernel};
 pub use profile::LoopReport;
 pub use runtime::Runtime;
@@ -103,7 +106,8 @@ struct ReadmeExample;
 /// Items used by `#[parloop::kernel]`'s expansion; not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::kernel::{ArgView, Binder, KernelParam, Shape, ViewKind, BATCH};
+    pub use crate::bind::{usable as lanes_usable, Binder, KernelParam, LaneBinder, Shape, BATCH};
     pub use crate::kernel_panic::ElementGuard;
-    pub use crate::lanes::{avx2, usable as lanes_usable, vector_isa, LaneBinder, Lanes, VectorIsa, LANES};
+    pub use crate::lanes::{avx2, vector_isa, Lanes, VectorIsa, LANES};
+    pub use crate::views::{ArgView, ViewKind};
 }

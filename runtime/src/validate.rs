@@ -8,7 +8,7 @@ use crate::kernel::Kernel;
 use crate::types::Access;
 
 /// Bytes a kernel's parameters may hold per element. The host adapters
-/// keep [`BATCH`](crate::kernel::BATCH) private copies of every parameter
+/// keep [`BATCH`](crate::bind::BATCH) private copies of every parameter
 /// on the stack (and the lane-wise twins eight lanes of each), so this
 /// bounds their frame at 1 MiB, inside the 2 MiB stack of any thread a
 /// loop may run on (rayon's workers, a spawned thread). 32 KiB is a

@@ -18,15 +18,15 @@
 //! `PARLOOP_SIMD=0` (or [`crate::Runtime::set_simd`]) turns the twins off.
 //!
 //! The lane type, [`Lanes`], and its arithmetic are in `lane`; the
-//! instruction set the twins run with is detected once in `isa`; `binder`
-//! moves an argument's values into lanes and back.
+//! instruction set the twins run with is detected once in `isa`. What moves
+//! an argument's values into lanes and back, `LaneBinder`, lies with the
+//! scalar binder in `crate::bind`.
 
-mod binder;
 mod isa;
 mod lane;
 
-pub use binder::{usable, LaneBinder};
 pub use isa::{avx2, vector_isa, VectorIsa};
+pub(crate) use lane::written_out;
 pub use lane::Lanes;
 
 /// Elements per group of the narrowest twin (AVX2): the fewest elements a

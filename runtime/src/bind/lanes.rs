@@ -4,10 +4,10 @@
 
 use std::mem::MaybeUninit;
 
-use super::lane::written_out;
-use super::Lanes;
-use crate::kernel::{ArgView, Shape, ViewKind};
+use super::Shape;
+use crate::lanes::{written_out, Lanes};
 use crate::types::{Access, ElemType, Scalar};
+use crate::views::{ArgView, ViewKind};
 
 /// Whether a lane-wise twin can run a loop with these views: no mapped
 /// WRITE or RW (those need each element to see earlier elements' writes),
@@ -26,7 +26,7 @@ pub fn usable(views: &[ArgView], exact_inc: &[bool]) -> bool {
 
 /// Gathers one argument of a group of `W` elements into lanes and
 /// scatters the results back: the lane-wise counterpart of
-/// [`crate::kernel::Binder`], used where [`usable`] holds.
+/// [`super::Binder`], used where [`usable`] holds.
 #[doc(hidden)]
 pub struct LaneBinder<S: Shape, const W: usize> {
     view: ArgView,
@@ -49,6 +49,13 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
 
     #[inline(always)]
     pub fn new(view: ArgView) -> Self {
+        debug_assert!(
+            view.fits(S::ROWS, S::COLS),
+            "argument view of dim {} for a parameter of {}x{}",
+            view.dim,
+            S::ROWS,
+            S::COLS
+        );
         LaneBinder { view, buf: MaybeUninit::uninit(), rows: [Row([0.0; 4]); W] }
     }
 

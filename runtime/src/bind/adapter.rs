@@ -1,0 +1,138 @@
+//! The host adapter macros `#[parloop::kernel]`'s expansion calls (through
+//! `$crate::__private`): the scalar adapter, which runs a kernel over a range
+//! in batches, and the lane-wise adapter, which runs its twins over groups
+//! of elements with the scalar one for the rest.
+
+/// The group loop of a lane-wise adapter (see [`__host_adapter`]): runs
+/// the twin `$twin` of `$width` lanes over every whole group of
+/// `start..end`, compiled for the CPU features `$features`; returns where
+/// the scalar tail starts.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __lane_groups {
+    ($name:ident, $width:literal, $features:literal, $twin:ident, $( $param:ident : $ty:ty ),* $(,)?) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        #[allow(unused_mut, unused_variables, clippy::too_many_arguments)]
+        unsafe fn $name(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
+            const W: usize = $width;
+            let mut first = start;
+            while first + W <= end {
+                // Binders live for one group, so that LLVM can keep
+                // their lanes in registers.
+                let mut group = views.iter();
+                $(
+                    let mut $param = $crate::__private::LaneBinder::<
+                        <$ty as $crate::__private::KernelParam>::Shape, W,
+                    >::new(*group.next().expect("validated argument count"));
+                )*
+                // SAFETY: the HostFn contract, `lanes_usable` held, and the
+                // caller detected `$features`.
+                unsafe {
+                    $( $param.load(first); )*
+                    // The lanes of a group share every integer value, so a
+                    // panic is the group's first element's.
+                    let guard = $crate::__private::ElementGuard(first);
+                    $twin( $( <$ty as $crate::__private::KernelParam>::bind_lanes(&mut $param) ),* );
+                    ::core::mem::forget(guard);
+                    // Only `&mut` parameters write; the others' checks
+                    // are compiled out rather than made per lane.
+                    $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.store_direct(first); } )*
+                    $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.finish(); } )*
+                    for l in 0..W {
+                        $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.store_lane(l, first); } )*
+                    }
+                }
+                first += W;
+            }
+            first
+        }
+    };
+}
+
+/// Generates a kernel's host adapter (used by `#[parloop::kernel]`): an
+/// `unsafe fn $host(views, start, end)` that runs the kernel over elements
+/// `start..end` in batches (see [`Binder`](super::Binder)).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __host_adapter {
+    // The adapter of lane-wise twins `$lanes4` (four lanes, AVX2) and
+    // `$lanes8` (eight, AVX-512; see `parloop::lanes`): groups of elements
+    // where `lanes::usable` holds, with the scalar adapter `$scalar` for the
+    // rest of the range and for loops lanes cannot run.
+    ($host:ident, lanes = [$lanes4:ident, $lanes8:ident], scalar = $scalar:ident, exact = [$($exact:expr),*],
+     $( $param:ident : $ty:ty ),* $(,)?) => {
+        #[allow(unused_mut, unused_variables, clippy::too_many_arguments)]
+        unsafe fn $host(views: &[$crate::__private::ArgView], start: usize, end: usize) {
+            if end - start < $crate::__private::LANES || !$crate::__private::lanes_usable(views, &[$($exact),*]) {
+                // SAFETY: forwarded HostFn contract.
+                return unsafe { $scalar(views, start, end) };
+            }
+            $crate::__lane_groups!(groups_avx2, 4, "avx2,fma", $lanes4, $( $param: $ty ),*);
+            $crate::__lane_groups!(groups_avx512, 8, "avx2,fma,avx512f,avx512vl", $lanes8, $( $param: $ty ),*);
+            // Twins run only where their instruction set does; elsewhere the
+            // scalar adapter runs the whole range.
+            #[cfg(target_arch = "x86_64")]
+            let tail = match $crate::__private::vector_isa() {
+                // Eight-lane groups, then one four-lane group where four to
+                // seven elements remain.
+                // SAFETY: AVX-512 F and VL (and so AVX2 and FMA) were
+                // detected; the rest is forwarded.
+                $crate::__private::VectorIsa::Avx512 => unsafe {
+                    groups_avx2(views, groups_avx512(views, start, end), end)
+                },
+                // SAFETY: AVX2 and FMA were detected; the rest is forwarded.
+                $crate::__private::VectorIsa::Avx2 => unsafe { groups_avx2(views, start, end) },
+                $crate::__private::VectorIsa::None => start,
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let tail = start;
+            // SAFETY: forwarded contract.
+            unsafe { $scalar(views, tail, end) }
+        }
+    };
+    ($host:ident, $name:ident, $( $param:ident : $ty:ty ),* $(,)?) => {
+        #[allow(unused_mut, unused_variables, clippy::too_many_arguments)]
+        unsafe fn $host(views: &[$crate::__private::ArgView], start: usize, end: usize) {
+            let mut views = views.iter();
+            $(
+                let mut $param = $crate::__private::Binder::<
+                    <$ty as $crate::__private::KernelParam>::Shape,
+                >::new(*views.next().expect("validated argument count"));
+            )*
+            let mut unmapped = true;
+            $( unmapped &= $param.unmapped(); )*
+            if unmapped {
+                // No maps: pointers inline, no batches.
+                for e in start..end {
+                    // Names the element if the kernel panics (see
+                    // `kernel_panic`); forgotten, so it costs nothing else.
+                    let guard = $crate::__private::ElementGuard(e);
+                    // SAFETY: the executor upholds the HostFn contract.
+                    unsafe { $name( $( <$ty as $crate::__private::KernelParam>::bind_at(&$param, e) ),* ) };
+                    ::core::mem::forget(guard);
+                }
+                return;
+            }
+            let mut batch = $crate::__private::BATCH;
+            $( if $param.sequential() { batch = 1; } )*
+            let mut first = start;
+            while first < end {
+                let n = batch.min(end - first);
+                // SAFETY: the executor upholds the HostFn contract.
+                unsafe {
+                    $( $param.prepare(first, n); )*
+                    for i in 0..n {
+                        let guard = $crate::__private::ElementGuard(first + i);
+                        $name( $( <$ty as $crate::__private::KernelParam>::bind(&mut $param, i) ),* );
+                        ::core::mem::forget(guard);
+                    }
+                    for i in 0..n {
+                        $( $param.finish(i, first + i); )*
+                    }
+                }
+                first += n;
+            }
+        }
+    };
+}

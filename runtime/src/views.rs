@@ -1,0 +1,41 @@
+//! Argument views: what the executor hands a kernel's host adapter, one
+//! raw [`ArgView`] per argument (a data pointer, and the map column it goes
+//! through). They are the whole interface between the runtime, which locks
+//! and validates the data, and the adapters `#[parloop::kernel]` generates,
+//! which turn views into parameter references (`crate::bind`).
+
+use crate::types::Access;
+
+/// How a view reaches its data.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ViewKind {
+    Direct,
+    Indirect,
+    Vector,
+    Global,
+}
+
+/// Raw description of one argument's data for the host adapter.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct ArgView {
+    pub(crate) data: *mut u8,
+    /// Values per entity: validated against the kernel parameter's shape,
+    /// which the binders use (they check it in debug builds).
+    pub(crate) dim: usize,
+    pub(crate) map: *const i32,
+    pub(crate) arity: usize,
+    pub(crate) column: usize,
+    pub(crate) kind: ViewKind,
+    pub(crate) access: Access,
+}
+
+impl ArgView {
+    /// Whether the view's values per entity fit a parameter of `rows` rows
+    /// of `cols` values: a vector view's entity is one row, any other
+    /// view's is the whole parameter (as validation ensures).
+    pub(crate) fn fits(&self, rows: usize, cols: usize) -> bool {
+        self.dim == if self.kind == ViewKind::Vector { cols } else { rows * cols }
+    }
+}
