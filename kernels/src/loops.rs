@@ -223,12 +223,22 @@ pub fn unsupported(spec: &LoopSpec) -> Option<String> {
     }
 }
 
-/// The loop-level prelude: `pl_params` and the entry macro.
-pub const LOOP_PRELUDE: &str = r#"// parloop loop prelude
+/// The loop-level prelude: `pl_params`, sized by [`MAX_PTRS`] and
+/// [`MAX_VALS`], and the entry macro. Written with `{}` or `to_string()`.
+pub const LOOP_PRELUDE: LoopPrelude = LoopPrelude;
+
+/// The type of [`LOOP_PRELUDE`]: its text is made when written, so that the
+/// C++ parameter block takes its sizes from the Rust constants.
+#[derive(Clone, Copy, Debug)]
+pub struct LoopPrelude;
+
+impl std::fmt::Display for LoopPrelude {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const GUARD: &str = r#"// parloop loop prelude
 #ifndef PARLOOP_LOOPS
 #define PARLOOP_LOOPS
-struct pl_params { void* ptr[96]; long long val[8]; };
-#ifdef PARLOOP_EMU
+"#;
+        const MACROS: &str = r#"#ifdef PARLOOP_EMU
 #define PL_ENTRY(name) static void name##_body(const pl_params& prm); \
     extern "C" void name(const void* a) { name##_body(*(const pl_params*)a); } \
     static void name##_body(const pl_params& prm)
@@ -240,6 +250,10 @@ struct pl_params { void* ptr[96]; long long val[8]; };
 __device__ inline long long pl_align8(long long n) { return (n + 7) & ~7ll; }
 #endif
 "#;
+        writeln!(f, "{GUARD}struct pl_params {{ void* ptr[{MAX_PTRS}]; long long val[{MAX_VALS}]; }};")?;
+        f.write_str(MACROS)
+    }
+}
 
 fn ctype(s: Scalar) -> &'static str {
     s.cpp()
@@ -423,7 +437,7 @@ pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
         w.close();
         Some(name)
     };
-    let mut source = String::from(LOOP_PRELUDE);
+    let mut source = LOOP_PRELUDE.to_string();
     source.push_str(&w.out);
     Ok(Generated { source, entry, finish, layout })
 }
