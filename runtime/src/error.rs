@@ -101,6 +101,18 @@ pub enum Error {
         /// Why it cannot be used.
         reason: String,
     },
+    /// A device library (the CUDA driver, NVRTC, the emulator's compiler or
+    /// loader) failed; its error is kept as the source.
+    #[error("backend `{name}`: {doing}: {source}")]
+    DeviceLibrary {
+        /// The backend ("cuda", "emu").
+        name: String,
+        /// What was being done.
+        doing: String,
+        /// The library's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A distributed run cannot proceed (partitioning, a rank mismatch, MPI).
     #[error("distributed run, rank {rank}: {reason}")]
     Distributed {

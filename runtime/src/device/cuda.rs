@@ -31,11 +31,19 @@ use crate::error::{Error, Result};
 // the generated `pl_params`, and is passed to kernels by value.
 unsafe impl cudarc::driver::DeviceRepr for LaunchParams {}
 
-fn fail(reason: impl std::fmt::Debug) -> Error {
-    let text = format!("{reason:?}");
-    // Plain messages are passed as strings: show them without quotes.
-    let text = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).map(str::to_string).unwrap_or(text);
-    Error::Backend { name: "cuda".into(), reason: text }
+/// Why the CUDA backend cannot do what was asked, found by parloop itself.
+fn refuse(reason: impl Into<String>) -> Error {
+    Error::Backend { name: "cuda".into(), reason: reason.into() }
+}
+
+/// An error of the driver or NVRTC while `doing`, kept as the source.
+fn library(doing: impl Into<String>, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::DeviceLibrary { name: "cuda".into(), doing: doing.into(), source: Box::new(e) }
+}
+
+/// [`library`] for `map_err`, with a fixed description of what was being done.
+fn fail<E: std::error::Error + Send + Sync + 'static>(doing: &'static str) -> impl FnOnce(E) -> Error {
+    move |e| library(doing, e)
 }
 
 /// Whether a CUDA device can be used: the driver library loads and reports
@@ -74,42 +82,42 @@ impl Cuda {
         let check = check_from_env()?;
         // SAFETY: only probes for the libraries with dlopen.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
-            return Err(fail("libcuda (the NVIDIA driver) cannot be loaded: no GPU here? Use threads or emu"));
+            return Err(refuse("libcuda (the NVIDIA driver) cannot be loaded: no GPU here? Use threads or emu"));
         }
         // SAFETY: as above.
         if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-            return Err(fail("libnvrtc cannot be loaded: install the CUDA toolkit or set LD_LIBRARY_PATH"));
+            return Err(refuse("libnvrtc cannot be loaded: install the CUDA toolkit or set LD_LIBRARY_PATH"));
         }
-        result::init().map_err(fail)?;
-        let count = CudaContext::device_count().map_err(fail)?;
+        result::init().map_err(fail("initialising the driver"))?;
+        let count = CudaContext::device_count().map_err(fail("counting devices"))?;
         let ordinal: usize = std::env::var("PARLOOP_DEVICE")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(local_rank % count.max(1) as usize);
         if count <= 0 || ordinal >= count as usize {
-            return Err(fail(format!("device {ordinal} requested, {count} present")));
+            return Err(refuse(format!("device {ordinal} requested, {count} present")));
         }
-        let ctx = CudaContext::new(ordinal).map_err(fail)?;
-        let (major, minor) = ctx.compute_capability().map_err(fail)?;
+        let ctx = CudaContext::new(ordinal).map_err(fail("creating a context"))?;
+        let (major, minor) = ctx.compute_capability().map_err(fail("reading the compute capability"))?;
         let shared_optin = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-            .map_err(fail)? as usize;
-        let name = ctx.name().map_err(fail)?;
-        let attribute = |a| ctx.attribute(a).map_err(fail).map(|v| v.max(0) as usize);
+            .map_err(fail("reading the opt-in shared memory size"))? as usize;
+        let name = ctx.name().map_err(fail("reading the device name"))?;
+        let attribute = |a| ctx.attribute(a).map_err(fail("reading a device attribute")).map(|v| v.max(0) as usize);
         let properties = DeviceProperties {
             name: name.clone(),
             compute_capability: Some((major, minor)),
             multiprocessors: attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             shared_memory_per_block: attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
             shared_memory_per_block_optin: shared_optin,
-            global_memory: ctx.total_mem().map_err(fail)?,
+            global_memory: ctx.total_mem().map_err(fail("reading the memory size"))?,
         };
         let (mut vmaj, mut vmin) = (0, 0);
         // SAFETY: writes two integers.
         unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut vmaj, &mut vmin) };
         Ok(Cuda {
-            stream: ctx.new_stream().map_err(fail)?,
-            copies: ctx.new_stream().map_err(fail)?,
+            stream: ctx.new_stream().map_err(fail("creating a stream"))?,
+            copies: ctx.new_stream().map_err(fail("creating a stream"))?,
             properties,
             ctx,
             arch: format!("sm_{major}{minor}"),
@@ -123,18 +131,18 @@ impl Cuda {
 
     fn compile_ptx(&self, name: &str, source: &str) -> Result<String> {
         use cudarc::nvrtc::result as nvrtc;
-        let src = CString::new(source).map_err(fail)?;
-        let prog = nvrtc::create_program(&src, None).map_err(fail)?;
+        let src = CString::new(source).map_err(fail("passing the source to NVRTC"))?;
+        let prog = nvrtc::create_program(&src, None).map_err(fail("creating an NVRTC program"))?;
         let opts = [format!("--gpu-architecture={}", self.arch), "-std=c++17".into(), "-lineinfo".into()];
         // SAFETY: `prog` is live until destroyed below.
         let compiled = unsafe { nvrtc::compile_program(prog, &opts) };
         // SAFETY: as above.
-        let log = unsafe { nvrtc::get_program_log(prog) }.map_err(fail)?;
+        let log = unsafe { nvrtc::get_program_log(prog) }.map_err(fail("reading the NVRTC log"))?;
         let log: String = log.iter().map(|&c| c as u8 as char).collect::<String>().trim_end_matches('\0').to_string();
         let ptx = match compiled {
             // SAFETY: as above; the program compiled.
             Ok(()) => unsafe { nvrtc::get_ptx(prog) }
-                .map_err(fail)
+                .map_err(fail("reading the PTX"))
                 .map(|p| p.iter().map(|&c| c as u8 as char).collect::<String>().trim_end_matches('\0').to_string()),
             Err(_) => Err(Error::Compile {
                 module: name.into(),
@@ -143,7 +151,7 @@ impl Cuda {
             }),
         };
         // SAFETY: not used afterwards.
-        unsafe { nvrtc::destroy_program(prog) }.map_err(fail)?;
+        unsafe { nvrtc::destroy_program(prog) }.map_err(fail("destroying the NVRTC program"))?;
         ptx
     }
 }
@@ -191,7 +199,7 @@ impl Module for CudaLoaded {
     fn launch(&self, entry: &str, grid: u32, block: u32, shared_bytes: usize, params: &LaunchParams) -> Result<()> {
         let mut functions = self.functions.lock().unwrap_or_else(|e| e.into_inner());
         if !functions.contains_key(entry) {
-            let f = self.module.load_function(entry).map_err(|e| fail(format!("entry `{entry}`: {e:?}")))?;
+            let f = self.module.load_function(entry).map_err(|e| library(format!("entry `{entry}`"), e))?;
             functions.insert(entry.into(), (f, 48 * 1024));
         }
         let (function, opted) = functions.get_mut(entry).expect("inserted above");
@@ -202,7 +210,7 @@ impl Module for CudaLoaded {
                     CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     shared_bytes as i32,
                 )
-                .map_err(fail)?;
+                .map_err(fail("opting in to dynamic shared memory"))?;
             *opted = shared_bytes;
         }
         let config =
@@ -212,7 +220,7 @@ impl Module for CudaLoaded {
         // SAFETY: the entry's only parameter is `pl_params`, which
         // `LaunchParams` mirrors; every pointer in it is a live allocation
         // of this context holding the data the generated code expects.
-        unsafe { launch.launch(config) }.map_err(|e| fail(format!("launch of `{entry}`: {e:?}")))?;
+        unsafe { launch.launch(config) }.map_err(|e| library(format!("launch of `{entry}`"), e))?;
         Ok(())
     }
 
@@ -221,15 +229,17 @@ impl Module for CudaLoaded {
         let mut bytes = [0u8; std::mem::size_of::<PanicRecord>()];
         // SAFETY: `addr` is the module's `pl_error` (as large as the
         // record), read after the launches on the same stream; waited for.
-        unsafe { result::memcpy_dtoh_async(&mut bytes[..], addr, self.stream.cu_stream()) }.map_err(fail)?;
-        self.stream.synchronize().map_err(fail)?;
+        unsafe { result::memcpy_dtoh_async(&mut bytes[..], addr, self.stream.cu_stream()) }
+            .map_err(fail("reading the panic record"))?;
+        self.stream.synchronize().map_err(fail("synchronising"))?;
         let word = |k: usize| i64::from_ne_bytes(bytes[8 * k..8 * k + 8].try_into().expect("8 bytes"));
         let record = PanicRecord { owner: word(0) as u64, code: word(1), element: word(2), a: word(3), b: word(4) };
         if record.owner == 0 {
             return Ok(None);
         }
         // SAFETY: as above; cleared for the next loop.
-        unsafe { result::memset_d8_async(addr, 0, bytes.len(), self.stream.cu_stream()) }.map_err(fail)?;
+        unsafe { result::memset_d8_async(addr, 0, bytes.len(), self.stream.cu_stream()) }
+            .map_err(fail("clearing the panic record"))?;
         Ok(Some(record))
     }
 }
@@ -240,38 +250,41 @@ impl Device for Cuda {
     }
 
     fn alloc(&self, bytes: usize) -> Result<DeviceBuffer> {
-        self.ctx.bind_to_thread().map_err(fail)?;
+        self.ctx.bind_to_thread().map_err(fail("binding the context"))?;
         let n = bytes.max(8);
         // SAFETY: a plain allocation, zeroed before use, freed by `Allocation`.
-        let ptr = unsafe { result::malloc_sync(n) }.map_err(fail)?;
+        let ptr = unsafe { result::malloc_sync(n) }.map_err(fail("allocating device memory"))?;
         let owner = Allocation { ptr, ctx: self.ctx.clone() };
         // SAFETY: `ptr` holds `n` bytes. On the compute stream, so that later
         // launches see zeros.
-        unsafe { result::memset_d8_async(ptr, 0, n, self.stream.cu_stream()) }.map_err(fail)?;
+        unsafe { result::memset_d8_async(ptr, 0, n, self.stream.cu_stream()) }
+            .map_err(fail("zeroing device memory"))?;
         Ok(DeviceBuffer::new(ptr, bytes, Box::new(owner)))
     }
 
     fn upload(&self, buf: &DeviceBuffer, data: &[u8]) -> Result<()> {
         if data.len() > buf.bytes {
-            return Err(fail(format!("upload of {} bytes into {}", data.len(), buf.bytes)));
+            return Err(refuse(format!("upload of {} bytes into {}", data.len(), buf.bytes)));
         }
-        self.ctx.bind_to_thread().map_err(fail)?;
+        self.ctx.bind_to_thread().map_err(fail("binding the context"))?;
         // On the compute stream (ordered with launches), then waited for, so
         // that `data` may be released when this returns.
         // SAFETY: `buf` holds at least `data.len()` bytes.
-        unsafe { result::memcpy_htod_async(buf.addr, data, self.stream.cu_stream()) }.map_err(fail)?;
-        self.stream.synchronize().map_err(fail)
+        unsafe { result::memcpy_htod_async(buf.addr, data, self.stream.cu_stream()) }
+            .map_err(fail("copying to the device"))?;
+        self.stream.synchronize().map_err(fail("synchronising"))
     }
 
     fn download(&self, buf: &DeviceBuffer, data: &mut [u8]) -> Result<()> {
         if data.len() > buf.bytes {
-            return Err(fail(format!("download of {} bytes from {}", data.len(), buf.bytes)));
+            return Err(refuse(format!("download of {} bytes from {}", data.len(), buf.bytes)));
         }
-        self.ctx.bind_to_thread().map_err(fail)?;
+        self.ctx.bind_to_thread().map_err(fail("binding the context"))?;
         // After the loops issued before it on the stream, then waited for.
         // SAFETY: `buf` holds at least `data.len()` bytes.
-        unsafe { result::memcpy_dtoh_async(data, buf.addr, self.stream.cu_stream()) }.map_err(fail)?;
-        self.stream.synchronize().map_err(fail)
+        unsafe { result::memcpy_dtoh_async(data, buf.addr, self.stream.cu_stream()) }
+            .map_err(fail("copying to the host"))?;
+        self.stream.synchronize().map_err(fail("synchronising"))
     }
 
     fn host_buffer(&self, bytes: usize) -> Result<HostBuffer> {
@@ -279,37 +292,41 @@ impl Device for Cuda {
         if bytes == 0 {
             return Ok(HostBuffer::new(v, None));
         }
-        self.ctx.bind_to_thread().map_err(fail)?;
+        self.ctx.bind_to_thread().map_err(fail("binding the context"))?;
         let ptr = v.as_mut_ptr();
         // SAFETY: `v` owns `bytes` bytes at `ptr`, which stay put (moving a
         // Vec moves no heap memory) until `Pinned` unregisters them, before
         // the Vec is freed (`HostBuffer` drops the pin first).
-        unsafe { cudarc::driver::sys::cuMemHostRegister_v2(ptr.cast(), bytes, 0) }.result().map_err(fail)?;
+        unsafe { cudarc::driver::sys::cuMemHostRegister_v2(ptr.cast(), bytes, 0) }
+            .result()
+            .map_err(fail("pinning host memory"))?;
         Ok(HostBuffer::new(v, Some(Box::new(Pinned { ptr: ptr as usize, ctx: self.ctx.clone() }))))
     }
 
     fn upload_ordered(&self, buf: &DeviceBuffer, data: &[u8]) -> Result<()> {
         if data.len() > buf.bytes {
-            return Err(fail(format!("upload of {} bytes into {}", data.len(), buf.bytes)));
+            return Err(refuse(format!("upload of {} bytes into {}", data.len(), buf.bytes)));
         }
-        self.ctx.bind_to_thread().map_err(fail)?;
+        self.ctx.bind_to_thread().map_err(fail("binding the context"))?;
         // SAFETY: `buf` holds at least `data.len()` bytes; the caller keeps
         // `data` unchanged until the copy is waited for.
-        unsafe { result::memcpy_htod_async(buf.addr, data, self.copies.cu_stream()) }.map_err(fail)?;
+        unsafe { result::memcpy_htod_async(buf.addr, data, self.copies.cu_stream()) }
+            .map_err(fail("copying to the device"))?;
         // Later launches on the compute stream wait for the copy.
-        self.stream.join(&self.copies).map_err(fail)
+        self.stream.join(&self.copies).map_err(fail("ordering the streams"))
     }
 
     fn download_ordered(&self, buf: &DeviceBuffer, data: &mut [u8]) -> Result<()> {
         if data.len() > buf.bytes {
-            return Err(fail(format!("download of {} bytes from {}", data.len(), buf.bytes)));
+            return Err(refuse(format!("download of {} bytes from {}", data.len(), buf.bytes)));
         }
-        self.ctx.bind_to_thread().map_err(fail)?;
+        self.ctx.bind_to_thread().map_err(fail("binding the context"))?;
         // After the launches queued so far (the packs), on the copy stream.
-        self.copies.join(&self.stream).map_err(fail)?;
+        self.copies.join(&self.stream).map_err(fail("ordering the streams"))?;
         // SAFETY: `buf` holds at least `data.len()` bytes; waited for below.
-        unsafe { result::memcpy_dtoh_async(data, buf.addr, self.copies.cu_stream()) }.map_err(fail)?;
-        self.copies.synchronize().map_err(fail)
+        unsafe { result::memcpy_dtoh_async(data, buf.addr, self.copies.cu_stream()) }
+            .map_err(fail("copying to the host"))?;
+        self.copies.synchronize().map_err(fail("synchronising"))
     }
 
     fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>> {
@@ -333,7 +350,7 @@ impl Device for Cuda {
                 ptx
             }
         };
-        let module = self.ctx.load_module(Ptx::from_src(ptx)).map_err(fail)?;
+        let module = self.ctx.load_module(Ptx::from_src(ptx)).map_err(fail("loading the module"))?;
         // The panic record's address, which stays valid while the module is loaded.
         let error = match module.get_global("pl_error", &self.stream) {
             Ok(view) if view.len() >= std::mem::size_of::<PanicRecord>() => {
@@ -370,16 +387,17 @@ impl Device for Cuda {
     }
 
     fn synchronize(&self) -> Result<()> {
-        self.stream.synchronize().map_err(fail)
+        self.stream.synchronize().map_err(fail("synchronising"))
     }
 
     fn copy(&self, dst: &DeviceBuffer, src: &DeviceBuffer, bytes: usize) -> Result<()> {
         if bytes > dst.bytes || bytes > src.bytes {
-            return Err(fail(format!("copy of {bytes} bytes between buffers of {} and {}", src.bytes, dst.bytes)));
+            return Err(refuse(format!("copy of {bytes} bytes between buffers of {} and {}", src.bytes, dst.bytes)));
         }
-        self.ctx.bind_to_thread().map_err(fail)?;
+        self.ctx.bind_to_thread().map_err(fail("binding the context"))?;
         // SAFETY: both hold at least `bytes` bytes of this context.
-        unsafe { result::memcpy_dtod_async(dst.addr, src.addr, bytes, self.stream.cu_stream()) }.map_err(fail)
+        unsafe { result::memcpy_dtod_async(dst.addr, src.addr, bytes, self.stream.cu_stream()) }
+            .map_err(fail("copying between device buffers"))
     }
 
     fn properties(&self) -> DeviceProperties {
@@ -387,18 +405,18 @@ impl Device for Cuda {
     }
 
     fn record_event(&self) -> Result<Event> {
-        let event = self.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(fail)?;
-        event.record(&self.stream).map_err(fail)?;
+        let event = self.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(fail("creating an event"))?;
+        event.record(&self.stream).map_err(fail("recording an event"))?;
         Ok(Event::new(event))
     }
 
     fn elapsed(&self, start: &Event, end: &Event) -> Result<f64> {
         match (start.get::<CudaEvent>(), end.get::<CudaEvent>()) {
             (Some(a), Some(b)) => {
-                b.synchronize().map_err(fail)?;
-                Ok(f64::from(a.elapsed_ms(b).map_err(fail)?) / 1e3)
+                b.synchronize().map_err(fail("waiting for an event"))?;
+                Ok(f64::from(a.elapsed_ms(b).map_err(fail("reading an event's time"))?) / 1e3)
             }
-            _ => Err(fail("events of another device")),
+            _ => Err(refuse("events of another device")),
         }
     }
 }

@@ -19,6 +19,12 @@ use super::{
 };
 use crate::error::{Error, Result};
 
+/// An error of the emulator's compiler or loader while `doing`, kept as the
+/// source.
+fn library(doing: String, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::DeviceLibrary { name: "emu".into(), doing, source: Box::new(e) }
+}
+
 /// The emulated device.
 pub(crate) struct Emu {
     compiler: String,
@@ -66,11 +72,11 @@ impl Module for EmuModule {
         // signatures (`PL_ENTRY` under PARLOOP_EMU, and EMU_HEADER's launcher).
         let code = unsafe {
             let launch: libloading::Symbol<LaunchFn> =
-                self.lib.get(b"pl_emu_launch").map_err(|e| fail(format!("module `{}`: {e}", self.name)))?;
+                self.lib.get(b"pl_emu_launch").map_err(|e| library(format!("module `{}`", self.name), e))?;
             let body: libloading::Symbol<EntryFn> = self
                 .lib
                 .get(entry.as_bytes())
-                .map_err(|e| fail(format!("module `{}` has no entry `{entry}`: {e}", self.name)))?;
+                .map_err(|e| library(format!("module `{}` has no entry `{entry}`", self.name), e))?;
             let stack = self.stack.load(Ordering::Relaxed);
             launch(*body, (params as *const LaunchParams).cast(), grid, block, shared_bytes, stack)
         };
@@ -198,10 +204,7 @@ impl Device for Emu {
                 .arg(&tmp)
                 .arg(&cpp)
                 .output()
-                .map_err(|e| Error::Backend {
-                    name: "emu".into(),
-                    reason: format!("cannot run `{}`: {e}", self.compiler),
-                })?;
+                .map_err(|e| library(format!("cannot run `{}`", self.compiler), e))?;
             if !out.status.success() {
                 let _ = std::fs::remove_file(&cpp);
                 let _ = std::fs::remove_file(&tmp);
@@ -221,7 +224,7 @@ impl Device for Emu {
         // against its recorded size and hash just now, with no static
         // initialisers beyond the emulator's zeroed globals.
         let lib = unsafe { libloading::Library::new(&so) }
-            .map_err(|e| Error::Backend { name: "emu".into(), reason: format!("cannot load {}: {e}", so.display()) })?;
+            .map_err(|e| library(format!("cannot load {}", so.display()), e))?;
         let module: Arc<dyn Module> =
             Arc::new(EmuModule { lib, lock: Mutex::new(()), name: name.into(), stack: AtomicUsize::new(0) });
         self.modules.lock().unwrap_or_else(|e| e.into_inner()).insert(hash, module.clone());
