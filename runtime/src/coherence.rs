@@ -38,7 +38,7 @@ impl MirrorSlot {
     /// Makes `host` current: downloads when the device copy is newer. A
     /// failed copy (a lost GPU) is returned and leaves the state as it was.
     pub fn refresh_host(&self, host: &mut [u8]) -> Result<()> {
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = crate::sync::lock(&self.0);
         if let Some(m) = slot.as_mut() {
             if m.state == State::DeviceNewer {
                 m.device.download(&m.buf, host)?;
@@ -50,25 +50,25 @@ impl MirrorSlot {
 
     /// Whether a device loop wrote the values since the host last saw them.
     pub fn device_newer(&self) -> bool {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|m| m.state == State::DeviceNewer)
+        crate::sync::lock(&self.0).as_ref().is_some_and(|m| m.state == State::DeviceNewer)
     }
 
     /// Drops the device copy (the host values changed shape).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub fn forget(&self) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *crate::sync::lock(&self.0) = None;
     }
 
     /// Records a host write.
     pub fn host_written(&self) {
-        if let Some(m) = self.0.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        if let Some(m) = crate::sync::lock(&self.0).as_mut() {
             m.state = State::HostNewer;
         }
     }
 
     /// Records a device write.
     pub fn device_written(&self) {
-        if let Some(m) = self.0.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        if let Some(m) = crate::sync::lock(&self.0).as_mut() {
             m.state = State::DeviceNewer;
         }
     }
@@ -76,7 +76,7 @@ impl MirrorSlot {
     /// The device address of current values on `device`, allocating and
     /// uploading as needed. `host` is the host copy.
     pub fn on_device(&self, device: &Arc<dyn Device>, host: &mut [u8]) -> Result<u64> {
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = crate::sync::lock(&self.0);
         if let Some(m) = slot.as_mut() {
             if same_device(&m.device, device) {
                 if m.state == State::HostNewer {

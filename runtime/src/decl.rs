@@ -276,7 +276,7 @@ impl Map {
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn localise(&self, values: Vec<i32>) {
         let _ = self.0.local.set(crate::pages::on_huge_pages(values));
-        *self.0.device.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *crate::sync::lock(&self.0.device) = None;
     }
 
     /// The values as declared, before any distribution.
@@ -287,7 +287,7 @@ impl Map {
 
     /// The values' address on `device`, uploading them on first use.
     pub(crate) fn on_device(&self, device: &Arc<dyn Device>) -> Result<u64> {
-        let mut slot = self.0.device.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = crate::sync::lock(&self.0.device);
         if let Some((d, buf)) = slot.as_ref() {
             if std::ptr::eq(Arc::as_ptr(d) as *const (), Arc::as_ptr(device) as *const ()) {
                 return Ok(buf.addr);

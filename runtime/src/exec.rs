@@ -7,7 +7,7 @@ use crate::arg::{Arg, ArgKind};
 use crate::decl::LockedValues;
 use crate::error::{Error, Result};
 use crate::kernel::{ArgView, ViewKind};
-use crate::types::{Access, ElemType};
+use crate::types::{Access, ElemType, Scalar};
 
 /// A loop's data, locked for the duration of the loop, and its views.
 pub(crate) struct LockedArgs<'a> {
@@ -103,5 +103,38 @@ impl Reduction {
         assert!(src.len() * 8 >= bytes, "a partial holds the global");
         // SAFETY: forwarded contract; `src` holds at least `bytes`.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().cast(), views[self.arg].data, bytes) };
+    }
+}
+
+/// Combines one partial result into another, as reductions do:
+/// `dst[k] = dst[k] (+ | min | max) src[k]` for `dim` values of `elem`.
+///
+/// # Safety
+/// Both pointers hold `dim` aligned values of `elem`.
+pub(crate) unsafe fn combine(elem: ElemType, access: Access, dst: *mut u8, src: *const u8, dim: usize) {
+    unsafe fn typed<T: Scalar>(access: Access, dst: *mut u8, src: *const u8, dim: usize) {
+        for k in 0..dim {
+            // SAFETY: forwarded contract.
+            unsafe {
+                let d = dst.cast::<T>().add(k);
+                let s = *src.cast::<T>().add(k);
+                *d = match access {
+                    Access::Min => (*d).min_of(s),
+                    Access::Max => (*d).max_of(s),
+                    _ => (*d).inc(s),
+                };
+            }
+        }
+    }
+    // SAFETY: forwarded contract.
+    unsafe {
+        match elem {
+            ElemType::F64 => typed::<f64>(access, dst, src, dim),
+            ElemType::F32 => typed::<f32>(access, dst, src, dim),
+            ElemType::I32 => typed::<i32>(access, dst, src, dim),
+            ElemType::U32 => typed::<u32>(access, dst, src, dim),
+            ElemType::I64 => typed::<i64>(access, dst, src, dim),
+            ElemType::U64 => typed::<u64>(access, dst, src, dim),
+        }
     }
 }

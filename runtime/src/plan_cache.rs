@@ -125,38 +125,7 @@ pub(crate) struct LoopPlan {
     /// strategy (one unless the strategy is automatic).
     pub device: Vec<DeviceLoop>,
     /// Automatic strategy: time of each candidate's trial, and the choice.
-    pub auto: std::sync::Mutex<AutoChoice>,
-}
-
-/// The state of an automatic strategy choice.
-#[derive(Debug, Default)]
-pub(crate) struct AutoChoice {
-    /// Seconds of each candidate's trial run, in candidate order.
-    pub trials: Vec<f64>,
-    /// The fastest candidate, once every one has run.
-    pub chosen: Option<usize>,
-}
-
-impl AutoChoice {
-    /// The candidate to run next out of `n`: each once, then the fastest.
-    pub fn next(&self, n: usize) -> usize {
-        match self.chosen {
-            Some(c) => c,
-            None if n <= 1 => 0,
-            None => self.trials.len(),
-        }
-    }
-
-    /// Records candidate `k`'s time; chooses once all `n` have run.
-    pub fn record(&mut self, k: usize, seconds: f64, n: usize) {
-        if self.chosen.is_none() && k == self.trials.len() {
-            self.trials.push(seconds);
-            if self.trials.len() == n {
-                let best = (0..n).min_by(|&a, &b| self.trials[a].total_cmp(&self.trials[b])).expect("n > 0");
-                self.chosen = Some(best);
-            }
-        }
-    }
+    pub auto: std::sync::Mutex<crate::strategy::AutoChoice>,
 }
 
 impl std::fmt::Debug for DeviceLoop {
@@ -205,21 +174,6 @@ mod tests {
     fn inc2(a: &mut f64, b: &mut f64) {
         *a += 1.0;
         *b += 1.0;
-    }
-
-    #[test]
-    fn the_automatic_choice_tries_each_candidate_once_then_keeps_the_fastest() {
-        let mut auto = AutoChoice::default();
-        let times = [3.0, 1.0, 2.0];
-        for (k, &t) in times.iter().enumerate() {
-            assert_eq!(auto.next(3), k);
-            auto.record(k, t, 3);
-        }
-        assert_eq!(auto.chosen, Some(1));
-        assert_eq!(auto.next(3), 1);
-        auto.record(1, 10.0, 3);
-        assert_eq!(auto.chosen, Some(1), "a choice is final");
-        assert_eq!(AutoChoice::default().next(1), 0);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::arg::Arg;
 use crate::backend::device::{DeviceLoop, Launcher};
-use crate::backend::{seq, threads, Backend};
+use crate::backend::{seq, threads, Backend, HostJob, HostRun};
 use crate::device::Device;
 use crate::distribution::{Distribution, HaloTraffic};
 use crate::error::{Error, Result};
@@ -52,22 +52,26 @@ pub(crate) fn on_host(
     // The first failure; once there is one, later sections are skipped.
     let failed: Cell<Option<Error>> = Cell::new(None);
     let sizes = sections.sizes();
+    let job = HostJob {
+        host,
+        views,
+        reductions: &reductions,
+        kernel: kernel.name(),
+        work: match &plan.plan {
+            Some(plan) => threads::Work::Plan(plan),
+            None => threads::Work::Chunks { sections: &sizes },
+        },
+    };
+    let run: HostRun = match backend {
+        Backend::Threads => threads::run,
+        _ => seq::run,
+    };
     let section = |range: Range<usize>, reduce: bool| {
         if let Some(e) = failed.take() {
             failed.set(Some(e));
             return;
         }
-        let result = match (backend, &plan.plan) {
-            (Backend::Threads, Some(plan)) => {
-                threads::run(host, views, threads::Work::Plan(plan), &reductions, range, reduce, kernel.name())
-            }
-            (Backend::Threads, None) => {
-                let work = threads::Work::Chunks { sections: &sizes };
-                threads::run(host, views, work, &reductions, range, reduce, kernel.name())
-            }
-            _ => seq::run(host, views, range, &reductions, reduce, kernel.name()),
-        };
-        if let Err(e) = result {
+        if let Err(e) = run(&job, range, reduce) {
             failed.set(Some(e));
         }
     };

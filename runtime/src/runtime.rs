@@ -20,6 +20,7 @@ use crate::par_loop::ParLoop;
 use crate::plan_cache::{LoopKey, LoopPlan, PlanCache};
 use crate::profile::{self, LoopReport, Profile, Range};
 use crate::run;
+use crate::strategy;
 use crate::sync::lock;
 use crate::types::Scalar;
 use parloop_kernels::loops::Strategy;
@@ -161,23 +162,7 @@ impl Runtime {
             }
             Backend::Seq | Backend::Threads => None,
         };
-        let strategy = match env("PARLOOP_STRATEGY") {
-            None => None,
-            Some(v) => match v.trim() {
-                "auto" => None,
-                "staged" => Some(Strategy::Staged),
-                "staged-atomic" => Some(Strategy::StagedAtomic),
-                "atomic" => Some(Strategy::Atomic),
-                "global-colour" | "global-color" => Some(Strategy::GlobalColour),
-                _ => {
-                    return Err(Error::Env {
-                        var: "PARLOOP_STRATEGY",
-                        value: v,
-                        reason: "expected auto, staged, staged-atomic, atomic or global-colour".into(),
-                    })
-                }
-            },
-        };
+        let strategy = strategy::from_env()?;
         let deterministic = config::switch("PARLOOP_DETERMINISTIC", false)?;
         let simd = match env("PARLOOP_SIMD").as_deref().map(str::trim) {
             // `avx2` caps the instruction set (see `lanes::vector_isa`).
@@ -288,7 +273,7 @@ impl Runtime {
     /// Forgets every cached plan (the maps changed under them).
     #[cfg(feature = "mpi")]
     pub(crate) fn clear_plans(&self) {
-        *self.plans.lock().unwrap_or_else(|e| e.into_inner()) = PlanCache::new(PLAN_CACHE_CAPACITY);
+        *lock(&self.plans) = PlanCache::new(PLAN_CACHE_CAPACITY);
     }
 
     /// This process's rank in the runtime's communicator (0 when serial).
@@ -365,7 +350,7 @@ impl Runtime {
     ) -> Result<(Arc<LoopPlan>, Duration)> {
         let executed: usize = sections.iter().sum();
         let key = LoopKey::new(kernel, set, executed, self.part_size, needs_plan, strategy, args);
-        if let Some(p) = self.plans.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        if let Some(p) = lock(&self.plans).get(&key) {
             return Ok((p, Duration::ZERO));
         }
         let start = Instant::now();
@@ -426,7 +411,7 @@ impl Runtime {
             .collect();
         let bytes = min_bytes(executed, &byte_args);
         let device = match &self.device {
-            Some(dev) => device::candidates(args, strategy, self.deterministic)
+            Some(dev) => strategy::candidates(args, strategy, self.deterministic)
                 .into_iter()
                 .map(|s| device::prepare(dev, kernel, args, sections, s, self.part_size))
                 .collect::<Result<Vec<_>>>()?,
@@ -434,7 +419,7 @@ impl Runtime {
         };
         let entry = Arc::new(LoopPlan { plan, bytes, device, auto: Default::default() });
         let elapsed = start.elapsed();
-        self.plans.lock().unwrap_or_else(|e| e.into_inner()).insert(key, entry.clone());
+        lock(&self.plans).insert(key, entry.clone());
         Ok((entry, elapsed))
     }
 
@@ -479,18 +464,18 @@ impl Runtime {
         if exec_halo {
             sections.push(s.exec);
         }
-        let strategy = device::choose_strategy(lp.args(), Some(strategy));
+        let strategy = strategy::choose(lp.args(), Some(strategy));
         Ok(device::build(lp.kernel(), lp.args(), &sections, strategy, self.part_size, 48 * 1024)?.source)
     }
 
     /// Number of loop shapes in the plan cache.
     pub fn cached_plans(&self) -> usize {
-        self.plans.lock().unwrap_or_else(|e| e.into_inner()).len()
+        lock(&self.plans).len()
     }
 
     /// Per-loop statistics so far, in order of first execution.
     pub fn report(&self) -> Vec<LoopReport> {
-        self.profile.lock().unwrap_or_else(|e| e.into_inner()).reports()
+        lock(&self.profile).reports()
     }
 
     /// The profile as a text table (what `PARLOOP_PROFILE=1` prints).

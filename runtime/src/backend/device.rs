@@ -88,39 +88,6 @@ fn mode(a: Access) -> Mode {
     }
 }
 
-/// The strategies worth trying for a loop: `Direct` without indirect
-/// writes; the requested one when given (or `Staged` when it would be
-/// incorrect); otherwise every correct one, deterministic ones first, only
-/// those when `deterministic`.
-pub(crate) fn candidates(args: &[Arg], requested: Option<Strategy>, deterministic: bool) -> Vec<Strategy> {
-    if requested.is_some() || !args.iter().any(|a| a.is_indirect() && a.access.writes()) {
-        return vec![choose_strategy(args, requested)];
-    }
-    let mapped_overwrite =
-        args.iter().any(|a| a.is_indirect() && matches!(a.access, Access::Write | Access::ReadWrite));
-    let mut all = vec![Strategy::Staged, Strategy::GlobalColour];
-    if !deterministic && !mapped_overwrite {
-        all.extend([Strategy::StagedAtomic, Strategy::Atomic]);
-    }
-    all
-}
-
-/// The strategy for a loop: `Direct` without indirect writes; otherwise the
-/// requested one when it is correct for the loop, else `Staged`.
-pub(crate) fn choose_strategy(args: &[Arg], requested: Option<Strategy>) -> Strategy {
-    let indirect_writes = args.iter().any(|a| a.is_indirect() && a.access.writes());
-    if !indirect_writes {
-        return Strategy::Direct;
-    }
-    let mapped_overwrite =
-        args.iter().any(|a| a.is_indirect() && matches!(a.access, Access::Write | Access::ReadWrite));
-    match requested {
-        Some(Strategy::Atomic | Strategy::StagedAtomic) if mapped_overwrite => Strategy::Staged,
-        Some(Strategy::Direct) | None => Strategy::Staged,
-        Some(s) => s,
-    }
-}
-
 fn upload_i32(device: &dyn Device, values: impl Iterator<Item = i64>) -> Result<DeviceBuffer> {
     let v: Vec<i32> = values.map(|x| x as i32).collect();
     let bytes: &[u8] = bytemuck::cast_slice(&v);

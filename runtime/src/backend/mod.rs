@@ -8,6 +8,28 @@ pub(crate) mod device;
 pub(crate) mod seq;
 pub(crate) mod threads;
 
+/// A host loop ready to run, what every host backend's `run(job, range,
+/// reduce)` takes: the kernel's adapter, the views of the locked data, the
+/// reductions, and how `threads` cuts the work (`seq` ignores it).
+pub(crate) struct HostJob<'a> {
+    /// The kernel's host adapter (scalar or lane-wise).
+    pub host: crate::kernel::HostFn,
+    /// One view per argument, of data locked for the loop.
+    pub views: &'a [crate::kernel::ArgView],
+    /// The globals the loop reduces.
+    pub reductions: &'a [crate::exec::Reduction],
+    /// The kernel's name, for errors.
+    pub kernel: &'a str,
+    /// How `threads` cuts the elements: a coloured plan, or chunks that
+    /// never straddle a section boundary.
+    pub work: threads::Work<'a>,
+}
+
+/// The signature every host backend runs a section with: elements `range`,
+/// reductions into the globals when `reduce` (not for the exec halo, whose
+/// elements other ranks own and count).
+pub(crate) type HostRun = fn(&HostJob, std::ops::Range<usize>, bool) -> crate::error::Result<()>;
+
 use std::fmt;
 use std::str::FromStr;
 

@@ -2,23 +2,16 @@
 
 use std::ops::Range;
 
+use super::HostJob;
 use crate::error::Result;
-use crate::exec::Reduction;
-use crate::kernel::{ArgView, HostFn};
 use crate::kernel_panic::catch;
 
 /// Runs elements `range` in order. Reductions go straight into the globals
 /// when `reduce`, into scratch copies otherwise (the exec halo, whose
 /// elements other ranks own and count). A kernel panic stops the range
 /// and is returned.
-pub(crate) fn run(
-    host: HostFn,
-    views: &[ArgView],
-    range: Range<usize>,
-    reductions: &[Reduction],
-    reduce: bool,
-    kernel: &str,
-) -> Result<()> {
+pub(crate) fn run(job: &HostJob, range: Range<usize>, reduce: bool) -> Result<()> {
+    let HostJob { host, views, reductions, kernel, .. } = *job;
     if range.is_empty() {
         return Ok(());
     }

@@ -8,11 +8,12 @@
 
 use rayon::prelude::*;
 
+use super::HostJob;
 use crate::error::{Error, Result};
-use crate::exec::Reduction;
-use crate::kernel::{ArgView, HostFn};
+use crate::exec::{combine, Reduction};
+use crate::kernel::ArgView;
 use crate::kernel_panic::{catch, first, Panicked};
-use crate::types::{Access, ElemType, Scalar};
+use crate::types::Access;
 use parloop_planner::Plan;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -22,6 +23,7 @@ use std::sync::Mutex;
 pub(crate) const CHUNK: usize = 2048;
 
 /// What to run in parallel.
+#[derive(Clone, Copy)]
 pub(crate) enum Work<'p> {
     /// Independent elements `0..len`, cut into chunks that never straddle
     /// the given section boundaries.
@@ -65,15 +67,8 @@ impl Shared<'_> {
 /// panic stops the loop (blocks already running finish, no new ones
 /// start, reductions are not combined) and the panic of the lowest element
 /// caught is returned.
-pub(crate) fn run(
-    host: HostFn,
-    views: &[ArgView],
-    work: Work,
-    reductions: &[Reduction],
-    range: std::ops::Range<usize>,
-    reduce: bool,
-    kernel: &str,
-) -> Result<()> {
+pub(crate) fn run(job: &HostJob, range: std::ops::Range<usize>, reduce: bool) -> Result<()> {
+    let HostJob { host, views, reductions, kernel, work } = *job;
     if range.is_empty() {
         return Ok(());
     }
@@ -178,36 +173,4 @@ fn reserve<T>(v: &mut Vec<T>, n: usize, kernel: &str, what: &str) -> Result<()> 
         what: format!("loop `{kernel}`: {what} ({n} of them)"),
         bytes: n.saturating_mul(std::mem::size_of::<T>()),
     })
-}
-
-/// `dst[k] = dst[k] (+ | min | max) src[k]` for `dim` values of `elem`.
-///
-/// # Safety
-/// Both pointers hold `dim` aligned values of `elem`.
-pub(crate) unsafe fn combine(elem: ElemType, access: Access, dst: *mut u8, src: *const u8, dim: usize) {
-    unsafe fn typed<T: Scalar>(access: Access, dst: *mut u8, src: *const u8, dim: usize) {
-        for k in 0..dim {
-            // SAFETY: forwarded contract.
-            unsafe {
-                let d = dst.cast::<T>().add(k);
-                let s = *src.cast::<T>().add(k);
-                *d = match access {
-                    Access::Min => (*d).min_of(s),
-                    Access::Max => (*d).max_of(s),
-                    _ => (*d).inc(s),
-                };
-            }
-        }
-    }
-    // SAFETY: forwarded contract.
-    unsafe {
-        match elem {
-            ElemType::F64 => typed::<f64>(access, dst, src, dim),
-            ElemType::F32 => typed::<f32>(access, dst, src, dim),
-            ElemType::I32 => typed::<i32>(access, dst, src, dim),
-            ElemType::U32 => typed::<u32>(access, dst, src, dim),
-            ElemType::I64 => typed::<i64>(access, dst, src, dim),
-            ElemType::U64 => typed::<u64>(access, dst, src, dim),
-        }
-    }
 }

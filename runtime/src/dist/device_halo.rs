@@ -100,7 +100,7 @@ impl DeviceHalos {
 
     fn list(&self, device: &dyn Device, list: &[u32]) -> Result<Arc<DeviceBuffer>> {
         let key = (list.as_ptr() as usize, list.len());
-        let mut lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        let mut lists = crate::sync::lock(&self.lists);
         if let Some(b) = lists.get(&key) {
             return Ok(b.clone());
         }
@@ -114,7 +114,7 @@ impl DeviceHalos {
 
     /// A buffer of at least `bytes` (0: send, 1: receive).
     fn buffer(&self, device: &dyn Device, which: usize, bytes: usize) -> Result<Arc<DeviceBuffer>> {
-        let mut buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut buffers = crate::sync::lock(&self.buffers);
         let slot = &mut buffers[which];
         match slot {
             Some(b) if b.bytes >= bytes => Ok(b.clone()),
@@ -224,7 +224,7 @@ impl Mpi {
                 )?
             }
         } else {
-            let mut hosts = halos.staging.lock().unwrap_or_else(|e| e.into_inner());
+            let mut hosts = crate::sync::lock(&halos.staging);
             let [send_slot, recv_slot] = &mut *hosts;
             let send_host = staging(send_slot, dev, send.total)?;
             let recv_host = staging(recv_slot, dev, recv.total)?;

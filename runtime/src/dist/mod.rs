@@ -72,7 +72,7 @@ impl Comm {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, SimpleCommunicator> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.inner)
     }
 
     /// Ends the whole job with `err`, printed with this rank's number.

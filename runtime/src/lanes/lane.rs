@@ -109,17 +109,21 @@ macro_rules! avx_unary {
     (sqrt, $a:expr) => {
         avx_f64(
             [&$a],
+            // SAFETY: this width's instruction set runs wherever a `Lanes` of it exists (`isa`).
             |[x]| unsafe { std::arch::x86_64::_mm256_sqrt_pd(x) },
+            // SAFETY: this width's instruction set runs wherever a `Lanes` of it exists (`isa`).
             |[x]| unsafe { std::arch::x86_64::_mm512_sqrt_pd(x) },
         )
     };
     (abs, $a:expr) => {
         avx_f64(
             [&$a],
+            // SAFETY: this width's instruction set runs wherever a `Lanes` of it exists (`isa`).
             |[x]| unsafe {
                 use std::arch::x86_64::*;
                 _mm256_andnot_pd(_mm256_set1_pd(-0.0), x)
             },
+            // SAFETY: this width's instruction set runs wherever a `Lanes` of it exists (`isa`).
             |[x]| unsafe { std::arch::x86_64::_mm512_abs_pd(x) },
         )
     };
@@ -140,7 +144,9 @@ macro_rules! avx_binary {
         // `Lanes` of that width exists.
         avx_f64(
             [&$a, &$b],
+            // SAFETY: this width's instruction set runs wherever a `Lanes` of it exists (`isa`).
             |[x, y]| unsafe { std::arch::x86_64::$avx(x, y) },
+            // SAFETY: this width's instruction set runs wherever a `Lanes` of it exists (`isa`).
             |[x, y]| unsafe { std::arch::x86_64::$avx512(x, y) },
         )
     };
@@ -212,10 +218,12 @@ impl<T: Copy + Neg<Output = T> + 'static, const W: usize> Neg for Lanes<T, W> {
         // scalar `-` does.
         if let Some(r) = avx_f64(
             [&self],
+            // SAFETY: this width's instruction set runs wherever a `Lanes` of it exists (`isa`).
             |[x]| unsafe {
                 use std::arch::x86_64::*;
                 _mm256_xor_pd(x, _mm256_set1_pd(-0.0))
             },
+            // SAFETY: this width's instruction set runs wherever a `Lanes` of it exists (`isa`).
             |[x]| unsafe {
                 use std::arch::x86_64::*;
                 _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(x), _mm512_set1_epi64(i64::MIN)))

@@ -1,0 +1,127 @@
+//! Increment strategies of device loops, in one place: what each does and
+//! cannot do, `PARLOOP_STRATEGY`, the candidates worth trying for a loop
+//! and the automatic choice among them. The code each strategy generates
+//! lives with the loop generator (`parloop_kernels::loops`), which also
+//! defines the enum (it is the generator's vocabulary).
+//!
+//! | strategy | increments | deterministic | cannot |
+//! | --- | --- | --- | --- |
+//! | `Direct` | none (no indirect writes) | yes | run a loop with indirect writes |
+//! | `Staged` | shared-memory staging, thread colours | yes | |
+//! | `StagedAtomic` | staging, shared-memory atomics | no | indirect WRITE or RW (overwrites are not additions) |
+//! | `Atomic` | global atomics | no | indirect WRITE or RW |
+//! | `GlobalColour` | elements coloured globally, a launch per colour | yes | |
+
+use crate::arg::Arg;
+use crate::config;
+use crate::error::{Error, Result};
+use crate::types::Access;
+
+pub use parloop_kernels::loops::Strategy;
+
+/// `PARLOOP_STRATEGY`: `None` for `auto` or unset.
+pub(crate) fn from_env() -> Result<Option<Strategy>> {
+    let Some(v) = config::var("PARLOOP_STRATEGY") else { return Ok(None) };
+    match v.trim() {
+        "auto" => Ok(None),
+        "staged" => Ok(Some(Strategy::Staged)),
+        "staged-atomic" => Ok(Some(Strategy::StagedAtomic)),
+        "atomic" => Ok(Some(Strategy::Atomic)),
+        "global-colour" | "global-color" => Ok(Some(Strategy::GlobalColour)),
+        _ => Err(Error::Env {
+            var: "PARLOOP_STRATEGY",
+            value: v,
+            reason: "expected auto, staged, staged-atomic, atomic or global-colour".into(),
+        }),
+    }
+}
+
+/// Whether a loop writes through a map (then it needs an increment
+/// strategy) and whether any such write overwrites (WRITE or RW: atomics
+/// cannot do it).
+fn indirect_writes(args: &[Arg]) -> (bool, bool) {
+    let writes = args.iter().any(|a| a.is_indirect() && a.access.writes());
+    let overwrites = args.iter().any(|a| a.is_indirect() && matches!(a.access, Access::Write | Access::ReadWrite));
+    (writes, overwrites)
+}
+
+/// The strategies worth trying for a loop: `Direct` without indirect
+/// writes; the requested one when given (or `Staged` when it would be
+/// incorrect); otherwise every correct one, deterministic ones first, only
+/// those when `deterministic`.
+pub(crate) fn candidates(args: &[Arg], requested: Option<Strategy>, deterministic: bool) -> Vec<Strategy> {
+    let (writes, mapped_overwrite) = indirect_writes(args);
+    if requested.is_some() || !writes {
+        return vec![choose(args, requested)];
+    }
+    let mut all = vec![Strategy::Staged, Strategy::GlobalColour];
+    if !deterministic && !mapped_overwrite {
+        all.extend([Strategy::StagedAtomic, Strategy::Atomic]);
+    }
+    all
+}
+
+/// The strategy for a loop: `Direct` without indirect writes; otherwise the
+/// requested one when it is correct for the loop, else `Staged`.
+pub(crate) fn choose(args: &[Arg], requested: Option<Strategy>) -> Strategy {
+    let (writes, mapped_overwrite) = indirect_writes(args);
+    if !writes {
+        return Strategy::Direct;
+    }
+    match requested {
+        Some(Strategy::Atomic | Strategy::StagedAtomic) if mapped_overwrite => Strategy::Staged,
+        Some(Strategy::Direct) | None => Strategy::Staged,
+        Some(s) => s,
+    }
+}
+
+/// The state of an automatic strategy choice.
+#[derive(Debug, Default)]
+pub(crate) struct AutoChoice {
+    /// Seconds of each candidate's trial run, in candidate order.
+    pub trials: Vec<f64>,
+    /// The fastest candidate, once every one has run.
+    pub chosen: Option<usize>,
+}
+
+impl AutoChoice {
+    /// The candidate to run next out of `n`: each once, then the fastest.
+    pub fn next(&self, n: usize) -> usize {
+        match self.chosen {
+            Some(c) => c,
+            None if n <= 1 => 0,
+            None => self.trials.len(),
+        }
+    }
+
+    /// Records candidate `k`'s time; chooses once all `n` have run.
+    pub fn record(&mut self, k: usize, seconds: f64, n: usize) {
+        if self.chosen.is_none() && k == self.trials.len() {
+            self.trials.push(seconds);
+            if self.trials.len() == n {
+                let best = (0..n).min_by(|&a, &b| self.trials[a].total_cmp(&self.trials[b])).expect("n > 0");
+                self.chosen = Some(best);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_automatic_choice_tries_each_candidate_once_then_keeps_the_fastest() {
+        let mut auto = AutoChoice::default();
+        let times = [3.0, 1.0, 2.0];
+        for (k, &t) in times.iter().enumerate() {
+            assert_eq!(auto.next(3), k);
+            auto.record(k, t, 3);
+        }
+        assert_eq!(auto.chosen, Some(1));
+        assert_eq!(auto.next(3), 1);
+        auto.record(1, 10.0, 3);
+        assert_eq!(auto.chosen, Some(1), "a choice is final");
+        assert_eq!(AutoChoice::default().next(1), 0);
+    }
+}
