@@ -79,11 +79,11 @@ pub use device::DeviceProperties;
 pub use error::{ArgProblem, Error, Result};
 pub use kernel::{DeviceFn, HostFn, Kernel, ParamSig};
 pub use par_loop::ParLoop;
-/// Device increment strategies (see [`Runtime::set_strategy`]).
-pub use strategy::Strategy;
 pub use parloop_macros::{device, kernel};
 pub use profile::LoopReport;
 pub use runtime::Runtime;
+/// Device increment strategies (see [`Runtime::set_strategy`]).
+pub use strategy::Strategy;
 pub use types::{Access, ElemType, Scalar};
 
 /// Distributed runs: MPI set-up, partitioners and the partition report.
