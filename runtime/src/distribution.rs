@@ -18,7 +18,8 @@ use crate::decl::{Map, Redistribute, Set};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::exec::Reduction;
-use crate::kernel::{ArgView, Kernel};
+use crate::kernel::Kernel;
+use crate::views::ArgView;
 
 /// Halo traffic of one loop execution, for the profile.
 #[derive(Clone, Debug, Default)]

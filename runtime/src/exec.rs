@@ -6,8 +6,8 @@
 use crate::arg::{Arg, ArgKind};
 use crate::decl::LockedValues;
 use crate::error::{Error, Result};
-use crate::kernel::{ArgView, ViewKind};
 use crate::types::{Access, ElemType, Scalar};
+use crate::views::{ArgView, ViewKind};
 
 /// A loop's data, locked for the duration of the loop, and its views.
 pub(crate) struct LockedArgs<'a> {

@@ -12,9 +12,7 @@
 //! how it binds them to the kernel's parameters in `crate::bind`.
 
 use crate::types::ElemType;
-// The executors (exec.rs, backend/, dist/) still import the views from
-// here; once they import `crate::views`, this re-export goes.
-pub(crate) use crate::views::{ArgView, ViewKind};
+use crate::views::ArgView;
 
 /// The type and shape of one kernel parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

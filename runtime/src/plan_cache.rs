@@ -13,7 +13,7 @@ use crate::types::Access;
 use parloop_kernels::loops::Strategy;
 use parloop_planner::Plan;
 
-use crate::backend::device::DeviceLoop;
+use crate::backend::device_loop::DeviceLoop;
 
 /// One argument, as the cache sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

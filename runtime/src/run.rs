@@ -5,7 +5,7 @@
 //! halos stale). The distribution steps go through the
 //! [`Distribution`] seam and cost nothing in a serial run; the elements go
 //! to a host backend (`backend::seq`, `backend::threads`) or to the device
-//! loop runner (`backend::device`). `Runtime::execute` plans, calls one of
+//! loop runner (`backend::device_loop`). `Runtime::execute` plans, calls one of
 //! the two functions here and records the profile.
 
 use std::cell::Cell;
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::arg::Arg;
-use crate::backend::device::{DeviceLoop, Launcher};
+use crate::backend::device_loop::{DeviceLoop, Launcher};
 use crate::backend::{seq, threads, Backend, HostJob, HostRun};
 use crate::device::Device;
 use crate::distribution::{Distribution, HaloTraffic};
@@ -100,7 +100,7 @@ pub(crate) fn on_host(
 
 /// The reduced globals' values, to put back if a kernel panics (`seq`
 /// reduces into the globals directly).
-fn save(reductions: &[Reduction], views: &[crate::kernel::ArgView]) -> Vec<Vec<u64>> {
+fn save(reductions: &[Reduction], views: &[crate::views::ArgView]) -> Vec<Vec<u64>> {
     reductions
         .iter()
         .map(|r| {
@@ -112,7 +112,7 @@ fn save(reductions: &[Reduction], views: &[crate::kernel::ArgView]) -> Vec<Vec<u
         .collect()
 }
 
-fn restore(reductions: &[Reduction], views: &[crate::kernel::ArgView], saved: &[Vec<u64>]) {
+fn restore(reductions: &[Reduction], views: &[crate::views::ArgView], saved: &[Vec<u64>]) {
     for (r, words) in reductions.iter().zip(saved) {
         // SAFETY: as `copy_current`, the other way; the global is locked.
         unsafe { r.restore(views, words) };

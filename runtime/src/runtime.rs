@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use parloop_planner::{build_plan, min_bytes, ByteArg, ByteArgKind, Columns, IndirectArg, PlanRequest};
 
 use crate::arg::{Arg, ArgKind};
-use crate::backend::{device, Backend};
+use crate::backend::{device_loop, Backend};
 use crate::decl::{Dat, Global, Map, Sections, Set};
 use crate::device::cuda::Cuda;
 use crate::device::emu::Emu;
@@ -413,7 +413,7 @@ impl Runtime {
         let device = match &self.device {
             Some(dev) => strategy::candidates(args, strategy, self.deterministic)
                 .into_iter()
-                .map(|s| device::prepare(dev, kernel, args, sections, s, self.part_size))
+                .map(|s| device_loop::prepare(dev, kernel, args, sections, s, self.part_size))
                 .collect::<Result<Vec<_>>>()?,
             None => Vec::new(),
         };
@@ -465,7 +465,7 @@ impl Runtime {
             sections.push(s.exec);
         }
         let strategy = strategy::choose(lp.args(), Some(strategy));
-        Ok(device::build(lp.kernel(), lp.args(), &sections, strategy, self.part_size, 48 * 1024)?.source)
+        Ok(device_loop::build(lp.kernel(), lp.args(), &sections, strategy, self.part_size, 48 * 1024)?.source)
     }
 
     /// Number of loop shapes in the plan cache.

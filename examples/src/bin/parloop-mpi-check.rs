@@ -281,7 +281,7 @@ fn main() {
         let serial_rt = Runtime::with_backend(backend).expect("serial runtime");
         let mut serial = Airfoil::new(&serial_rt, &grid).expect("serial airfoil");
         let serial_rms: Vec<f64> = (0..iterations).map(|_| serial.step().expect("serial step")).collect();
-        let serial_q = serial.q.values()?;
+        let serial_q = serial.q.values().expect("serial values");
         for name in ["metis", "block", "geometric", "metis, declared on rank 0"] {
             let rt = Runtime::with_communicator(backend, &world).expect("runtime");
             let declared = if name.ends_with("rank 0") && rank != 0 { &empty } else { &grid };
@@ -373,7 +373,7 @@ fn main() {
         if let Some(got) = v.gather(0).unwrap_or_else(|e| panic!("{}", rt.fail(e))) {
             check(got == want, &format!("more ranks than cells: {got:?}, want {want:?}"), &mut failures);
         }
-        let total = total.value()?;
+        let total = total.value().unwrap_or_else(|e| panic!("{}", rt.fail(e)));
         check(total == -3.5 * 11.5, &format!("more ranks than cells: total {total}"), &mut failures);
     }
     finish(universe, &failures);

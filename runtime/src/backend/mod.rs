@@ -2,9 +2,11 @@
 //!
 //! - [`Backend::Seq`]: one thread, plain loops; the reference for every test.
 //! - [`Backend::Threads`]: rayon; blocks of one plan colour in parallel.
-//! - [`Backend::Emu`], [`Backend::Cuda`]: the device path (`device`).
+//! - [`Backend::Emu`], [`Backend::Cuda`]: the device loop runner
+//!   (`device_loop`: plan, generate, stage, launch), over the `Device` trait
+//!   of `crate::device` (the emulated device, CUDA).
 
-pub(crate) mod device;
+pub(crate) mod device_loop;
 pub(crate) mod seq;
 pub(crate) mod threads;
 
@@ -15,7 +17,7 @@ pub(crate) struct HostJob<'a> {
     /// The kernel's host adapter (scalar or lane-wise).
     pub host: crate::kernel::HostFn,
     /// One view per argument, of data locked for the loop.
-    pub views: &'a [crate::kernel::ArgView],
+    pub views: &'a [crate::views::ArgView],
     /// The globals the loop reduces.
     pub reductions: &'a [crate::exec::Reduction],
     /// The kernel's name, for errors.

@@ -1,5 +1,5 @@
 //! Devices: where generated loops run. One implementation of launching,
-//! staging and coherence (`backend::device`) is generic over [`Device`]:
+//! staging and coherence (`backend::device_loop`) is generic over [`Device`]:
 //!
 //! - [`emu::Emu`]: the generated CUDA source compiled by the host C++
 //!   compiler against `parloop_kernels::EMU_HEADER`; device memory is host

@@ -15,10 +15,11 @@ use crate::device::Device;
 use crate::distribution::{Begun, Distribution};
 use crate::error::{Error, Result};
 use crate::exec::{combine, lock_args_where, Reduction};
-use crate::kernel::{ArgView, Kernel};
+use crate::kernel::Kernel;
 use crate::profile::Range;
 use crate::sync::lock;
 use crate::types::Access;
+use crate::views::ArgView;
 
 /// The dats of an exchange, for profiling ranges: `q+adt`.
 pub(crate) fn label(args: &[Arg], dats: &[HaloDat]) -> String {

@@ -1,4 +1,4 @@
-//! The device backend: one implementation of planning, code generation,
+//! The device loop runner: one implementation of planning, code generation,
 //! staging and launching, generic over [`Device`].
 //!
 //! A loop shape is prepared once ([`prepare`], cached with the plan): the
