@@ -188,3 +188,34 @@ impl fmt::Display for Access {
         f.write_str(self.name())
     }
 }
+
+// The one conversion point between the runtime's vocabulary and the loop
+// generator's (`parloop_kernels`, which knows nothing of the runtime).
+
+impl From<ElemType> for parloop_kernels::Scalar {
+    fn from(e: ElemType) -> Self {
+        use parloop_kernels::Scalar;
+        match e {
+            ElemType::F64 => Scalar::F64,
+            ElemType::F32 => Scalar::F32,
+            ElemType::I32 => Scalar::I32,
+            ElemType::U32 => Scalar::U32,
+            ElemType::I64 => Scalar::I64,
+            ElemType::U64 => Scalar::U64,
+        }
+    }
+}
+
+impl From<Access> for parloop_kernels::loops::Mode {
+    fn from(a: Access) -> Self {
+        use parloop_kernels::loops::Mode;
+        match a {
+            Access::Read => Mode::Read,
+            Access::Write => Mode::Write,
+            Access::ReadWrite => Mode::ReadWrite,
+            Access::Inc => Mode::Inc,
+            Access::Min => Mode::Min,
+            Access::Max => Mode::Max,
+        }
+    }
+}

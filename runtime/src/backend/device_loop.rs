@@ -11,8 +11,7 @@
 
 use std::sync::Arc;
 
-use parloop_kernels::loops::{self, ArgSpec, Generated, LoopSpec, Mode, PairSpec, Reach, StageSpec, Strategy};
-use parloop_kernels::Scalar;
+use parloop_kernels::loops::{self, ArgSpec, Generated, LoopSpec, PairSpec, Reach, StageSpec, Strategy};
 use parloop_planner::{build_plan, Columns, IndirectArg, Plan, PlanRequest};
 
 use crate::arg::{Arg, ArgKind};
@@ -20,7 +19,6 @@ use crate::device::{Device, DeviceBuffer, LaunchParams, Module};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::profile::Range;
-use crate::types::{Access, ElemType};
 
 /// The section number of the exec halo.
 const EXEC_SECTION: usize = 2;
@@ -63,28 +61,6 @@ impl DeviceLoop {
     /// The strategy the loop runs with.
     pub(crate) fn strategy(&self) -> Strategy {
         self.strategy
-    }
-}
-
-fn scalar(e: ElemType) -> Scalar {
-    match e {
-        ElemType::F64 => Scalar::F64,
-        ElemType::F32 => Scalar::F32,
-        ElemType::I32 => Scalar::I32,
-        ElemType::U32 => Scalar::U32,
-        ElemType::I64 => Scalar::I64,
-        ElemType::U64 => Scalar::U64,
-    }
-}
-
-fn mode(a: Access) -> Mode {
-    match a {
-        Access::Read => Mode::Read,
-        Access::Write => Mode::Write,
-        Access::ReadWrite => Mode::ReadWrite,
-        Access::Inc => Mode::Inc,
-        Access::Min => Mode::Min,
-        Access::Max => Mode::Max,
     }
 }
 
@@ -243,8 +219,8 @@ pub(crate) fn build_checked(
         };
         spec.args.push(ArgSpec {
             reach,
-            mode: mode(a.access),
-            elem: scalar(a.storage.elem()),
+            mode: a.access.into(),
+            elem: a.storage.elem().into(),
             dim: a.dim,
             rows: sig.rows,
             cols: sig.cols,

@@ -197,7 +197,7 @@ struct CudaLoaded {
 
 impl Module for CudaLoaded {
     fn launch(&self, entry: &str, grid: u32, block: u32, shared_bytes: usize, params: &LaunchParams) -> Result<()> {
-        let mut functions = self.functions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut functions = crate::sync::lock(&self.functions);
         if !functions.contains_key(entry) {
             let f = self.module.load_function(entry).map_err(|e| library(format!("entry `{entry}`"), e))?;
             functions.insert(entry.into(), (f, 48 * 1024));
@@ -331,7 +331,7 @@ impl Device for Cuda {
 
     fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>> {
         let hash = fnv1a(&[source.as_bytes(), self.arch.as_bytes(), self.nvrtc_version.as_bytes()]);
-        if let Some(m) = self.modules.lock().unwrap_or_else(|e| e.into_inner()).get(&hash) {
+        if let Some(m) = crate::sync::lock(&self.modules).get(&hash) {
             return Ok(m.clone());
         }
         let dir = cache_dir().join("cuda");
@@ -362,7 +362,7 @@ impl Device for Cuda {
         };
         let loaded: Arc<dyn Module> =
             Arc::new(CudaLoaded { module, stream: self.stream.clone(), functions: Mutex::new(HashMap::new()), error });
-        self.modules.lock().unwrap_or_else(|e| e.into_inner()).insert(hash, loaded.clone());
+        crate::sync::lock(&self.modules).insert(hash, loaded.clone());
         Ok(loaded)
     }
 

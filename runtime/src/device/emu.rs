@@ -67,7 +67,7 @@ type ErrorFn = unsafe extern "C" fn() -> *mut PanicRecord;
 impl Module for EmuModule {
     fn launch(&self, entry: &str, grid: u32, block: u32, shared_bytes: usize, params: &LaunchParams) -> Result<()> {
         let fail = |reason: String| Error::Backend { name: "emu".into(), reason };
-        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _guard = crate::sync::lock(&self.lock);
         // SAFETY: both symbols are defined by the generated module with these
         // signatures (`PL_ENTRY` under PARLOOP_EMU, and EMU_HEADER's launcher).
         let code = unsafe {
@@ -180,7 +180,7 @@ impl Device for Emu {
     fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>> {
         let full = format!("#define PARLOOP_EMU 1\n{}\n{}", parloop_kernels::EMU_HEADER, source);
         let hash = fnv1a(&[full.as_bytes(), self.compiler.as_bytes(), env!("CARGO_PKG_VERSION").as_bytes()]);
-        if let Some(m) = self.modules.lock().unwrap_or_else(|e| e.into_inner()).get(&hash) {
+        if let Some(m) = crate::sync::lock(&self.modules).get(&hash) {
             return Ok(m.clone());
         }
         let dir = cache_dir().join("emu");
@@ -227,7 +227,7 @@ impl Device for Emu {
             .map_err(|e| library(format!("cannot load {}", so.display()), e))?;
         let module: Arc<dyn Module> =
             Arc::new(EmuModule { lib, lock: Mutex::new(()), name: name.into(), stack: AtomicUsize::new(0) });
-        self.modules.lock().unwrap_or_else(|e| e.into_inner()).insert(hash, module.clone());
+        crate::sync::lock(&self.modules).insert(hash, module.clone());
         Ok(module)
     }
 

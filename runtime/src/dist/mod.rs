@@ -313,7 +313,7 @@ impl Mpi {
 #[derive(Default)]
 pub(crate) struct Declared {
     pub sets: Vec<std::sync::Weak<crate::decl::SetInner>>,
-    pub maps: Vec<std::sync::Weak<crate::decl::MapInner>>,
+    pub maps: Vec<std::sync::Weak<crate::decl::map::MapInner>>,
     pub dats: Vec<std::sync::Weak<dyn crate::decl::Redistribute>>,
 }
 

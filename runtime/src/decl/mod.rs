@@ -1,0 +1,188 @@
+//! Declarations: sets (here), maps (`map`), dats and globals (`data`).
+//!
+//! Each is a cheap handle (an `Arc`) to immutable metadata plus, for dats and
+//! globals, the values behind a lock. Identities are process-unique ids, used
+//! by the plan cache instead of the objects themselves.
+
+mod data;
+pub(crate) mod map;
+
+pub use data::{Dat, Global};
+pub(crate) use data::{LockedValues, Redistribute, Storage};
+pub use map::Map;
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crate::error::{Error, Result};
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Sizes of the four sections of a set's local numbering (seed 004):
+/// `core | owned | exec halo | non-exec halo`. A serial run has only core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Sections {
+    /// Owned entities that touch no halo data.
+    pub core: usize,
+    /// Owned entities that touch halo data.
+    pub owned: usize,
+    /// Other ranks' entities executed redundantly.
+    pub exec: usize,
+    /// Other ranks' entities only read.
+    pub non_exec: usize,
+}
+
+impl Sections {
+    /// All sections together. Sections of a declared set always sum within
+    /// `usize` (checked on declaration); see [`Sections::checked_total`].
+    pub fn total(&self) -> usize {
+        self.core + self.owned + self.exec + self.non_exec
+    }
+
+    /// All sections together, or `None` when the sum overflows `usize`.
+    ///
+    /// ```
+    /// use parloop::Sections;
+    /// assert_eq!(Sections { core: 3, owned: 2, ..Sections::default() }.checked_total(), Some(5));
+    /// assert_eq!(Sections { core: usize::MAX, owned: 1, ..Sections::default() }.checked_total(), None);
+    /// ```
+    pub fn checked_total(&self) -> Option<usize> {
+        self.core.checked_add(self.owned)?.checked_add(self.exec)?.checked_add(self.non_exec)
+    }
+}
+
+/// `entities x per_entity` values of `elem_bytes` bytes each, checked: the
+/// number of values, or an error naming the declaration and the sizes when
+/// the values (or their bytes) overflow what one allocation can hold.
+pub(crate) fn checked_len(
+    what: &'static str,
+    name: &str,
+    entities: usize,
+    per_entity: usize,
+    per_entity_word: &str,
+    elem_bytes: usize,
+) -> Result<usize> {
+    let len = entities.checked_mul(per_entity);
+    let bytes = len.and_then(|l| l.checked_mul(elem_bytes));
+    match (len, bytes) {
+        (Some(len), Some(b)) if b <= isize::MAX as usize => Ok(len),
+        _ => Err(Error::SizeOverflow {
+            what,
+            name: name.into(),
+            detail: format!(
+                "{entities} entities x {per_entity_word} {per_entity} x {elem_bytes} bytes exceeds the largest possible allocation ({} bytes)",
+                isize::MAX
+            ),
+        }),
+    }
+}
+
+pub(crate) struct SetInner {
+    id: u64,
+    name: String,
+    sections: Sections,
+    /// This rank's part once the set is distributed.
+    pub(crate) local: OnceLock<Arc<LocalPart>>,
+}
+
+/// A distributed set's part on this rank.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) struct LocalPart {
+    pub sections: Sections,
+    /// The global index of every local entity.
+    pub global: Vec<usize>,
+    /// Entities of the whole set.
+    pub global_size: usize,
+    /// Where the other parts are.
+    #[cfg(feature = "mpi")]
+    pub comm: Arc<crate::dist::Comm>,
+}
+
+/// A named collection of entities (nodes, edges, cells).
+///
+/// ```
+/// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq).unwrap();
+/// let cells = rt.set("cells", 720_000).unwrap();
+/// assert_eq!(cells.size(), 720_000);
+/// assert_eq!(cells.name(), "cells");
+/// ```
+#[derive(Clone)]
+pub struct Set(pub(crate) Arc<SetInner>);
+
+impl Set {
+    pub(crate) fn new(name: &str, sections: Sections) -> Result<Set> {
+        if sections.checked_total().is_none() {
+            return Err(Error::SizeOverflow {
+                what: "set",
+                name: name.into(),
+                detail: format!(
+                    "sections core {} + owned {} + exec {} + non-exec {} exceed usize::MAX",
+                    sections.core, sections.owned, sections.exec, sections.non_exec
+                ),
+            });
+        }
+        Ok(Set(Arc::new(SetInner { id: next_id(), name: name.to_owned(), sections, local: OnceLock::new() })))
+    }
+
+    /// The set's name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// Process-unique identity.
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+
+    /// Owned entities (core and owned sections).
+    pub fn size(&self) -> usize {
+        let s = self.sections();
+        s.core + s.owned
+    }
+
+    /// All local entities, halos included: the length of data on this set.
+    pub fn total(&self) -> usize {
+        self.sections().total()
+    }
+
+    /// Entities of the whole set on all ranks: the declared size, also
+    /// after [`Runtime::partition`](crate::Runtime) kept this rank's part
+    /// (and on every rank when rank 0 alone declared the mesh).
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq).unwrap();
+    /// assert_eq!(rt.set("cells", 12).unwrap().global_size(), 12);
+    /// ```
+    pub fn global_size(&self) -> usize {
+        self.0.local.get().map_or(self.0.sections.total(), |l| l.global_size)
+    }
+
+    /// Whether [`Runtime::partition`](crate::Runtime) distributed the set.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn is_distributed(&self) -> bool {
+        self.0.local.get().is_some()
+    }
+
+    /// The section sizes (this rank's, once distributed).
+    pub fn sections(&self) -> Sections {
+        self.0.local.get().map_or(self.0.sections, |l| l.sections)
+    }
+}
+
+impl PartialEq for Set {
+    fn eq(&self, other: &Set) -> bool {
+        self.0.id == other.0.id
+    }
+}
+impl Eq for Set {}
+
+impl fmt::Debug for Set {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Set({} #{}, {:?})", self.0.name, self.0.id, self.0.sections)
+    }
+}
