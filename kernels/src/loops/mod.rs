@@ -254,6 +254,11 @@ impl std::fmt::Display for LoopPrelude {
 #define PL_DYNAMIC_SHARED(name) extern __shared__ __align__(16) char name[]
 #endif
 __device__ inline long long pl_align8(long long n) { return (n + 7) & ~7ll; }
+/* CUDA has no atomicAdd for signed 64-bit integers (i64 INC under the
+   atomic strategies): two's complement addition is the unsigned one. */
+__device__ inline long long atomicAdd(long long* p, long long v) {
+    return (long long)atomicAdd((unsigned long long*)p, (unsigned long long)v);
+}
 #endif
 "#;
         writeln!(f, "{GUARD}struct pl_params {{ void* ptr[{MAX_PTRS}]; long long val[{MAX_VALS}]; }};")?;
