@@ -11,65 +11,15 @@
 //! harness.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parloop::{Access, Backend, Error, ParLoop, Runtime, Strategy};
 
 mod support;
 
-const CASE_VAR: &str = "PARLOOP_TEST_CASE";
-
-/// Runs `body` here when this process is the child for `case`; otherwise
-/// re-executes this test (`test`) in a child with `env` and waits at most
-/// `timeout`, failing when the child fails, crashes or runs too long.
-fn in_child(test: &str, case: &str, env: &[(&str, &str)], timeout: Duration, body: impl FnOnce()) {
-    match std::env::var(CASE_VAR) {
-        Ok(c) if c == case => return body(),
-        // A child runs its own case only.
-        Ok(_) => return,
-        Err(_) => {}
-    }
-    let output = run_child(test, case, env, timeout);
-    assert!(output.0, "case `{case}` failed in its child process:\n{}", output.1);
-}
-
-/// Runs the child of `case`; (success, output).
-fn run_child(test: &str, case: &str, env: &[(&str, &str)], timeout: Duration) -> (bool, String) {
-    let exe = std::env::current_exe().expect("the test binary");
-    let dir = std::env::temp_dir().join(format!("parloop-device-semantics-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let log = dir.join(format!("{case}.log"));
-    let file = std::fs::File::create(&log).unwrap();
-    let mut cmd = Command::new(exe);
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CASE_VAR, case)
-        .stdin(Stdio::null())
-        .stdout(file.try_clone().unwrap())
-        .stderr(file);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("spawn the test binary");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    match status {
-        Some(s) if s.success() => (true, text),
-        Some(s) => (false, format!("exit status {s}\n{text}")),
-        None => (false, format!("timed out after {timeout:?}\n{text}")),
-    }
-}
+#[path = "support/child.rs"]
+mod child;
+use child::{in_child, CASE_VAR};
 
 /// Runs `f` on a thread with a large stack (the host backends run large
 /// kernels on the caller's stack).
