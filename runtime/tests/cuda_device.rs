@@ -12,6 +12,10 @@
 //! Tests that need an environment variable at runtime creation run
 //! themselves again in a child process with that variable set.
 
+#[path = "support/mesh_kernels.rs"]
+mod mesh_kernels;
+use mesh_kernels::{edge_flux, spread, tally};
+
 use std::process::Command;
 use std::time::Instant;
 
@@ -122,51 +126,6 @@ impl Rng {
 
 // ---------------------------------------------------------------------------
 // Kernels
-
-/// INC through two columns, READ through a vector argument, every reduction.
-#[parloop::kernel]
-fn edge_flux(
-    w: &f64,
-    xs: &[[f64; 2]; 2],
-    r0: &mut [f64; 2],
-    r1: &mut [f64; 2],
-    count: &mut u64,
-    lo: &mut i32,
-    hi: &mut f32,
-    total: &mut f64,
-) {
-    let f = *w * (xs[1][0] - xs[0][0] + 2.0 * xs[1][1]);
-    r0[0] += f;
-    r0[1] += 0.5 * *w;
-    r1[0] -= f;
-    r1[1] += 0.25 * *w;
-    *count += 1;
-    let k = (*w * 100.0) as i32;
-    if k < *lo {
-        *lo = k;
-    }
-    let wf = *w as f32;
-    if wf > *hi {
-        *hi = wf;
-    }
-    *total += f;
-}
-
-/// Integer increments (INC through a map, or RW through a permutation):
-/// exact on every backend.
-#[parloop::kernel]
-fn tally(id: &i64, t: &mut [i64; 2]) {
-    t[0] += *id;
-    t[1] += 1;
-}
-
-/// Vector INC over every column, f32 data.
-#[parloop::kernel]
-fn spread(v: &f32, targets: &mut [[f32; 1]; 3]) {
-    for k in 0..3 {
-        targets[k][0] += *v * (k as f32 + 1.0);
-    }
-}
 
 #[parloop::kernel]
 fn add_one(v: &mut f64) {
