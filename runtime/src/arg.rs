@@ -33,6 +33,13 @@ pub struct Arg {
     pub(crate) set: Option<Set>,
 }
 
+/// Whether any of a loop's arguments writes through a map: then the loop
+/// needs an increment strategy on a device, and its exec halo runs too
+/// (seed 004), redundantly.
+pub(crate) fn writes_indirectly(args: &[Arg]) -> bool {
+    args.iter().any(|a| a.is_indirect() && a.access.writes())
+}
+
 impl Arg {
     /// The access mode.
     pub fn access(&self) -> Access {

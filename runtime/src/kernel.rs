@@ -95,6 +95,21 @@ pub struct DeviceFn {
     deps: &'static [&'static DeviceFn],
     may_panic: bool,
     frame_bytes: usize,
+    /// FNV-1a of this function's C++ name and source and of its helpers'
+    /// hashes, computed at compile time: the kernel's identity in the plan
+    /// cache, free on every loop call.
+    hash: u64,
+}
+
+/// FNV-1a over `bytes`, from `h`, in a `const` context.
+const fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    let mut i = 0;
+    while i < bytes.len() {
+        h ^= bytes[i] as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    h
 }
 
 impl DeviceFn {
@@ -106,7 +121,19 @@ impl DeviceFn {
         source: &'static str,
         deps: &'static [&'static DeviceFn],
     ) -> DeviceFn {
-        DeviceFn { name, cname, source, deps, may_panic: false, frame_bytes: 0 }
+        let mut hash = fnv1a(fnv1a(0xcbf2_9ce4_8422_2325, cname.as_bytes()), source.as_bytes());
+        let mut i = 0;
+        while i < deps.len() {
+            hash = fnv1a(hash, &deps[i].hash.to_le_bytes());
+            i += 1;
+        }
+        DeviceFn { name, cname, source, deps, may_panic: false, frame_bytes: 0, hash }
+    }
+
+    /// A hash of the translation: this function's C++ name and source and,
+    /// through their hashes, every helper it calls.
+    pub(crate) fn hash(&self) -> u64 {
+        self.hash
     }
 
     /// Adds what the translator knows of the body: whether it can report a

@@ -57,7 +57,7 @@ impl ParLoop {
             core: s.core,
             owned: s.owned,
             exec: s.exec,
-            exec_halo: crate::run::writes_indirectly(&self.args),
+            exec_halo: crate::arg::writes_indirectly(&self.args),
         }
     }
 }

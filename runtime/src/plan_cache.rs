@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::arg::{Arg, ArgKind};
 use crate::decl::{Sections, Set};
-use crate::kernel::{DeviceFn, Kernel};
+use crate::kernel::Kernel;
 use crate::types::Access;
 use parloop_kernels::loops::Strategy;
 use parloop_planner::Plan;
@@ -83,9 +83,9 @@ impl LoopKey {
 }
 
 /// A kernel as the cache tells kernels apart: its name and a hash of its
-/// translated source (the device function and every helper it calls) and
-/// parameter signature. A content hash rather than the kernel's address:
-/// equal code may share, different code never does, whatever the names.
+/// translated source (the device function and every helper it calls). A
+/// content hash rather than the kernel's address: equal code may share,
+/// different code never does, whatever the names.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct KernelIdentity {
     name: &'static str,
@@ -94,23 +94,15 @@ struct KernelIdentity {
 
 impl KernelIdentity {
     fn of(kernel: &Kernel) -> KernelIdentity {
-        use std::hash::{Hash, Hasher};
-        fn walk(f: &DeviceFn, h: &mut impl Hasher) {
-            f.cname().hash(h);
-            f.source().hash(h);
-            for dep in f.deps() {
-                walk(dep, h);
-            }
-        }
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        format!("{:?}", kernel.params()).hash(&mut h);
-        match kernel.device_fn() {
-            Some(f) => walk(f, &mut h),
+        let code = match kernel.device_fn() {
+            // Hashed at compile time (`DeviceFn::hash`); the translated
+            // signature is part of the source.
+            Some(f) => f.hash(),
             // Host-only kernels: plans hold nothing of the code; the host
             // function's address tells two of them apart all the same.
-            None => (kernel.host(false) as usize).hash(&mut h),
-        }
-        KernelIdentity { name: kernel.name(), code: h.finish() }
+            None => kernel.host(false) as usize as u64,
+        };
+        KernelIdentity { name: kernel.name(), code }
     }
 }
 

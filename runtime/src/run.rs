@@ -13,7 +13,6 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::arg::Arg;
 use crate::backend::device_loop::{DeviceLoop, Launcher};
 use crate::backend::{seq, threads, Backend, HostJob, HostRun};
 use crate::device::Device;
@@ -170,10 +169,4 @@ fn launch(
     launcher.rest()?;
     dist.end_device(begun, kernel, args)?;
     Ok(halo)
-}
-
-/// Whether any argument of `args` writes through a map: then the exec
-/// halo runs too (seed 004), redundantly.
-pub(crate) fn writes_indirectly(args: &[Arg]) -> bool {
-    args.iter().any(|a| a.is_indirect() && a.access.writes())
 }

@@ -458,14 +458,9 @@ impl Runtime {
     /// shared-memory budget of an H100/H200-class GPU's default 48 KiB. For
     /// inspection and for checking with NVRTC; no device is needed.
     pub fn cuda_loop_source(&self, lp: &ParLoop, strategy: Strategy) -> Result<String> {
-        let s = lp.set().sections();
-        let exec_halo = lp.args().iter().any(|a| a.is_indirect() && a.access.writes());
-        let mut sections = vec![s.core, s.owned];
-        if exec_halo {
-            sections.push(s.exec);
-        }
+        let sections = lp.sections().sizes();
         let strategy = strategy::choose(lp.args(), Some(strategy));
-        Ok(device_loop::build(lp.kernel(), lp.args(), &sections, strategy, self.part_size, 48 * 1024)?.source)
+        Ok(device_loop::build(lp.kernel(), lp.args(), &sections, strategy, self.part_size, 48 * 1024, false)?.source)
     }
 
     /// Number of loop shapes in the plan cache.

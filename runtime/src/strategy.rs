@@ -40,7 +40,7 @@ pub(crate) fn from_env() -> Result<Option<Strategy>> {
 /// strategy) and whether any such write overwrites (WRITE or RW: atomics
 /// cannot do it).
 fn indirect_writes(args: &[Arg]) -> (bool, bool) {
-    let writes = args.iter().any(|a| a.is_indirect() && a.access.writes());
+    let writes = crate::arg::writes_indirectly(args);
     let overwrites = args.iter().any(|a| a.is_indirect() && matches!(a.access, Access::Write | Access::ReadWrite));
     (writes, overwrites)
 }

@@ -38,4 +38,11 @@ impl ArgView {
     pub(crate) fn fits(&self, rows: usize, cols: usize) -> bool {
         self.dim == if self.kind == ViewKind::Vector { cols } else { rows * cols }
     }
+
+    /// In debug builds, asserts that the view [`fits`](ArgView::fits) a
+    /// parameter of `rows` x `cols` (what a binder is built for).
+    #[inline(always)]
+    pub(crate) fn debug_assert_fits(&self, rows: usize, cols: usize) {
+        debug_assert!(self.fits(rows, cols), "argument view of dim {} for a parameter of {rows}x{cols}", self.dim);
+    }
 }

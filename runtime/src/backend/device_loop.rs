@@ -84,23 +84,12 @@ pub(crate) struct Built {
 }
 
 /// Plans `kernel` over `sections` and generates its loop code for a device
-/// with `shared` bytes of shared memory per block (without bounds checks).
-pub(crate) fn build(
-    kernel: &'static Kernel,
-    args: &[Arg],
-    sections: &[usize],
-    strategy: Strategy,
-    part_size: Option<usize>,
-    shared: usize,
-) -> Result<Built> {
-    build_checked(kernel, args, sections, strategy, part_size, shared, false)
-}
-
-/// [`build`], with bounds checks on every dynamic index when `check`
+/// with `shared` bytes of shared memory per block, with bounds checks on
+/// every dynamic index when `check`
 /// (`PARLOOP_CHECK=1`): the source then starts with `#define
 /// PARLOOP_CHECK 1`, so the checked module is a different module (and
 /// cache entry) than the unchecked one.
-pub(crate) fn build_checked(
+pub(crate) fn build(
     kernel: &'static Kernel,
     args: &[Arg],
     sections: &[usize],
@@ -244,7 +233,7 @@ pub(crate) fn prepare(
 ) -> Result<DeviceLoop> {
     let block = device.block_size();
     let Built { spec, generated, plan, source, map_args } =
-        build_checked(kernel, args, sections, strategy, part_size, device.shared_memory_per_block(), device.checked())?;
+        build(kernel, args, sections, strategy, part_size, device.shared_memory_per_block(), device.checked())?;
     // Per-thread stack: the entry's private copies and accumulators, the
     // kernel's and its helpers' locals, and room for the compiler's own.
     let frames = loops::entry_frame_bytes(&spec).saturating_add(kernel.device_fn().map_or(0, |d| d.frame_bytes()));
@@ -488,7 +477,7 @@ mod tests {
         let args = [w.arg(Access::READ), r.arg_via(&pair, 0, Access::INC), r.arg_via(&pair, 1, Access::INC)];
         let device: Arc<dyn Device> = Arc::new(Emu::new().unwrap());
         let mut dl = prepare(&device, spread_pair::KERNEL, &args, &[nedges], Strategy::Staged, None).unwrap();
-        let built = build(spread_pair::KERNEL, &args, &[nedges], Strategy::Staged, None, 48 * 1024).unwrap();
+        let built = build(spread_pair::KERNEL, &args, &[nedges], Strategy::Staged, None, 48 * 1024, false).unwrap();
         let plan = built.plan.expect("a staged plan");
         assert!(dl.shared >= plan.max_staged_bytes(), "launch {} < plan {}", dl.shared, plan.max_staged_bytes());
         run(&device, &dl, "spread_pair", &args).unwrap();

@@ -49,13 +49,7 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
 
     #[inline(always)]
     pub fn new(view: ArgView) -> Self {
-        debug_assert!(
-            view.fits(S::ROWS, S::COLS),
-            "argument view of dim {} for a parameter of {}x{}",
-            view.dim,
-            S::ROWS,
-            S::COLS
-        );
+        view.debug_assert_fits(S::ROWS, S::COLS);
         LaneBinder { view, buf: MaybeUninit::uninit(), rows: [Row([0.0; 4]); W] }
     }
 

@@ -51,13 +51,7 @@ impl<S: Shape> Binder<S> {
 
     #[inline(always)]
     pub fn new(view: ArgView) -> Self {
-        debug_assert!(
-            view.fits(S::ROWS, S::COLS),
-            "argument view of dim {} for a parameter of {}x{}",
-            view.dim,
-            S::ROWS,
-            S::COLS
-        );
+        view.debug_assert_fits(S::ROWS, S::COLS);
         let mapped = matches!(view.kind, ViewKind::Indirect | ViewKind::Vector);
         let writeback = match view.access {
             _ if !mapped => Writeback::None,
