@@ -520,7 +520,12 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
     }
     w.close();
     w.line("__syncthreads();");
-    // Stage out: RW and WRITE write back, INC adds.
+    // Stage out: RW and WRITE write back, INC adds. Entities are unique
+    // within one pair, but two pairs of one dat (two maps reaching it) may
+    // share entities: their stage-outs are separated by a barrier, or two
+    // threads of the block would add to one value at once (found on an H100;
+    // the emulator runs a block's threads one after another).
+    let mut written_dats: Vec<usize> = Vec::new();
     for (p, pair) in spec.pairs.iter().enumerate() {
         let arg = &spec.args[pair.arg];
         let (a, dim) = (pair.arg, arg.dim);
@@ -530,6 +535,11 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
             Mode::Inc => format!("{target} += sh{p}[i];"),
             _ => format!("{target} = sh{p}[i];"),
         };
+        if written_dats.contains(&pair.dat) {
+            w.line("__syncthreads();");
+            written_dats.clear();
+        }
+        written_dats.push(pair.dat);
         w.line(format!("for (int i = threadIdx.x; i < n{p} * {dim}; i += blockDim.x) {op}"));
     }
 }
@@ -583,4 +593,57 @@ pub fn numbered(source: &str) -> String {
         let _ = writeln!(s, "{:5} {l}", i + 1);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loops::{ArgSpec, PairSpec, Reach, StageSpec};
+
+    /// One dat incremented through two maps: two staged pairs of one dat.
+    fn two_maps_one_dat(strategy: Strategy) -> LoopSpec {
+        let inc = |map| ArgSpec {
+            reach: Reach::Indirect { map, column: 0 },
+            mode: Mode::Inc,
+            elem: Scalar::F64,
+            dim: 1,
+            rows: 1,
+            cols: 1,
+            pair: Some(map),
+        };
+        LoopSpec {
+            name: "two".into(),
+            kernel: "pl_fn_two".into(),
+            args: vec![inc(0), inc(1)],
+            maps: vec![0, 1],
+            pairs: vec![PairSpec { arg: 0, stage: 0, dat: 0 }, PairSpec { arg: 1, stage: 1, dat: 0 }],
+            stages: vec![StageSpec { map: 0, columns: vec![0] }, StageSpec { map: 1, columns: vec![0] }],
+            strategy,
+            panics: false,
+        }
+    }
+
+    #[test]
+    fn stage_outs_of_one_dat_through_two_maps_are_separated_by_a_barrier() {
+        for strategy in [Strategy::Staged, Strategy::StagedAtomic] {
+            let source = generate(&two_maps_one_dat(strategy)).unwrap().source;
+            let first = source.find("+= sh0[i];").expect("stage-out of pair 0");
+            let second = source.find("+= sh1[i];").expect("stage-out of pair 1");
+            assert!(
+                source[first..second].contains("__syncthreads();"),
+                "{strategy:?}: no barrier between the stage-outs:\n{}",
+                &source[first..second]
+            );
+        }
+    }
+
+    #[test]
+    fn stage_outs_of_different_dats_need_no_barrier() {
+        let mut spec = two_maps_one_dat(Strategy::Staged);
+        spec.pairs[1].dat = 1;
+        let source = generate(&spec).unwrap().source;
+        let first = source.find("+= sh0[i];").unwrap();
+        let second = source.find("+= sh1[i];").unwrap();
+        assert!(!source[first..second].contains("__syncthreads();"));
+    }
 }

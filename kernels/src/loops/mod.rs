@@ -141,6 +141,9 @@ pub struct PairSpec {
     pub arg: usize,
     /// Index into [`LoopSpec::stages`].
     pub stage: usize,
+    /// Which dat: pairs with the same value stage the same dat through
+    /// different maps (or columns), and their stage-outs must not overlap.
+    pub dat: usize,
 }
 
 /// Staging indices shared by the pairs on one map with the same columns.

@@ -179,6 +179,7 @@ pub(crate) fn build(
             .map(|(k, pair)| PairSpec {
                 arg: indirect[p.arg_pair.iter().position(|&q| q == k).expect("every pair has an argument")].0,
                 stage: pair.stage,
+                dat: p.pairs.iter().position(|q| q.dat_id == pair.dat_id).expect("the pair itself matches"),
             })
             .collect();
         plan = Some(p);
