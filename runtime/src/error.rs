@@ -149,6 +149,17 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// Malformed binary input data (a binary mesh file, say), with the byte
+    /// offset where reading failed.
+    #[error("{source_name}: byte {offset}: {reason}")]
+    InputAtByte {
+        /// The file or stream.
+        source_name: String,
+        /// 0-based byte offset.
+        offset: usize,
+        /// What is wrong.
+        reason: String,
+    },
     /// Generated device code did not compile: the compiler's log and the
     /// source with line numbers.
     #[error("module `{module}` failed to compile:\n{log}\n--- generated source ---\n{source_text}")]
