@@ -188,7 +188,7 @@ if want profile; then
             --launch-count 300 --export "$out/airfoil-staged" --force-overwrite \
             "$here/airfoil" --backend cuda --grid-size "$pgrid" --iterations 2 --quiet
         x "ncu summary" "$out/ncu-summary.txt" \
-            ncu --import "$out/airfoil-staged.ncu-rep" --nvtx --print-nvtx-rename kernel --print-summary per-kernel
+            ncu --import "$out/airfoil-staged.ncu-rep" --print-nvtx-rename kernel --print-summary per-kernel
     else
         ran+=("skip      profile (neither nsys nor ncu)")
     fi

@@ -217,6 +217,12 @@ fn index_sum(id: &i64, v: &mut i64, total: &mut i64) {
     *total += *id;
 }
 
+/// `a * b + c`: one rounding with a fused multiply-add, two without.
+#[parloop::kernel]
+fn mul_add(a: &f64, b: &f64, c: &f64, out: &mut f64) {
+    *out = *a * *b + *c;
+}
+
 #[parloop::kernel]
 fn min_max(v: &f64, lo: &mut f64, hi: &mut f64) {
     *lo = lo.min(*v);
@@ -910,5 +916,34 @@ fn pinned_staging_through_a_second_stream_is_ordered() {
             cudarc::driver::sys::cuMemHostUnregister(ptr.cast()).result().unwrap();
         }
         assert_eq!(host[0], -1, "the byte before the registered range changed");
+    }
+}
+
+#[test]
+fn device_arithmetic_rounds_as_rust_does_without_fused_multiply_adds() {
+    let rt = cuda_or_skip!();
+    // (1 + 2^-30)(1 - 2^-30) = 1 - 2^-60: rounded to 1.0 on its own, so the
+    // sum with -1 is 0.0; a fused multiply-add keeps -2^-60.
+    let eps = f64::powi(2.0, -30);
+    let n = 1000;
+    let a: Vec<f64> = (0..n).map(|i| (1.0 + eps) * (1.0 + i as f64 * 1e-3)).collect();
+    let b: Vec<f64> = (0..n).map(|i| (1.0 - eps) / (1.0 + i as f64 * 1e-3)).collect();
+    let c: Vec<f64> = (0..n).map(|i| -(1.0 + i as f64 * 1e-3) / (1.0 + i as f64 * 1e-3)).collect();
+    let want: Vec<f64> = (0..n).map(|i| a[i] * b[i] + c[i]).collect();
+    let fused = (0..n).filter(|&i| a[i].mul_add(b[i], c[i]) != want[i]).count();
+    assert!(fused > n / 2, "the inputs must tell fused from unfused arithmetic ({fused} of {n} do)");
+    let set = rt.set("s", n).unwrap();
+    let dats: Vec<_> =
+        [("a", &a), ("b", &b), ("c", &c)].iter().map(|(name, v)| rt.dat(name, &set, 1, v.to_vec()).unwrap()).collect();
+    let out = rt.dat("out", &set, 1, vec![f64::NAN; n]).unwrap();
+    rt.par_loop(
+        mul_add::KERNEL,
+        &set,
+        &[dats[0].arg(Access::READ), dats[1].arg(Access::READ), dats[2].arg(Access::READ), out.arg(Access::WRITE)],
+    )
+    .unwrap();
+    let got = out.values().unwrap();
+    for i in 0..n {
+        assert_eq!(got[i].to_bits(), want[i].to_bits(), "element {i}: device {}, Rust {}", got[i], want[i]);
     }
 }

@@ -2,9 +2,11 @@
 //! time, so parloop builds and runs on machines without CUDA).
 //!
 //! Generated modules are compiled by NVRTC for the device's own
-//! architecture (`sm_XY` from its compute capability) with `-lineinfo`,
-//! cached in memory and on disk (`PARLOOP_CACHE_DIR/cuda`) by a hash of the
-//! source, the architecture and the NVRTC version: a second run of a program
+//! architecture (`sm_XY` from its compute capability) with `-lineinfo` and
+//! without fused multiply-adds (device arithmetic rounds as Rust's does, see
+//! `NVRTC_OPTIONS`), cached in memory and on disk (`PARLOOP_CACHE_DIR/cuda`)
+//! by a hash of the source, the architecture, the options and the NVRTC
+//! version: a second run of a program
 //! compiles nothing. Memory is plain device allocations; every launch and
 //! copy goes through one stream, so they are ordered, except the halo
 //! copies of distributed runs, which have a stream of their own joined to
@@ -133,7 +135,10 @@ impl Cuda {
         use cudarc::nvrtc::result as nvrtc;
         let src = CString::new(source).map_err(fail("passing the source to NVRTC"))?;
         let prog = nvrtc::create_program(&src, None).map_err(fail("creating an NVRTC program"))?;
-        let opts = [format!("--gpu-architecture={}", self.arch), "-std=c++17".into(), "-lineinfo".into()];
+        let opts = [format!("--gpu-architecture={}", self.arch), "-std=c++17".into(), "-lineinfo".into()]
+            .into_iter()
+            .chain(NVRTC_OPTIONS.iter().map(|o| o.to_string()))
+            .collect::<Vec<_>>();
         // SAFETY: `prog` is live until destroyed below.
         let compiled = unsafe { nvrtc::compile_program(prog, &opts) };
         // SAFETY: as above.
@@ -155,6 +160,14 @@ impl Cuda {
         ptx
     }
 }
+
+/// Floating-point options: device arithmetic follows Rust's, as the
+/// emulator's `-ffp-contract=off` does on the host. NVRTC contracts `a * b +
+/// c` into one fused multiply-add by default, which rounds once instead of
+/// twice: results then differ from seq in the last bits (found on an H100,
+/// where a direct WRITE of such a sum differed from seq). Division and square
+/// roots are IEEE-rounded (NVRTC's default, stated here so that it stays so).
+const NVRTC_OPTIONS: [&str; 3] = ["--fmad=false", "--prec-div=true", "--prec-sqrt=true"];
 
 /// A device allocation, freed on drop.
 struct Allocation {
@@ -330,7 +343,8 @@ impl Device for Cuda {
     }
 
     fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>> {
-        let hash = fnv1a(&[source.as_bytes(), self.arch.as_bytes(), self.nvrtc_version.as_bytes()]);
+        let options = NVRTC_OPTIONS.concat();
+        let hash = fnv1a(&[source.as_bytes(), self.arch.as_bytes(), self.nvrtc_version.as_bytes(), options.as_bytes()]);
         if let Some(m) = crate::sync::lock(&self.modules).get(&hash) {
             return Ok(m.clone());
         }
