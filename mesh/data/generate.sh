@@ -1,0 +1,13 @@
+#!/bin/sh
+# Regenerates the test meshes from their .geo files with Gmsh (Debian's
+# `gmsh` package, 4.8.4 made the committed files): each geometry in MSH 2.2
+# and 4.1, ASCII and binary. Run from mesh/data/.
+set -e
+for g in disk:2 lshape:2 cube_hole:3; do
+    name=${g%%:*}
+    dim=${g##*:}
+    for v in 22 41; do
+        gmsh "$name.geo" -"$dim" -format "msh$v" -o "$name-$v-ascii.msh" > /dev/null
+        gmsh "$name.geo" -"$dim" -format "msh$v" -bin -o "$name-$v-bin.msh" > /dev/null
+    done
+done

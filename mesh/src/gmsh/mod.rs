@@ -1,0 +1,309 @@
+//! Reading Gmsh `.msh` files (format 2.2 and 4.1, ASCII and binary).
+//!
+//! What becomes of a file:
+//! - **Cells**: tetrahedra if the file has any (`dim` 3), otherwise
+//!   triangles, which must lie in the z = 0 plane (`dim` 2). Each cell is
+//!   oriented positively (two vertices swapped where Gmsh's order gives a
+//!   negative area or volume); a cell of zero measure is an error. A cell
+//!   written twice (2.2 files repeat an element for each physical group it
+//!   belongs to) is kept once.
+//! - **Vertices**: the nodes used by cells, numbered 0.. in increasing
+//!   Gmsh node tag. Nodes no cell uses (geometry points of nothing, say)
+//!   are dropped.
+//! - **Facets**: every face that bounds exactly one cell (whether or not
+//!   the file lists it), ordered by cell and then local face, oriented
+//!   outward; `facet_cells` gives that cell. A face bounding more than two
+//!   cells is an error.
+//! - **Groups** from physical groups, named by `$PhysicalNames` or else
+//!   `gmsh:DIM:TAG`:
+//!   physical surfaces (2-D) or volumes (3-D) give [`EntityKind::Cell`]
+//!   groups; physical curves (2-D) or surfaces (3-D) give
+//!   [`EntityKind::Facet`] groups plus a [`EntityKind::Vertex`] group of
+//!   their vertices named with the suffix [`VERTICES_SUFFIX`]
+//!   (`"inlet"` and `"inlet.vertices"`); lower-dimensional groups (physical
+//!   points, and curves in 3-D) give vertex groups under their own name.
+//!   A lower-dimensional element must lie on the mesh: a facet element that
+//!   is not a boundary face (an interior interface, say) is an error.
+//!
+//! Errors are [`parloop::Error::Input`] with the 1-based line for ASCII
+//! files and [`parloop::Error::InputAtByte`] with the byte offset for
+//! binary ones; both name the file. Only first-order simplices and points
+//! are read: another element type is an error.
+//!
+//! ```
+//! let msh = b"$MeshFormat\n2.2 0 8\n$EndMeshFormat\n\
+//! $PhysicalNames\n2\n1 1 \"bottom\"\n2 2 \"square\"\n$EndPhysicalNames\n\
+//! $Nodes\n4\n1 0 0 0\n2 1 0 0\n3 1 1 0\n4 0 1 0\n$EndNodes\n\
+//! $Elements\n3\n1 1 2 1 1 1 2\n2 2 2 2 1 1 2 3\n3 2 2 2 1 1 3 4\n$EndElements\n";
+//! let mesh = parloop_mesh::gmsh::read_bytes("square.msh", msh)?;
+//! assert_eq!((mesh.dim, mesh.vertices(), mesh.num_cells(), mesh.num_facets()), (2, 4, 2, 4));
+//! assert_eq!(mesh.group("square").unwrap().entities, vec![0, 1]);
+//! assert_eq!(mesh.group("bottom").unwrap().entities.len(), 1);
+//! assert_eq!(mesh.group("bottom.vertices").unwrap().entities, vec![0, 1]);
+//! # Ok::<(), parloop::Error>(())
+//! ```
+
+mod parse;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use parloop::Error;
+
+use crate::{EntityKind, Group, Mesh};
+use parse::{dim_of, nodes_per, Locator, Raw};
+
+/// Suffix of the vertex group that goes with each facet group: the
+/// vertices of the facets of physical group `"inlet"` are `"inlet.vertices"`.
+pub const VERTICES_SUFFIX: &str = ".vertices";
+
+/// Reads the Gmsh mesh file at `path` (2.2 or 4.1, ASCII or binary).
+///
+/// ```no_run
+/// let mesh = parloop_mesh::gmsh::read("disk.msh")?;
+/// println!("{} triangles", mesh.num_cells());
+/// # Ok::<(), parloop::Error>(())
+/// ```
+pub fn read(path: impl AsRef<Path>) -> Result<Mesh, Error> {
+    let path = path.as_ref();
+    let name = path.display().to_string();
+    let data = std::fs::read(path).map_err(|source| Error::Io { path: name.clone(), source })?;
+    read_bytes(&name, &data)
+}
+
+/// Reads a Gmsh mesh from memory; `name` names it in errors.
+///
+/// ```
+/// let err = parloop_mesh::gmsh::read_bytes("bad.msh", b"$MeshFormat\n3.0 0 8\n").unwrap_err();
+/// assert!(err.to_string().starts_with("bad.msh:2:"));
+/// ```
+pub fn read_bytes(name: &str, data: &[u8]) -> Result<Mesh, Error> {
+    let (raw, loc) = parse::parse(name, data)?;
+    build(&raw, &loc)
+}
+
+/// Local faces of a positively oriented cell, each oriented outward
+/// (counter-clockwise triangles: edges in order; tetrahedra: normals by the
+/// right-hand rule point away from the opposite vertex).
+const EDGES: [[usize; 2]; 3] = [[0, 1], [1, 2], [2, 0]];
+const FACES: [[usize; 3]; 4] = [[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]];
+
+fn local_faces(dim: usize) -> Vec<&'static [usize]> {
+    if dim == 2 {
+        EDGES.iter().map(|f| &f[..]).collect()
+    } else {
+        FACES.iter().map(|f| &f[..]).collect()
+    }
+}
+
+/// A face's key: its vertices sorted, padded with `u32::MAX`.
+fn face_key(v: &[u32]) -> [u32; 3] {
+    let mut k = [u32::MAX; 3];
+    k[..v.len()].copy_from_slice(v);
+    k[..v.len()].sort_unstable();
+    k
+}
+
+/// Twice the signed area (2-D) or six times the signed volume (3-D).
+fn signed_measure(dim: usize, p: &[[f64; 3]]) -> f64 {
+    let d = |i: usize, k: usize| p[i][k] - p[0][k];
+    if dim == 2 {
+        d(1, 0) * d(2, 1) - d(1, 1) * d(2, 0)
+    } else {
+        d(1, 0) * (d(2, 1) * d(3, 2) - d(2, 2) * d(3, 1)) - d(1, 1) * (d(2, 0) * d(3, 2) - d(2, 2) * d(3, 0))
+            + d(1, 2) * (d(2, 0) * d(3, 1) - d(2, 1) * d(3, 0))
+    }
+}
+
+fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
+    // Node tag -> index in raw.nodes.
+    let mut by_tag: HashMap<u64, usize> = HashMap::with_capacity(raw.nodes.len());
+    for (i, n) in raw.nodes.iter().enumerate() {
+        if by_tag.insert(n.tag, i).is_some() {
+            return Err(loc.error(n.pos, format!("node tag {} appears twice", n.tag)));
+        }
+    }
+    let dim = if raw.elements.iter().any(|e| e.ty == 4) {
+        3
+    } else if raw.elements.iter().any(|e| e.ty == 2) {
+        2
+    } else {
+        return Err(loc.error(0, "the file has no triangles or tetrahedra"));
+    };
+    let cell_ty = if dim == 3 { 4 } else { 2 };
+    let lookup = |e: &parse::Element| -> Result<Vec<usize>, Error> {
+        let k = nodes_per(e.ty).unwrap_or(0);
+        e.nodes[..k]
+            .iter()
+            .map(|t| {
+                by_tag
+                    .get(t)
+                    .copied()
+                    .ok_or_else(|| loc.error(e.pos, format!("element refers to node {t}, which the file does not define")))
+            })
+            .collect()
+    };
+
+    // Cells, once each, with the physical tags of all their copies.
+    let mut cells_raw: Vec<(Vec<usize>, usize)> = Vec::new();
+    let mut cell_phys: Vec<Vec<i32>> = Vec::new();
+    let mut seen: HashMap<Vec<usize>, usize> = HashMap::new();
+    for e in raw.elements.iter().filter(|e| e.ty == cell_ty) {
+        let v = lookup(e)?;
+        let mut key = v.clone();
+        key.sort_unstable();
+        if key.windows(2).any(|w| w[0] == w[1]) {
+            return Err(loc.error(e.pos, "a cell repeats a node"));
+        }
+        let c = *seen.entry(key).or_insert_with(|| {
+            cells_raw.push((v, e.pos));
+            cell_phys.push(Vec::new());
+            cells_raw.len() - 1
+        });
+        cell_phys[c].extend(&e.physical);
+    }
+
+    // Vertices: the nodes cells use, by increasing tag.
+    let mut used: Vec<usize> = cells_raw.iter().flat_map(|(v, _)| v.iter().copied()).collect();
+    used.sort_unstable_by_key(|&i| raw.nodes[i].tag);
+    used.dedup();
+    if used.len() > u32::MAX as usize || cells_raw.len() > u32::MAX as usize {
+        return Err(loc.error(0, "more than 2^32 - 1 vertices or cells"));
+    }
+    let mut number: HashMap<usize, u32> = HashMap::with_capacity(used.len());
+    for (k, &i) in used.iter().enumerate() {
+        number.insert(i, k as u32);
+    }
+    if dim == 2 {
+        // Planar triangles in z = 0, up to rounding relative to the extent.
+        let extent = used
+            .iter()
+            .flat_map(|&i| raw.nodes[i].xyz[..2].iter().map(|x| x.abs()))
+            .fold(1.0f64, f64::max);
+        if let Some(&i) = used.iter().find(|&&i| raw.nodes[i].xyz[2].abs() > 1e-12 * extent) {
+            let n = &raw.nodes[i];
+            return Err(loc.error(
+                n.pos,
+                format!("node {} has z = {}: a triangle mesh must lie in the z = 0 plane", n.tag, n.xyz[2]),
+            ));
+        }
+    }
+    let mut coords = Vec::with_capacity(used.len() * dim);
+    for &i in &used {
+        coords.extend_from_slice(&raw.nodes[i].xyz[..dim]);
+    }
+
+    // Cells, oriented positively.
+    let nv = dim + 1;
+    let mut cells = Vec::with_capacity(cells_raw.len() * nv);
+    for (v, pos) in &cells_raw {
+        let mut c: Vec<u32> = v.iter().map(|i| number[i]).collect();
+        let p: Vec<[f64; 3]> = v.iter().map(|&i| raw.nodes[i].xyz).collect();
+        let m = signed_measure(dim, &p);
+        if m == 0.0 || !m.is_finite() {
+            return Err(loc.error(*pos, format!("cell has zero or invalid {}", if dim == 2 { "area" } else { "volume" })));
+        }
+        if m < 0.0 {
+            c.swap(1, 2);
+        }
+        cells.extend(c);
+    }
+
+    // Faces with one cell are the boundary facets.
+    let faces = local_faces(dim);
+    let mut count: HashMap<[u32; 3], (u32, u32, u8)> = HashMap::with_capacity(cells_raw.len() * faces.len());
+    for (c, cell) in cells.chunks_exact(nv).enumerate() {
+        for (l, f) in faces.iter().enumerate() {
+            let fv: Vec<u32> = f.iter().map(|&k| cell[k]).collect();
+            let e = count.entry(face_key(&fv)).or_insert((0, c as u32, l as u8));
+            e.0 += 1;
+            if e.0 > 2 {
+                return Err(loc.error(cells_raw[c].1, "a face is shared by more than two cells"));
+            }
+        }
+    }
+    let mut boundary: Vec<(u32, u8)> = count.values().filter(|e| e.0 == 1).map(|e| (e.1, e.2)).collect();
+    boundary.sort_unstable();
+    let mut facets = Vec::with_capacity(boundary.len() * dim);
+    let mut facet_cells = Vec::with_capacity(boundary.len());
+    let mut facet_of: HashMap<[u32; 3], u32> = HashMap::with_capacity(boundary.len());
+    for (k, &(c, l)) in boundary.iter().enumerate() {
+        let cell = &cells[c as usize * nv..][..nv];
+        let fv: Vec<u32> = faces[l as usize].iter().map(|&i| cell[i]).collect();
+        facet_of.insert(face_key(&fv), k as u32);
+        facets.extend_from_slice(&fv);
+        facet_cells.push(c);
+    }
+
+    // Physical groups: (dimension, tag) -> entities.
+    let mut phys: BTreeMap<(usize, i32), Vec<u32>> = BTreeMap::new();
+    for (c, tags) in cell_phys.iter().enumerate() {
+        for &t in tags {
+            phys.entry((dim, t)).or_default().push(c as u32);
+        }
+    }
+    for e in raw.elements.iter().filter(|e| e.ty != cell_ty) {
+        let edim = dim_of(e.ty);
+        if edim > dim {
+            continue; // unreachable: the cell type is the highest present
+        }
+        let v = lookup(e)?;
+        let mut vs = Vec::with_capacity(v.len());
+        for i in &v {
+            match number.get(i) {
+                Some(&k) => vs.push(k),
+                None => {
+                    return Err(loc.error(
+                        e.pos,
+                        format!("element refers to node {}, which no cell uses", raw.nodes[*i].tag),
+                    ))
+                }
+            }
+        }
+        if edim == dim - 1 {
+            let f = facet_of.get(&face_key(&vs)).ok_or_else(|| {
+                loc.error(e.pos, "a facet element is not a boundary face of the mesh (interior facets are not read)")
+            })?;
+            for &t in &e.physical {
+                phys.entry((edim, t)).or_default().push(*f);
+            }
+        } else {
+            for &t in &e.physical {
+                phys.entry((edim, t)).or_default().extend(&vs);
+            }
+        }
+    }
+    let mut names: HashMap<(usize, i32), String> = HashMap::new();
+    for (d, t, name, pos) in &raw.names {
+        let d = *d as usize;
+        if names.insert((d, *t), name.clone()).is_some() {
+            return Err(loc.error(*pos, format!("physical group {d}-D {t} is named twice")));
+        }
+        if d <= dim {
+            phys.entry((d, *t)).or_default();
+        }
+    }
+    let mut groups = Vec::new();
+    for ((d, t), mut ents) in phys {
+        ents.sort_unstable();
+        ents.dedup();
+        let name = names.get(&(d, t)).cloned().unwrap_or_else(|| format!("gmsh:{d}:{t}"));
+        if d == dim {
+            groups.push(Group { name, kind: EntityKind::Cell, entities: ents });
+        } else if d + 1 == dim {
+            let mut verts: Vec<u32> =
+                ents.iter().flat_map(|&f| facets[f as usize * dim..][..dim].iter().copied()).collect();
+            verts.sort_unstable();
+            verts.dedup();
+            groups.push(Group { name: format!("{name}{VERTICES_SUFFIX}"), kind: EntityKind::Vertex, entities: verts });
+            groups.push(Group { name, kind: EntityKind::Facet, entities: ents });
+        } else {
+            groups.push(Group { name, kind: EntityKind::Vertex, entities: ents });
+        }
+    }
+    groups.sort_by(|a, b| a.name.cmp(&b.name));
+    if let Some(w) = groups.windows(2).find(|w| w[0].name == w[1].name) {
+        return Err(loc.error(0, format!("two groups are named `{}`", w[0].name)));
+    }
+    Ok(Mesh { dim, coords, cells, facets, facet_cells, groups })
+}

@@ -1,0 +1,385 @@
+//! The Gmsh reader on small files written here: binary layouts (both
+//! endiannesses, 4- and 8-byte size_t in 4.1) against the same mesh in
+//! ASCII, orientation, numbering, groups, and the errors with their line or
+//! byte offset.
+
+use parloop::Error;
+use parloop_mesh::gmsh::read_bytes;
+use parloop_mesh::{EntityKind, Mesh};
+
+/// A small 2-D mesh as Gmsh would store it: a unit square split into four
+/// triangles around a centre node, node tags sparse (10, 20, ...), one
+/// unused node (tag 99), one triangle clockwise, physical curve 5 "bottom"
+/// (y = 0), an unnamed physical curve 6 (x = 1), physical surface 7 "sq"
+/// and physical point 8 "corner".
+struct Spec {
+    nodes: Vec<(u64, [f64; 3])>,
+    /// (type, physical tag, entity tag, node tags)
+    elements: Vec<(i32, i32, i32, Vec<u64>)>,
+    names: Vec<(i32, i32, &'static str)>,
+}
+
+fn square() -> Spec {
+    Spec {
+        nodes: vec![
+            (10, [0.0, 0.0, 0.0]),
+            (20, [1.0, 0.0, 0.0]),
+            (30, [1.0, 1.0, 0.0]),
+            (40, [0.0, 1.0, 0.0]),
+            (50, [0.5, 0.5, 0.0]),
+            (99, [7.0, 7.0, 0.0]),
+        ],
+        elements: vec![
+            (15, 8, 1, vec![10]),
+            (1, 5, 1, vec![10, 20]),
+            (1, 6, 2, vec![20, 30]),
+            (2, 7, 1, vec![10, 20, 50]),
+            (2, 7, 1, vec![20, 30, 50]),
+            (2, 7, 1, vec![30, 40, 50]),
+            // clockwise: the reader swaps two vertices
+            (2, 7, 1, vec![40, 10, 50].into_iter().rev().collect()),
+        ],
+        names: vec![(1, 5, "bottom"), (2, 7, "sq"), (0, 8, "corner")],
+    }
+}
+
+fn dim_of(ty: i32) -> i32 {
+    match ty {
+        15 => 0,
+        1 => 1,
+        2 => 2,
+        _ => 3,
+    }
+}
+
+fn names_section(s: &Spec) -> String {
+    let mut o = format!("$PhysicalNames\n{}\n", s.names.len());
+    for (d, t, n) in &s.names {
+        o += &format!("{d} {t} \"{n}\"\n");
+    }
+    o + "$EndPhysicalNames\n"
+}
+
+fn ascii22(s: &Spec) -> String {
+    let mut o = String::from("$MeshFormat\n2.2 0 8\n$EndMeshFormat\n") + &names_section(s);
+    o += &format!("$Nodes\n{}\n", s.nodes.len());
+    for (t, x) in &s.nodes {
+        o += &format!("{t} {} {} {}\n", x[0], x[1], x[2]);
+    }
+    o += &format!("$EndNodes\n$Elements\n{}\n", s.elements.len());
+    for (i, (ty, p, e, n)) in s.elements.iter().enumerate() {
+        let n: Vec<String> = n.iter().map(|t| t.to_string()).collect();
+        o += &format!("{} {ty} 2 {p} {e} {}\n", i + 1, n.join(" "));
+    }
+    o + "$EndElements\n"
+}
+
+/// Binary writer for either endianness; 2.2 elements one block per element.
+struct Bin {
+    out: Vec<u8>,
+    big: bool,
+    size_t: usize,
+}
+
+impl Bin {
+    fn text(&mut self, s: &str) {
+        self.out.extend_from_slice(s.as_bytes());
+    }
+    fn i32(&mut self, v: i32) {
+        self.out.extend_from_slice(&if self.big { v.to_be_bytes() } else { v.to_le_bytes() });
+    }
+    fn f64(&mut self, v: f64) {
+        self.out.extend_from_slice(&if self.big { v.to_be_bytes() } else { v.to_le_bytes() });
+    }
+    fn size(&mut self, v: u64) {
+        if self.size_t == 4 {
+            let v = v as u32;
+            self.out.extend_from_slice(&if self.big { v.to_be_bytes() } else { v.to_le_bytes() });
+        } else {
+            self.out.extend_from_slice(&if self.big { v.to_be_bytes() } else { v.to_le_bytes() });
+        }
+    }
+}
+
+fn binary22(s: &Spec, big: bool) -> Vec<u8> {
+    let mut b = Bin { out: Vec::new(), big, size_t: 8 };
+    b.text("$MeshFormat\n2.2 1 8\n");
+    b.i32(1);
+    b.text("\n$EndMeshFormat\n");
+    b.text(&names_section(s));
+    b.text(&format!("$Nodes\n{}\n", s.nodes.len()));
+    for (t, x) in &s.nodes {
+        b.i32(*t as i32);
+        for &c in x {
+            b.f64(c);
+        }
+    }
+    b.text(&format!("\n$EndNodes\n$Elements\n{}\n", s.elements.len()));
+    for (i, (ty, p, e, n)) in s.elements.iter().enumerate() {
+        b.i32(*ty);
+        b.i32(1);
+        b.i32(2);
+        b.i32(i as i32 + 1);
+        b.i32(*p);
+        b.i32(*e);
+        for &t in n {
+            b.i32(t as i32);
+        }
+    }
+    b.text("\n$EndElements\n");
+    b.out
+}
+
+/// 4.1, text or binary: one entity per (dimension, entity tag) used, each
+/// with its element's physical tag; all nodes in one block of entity (2, 1).
+fn write41(s: &Spec, binary: Option<(bool, usize)>) -> Vec<u8> {
+    let (big, size_t) = binary.unwrap_or((false, 8));
+    let bin = binary.is_some();
+    let mut b = Bin { out: Vec::new(), big, size_t };
+    b.text(&format!("$MeshFormat\n4.1 {} {}\n", bin as i32, size_t));
+    if bin {
+        b.i32(1);
+        b.text("\n");
+    }
+    b.text("$EndMeshFormat\n");
+    b.text(&names_section(s));
+    // entities: (dim, tag) -> physical
+    let mut ents: Vec<(i32, i32, i32)> = s.elements.iter().map(|(ty, p, e, _)| (dim_of(*ty), *e, *p)).collect();
+    ents.sort();
+    ents.dedup();
+    let count = |d: i32| ents.iter().filter(|e| e.0 == d).count() as u64;
+    let (int, size, real) = (
+        |b: &mut Bin, v: i32| if bin { b.i32(v) } else { b.text(&format!("{v} ")) },
+        |b: &mut Bin, v: u64| if bin { b.size(v) } else { b.text(&format!("{v} ")) },
+        |b: &mut Bin, v: f64| if bin { b.f64(v) } else { b.text(&format!("{v} ")) },
+    );
+    // Binary data has no line ends; text has one per record.
+    let nl = |b: &mut Bin| if !bin { b.text("\n") };
+    b.text("$Entities\n");
+    for d in 0..4 {
+        size(&mut b, count(d));
+    }
+    nl(&mut b);
+    for &(d, t, p) in &ents {
+        int(&mut b, t);
+        for _ in 0..if d == 0 { 3 } else { 6 } {
+            real(&mut b, 0.0);
+        }
+        size(&mut b, 1);
+        int(&mut b, p);
+        if d > 0 {
+            size(&mut b, 0);
+        }
+        nl(&mut b);
+    }
+    b.text("$EndEntities\n$Nodes\n");
+    let n = s.nodes.len() as u64;
+    for v in [1, n, 1, 99] {
+        size(&mut b, v);
+    }
+    nl(&mut b);
+    int(&mut b, 2);
+    int(&mut b, 1);
+    int(&mut b, 0);
+    size(&mut b, n);
+    nl(&mut b);
+    for (t, _) in &s.nodes {
+        size(&mut b, *t);
+        nl(&mut b);
+    }
+    for (_, x) in &s.nodes {
+        for &c in x {
+            real(&mut b, c);
+        }
+        nl(&mut b);
+    }
+    b.text("$EndNodes\n$Elements\n");
+    let ne = s.elements.len() as u64;
+    for v in [ne as u64, ne, 1, ne] {
+        size(&mut b, v);
+    }
+    nl(&mut b);
+    for (i, (ty, _, e, nodes)) in s.elements.iter().enumerate() {
+        int(&mut b, dim_of(*ty));
+        int(&mut b, *e);
+        int(&mut b, *ty);
+        size(&mut b, 1);
+        nl(&mut b);
+        size(&mut b, i as u64 + 1);
+        for &t in nodes {
+            size(&mut b, t);
+        }
+        nl(&mut b);
+    }
+    b.text("$EndElements\n");
+    b.out
+}
+
+fn check_square(m: &Mesh) {
+    assert_eq!(m.dim, 2);
+    // Node 99 is dropped; the rest numbered by tag: 10 -> 0, ..., 50 -> 4.
+    assert_eq!(m.coords, vec![0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.5, 0.5]);
+    assert_eq!(m.num_cells(), 4);
+    // All counter-clockwise, the last one flipped from the file's order.
+    for c in m.cells.chunks_exact(3) {
+        let p = |k: usize| &m.coords[c[k] as usize * 2..][..2];
+        let area = (p(1)[0] - p(0)[0]) * (p(2)[1] - p(0)[1]) - (p(1)[1] - p(0)[1]) * (p(2)[0] - p(0)[0]);
+        assert!((area - 0.5).abs() < 1e-15, "cell {c:?}: twice the area {area}");
+    }
+    assert_eq!(&m.cells[9..], &[4, 3, 0]);
+    // Four boundary edges, outward (counter-clockwise) with their cells.
+    let mut f: Vec<(u32, u32, u32)> = m.facets.chunks_exact(2).zip(&m.facet_cells).map(|(f, &c)| (f[0], f[1], c)).collect();
+    f.sort();
+    assert_eq!(f, vec![(0, 1, 0), (1, 2, 1), (2, 3, 2), (3, 0, 3)]);
+    let g = |n: &str| m.group(n).unwrap_or_else(|| panic!("group {n}"));
+    let bottom = m.facet_cells.iter().position(|&c| c == 0).unwrap() as u32;
+    assert_eq!((g("bottom").kind, g("bottom").entities.clone()), (EntityKind::Facet, vec![bottom]));
+    assert_eq!(g("bottom.vertices").entities, vec![0, 1]);
+    assert_eq!(g("gmsh:1:6.vertices").entities, vec![1, 2]);
+    assert_eq!((g("sq").kind, g("sq").entities.clone()), (EntityKind::Cell, vec![0, 1, 2, 3]));
+    assert_eq!((g("corner").kind, g("corner").entities.clone()), (EntityKind::Vertex, vec![0]));
+    assert_eq!(m.groups.len(), 6);
+}
+
+#[test]
+fn every_layout_reads_the_same_square() {
+    let s = square();
+    let ascii = read_bytes("a22.msh", ascii22(&s).as_bytes()).unwrap();
+    check_square(&ascii);
+    for big in [false, true] {
+        assert_eq!(read_bytes("b22.msh", &binary22(&s, big)).unwrap(), ascii, "2.2 big endian {big}");
+        for size_t in [4, 8] {
+            let m = read_bytes("b41.msh", &write41(&s, Some((big, size_t)))).unwrap();
+            assert_eq!(m, ascii, "4.1 big endian {big}, size_t {size_t}");
+        }
+    }
+    assert_eq!(read_bytes("a41.msh", &write41(&s, None)).unwrap(), ascii);
+}
+
+#[test]
+fn a_cell_repeated_for_two_physical_groups_is_kept_once_in_both() {
+    let mut s = square();
+    s.elements.push((2, 9, 1, vec![10, 20, 50]));
+    let m = read_bytes("dup.msh", ascii22(&s).as_bytes()).unwrap();
+    assert_eq!(m.num_cells(), 4);
+    assert_eq!(m.group("gmsh:2:9").unwrap().entities, vec![0]);
+    assert_eq!(m.group("sq").unwrap().entities, vec![0, 1, 2, 3]);
+}
+
+fn line_of(e: Error) -> (usize, String) {
+    match e {
+        Error::Input { source_name, line, reason } => {
+            assert_eq!(source_name, "bad.msh");
+            (line, reason)
+        }
+        other => panic!("expected Error::Input, got {other:?}"),
+    }
+}
+
+fn offset_of(e: Error) -> (usize, String) {
+    match e {
+        Error::InputAtByte { source_name, offset, reason } => {
+            assert_eq!(source_name, "bad.msh");
+            (offset, reason)
+        }
+        other => panic!("expected Error::InputAtByte, got {other:?}"),
+    }
+}
+
+/// The 1-based line of the first line starting with `prefix`.
+fn line_starting(text: &str, prefix: &str) -> usize {
+    1 + text.lines().position(|l| l.starts_with(prefix)).unwrap()
+}
+
+#[test]
+fn ascii_errors_name_the_line() {
+    let good = ascii22(&square());
+    // A missing node: the element refers to tag 77.
+    let bad = good.replace("4 2 2 7 1 10 20 50", "4 2 2 7 1 10 77 50");
+    let (line, reason) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());
+    assert_eq!(line, line_starting(&bad, "4 2 2 7 1 10 77 50"));
+    assert!(reason.contains("77"), "{reason}");
+    // A malformed coordinate.
+    let bad = good.replace("30 1 1 0", "30 1 x 0");
+    let (line, reason) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());
+    assert_eq!(line, line_starting(&bad, "30 1 x 0"));
+    assert!(reason.contains("`x`"), "{reason}");
+    // A huge count is reported, not allocated.
+    let bad = good.replace("$Nodes\n6\n", "$Nodes\n18446744073709551615\n");
+    let (line, _) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());
+    assert!(line > line_starting(&bad, "$Nodes"));
+    // A negative node tag.
+    let bad = good.replace("40 0 1 0", "-40 0 1 0");
+    let (line, reason) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());
+    assert_eq!((line, reason.contains("-40")), (line_starting(&bad, "-40"), true));
+    // Truncation inside the elements: the error is at the end.
+    let cut = &good[..good.find("$EndElements").unwrap() - 3];
+    let (line, reason) = line_of(read_bytes("bad.msh", cut.as_bytes()).unwrap_err());
+    assert_eq!(line, cut.lines().count(), "{reason}");
+    // An unsupported element type (a quadrangle).
+    let bad = good.replace("4 2 2 7 1 10 20 50", "4 3 2 7 1 10 20 50 30");
+    let (line, reason) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());
+    assert_eq!(line, line_starting(&bad, "4 3 2"));
+    assert!(reason.contains("type 3"), "{reason}");
+    // A duplicate node tag.
+    let bad = good.replace("50 0.5 0.5 0", "40 0.5 0.5 0");
+    let (_, reason) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());
+    assert!(reason.contains("twice"), "{reason}");
+    // Not the z = 0 plane.
+    let bad = good.replace("50 0.5 0.5 0", "50 0.5 0.5 0.25");
+    let (line, _) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());
+    assert_eq!(line, line_starting(&bad, "50 0.5"));
+    // An interior facet in a physical curve.
+    let bad = good.replace("3 1 2 6 2 20 30", "3 1 2 6 2 20 50");
+    let (line, reason) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());
+    assert_eq!(line, line_starting(&bad, "3 1 2 6 2 20 50"));
+    assert!(reason.contains("boundary"), "{reason}");
+    // Other versions.
+    let bad = good.replace("2.2 0 8", "3.0 0 8");
+    assert_eq!(line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err()).0, 2);
+}
+
+#[test]
+fn binary_errors_name_the_byte_offset() {
+    let s = square();
+    let good = binary22(&s, false);
+    let nodes_at = good.windows(9).position(|w| w == b"$Nodes\n6\n").unwrap() + 9;
+    // A missing node in the first triangle (element 4): its second node.
+    let mut bad = good.clone();
+    let elems_at = bad.windows(12).position(|w| w == b"$Elements\n7\n").unwrap() + 12;
+    // elements: point (4*3 + 4*4), two lines (4*3 + 4*5 each), then triangle
+    let tri = elems_at + 28 + 2 * 32;
+    let node2 = tri + 12 + 4 * 4;
+    assert_eq!(&bad[node2..node2 + 4], &20i32.to_le_bytes());
+    bad[node2..node2 + 4].copy_from_slice(&77i32.to_le_bytes());
+    let (offset, reason) = offset_of(read_bytes("bad.msh", &bad).unwrap_err());
+    assert_eq!(offset, tri + 12, "{reason}");
+    assert!(reason.contains("77"), "{reason}");
+    // A NaN coordinate: the offset of the double.
+    let mut bad = good.clone();
+    bad[nodes_at + 4..nodes_at + 12].copy_from_slice(&f64::NAN.to_le_bytes());
+    assert_eq!(offset_of(read_bytes("bad.msh", &bad).unwrap_err()).0, nodes_at + 4);
+    // Truncated inside the node data: the offset where data ran out.
+    let cut = &good[..nodes_at + 30];
+    let (offset, reason) = offset_of(read_bytes("bad.msh", cut).unwrap_err());
+    assert_eq!(offset, nodes_at + 28, "{reason}");
+    // A bad endianness marker.
+    let mut bad = good.clone();
+    let one = bad.windows(4).position(|w| w == 1i32.to_le_bytes()).unwrap();
+    bad[one] = 2;
+    assert_eq!(offset_of(read_bytes("bad.msh", &bad).unwrap_err()).0, one);
+    // 4.1: a block claiming 2^60 nodes fails at the end of the file.
+    let good41 = write41(&s, Some((false, 8)));
+    let head = good41.windows(7).position(|w| w == b"$Nodes\n").unwrap() + 7;
+    let mut bad = good41.clone();
+    let count = head + 32 + 12;
+    assert_eq!(&bad[count..count + 8], &6u64.to_le_bytes());
+    bad[count..count + 8].copy_from_slice(&(1u64 << 60).to_le_bytes());
+    assert!(offset_of(read_bytes("bad.msh", &bad).unwrap_err()).0 > count);
+}
+
+#[test]
+fn read_reports_the_path_of_a_missing_file() {
+    let e = parloop_mesh::gmsh::read("/nonexistent/x.msh").unwrap_err();
+    assert!(matches!(&e, Error::Io { path, .. } if path == "/nonexistent/x.msh"), "{e:?}");
+}

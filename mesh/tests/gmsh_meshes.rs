@@ -1,0 +1,292 @@
+//! The committed Gmsh meshes (mesh/data/, made by generate.sh from the
+//! .geo files): every variant of a geometry reads to the same mesh, and
+//! the mesh measures what the exact geometry says.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use parloop_mesh::gmsh;
+use parloop_mesh::{EntityKind, Mesh};
+
+const VARIANTS: [&str; 4] = ["22-ascii", "22-bin", "41-ascii", "41-bin"];
+
+fn path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data").join(name)
+}
+
+fn read_all(geometry: &str) -> Vec<(String, Mesh)> {
+    VARIANTS
+        .iter()
+        .map(|v| {
+            let file = format!("{geometry}-{v}.msh");
+            let mesh = gmsh::read(path(&file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+            (file, mesh)
+        })
+        .collect()
+}
+
+fn point(m: &Mesh, v: u32) -> [f64; 3] {
+    let mut p = [0.0; 3];
+    p[..m.dim].copy_from_slice(&m.coords[v as usize * m.dim..][..m.dim]);
+    p
+}
+
+fn sub(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+}
+
+fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+}
+
+fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+fn norm(a: [f64; 3]) -> f64 {
+    dot(a, a).sqrt()
+}
+
+/// Signed area (2-D) or volume (3-D) of each cell.
+fn cell_measures(m: &Mesh) -> Vec<f64> {
+    m.cells
+        .chunks_exact(m.dim + 1)
+        .map(|c| {
+            let p: Vec<[f64; 3]> = c.iter().map(|&v| point(m, v)).collect();
+            if m.dim == 2 {
+                cross(sub(p[1], p[0]), sub(p[2], p[0]))[2] / 2.0
+            } else {
+                dot(cross(sub(p[1], p[0]), sub(p[2], p[0])), sub(p[3], p[0])) / 6.0
+            }
+        })
+        .collect()
+}
+
+/// Length (2-D) or area (3-D) of facet `f`.
+fn facet_measure(m: &Mesh, f: usize) -> f64 {
+    let v = &m.facets[f * m.dim..][..m.dim];
+    let p: Vec<[f64; 3]> = v.iter().map(|&v| point(m, v)).collect();
+    if m.dim == 2 {
+        norm(sub(p[1], p[0]))
+    } else {
+        norm(cross(sub(p[1], p[0]), sub(p[2], p[0]))) / 2.0
+    }
+}
+
+fn group_measure(m: &Mesh, name: &str) -> f64 {
+    let g = m.group(name).unwrap_or_else(|| panic!("no group {name}"));
+    assert_eq!(g.kind, EntityKind::Facet);
+    g.entities.iter().map(|&f| facet_measure(m, f as usize)).sum()
+}
+
+/// The faces that bound exactly one cell, counted by brute force over all
+/// cells' faces (independent of the reader's own face table).
+fn faces_with_one_cell(m: &Mesh) -> Vec<(Vec<u32>, u32)> {
+    let nv = m.dim + 1;
+    let mut count: HashMap<Vec<u32>, (usize, u32)> = HashMap::new();
+    for (c, cell) in m.cells.chunks_exact(nv).enumerate() {
+        for skip in 0..nv {
+            let mut f: Vec<u32> = (0..nv).filter(|&k| k != skip).map(|k| cell[k]).collect();
+            f.sort_unstable();
+            count.entry(f).or_insert((0, c as u32)).0 += 1;
+        }
+    }
+    let mut out: Vec<(Vec<u32>, u32)> = count.into_iter().filter(|(_, (n, _))| *n == 1).map(|(f, (_, c))| (f, c)).collect();
+    out.sort();
+    out
+}
+
+/// Checks that hold for any mesh the reader returns.
+fn check_invariants(file: &str, m: &Mesh) {
+    let nv = m.dim + 1;
+    assert_eq!(m.cells.len() % nv, 0, "{file}");
+    assert!(m.cells.iter().all(|&v| (v as usize) < m.vertices()), "{file}: cell vertex out of range");
+    // Every vertex is used by a cell (unused nodes are dropped).
+    let mut used = vec![false; m.vertices()];
+    for &v in &m.cells {
+        used[v as usize] = true;
+    }
+    assert!(used.iter().all(|&u| u), "{file}: a vertex no cell uses");
+    // Positive orientation.
+    assert!(cell_measures(m).iter().all(|&a| a > 0.0), "{file}: a cell is not positively oriented");
+    // Facets are exactly the faces with one cell, each with its cell.
+    let mut got: Vec<(Vec<u32>, u32)> = m
+        .facets
+        .chunks_exact(m.dim)
+        .zip(&m.facet_cells)
+        .map(|(f, &c)| {
+            let mut f = f.to_vec();
+            f.sort_unstable();
+            (f, c)
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, faces_with_one_cell(m), "{file}: facets are not the faces with one cell");
+    // Facets point outward: away from their cell's remaining vertex.
+    for (f, &c) in m.facets.chunks_exact(m.dim).zip(&m.facet_cells) {
+        let cell = &m.cells[c as usize * nv..][..nv];
+        let other = *cell.iter().find(|v| !f.contains(v)).unwrap();
+        let p: Vec<[f64; 3]> = f.iter().map(|&v| point(m, v)).collect();
+        let normal = if m.dim == 2 {
+            let t = sub(p[1], p[0]);
+            [t[1], -t[0], 0.0]
+        } else {
+            cross(sub(p[1], p[0]), sub(p[2], p[0]))
+        };
+        assert!(dot(normal, sub(p[0], point(m, other))) > 0.0, "{file}: a facet points inward");
+    }
+    // Groups: sorted, unique, in range; each facet group has its vertex group.
+    for g in &m.groups {
+        assert!(g.entities.windows(2).all(|w| w[0] < w[1]), "{file}: group {} not sorted", g.name);
+        let n = match g.kind {
+            EntityKind::Vertex => m.vertices(),
+            EntityKind::Cell => m.num_cells(),
+            EntityKind::Facet => m.num_facets(),
+        };
+        assert!(g.entities.iter().all(|&e| (e as usize) < n), "{file}: group {} out of range", g.name);
+        if g.kind == EntityKind::Facet {
+            let vg = m.group(&format!("{}{}", g.name, gmsh::VERTICES_SUFFIX)).expect("vertex group");
+            let mut want: Vec<u32> = g.entities.iter().flat_map(|&f| m.facets[f as usize * m.dim..][..m.dim].to_vec()).collect();
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(vg.entities, want, "{file}: {} vertices", g.name);
+        }
+    }
+}
+
+/// The sorted coordinates, rounded to 1e-12 (ASCII files print 17
+/// significant digits, so text and binary agree to the last bits at most).
+fn sorted_points(m: &Mesh) -> Vec<Vec<i64>> {
+    let mut p: Vec<Vec<i64>> = m.coords.chunks_exact(m.dim).map(|x| x.iter().map(|v| (v * 1e12).round() as i64).collect()).collect();
+    p.sort();
+    p
+}
+
+/// All variants agree: the same points, cells, facets and group sizes; the
+/// same total measure and boundary measure.
+fn check_variants_agree(meshes: &[(String, Mesh)]) {
+    let (f0, m0) = &meshes[0];
+    let area0: f64 = cell_measures(m0).iter().sum();
+    for (file, m) in meshes {
+        check_invariants(file, m);
+        assert_eq!(m.dim, m0.dim, "{file} vs {f0}");
+        assert_eq!(m.vertices(), m0.vertices(), "{file} vs {f0}");
+        assert_eq!(m.num_cells(), m0.num_cells(), "{file} vs {f0}");
+        assert_eq!(m.num_facets(), m0.num_facets(), "{file} vs {f0}");
+        assert_eq!(sorted_points(m), sorted_points(m0), "{file} vs {f0}");
+        let area: f64 = cell_measures(m).iter().sum();
+        assert!((area - area0).abs() <= 1e-12 * area0, "{file}: {area} vs {area0}");
+        let names: Vec<(&str, usize)> = m.groups.iter().map(|g| (g.name.as_str(), g.entities.len())).collect();
+        let names0: Vec<(&str, usize)> = m0.groups.iter().map(|g| (g.name.as_str(), g.entities.len())).collect();
+        assert_eq!(names, names0, "{file} vs {f0}");
+    }
+}
+
+#[test]
+fn disk_variants_agree_and_measure_the_disk() {
+    let meshes = read_all("disk");
+    check_variants_agree(&meshes);
+    for (file, m) in &meshes {
+        assert_eq!(m.dim, 2, "{file}");
+        assert!((100..5000).contains(&m.num_cells()), "{file}: {} cells", m.num_cells());
+        // Boundary vertices lie on the unit circle.
+        let b = m.group("upper.vertices").unwrap().entities.iter().chain(&m.group("lower.vertices").unwrap().entities);
+        for &v in b {
+            assert!((norm(point(m, v)) - 1.0).abs() < 1e-12, "{file}: vertex {v} off the circle");
+        }
+        // The mesh is the inscribed polygon: its area is pi less the circular
+        // segments cut off by each boundary chord, (theta - sin theta) / 2.
+        let mut cut = 0.0;
+        let mut turn = 0.0;
+        for f in 0..m.num_facets() {
+            let theta = 2.0 * (facet_measure(m, f) / 2.0).asin();
+            cut += (theta - theta.sin()) / 2.0;
+            turn += theta;
+        }
+        let area: f64 = cell_measures(m).iter().sum();
+        assert!((area - (std::f64::consts::PI - cut)).abs() < 1e-12, "{file}: area {area}, cut {cut}");
+        // The boundary goes around the circle once.
+        assert!((turn - 2.0 * std::f64::consts::PI).abs() < 1e-10, "{file}: boundary angle {turn}");
+        // The approximation error is O(h^2) for h = 0.2: small but not zero.
+        assert!(cut > 0.0 && cut < 0.05, "{file}: area error {cut}");
+        // Two halves of the boundary, one cell group holding every cell.
+        let (u, l) = (group_measure(m, "upper"), group_measure(m, "lower"));
+        assert!((u - l).abs() < 0.05 && (u + l - 2.0 * std::f64::consts::PI).abs() < 0.02, "{file}: {u} {l}");
+        assert_eq!(m.group("disk").unwrap().entities.len(), m.num_cells(), "{file}");
+        assert_eq!(m.group("disk").unwrap().kind, EntityKind::Cell);
+    }
+}
+
+#[test]
+fn lshape_variants_agree_and_measure_the_l() {
+    let meshes = read_all("lshape");
+    check_variants_agree(&meshes);
+    for (file, m) in &meshes {
+        assert_eq!(m.dim, 2, "{file}");
+        assert!((100..5000).contains(&m.num_cells()), "{file}: {} cells", m.num_cells());
+        let area: f64 = cell_measures(m).iter().sum();
+        assert!((area - 3.0).abs() < 1e-12, "{file}: area {area}");
+        let total: f64 = (0..m.num_facets()).map(|f| facet_measure(m, f)).sum();
+        assert!((total - 8.0).abs() < 1e-12, "{file}: perimeter {total}");
+        assert!((group_measure(m, "inlet") - 2.0).abs() < 1e-12, "{file}");
+        assert!((group_measure(m, "walls") - 6.0).abs() < 1e-12, "{file}");
+        // The inlet is x = 0 and nothing else.
+        let inlet = &m.group("inlet.vertices").unwrap().entities;
+        let on_x0 = (0..m.vertices() as u32).filter(|&v| point(m, v)[0] == 0.0).count();
+        assert_eq!(inlet.len(), on_x0, "{file}");
+        assert!(inlet.iter().all(|&v| point(m, v)[0] == 0.0), "{file}");
+        // Facet groups partition the boundary.
+        assert_eq!(
+            m.group("inlet").unwrap().entities.len() + m.group("walls").unwrap().entities.len(),
+            m.num_facets(),
+            "{file}"
+        );
+        // No point inside the cut-out square (1, 2]^2.
+        assert!((0..m.vertices() as u32).all(|v| {
+            let p = point(m, v);
+            !(p[0] > 1.0 + 1e-12 && p[1] > 1.0 + 1e-12)
+        }));
+    }
+}
+
+#[test]
+fn cube_with_hole_variants_agree_and_measure_the_solid() {
+    let meshes = read_all("cube_hole");
+    check_variants_agree(&meshes);
+    for (file, m) in &meshes {
+        assert_eq!(m.dim, 3, "{file}");
+        assert!((300..5000).contains(&m.num_cells()), "{file}: {} cells", m.num_cells());
+        let volume: f64 = cell_measures(m).iter().sum();
+        assert!((volume - 0.91).abs() < 1e-12, "{file}: volume {volume}");
+        let total: f64 = (0..m.num_facets()).map(|f| facet_measure(m, f)).sum();
+        assert!((total - 7.02).abs() < 1e-12, "{file}: boundary area {total}");
+        assert!((group_measure(m, "hole") - 1.2).abs() < 1e-12, "{file}");
+        assert!((group_measure(m, "outer") - 5.82).abs() < 1e-12, "{file}");
+        assert_eq!(m.group("solid").unwrap().entities.len(), m.num_cells(), "{file}");
+        // The hole's vertices lie on its four walls.
+        for &v in &m.group("hole.vertices").unwrap().entities {
+            let p = point(m, v);
+            let on = |x: f64| (x - 0.35).abs() < 1e-12 || (x - 0.65).abs() < 1e-12;
+            assert!(on(p[0]) || on(p[1]), "{file}: hole vertex {p:?}");
+        }
+    }
+}
+
+#[test]
+fn variants_of_one_run_are_identical_up_to_rounding() {
+    // Gmsh meshes each variant from the same .geo deterministically and
+    // tags nodes alike, so the reader's numbering (by node tag) makes the
+    // meshes equal, not just alike; coordinates agree to rounding.
+    for geometry in ["disk", "lshape", "cube_hole"] {
+        let meshes = read_all(geometry);
+        let (_, m0) = &meshes[0];
+        for (file, m) in &meshes[1..] {
+            assert_eq!(m.cells, m0.cells, "{file}");
+            assert_eq!(m.facets, m0.facets, "{file}");
+            assert_eq!(m.facet_cells, m0.facet_cells, "{file}");
+            assert_eq!(m.groups, m0.groups, "{file}");
+            let dmax = m.coords.iter().zip(&m0.coords).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            assert!(dmax < 1e-14, "{file}: coordinates differ by {dmax}");
+        }
+    }
+}
