@@ -1,0 +1,159 @@
+//! A [`Mesh`] declared in a parloop runtime.
+
+use parloop::{Dat, Error, Map, Runtime, Set};
+
+use crate::{EntityKind, Group, Mesh};
+
+/// A mesh's sets, maps and coordinates on a [`Runtime`], from
+/// [`Mesh::declare`]. Names are the prefix, an underscore and the part
+/// (`"wave_vertices"`), or the part alone for an empty prefix.
+#[derive(Clone)]
+pub struct DeclaredMesh {
+    /// Vertices.
+    pub vertices: Set,
+    /// Cells (triangles or tetrahedra).
+    pub cells: Set,
+    /// Boundary facets.
+    pub facets: Set,
+    /// Cell -> its `dim + 1` vertices (`"cell_vertices"`).
+    pub cell_vertices: Map,
+    /// Facet -> its `dim` vertices (`"facet_vertices"`).
+    pub facet_vertices: Map,
+    /// Facet -> the cell it bounds (`"facet_cells"`).
+    pub facet_cells: Map,
+    /// Vertex coordinates, `dim` per vertex (`"coords"`).
+    pub coords: Dat<f64>,
+    /// The mesh's groups as sorted lists of local entity numbers (parloop
+    /// has no subset type yet: a loop over a group is a loop over a set of
+    /// the group's size with a map into the entities).
+    pub groups: Vec<Group>,
+}
+
+impl std::fmt::Debug for DeclaredMesh {
+    // Sets, maps and dats print their names (parloop's types are not Debug).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeclaredMesh")
+            .field("vertices", &self.vertices.name())
+            .field("cells", &self.cells.name())
+            .field("facets", &self.facets.name())
+            .field("coords", &self.coords.name())
+            .field("groups", &self.groups.len())
+            .finish()
+    }
+}
+
+impl DeclaredMesh {
+    /// The group of `kind` called `name`, if any.
+    pub fn group_of(&self, name: &str, kind: EntityKind) -> Option<&Group> {
+        self.groups.iter().find(|g| g.name == name && g.kind == kind)
+    }
+}
+
+impl Mesh {
+    /// Declares the mesh on `rt`: three sets, three maps and the
+    /// coordinate dat, named after `prefix` (see [`DeclaredMesh`]). The
+    /// mesh is checked first: a dimension other than 2 or 3, array lengths
+    /// that do not match, or a vertex, cell or group entity out of range
+    /// are errors naming the array and the value.
+    ///
+    /// ```
+    /// use parloop::{Backend, Runtime};
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let mesh = parloop_mesh::unit_square(2, 2)?;
+    /// let m = mesh.declare(&rt, "sq")?;
+    /// assert_eq!((m.vertices.size(), m.cells.size(), m.facets.size()), (9, 8, 8));
+    /// assert_eq!(m.cell_vertices.name(), "sq_cell_vertices");
+    /// assert_eq!(m.coords.values()?, mesh.coords);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn declare(&self, rt: &Runtime, prefix: &str) -> Result<DeclaredMesh, Error> {
+        self.check()?;
+        let name = |part: &str| if prefix.is_empty() { part.to_string() } else { format!("{prefix}_{part}") };
+        let d = self.dim;
+        let vertices = rt.set(&name("vertices"), self.vertices())?;
+        let cells = rt.set(&name("cells"), self.num_cells())?;
+        let facets = rt.set(&name("facets"), self.num_facets())?;
+        let cell_vertices = rt.map(&name("cell_vertices"), &cells, &vertices, d + 1, to_i32(&self.cells, "cells")?)?;
+        let facet_vertices = rt.map(&name("facet_vertices"), &facets, &vertices, d, to_i32(&self.facets, "facets")?)?;
+        let facet_cells =
+            rt.map(&name("facet_cells"), &facets, &cells, 1, to_i32(&self.facet_cells, "facet_cells")?)?;
+        let coords = rt.dat(&name("coords"), &vertices, d, self.coords.clone())?;
+        Ok(DeclaredMesh {
+            vertices,
+            cells,
+            facets,
+            cell_vertices,
+            facet_vertices,
+            facet_cells,
+            coords,
+            groups: self.groups.clone(),
+        })
+    }
+
+    /// Checks the arrays' shapes and every entity number (what parloop's
+    /// declarations would check too, but naming the mesh's arrays).
+    ///
+    /// ```
+    /// let mut mesh = parloop_mesh::unit_square(1, 1)?;
+    /// mesh.cells[0] = 9;
+    /// assert!(mesh.check().unwrap_err().to_string().contains("cells"));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn check(&self) -> Result<(), Error> {
+        let invalid = |reason: String| Error::InvalidDeclaration { what: "mesh", name: "mesh".into(), reason };
+        if self.dim != 2 && self.dim != 3 {
+            return Err(invalid(format!("dimension {}: 2 or 3 expected", self.dim)));
+        }
+        let d = self.dim;
+        for (array, len, per) in
+            [("coords", self.coords.len(), d), ("cells", self.cells.len(), d + 1), ("facets", self.facets.len(), d)]
+        {
+            if len % per != 0 {
+                return Err(Error::WrongLength {
+                    what: "mesh array",
+                    name: array.into(),
+                    expected: len / per * per + per,
+                    got: len,
+                    detail: format!("a multiple of {per} in {d}-D"),
+                });
+            }
+        }
+        if self.facet_cells.len() != self.num_facets() {
+            return Err(Error::WrongLength {
+                what: "mesh array",
+                name: "facet_cells".into(),
+                expected: self.num_facets(),
+                got: self.facet_cells.len(),
+                detail: "one cell per facet".into(),
+            });
+        }
+        let in_range = |array: &str, values: &[u32], bound: usize, of: &str| -> Result<(), Error> {
+            match values.iter().position(|&v| v as usize >= bound) {
+                Some(at) => Err(invalid(format!("{array}[{at}] = {} is not a {of} (there are {bound})", values[at]))),
+                None => Ok(()),
+            }
+        };
+        let nv = self.vertices();
+        in_range("cells", &self.cells, nv, "vertex")?;
+        in_range("facets", &self.facets, nv, "vertex")?;
+        in_range("facet_cells", &self.facet_cells, self.num_cells(), "cell")?;
+        for g in &self.groups {
+            let bound = match g.kind {
+                EntityKind::Vertex => nv,
+                EntityKind::Cell => self.num_cells(),
+                EntityKind::Facet => self.num_facets(),
+            };
+            in_range(&format!("group `{}`", g.name), &g.entities, bound, &format!("{:?}", g.kind).to_lowercase())?;
+        }
+        Ok(())
+    }
+}
+
+/// Entity numbers as parloop map values (`i32`).
+fn to_i32(values: &[u32], array: &str) -> Result<Vec<i32>, Error> {
+    values.iter().map(|&v| i32::try_from(v)).collect::<Result<Vec<i32>, _>>().map_err(|_| Error::SizeOverflow {
+        what: "map",
+        name: array.into(),
+        detail: format!("entity numbers above {}", i32::MAX),
+    })
+}

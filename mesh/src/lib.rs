@@ -1,0 +1,119 @@
+//! Meshes for parloop: generators (`unit_square`, `unit_cube`), the Gmsh
+//! reader and VTK output for ParaView.
+//!
+//! A [`Mesh`] is plain data (coordinates and connectivity, 0-based); the
+//! solver declares it in a runtime with [`Mesh::declare`], which gives
+//! parloop sets, maps and the coordinate dat.
+#![warn(missing_docs)]
+
+mod declare;
+pub mod generate;
+pub mod vtk;
+
+pub use declare::DeclaredMesh;
+pub use generate::{unit_cube, unit_square};
+
+pub mod gmsh;
+
+/// What kind of entity a [`Group`] holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntityKind {
+    /// Vertices (rows of [`Mesh::coords`]).
+    Vertex,
+    /// Cells (rows of [`Mesh::cells`]).
+    Cell,
+    /// Boundary facets (rows of [`Mesh::facets`]).
+    Facet,
+}
+
+/// A named group of entities: a Gmsh physical group, or a generator's
+/// boundary part (`"left"`, `"boundary"`, ...). Entities are sorted and
+/// unique.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    /// The group's name.
+    pub name: String,
+    /// What its entities are.
+    pub kind: EntityKind,
+    /// Sorted, unique, 0-based entity numbers.
+    pub entities: Vec<u32>,
+}
+
+/// A simplicial mesh as plain data: triangles in 2-D, tetrahedra in 3-D.
+///
+/// Every number is 0-based. Cells are positively oriented (counter-clockwise
+/// triangles, tetrahedra of positive volume).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mesh {
+    /// Spatial dimension: 2 or 3.
+    pub dim: usize,
+    /// Vertex coordinates, `dim` per vertex.
+    pub coords: Vec<f64>,
+    /// Cell -> vertices, `dim + 1` per cell.
+    pub cells: Vec<u32>,
+    /// Boundary facet -> vertices, `dim` per facet (segments in 2-D,
+    /// triangles in 3-D).
+    pub facets: Vec<u32>,
+    /// Boundary facet -> the cell it bounds, one per facet.
+    pub facet_cells: Vec<u32>,
+    /// Named groups of vertices, cells or facets.
+    pub groups: Vec<Group>,
+}
+
+impl Mesh {
+    /// Number of vertices.
+    pub fn vertices(&self) -> usize {
+        self.coords.len() / self.dim.max(1)
+    }
+
+    /// Number of cells.
+    pub fn num_cells(&self) -> usize {
+        self.cells.len() / (self.dim + 1)
+    }
+
+    /// Number of boundary facets.
+    pub fn num_facets(&self) -> usize {
+        self.facets.len() / self.dim.max(1)
+    }
+
+    /// The group called `name`, if any (the first of that name: the
+    /// generators give each side a facet group, then a vertex group of the
+    /// same name; [`Mesh::vertex_group`] and [`Mesh::facet_group`] pick one).
+    pub fn group(&self, name: &str) -> Option<&Group> {
+        self.groups.iter().find(|g| g.name == name)
+    }
+
+    /// The group of `kind` called `name`, if any.
+    ///
+    /// ```
+    /// use parloop_mesh::{unit_square, EntityKind};
+    /// let mesh = unit_square(4, 4)?;
+    /// assert_eq!(mesh.group_of("top", EntityKind::Facet).unwrap().entities.len(), 4);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn group_of(&self, name: &str, kind: EntityKind) -> Option<&Group> {
+        self.groups.iter().find(|g| g.name == name && g.kind == kind)
+    }
+
+    /// The vertex group called `name` (Dirichlet boundaries), if any.
+    ///
+    /// ```
+    /// let mesh = parloop_mesh::unit_square(4, 4)?;
+    /// assert_eq!(mesh.vertex_group("boundary").unwrap().entities.len(), 16);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn vertex_group(&self, name: &str) -> Option<&Group> {
+        self.group_of(name, EntityKind::Vertex)
+    }
+
+    /// The facet group called `name`, if any.
+    ///
+    /// ```
+    /// let mesh = parloop_mesh::unit_cube(2, 3, 4)?;
+    /// assert_eq!(mesh.facet_group("left").unwrap().entities.len(), 2 * 3 * 4);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn facet_group(&self, name: &str) -> Option<&Group> {
+        self.group_of(name, EntityKind::Facet)
+    }
+}
