@@ -166,25 +166,44 @@ pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
         None
     } else {
         let name = format!("{entry}_finish");
+        // One block: thread t folds partials t, t + m, t + 2m, ... in order
+        // (m = min(partials, threads)), then the block folds the m rows by
+        // `tree_reduce` and thread 0 adds the result to the global's value.
         w.open(format!("PL_ENTRY({name}) {{"));
-        w.open("if (blockIdx.x == 0 && threadIdx.x == 0) {");
+        w.line("PL_DYNAMIC_SHARED(pl_sh);");
         w.line(format!("const long long n = prm.val[{}];", val::PARTIALS));
+        w.line("if (n <= 0) return;");
+        w.line("const long long m = n < (long long)blockDim.x ? n : (long long)blockDim.x;");
         for &(a, s) in &layout.partials {
             let arg = &spec.args[a];
             let t = ctype(arg.elem);
+            let dim = arg.dim;
+            w.open("{");
             w.line(format!("{t}* const g{a} = ({t}*)prm.ptr[{a}];"));
             w.line(format!("const {t}* const p{a} = (const {t}*)prm.ptr[{s}];"));
-            w.open(format!("for (int k = 0; k < {}; ++k) {{", arg.dim));
-            w.line(format!("{t} v = g{a}[k];"));
+            w.line(format!("{t}* const red = ({t}*)pl_sh;"));
+            w.open("if ((long long)threadIdx.x < m) {");
+            w.open(format!("for (int k = 0; k < {dim}; ++k) {{"));
+            w.line(format!("{t} v = p{a}[threadIdx.x * {dim} + k];"));
             w.line(format!(
-                "for (long long p = 0; p < n; ++p) {{ const {t} x = p{a}[p * {} + k]; {} }}",
-                arg.dim,
+                "for (long long p = threadIdx.x + m; p < n; p += m) {{ const {t} x = p{a}[p * {dim} + k]; {} }}",
                 combine(arg.mode, arg.elem, "v", "x")
             ));
+            w.line(format!("red[threadIdx.x * {dim} + k] = v;"));
+            w.close();
+            w.close();
+            tree_reduce(arg, "m", &mut w);
+            w.open("if (threadIdx.x == 0) {");
+            w.open(format!("for (int k = 0; k < {dim}; ++k) {{"));
+            w.line(format!("{t} v = g{a}[k];"));
+            w.line(format!("const {t} x = red[k];"));
+            w.line(combine(arg.mode, arg.elem, "v", "x"));
             w.line(format!("g{a}[k] = v;"));
             w.close();
+            w.close();
+            w.line("__syncthreads();");
+            w.close();
         }
-        w.close();
         w.close();
         Some(name)
     };
@@ -544,8 +563,10 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
     }
 }
 
-/// Reduces every thread's accumulators into one partial result per block,
-/// in thread order (deterministic), through shared memory.
+/// Reduces every thread's accumulators into one partial result per block
+/// through shared memory, by a tree of fixed shape (`tree_reduce`):
+/// deterministic for a given block size, and log2(blockDim) steps instead of
+/// one thread walking the block.
 fn block_reduction(spec: &LoopSpec, reduced: &[usize], w: &mut Writer, staged: bool) {
     if reduced.is_empty() {
         return;
@@ -561,19 +582,36 @@ fn block_reduction(spec: &LoopSpec, reduced: &[usize], w: &mut Writer, staged: b
         w.open("{");
         w.line(format!("{t}* const red = ({t}*)pl_sh;"));
         w.line(format!("for (int k = 0; k < {dim}; ++k) red[threadIdx.x * {dim} + k] = acc{a}[k];"));
-        w.line("__syncthreads();");
-        w.open("if (threadIdx.x == 0) {");
-        w.open(format!("for (int k = 0; k < {dim}; ++k) {{"));
-        w.line(format!("{t} v = red[k];"));
+        tree_reduce(arg, "blockDim.x", w);
         w.line(format!(
-            "for (unsigned int t = 1; t < blockDim.x; ++t) {{ const {t} x = red[t * {dim} + k]; {} }}",
-            combine(arg.mode, arg.elem, "v", "x")
+            "if (threadIdx.x == 0) for (int k = 0; k < {dim}; ++k) part{a}[(prm.val[{}] + blockIdx.x) * {dim} + k] = red[k];",
+            val::PARTIAL_BASE
         ));
-        w.line(format!("part{a}[(prm.val[{}] + blockIdx.x) * {dim} + k] = v;", val::PARTIAL_BASE));
-        w.close();
-        w.close();
         w.close();
     }
+}
+
+/// Folds `red[0..count)` (rows of `arg.dim` values in shared memory, every
+/// thread of the block present) into `red[0]`: at each step thread `t` below
+/// the stride folds row `t + stride` into row `t`, the stride halving from the
+/// largest power of two below `count`. The shape depends on `count` alone,
+/// so the result is the same run to run. Ends with a barrier.
+fn tree_reduce(arg: &ArgSpec, count: &str, w: &mut Writer) {
+    let t = ctype(arg.elem);
+    let dim = arg.dim;
+    w.line("__syncthreads();");
+    w.line(format!("unsigned int stride = 1; while (2 * stride < (unsigned int)({count})) stride *= 2;"));
+    w.open("for (; stride > 0; stride /= 2) {");
+    w.open(format!("if (threadIdx.x < stride && threadIdx.x + stride < (unsigned int)({count})) {{"));
+    w.open(format!("for (int k = 0; k < {dim}; ++k) {{"));
+    w.line(format!("{t} v = red[threadIdx.x * {dim} + k];"));
+    w.line(format!("const {t} x = red[(threadIdx.x + stride) * {dim} + k];"));
+    w.line(combine(arg.mode, arg.elem, "v", "x"));
+    w.line(format!("red[threadIdx.x * {dim} + k] = v;"));
+    w.close();
+    w.close();
+    w.line("__syncthreads();");
+    w.close();
 }
 
 /// Shared memory a reduction needs per block of `threads`.

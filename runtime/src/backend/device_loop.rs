@@ -50,6 +50,8 @@ pub(crate) struct DeviceLoop {
     counted: i64,
     block: u32,
     shared: usize,
+    /// Shared memory of the finishing entry (one block folds the partials).
+    finish_shared: usize,
     /// Map of each `LoopSpec` map slot, as an index into the arguments.
     map_args: Vec<usize>,
     /// Whether the kernel can report a panic: the panic record is read
@@ -202,6 +204,21 @@ pub(crate) fn build(
             ArgKind::Indirect { column, .. } => Reach::Indirect { map: map_slot(a), column: *column },
             ArgKind::Vector { .. } => Reach::Vector { map: map_slot(a) },
             ArgKind::Global => Reach::Global,
+            ArgKind::Mat(_) => {
+                return Err(Error::Backend {
+                    name: "device".into(),
+                    reason: format!(
+                        "loop `{}`: matrix arguments run on seq and threads; device assembly comes next",
+                        kernel.name()
+                    ),
+                })
+            }
+            ArgKind::Index => {
+                return Err(Error::Backend {
+                    name: "device".into(),
+                    reason: format!("loop `{}`: the element-index argument runs on seq and threads for now", kernel.name()),
+                })
+            }
         };
         let pair = match (&plan, strategy.staged()) {
             (Some(p), true) => indirect.iter().position(|(j, _)| *j == i).map(|k| p.arg_pair[k]),
@@ -359,7 +376,21 @@ pub(crate) fn prepare(
         partials.push((slot, device.alloc(bytes)?));
     }
     let panics = spec.panics;
-    Ok(DeviceLoop { strategy, generated, module, arrays, partials, launches, counted, block, shared, map_args, panics })
+    let finish_shared = loops::reduction_shared_bytes(&spec, block as usize);
+    Ok(DeviceLoop {
+        strategy,
+        generated,
+        module,
+        arrays,
+        partials,
+        launches,
+        counted,
+        block,
+        shared,
+        finish_shared,
+        map_args,
+        panics,
+    })
 }
 
 /// A prepared loop bound to its current arguments, launched section by
@@ -413,7 +444,7 @@ impl<'a> Launcher<'a> {
         if let (Some(finish), None) = (&self.dl.generated.finish, &panic) {
             self.params.val = [0; loops::MAX_VALS];
             self.params.val[loops::val::PARTIALS] = self.dl.counted;
-            self.dl.module.launch(finish, 1, 1, 0, &self.params)?;
+            self.dl.module.launch(finish, 1, self.dl.block, self.dl.finish_shared, &self.params)?;
         }
         for a in self.args {
             if a.access.writes() {
