@@ -154,7 +154,11 @@ fn write41(s: &Spec, binary: Option<(bool, usize)>) -> Vec<u8> {
         |b: &mut Bin, v: f64| if bin { b.f64(v) } else { b.text(&format!("{v} ")) },
     );
     // Binary data has no line ends; text has one per record.
-    let nl = |b: &mut Bin| if !bin { b.text("\n") };
+    let nl = |b: &mut Bin| {
+        if !bin {
+            b.text("\n")
+        }
+    };
     b.text("$Entities\n");
     for d in 0..4 {
         size(&mut b, count(d));
@@ -195,7 +199,7 @@ fn write41(s: &Spec, binary: Option<(bool, usize)>) -> Vec<u8> {
     }
     b.text("$EndNodes\n$Elements\n");
     let ne = s.elements.len() as u64;
-    for v in [ne as u64, ne, 1, ne] {
+    for v in [ne, ne, 1, ne] {
         size(&mut b, v);
     }
     nl(&mut b);
@@ -228,7 +232,8 @@ fn check_square(m: &Mesh) {
     }
     assert_eq!(&m.cells[9..], &[4, 3, 0]);
     // Four boundary edges, outward (counter-clockwise) with their cells.
-    let mut f: Vec<(u32, u32, u32)> = m.facets.chunks_exact(2).zip(&m.facet_cells).map(|(f, &c)| (f[0], f[1], c)).collect();
+    let mut f: Vec<(u32, u32, u32)> =
+        m.facets.chunks_exact(2).zip(&m.facet_cells).map(|(f, &c)| (f[0], f[1], c)).collect();
     f.sort();
     assert_eq!(f, vec![(0, 1, 0), (1, 2, 1), (2, 3, 2), (3, 0, 3)]);
     let g = |n: &str| m.group(n).unwrap_or_else(|| panic!("group {n}"));

@@ -91,7 +91,8 @@ fn faces_with_one_cell(m: &Mesh) -> Vec<(Vec<u32>, u32)> {
             count.entry(f).or_insert((0, c as u32)).0 += 1;
         }
     }
-    let mut out: Vec<(Vec<u32>, u32)> = count.into_iter().filter(|(_, (n, _))| *n == 1).map(|(f, (_, c))| (f, c)).collect();
+    let mut out: Vec<(Vec<u32>, u32)> =
+        count.into_iter().filter(|(_, (n, _))| *n == 1).map(|(f, (_, c))| (f, c)).collect();
     out.sort();
     out
 }
@@ -146,7 +147,8 @@ fn check_invariants(file: &str, m: &Mesh) {
         assert!(g.entities.iter().all(|&e| (e as usize) < n), "{file}: group {} out of range", g.name);
         if g.kind == EntityKind::Facet {
             let vg = m.group(&format!("{}{}", g.name, gmsh::VERTICES_SUFFIX)).expect("vertex group");
-            let mut want: Vec<u32> = g.entities.iter().flat_map(|&f| m.facets[f as usize * m.dim..][..m.dim].to_vec()).collect();
+            let mut want: Vec<u32> =
+                g.entities.iter().flat_map(|&f| m.facets[f as usize * m.dim..][..m.dim].to_vec()).collect();
             want.sort_unstable();
             want.dedup();
             assert_eq!(vg.entities, want, "{file}: {} vertices", g.name);
@@ -157,7 +159,8 @@ fn check_invariants(file: &str, m: &Mesh) {
 /// The sorted coordinates, rounded to 1e-12 (ASCII files print 17
 /// significant digits, so text and binary agree to the last bits at most).
 fn sorted_points(m: &Mesh) -> Vec<Vec<i64>> {
-    let mut p: Vec<Vec<i64>> = m.coords.chunks_exact(m.dim).map(|x| x.iter().map(|v| (v * 1e12).round() as i64).collect()).collect();
+    let mut p: Vec<Vec<i64>> =
+        m.coords.chunks_exact(m.dim).map(|x| x.iter().map(|v| (v * 1e12).round() as i64).collect()).collect();
     p.sort();
     p
 }

@@ -136,10 +136,9 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
         e.nodes[..k]
             .iter()
             .map(|t| {
-                by_tag
-                    .get(t)
-                    .copied()
-                    .ok_or_else(|| loc.error(e.pos, format!("element refers to node {t}, which the file does not define")))
+                by_tag.get(t).copied().ok_or_else(|| {
+                    loc.error(e.pos, format!("element refers to node {t}, which the file does not define"))
+                })
             })
             .collect()
     };
@@ -176,10 +175,7 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
     }
     if dim == 2 {
         // Planar triangles in z = 0, up to rounding relative to the extent.
-        let extent = used
-            .iter()
-            .flat_map(|&i| raw.nodes[i].xyz[..2].iter().map(|x| x.abs()))
-            .fold(1.0f64, f64::max);
+        let extent = used.iter().flat_map(|&i| raw.nodes[i].xyz[..2].iter().map(|x| x.abs())).fold(1.0f64, f64::max);
         if let Some(&i) = used.iter().find(|&&i| raw.nodes[i].xyz[2].abs() > 1e-12 * extent) {
             let n = &raw.nodes[i];
             return Err(loc.error(
@@ -201,7 +197,9 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
         let p: Vec<[f64; 3]> = v.iter().map(|&i| raw.nodes[i].xyz).collect();
         let m = signed_measure(dim, &p);
         if m == 0.0 || !m.is_finite() {
-            return Err(loc.error(*pos, format!("cell has zero or invalid {}", if dim == 2 { "area" } else { "volume" })));
+            return Err(
+                loc.error(*pos, format!("cell has zero or invalid {}", if dim == 2 { "area" } else { "volume" }))
+            );
         }
         if m < 0.0 {
             c.swap(1, 2);
@@ -253,10 +251,9 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
             match number.get(i) {
                 Some(&k) => vs.push(k),
                 None => {
-                    return Err(loc.error(
-                        e.pos,
-                        format!("element refers to node {}, which no cell uses", raw.nodes[*i].tag),
-                    ))
+                    return Err(
+                        loc.error(e.pos, format!("element refers to node {}, which no cell uses", raw.nodes[*i].tag))
+                    )
                 }
             }
         }

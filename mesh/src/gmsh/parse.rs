@@ -71,18 +71,10 @@ impl Locator<'_> {
     pub(crate) fn error(&self, pos: usize, reason: impl Into<String>) -> Error {
         let pos = pos.min(self.data.len());
         if self.binary {
-            Error::InputAtByte {
-                source_name: self.name.to_string(),
-                offset: pos,
-                reason: reason.into(),
-            }
+            Error::InputAtByte { source_name: self.name.to_string(), offset: pos, reason: reason.into() }
         } else {
             let line = 1 + self.data[..pos].iter().filter(|&&b| b == b'\n').count();
-            Error::Input {
-                source_name: self.name.to_string(),
-                line,
-                reason: reason.into(),
-            }
+            Error::Input { source_name: self.name.to_string(), line, reason: reason.into() }
         }
     }
 }
@@ -176,10 +168,9 @@ impl<'a> Cursor<'a> {
 
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], Error> {
         if self.remaining() < n {
-            return Err(self.err(
-                self.pos,
-                format!("file ends inside {what} ({n} bytes needed, {} left)", self.remaining()),
-            ));
+            return Err(
+                self.err(self.pos, format!("file ends inside {what} ({n} bytes needed, {} left)", self.remaining()))
+            );
         }
         let s = &self.data()[self.pos..self.pos + n];
         self.pos += n;
@@ -188,8 +179,7 @@ impl<'a> Cursor<'a> {
 
     fn ascii_int(&mut self, what: &str) -> Result<i64, Error> {
         let (pos, t) = self.token(what)?;
-        t.parse::<i64>()
-            .map_err(|_| self.err(pos, format!("{what}: `{}` is not an integer", clip(t))))
+        t.parse::<i64>().map_err(|_| self.err(pos, format!("{what}: `{}` is not an integer", clip(t))))
     }
 
     fn ascii_f64(&mut self, what: &str) -> Result<f64, Error> {
@@ -242,8 +232,7 @@ impl<'a> Cursor<'a> {
             return self.bin_size(what);
         }
         let (pos, t) = self.token(what)?;
-        t.parse::<u64>()
-            .map_err(|_| self.err(pos, format!("{what}: `{}` is not a non-negative integer", clip(t))))
+        t.parse::<u64>().map_err(|_| self.err(pos, format!("{what}: `{}` is not a non-negative integer", clip(t))))
     }
 
     fn real(&mut self, bin: bool, what: &str) -> Result<f64, Error> {
@@ -280,23 +269,13 @@ fn clip(s: &str) -> String {
 
 /// Reads the file's records; `name` names it in errors.
 pub(crate) fn parse<'a>(name: &'a str, data: &'a [u8]) -> Result<(Raw, Locator<'a>), Error> {
-    let mut c = Cursor {
-        loc: Locator { name, data, binary: false },
-        pos: 0,
-        big_endian: false,
-        size_t: 8,
-    };
+    let mut c = Cursor { loc: Locator { name, data, binary: false }, pos: 0, big_endian: false, size_t: 8 };
     c.expect("$MeshFormat")?;
     let (vpos, v) = c.token("the format version")?;
     let version = match v {
         "2" | "2.0" | "2.1" | "2.2" => Version::V2,
         "4.1" => Version::V41,
-        _ => {
-            return Err(c.err(
-                vpos,
-                format!("MSH format version `{}` is not read (2.2 and 4.1 are)", clip(v)),
-            ))
-        }
+        _ => return Err(c.err(vpos, format!("MSH format version `{}` is not read (2.2 and 4.1 are)", clip(v)))),
     };
     let tpos = c.pos;
     let binary = match c.ascii_int("the file type")? {
@@ -313,9 +292,7 @@ pub(crate) fn parse<'a>(name: &'a str, data: &'a [u8]) -> Result<(Raw, Locator<'
         match (version, data_size) {
             (Version::V2, 8) => {}
             (Version::V41, 4 | 8) => c.size_t = data_size as usize,
-            _ => {
-                return Err(c.err(dpos, format!("data size {data_size} is not supported for a binary file")))
-            }
+            _ => return Err(c.err(dpos, format!("data size {data_size} is not supported for a binary file"))),
         }
         c.end_line()?;
         let opos = c.pos;
@@ -434,10 +411,7 @@ fn entities41(c: &mut Cursor, bin: bool) -> Result<HashMap<(i32, i32), Vec<i32>>
 }
 
 fn node_tag(c: &Cursor, pos: usize, tag: i64) -> Result<u64, Error> {
-    u64::try_from(tag)
-        .ok()
-        .filter(|&t| t >= 1)
-        .ok_or_else(|| c.err(pos, format!("node tag {tag} is not positive")))
+    u64::try_from(tag).ok().filter(|&t| t >= 1).ok_or_else(|| c.err(pos, format!("node tag {tag} is not positive")))
 }
 
 fn nodes2(c: &mut Cursor, bin: bool, raw: &mut Raw) -> Result<(), Error> {
@@ -512,7 +486,9 @@ fn nodes41(c: &mut Cursor, bin: bool, raw: &mut Raw) -> Result<(), Error> {
 fn unsupported(c: &Cursor, pos: usize, ty: i32) -> Error {
     c.err(
         pos,
-        format!("element type {ty} is not supported (only points, lines, triangles and tetrahedra: first-order simplices)"),
+        format!(
+            "element type {ty} is not supported (only points, lines, triangles and tetrahedra: first-order simplices)"
+        ),
     )
 }
 
@@ -595,12 +571,7 @@ fn elements2(c: &mut Cursor, bin: bool, raw: &mut Raw) -> Result<(), Error> {
     Ok(())
 }
 
-fn elements41(
-    c: &mut Cursor,
-    bin: bool,
-    entities: &HashMap<(i32, i32), Vec<i32>>,
-    raw: &mut Raw,
-) -> Result<(), Error> {
+fn elements41(c: &mut Cursor, bin: bool, entities: &HashMap<(i32, i32), Vec<i32>>, raw: &mut Raw) -> Result<(), Error> {
     if bin {
         c.end_line()?;
     }
