@@ -1,0 +1,424 @@
+//! The sparse matrix-vector product on the host, and the operator seam the
+//! solvers use.
+//!
+//! The product streams the CSR arrays once: rows are cut into chunks of
+//! about equal nonzeros (not equal rows, so that a few long rows do not
+//! leave one thread the tail), each chunk a rayon task on `threads` (one
+//! pass in order on `seq`); a row adds its products into four
+//! accumulators, so that the additions of one row do not wait on each
+//! other, and stores its result once. The order of the additions within a
+//! row is fixed, so results do not depend on the thread count.
+
+use rayon::prelude::*;
+
+use super::Real;
+use crate::backend::Backend;
+use crate::decl::{Dat, Set};
+use crate::matrix::Mat;
+use crate::error::{Error, Result};
+use crate::runtime::Runtime;
+
+/// What the solvers need of a matrix: its shape, `y = A x` and its
+/// diagonal. Implemented by [`Mat`](crate::Mat); a solver written against
+/// it runs on any operator with these three abilities.
+///
+/// ```
+/// use parloop::linalg::LinearOperator;
+/// use parloop::{Dat, Result, Runtime, Set};
+///
+/// /// y = 2 x, a diagonal operator without a matrix.
+/// struct Twice(Set);
+/// impl LinearOperator<f64> for Twice {
+///     fn name(&self) -> &str { "twice" }
+///     fn row_set(&self) -> &Set { &self.0 }
+///     fn col_set(&self) -> &Set { &self.0 }
+///     fn row_dim(&self) -> usize { 1 }
+///     fn col_dim(&self) -> usize { 1 }
+///     fn apply(&self, rt: &Runtime, x: &Dat<f64>, y: &Dat<f64>) -> Result<()> {
+///         rt.copy_from(y, x)?;
+///         rt.scale(2.0, y)
+///     }
+///     fn diagonal(&self, rt: &Runtime, d: &Dat<f64>) -> Result<()> { rt.fill(d, 2.0) }
+/// }
+/// let rt = Runtime::with_backend(parloop::Backend::Seq)?;
+/// let s = rt.set("s", 2)?;
+/// let (x, y) = (rt.dat("x", &s, 1, vec![1.0, 2.0])?, rt.dat("y", &s, 1, vec![0.0; 2])?);
+/// Twice(s.clone()).apply(&rt, &x, &y)?;
+/// assert_eq!(y.values()?, vec![2.0, 4.0]);
+/// # Ok::<(), parloop::Error>(())
+/// ```
+pub trait LinearOperator<T: Real> {
+    /// The operator's name, for messages.
+    fn name(&self) -> &str;
+    /// The set `y` of `y = A x` lives on.
+    fn row_set(&self) -> &Set;
+    /// The set `x` lives on.
+    fn col_set(&self) -> &Set;
+    /// Values per row entity (the dim of `y`).
+    fn row_dim(&self) -> usize;
+    /// Values per column entity (the dim of `x`).
+    fn col_dim(&self) -> usize;
+    /// `y = A x`.
+    fn apply(&self, rt: &Runtime, x: &Dat<T>, y: &Dat<T>) -> Result<()>;
+    /// `d = diag(A)` (`d` on the row set; a square operator).
+    fn diagonal(&self, rt: &Runtime, d: &Dat<T>) -> Result<()>;
+}
+
+/// A CSR matrix's arrays as the host product reads them: `rows + 1` row
+/// pointers, and per entry a column index and a value.
+#[derive(Clone, Copy)]
+pub(crate) struct CsrRef<'a, T> {
+    pub row_ptr: &'a [usize],
+    pub cols: &'a [u32],
+    pub vals: &'a [T],
+}
+
+/// Nonzeros per work item of the threaded product: a few hundred KiB of
+/// matrix per task amortises rayon's scheduling and still balances.
+const NNZ_PER_TASK: usize = 1 << 15;
+
+impl<T: Real> CsrRef<'_, T> {
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.row_ptr.len().saturating_sub(1)
+    }
+
+    /// Checks the arrays against each other and against the lengths of `x`
+    /// (every column index below it) and `y` (room for every row); the
+    /// product then indexes without surprises. `what` names the matrix.
+    pub fn check(&self, what: &str, x_len: usize, y_len: usize) -> Result<()> {
+        let bad = |reason: String| Error::Incompatible { op: format!("mult of matrix `{what}`"), reason };
+        let rows = self.rows();
+        if self.row_ptr.first() != Some(&0) || self.row_ptr.last() != Some(&self.cols.len()) {
+            return Err(bad(format!(
+                "row pointers run from {:?} to {:?}, the matrix has {} entries",
+                self.row_ptr.first(),
+                self.row_ptr.last(),
+                self.cols.len()
+            )));
+        }
+        if self.vals.len() != self.cols.len() {
+            return Err(bad(format!("{} values for {} entries", self.vals.len(), self.cols.len())));
+        }
+        if let Some(i) = self.row_ptr.windows(2).position(|w| w[0] > w[1]) {
+            return Err(bad(format!("row pointers decrease at row {i}")));
+        }
+        if y_len < rows {
+            return Err(bad(format!("y holds {y_len} values for {rows} rows")));
+        }
+        // Column indices below `x_len` are the sparsity's invariant (its
+        // columns are the column set's entities x dim, which is `x`'s
+        // length); `row` indexes `x` with bounds checks all the same.
+        if x_len == 0 && !self.cols.is_empty() {
+            return Err(bad(format!("x is empty, the matrix has {} entries", self.cols.len())));
+        }
+        Ok(())
+    }
+
+    /// Row `i` of the product with `x`.
+    #[inline(always)]
+    fn row(&self, i: usize, x: &[T]) -> T {
+        let (s, e) = (self.row_ptr[i], self.row_ptr[i + 1]);
+        let (cols, vals) = (&self.cols[s..e], &self.vals[s..e]);
+        // Four independent sums: a row's products are added without each
+        // waiting on the previous one (a dependency chain of adds would
+        // bound the product by the add latency, not by memory).
+        let mut acc = [T::ZERO; 4];
+        let mut c4 = cols.chunks_exact(4);
+        let mut v4 = vals.chunks_exact(4);
+        for (c, v) in (&mut c4).zip(&mut v4) {
+            // `x[...]` is bounds-checked: a well-predicted branch, hidden
+            // behind the memory traffic the product is bound by.
+            acc[0] = acc[0] + v[0] * x[c[0] as usize];
+            acc[1] = acc[1] + v[1] * x[c[1] as usize];
+            acc[2] = acc[2] + v[2] * x[c[2] as usize];
+            acc[3] = acc[3] + v[3] * x[c[3] as usize];
+        }
+        for (&c, &v) in c4.remainder().iter().zip(v4.remainder()) {
+            acc[0] = acc[0] + v * x[c as usize];
+        }
+        (acc[0] + acc[1]) + (acc[2] + acc[3])
+    }
+
+    /// `y[i] = (A x)[i]` for the rows in order, on this thread.
+    fn mult_rows(&self, first: usize, x: &[T], y: &mut [T]) {
+        for (k, yi) in y.iter_mut().enumerate() {
+            *yi = self.row(first + k, x);
+        }
+    }
+
+    /// Row boundaries of chunks of about [`NNZ_PER_TASK`] entries (at least
+    /// one row each), from 0 to `rows`.
+    fn chunks(&self) -> Vec<usize> {
+        let rows = self.rows();
+        let nnz = self.row_ptr[rows];
+        let mut cuts = vec![0];
+        let mut target = NNZ_PER_TASK;
+        while target < nnz {
+            // First row starting at or after `target` entries.
+            let r = self.row_ptr.partition_point(|&p| p < target).min(rows);
+            if r > *cuts.last().expect("starts with 0") {
+                cuts.push(r);
+            }
+            target = self.row_ptr[r].max(target) + NNZ_PER_TASK;
+        }
+        if *cuts.last().expect("starts with 0") != rows {
+            cuts.push(rows);
+        }
+        cuts
+    }
+
+    /// `y[..rows] = A x`, in parallel over chunks of rows when `parallel`.
+    /// Call [`CsrRef::check`] first.
+    pub fn mult(&self, x: &[T], y: &mut [T], parallel: bool) {
+        let rows = self.rows();
+        let y = &mut y[..rows];
+        if !parallel {
+            self.mult_rows(0, x, y);
+            return;
+        }
+        let cuts = self.chunks();
+        let mut pieces: Vec<(usize, &mut [T])> = Vec::with_capacity(cuts.len());
+        let mut rest = y;
+        for w in cuts.windows(2) {
+            let (head, tail) = rest.split_at_mut(w[1] - w[0]);
+            pieces.push((w[0], head));
+            rest = tail;
+        }
+        pieces.into_par_iter().for_each(|(first, ys)| self.mult_rows(first, x, ys));
+    }
+
+    /// `d[i]` = the entry of row `i` in column `i` (0 where the pattern has
+    /// none), for the first `d.len()` rows.
+    pub fn diagonal(&self, d: &mut [T]) {
+        for (i, di) in d.iter_mut().enumerate().take(self.rows()) {
+            let (s, e) = (self.row_ptr[i], self.row_ptr[i + 1]);
+            *di = match self.cols[s..e].binary_search(&(i as u32)) {
+                Ok(k) => self.vals[s + k],
+                Err(_) => T::ZERO,
+            };
+        }
+    }
+}
+
+/// Whether the product runs on the host in parallel for `backend`, or an
+/// error naming the matrix for backends without a host product.
+pub(crate) fn host_parallelism(rt: &Runtime, what: &str, op: &str) -> Result<bool> {
+    match rt.backend() {
+        Backend::Seq => Ok(false),
+        Backend::Threads => Ok(true),
+        other => Err(Error::Backend {
+            name: other.name().into(),
+            reason: format!(
+                "{op} of matrix `{what}` runs on the host backends (seq, threads) only for now; \
+                 a device kernel is still to come"
+            ),
+        }),
+    }
+}
+
+/// Checks that `x` lives on `set` with `dim`, for operation `op` on matrix
+/// `what` (`role`: "x", "y", ...).
+pub(crate) fn check_dat<T: Real>(op: &str, what: &str, role: &str, x: &Dat<T>, set: &Set, dim: usize) -> Result<()> {
+    if x.set() != set || x.dim() != dim {
+        return Err(Error::Incompatible {
+            op: format!("{op} of matrix `{what}`"),
+            reason: format!(
+                "{role} is dat `{}` on set `{}` with dim {}, the matrix needs set `{}` with dim {dim}",
+                x.name(),
+                x.set().name(),
+                x.dim(),
+                set.name()
+            ),
+        });
+    }
+    Ok(())
+}
+
+impl Runtime {
+    /// `y = A x` (SpMV) on the host backends: `x` on the matrix's column set
+    /// with its column dim, `y` on its row set with its row dim (distinct
+    /// dats). On `threads` the rows are shared by nonzeros between the
+    /// cores; results do not depend on the thread count. Device backends
+    /// and distributed runs return an error for now.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    /// #[parloop::kernel]
+    /// fn edge(a: &mut [[f64; 2]; 2]) {
+    ///     a[0][0] += 2.0;
+    ///     a[0][1] -= 1.0;
+    ///     a[1][0] -= 1.0;
+    ///     a[1][1] += 2.0;
+    /// }
+    /// let rt = Runtime::with_backend(Backend::Threads)?;
+    /// let nodes = rt.set("nodes", 2)?;
+    /// let edges = rt.set("edges", 1)?;
+    /// let e2n = rt.map("e2n", &edges, &nodes, 2, vec![0, 1])?;
+    /// let a = rt.mat::<f64>("A", &rt.sparsity("s", &[(&e2n, &e2n)], (1, 1))?)?;
+    /// rt.par_loop(edge::KERNEL, &edges, &[a.arg(&e2n, &e2n, Access::INC)])?;
+    /// let x = rt.dat("x", &nodes, 1, vec![1.0, 2.0])?;
+    /// let y = rt.dat("y", &nodes, 1, vec![0.0; 2])?;
+    /// rt.mult(&a, &x, &y)?;
+    /// assert_eq!(y.values()?, vec![0.0, 3.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn mult<T: Real>(&self, a: &Mat<T>, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
+        let s = a.sparsity();
+        let what = a.name();
+        check_dat("mult", what, "x", x, s.col_set(), s.col_dim())?;
+        check_dat("mult", what, "y", y, s.row_set(), s.row_dim())?;
+        if x.id() == y.id() {
+            return Err(Error::Incompatible {
+                op: format!("mult of matrix `{what}`"),
+                reason: format!("x and y are both dat `{}`; the product needs a dat of its own", x.name()),
+            });
+        }
+        let parallel = host_parallelism(self, what, "mult")?;
+        self.single_rank(what, "mult")?;
+        let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
+        a.values_dat().with_values(|vals| {
+            let csr = CsrRef { row_ptr, cols, vals };
+            x.with_values(|xv| {
+                csr.check(what, xv.len(), y.set().total() * y.dim())?;
+                y.with_values_mut(|yv| csr.mult(xv, yv, parallel))
+            })?
+        })?
+    }
+
+    /// `d = diag(A)` on the host backends: `d` on the row set of a square
+    /// matrix (row set = column set, equal dims); rows whose pattern has
+    /// no diagonal entry get 0.
+    ///
+    /// ```
+    /// # use parloop::{Access, Backend, Runtime};
+    /// # let rt = Runtime::with_backend(Backend::Seq)?;
+    /// # let n = rt.set("n", 2)?;
+    /// # let id = rt.map("id", &n, &n, 1, vec![0, 1])?;
+    /// let a = rt.mat::<f64>("A", &rt.sparsity("s", &[(&id, &id)], (1, 1))?)?;
+    /// let d = rt.dat("d", &n, 1, vec![5.0; 2])?;
+    /// rt.diagonal(&a, &d)?;
+    /// assert_eq!(d.values()?, vec![0.0; 2]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn diagonal<T: Real>(&self, a: &Mat<T>, d: &Dat<T>) -> Result<()> {
+        let s = a.sparsity();
+        let what = a.name();
+        if s.row_set() != s.col_set() || s.row_dim() != s.col_dim() {
+            return Err(Error::Incompatible {
+                op: format!("diagonal of matrix `{what}`"),
+                reason: format!(
+                    "the matrix maps set `{}` (dim {}) to set `{}` (dim {}); a diagonal needs a square one",
+                    s.col_set().name(),
+                    s.col_dim(),
+                    s.row_set().name(),
+                    s.row_dim()
+                ),
+            });
+        }
+        check_dat("diagonal", what, "d", d, s.row_set(), s.row_dim())?;
+        host_parallelism(self, what, "diagonal")?;
+        self.single_rank(what, "diagonal")?;
+        let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
+        a.values_dat().with_values(|vals| {
+            let csr = CsrRef { row_ptr, cols, vals };
+            d.with_values_mut(|dv| csr.diagonal(dv))
+        })?
+    }
+
+    /// An error for matrix operations that do not yet exchange halos.
+    fn single_rank(&self, what: &str, op: &str) -> Result<()> {
+        if self.ranks() > 1 {
+            return Err(Error::Distributed {
+                rank: self.rank(),
+                reason: format!("{op} of matrix `{what}` runs on one rank only for now (no column halo exchange yet)"),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<T: Real> LinearOperator<T> for Mat<T> {
+    fn name(&self) -> &str {
+        Mat::name(self)
+    }
+    fn row_set(&self) -> &Set {
+        self.sparsity().row_set()
+    }
+    fn col_set(&self) -> &Set {
+        self.sparsity().col_set()
+    }
+    fn row_dim(&self) -> usize {
+        self.sparsity().row_dim()
+    }
+    fn col_dim(&self) -> usize {
+        self.sparsity().col_dim()
+    }
+    fn apply(&self, rt: &Runtime, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
+        rt.mult(self, x, y)
+    }
+    fn diagonal(&self, rt: &Runtime, d: &Dat<T>) -> Result<()> {
+        rt.diagonal(self, d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A random CSR matrix (sorted unique columns) and its dense form.
+    fn random(rows: usize, cols: usize, seed: u64) -> (Vec<usize>, Vec<u32>, Vec<f64>, Vec<f64>) {
+        let mut s = seed;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut dense = vec![0.0; rows * cols];
+        let (mut ptr, mut ci, mut vals) = (vec![0], Vec::new(), Vec::new());
+        for r in 0..rows {
+            // Row lengths 0 to 40: empty rows, short rows, rows past the unrolling.
+            let len = (next() % 41) as usize;
+            let mut c: Vec<u32> = (0..len).map(|_| (next() % cols as u64) as u32).collect();
+            c.sort_unstable();
+            c.dedup();
+            for &j in &c {
+                let v = (next() % 2000) as f64 / 1000.0 - 1.0;
+                dense[r * cols + j as usize] = v;
+                ci.push(j);
+                vals.push(v);
+            }
+            ptr.push(ci.len());
+        }
+        (ptr, ci, vals, dense)
+    }
+
+    #[test]
+    fn product_equals_the_dense_product_serial_and_parallel() {
+        for (rows, cols, seed) in [(1, 1, 1), (7, 3, 2), (300, 200, 3), (5000, 4000, 4)] {
+            let (ptr, ci, vals, dense) = random(rows, cols, seed);
+            let x: Vec<f64> = (0..cols).map(|j| (j as f64 * 0.37).sin()).collect();
+            let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals };
+            csr.check("a", cols, rows).unwrap();
+            for parallel in [false, true] {
+                let mut y = vec![f64::NAN; rows];
+                csr.mult(&x, &mut y, parallel);
+                for r in 0..rows {
+                    let want: f64 = (0..cols).map(|j| dense[r * cols + j] * x[j]).sum();
+                    assert!((y[r] - want).abs() <= 1e-13 * (1.0 + want.abs()), "row {r}: {} vs {want}", y[r]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_cover_every_row_once() {
+        let (ptr, ci, vals, _) = random(20_000, 100, 9);
+        let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals };
+        let cuts = csr.chunks();
+        assert_eq!((cuts[0], *cuts.last().unwrap()), (0, 20_000));
+        assert!(cuts.windows(2).all(|w| w[0] < w[1]), "{cuts:?}");
+        assert!(cuts.len() > 2, "several chunks for {} entries", ci.len());
+    }
+}

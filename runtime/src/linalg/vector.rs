@@ -1,0 +1,276 @@
+//! Vector operations on dats, as parloop loops: they run on every backend
+//! and, under MPI, over the owned entities with all-reduced dots.
+//!
+//! Reductions (`dot`, `norm2`) are deterministic run to run on every
+//! backend: `seq` adds in entity order; `threads` adds fixed chunks of
+//! entities and combines their partial sums in chunk order (independent of
+//! the thread count and of scheduling); the device backends add per thread,
+//! then per block in thread order, then the blocks' partials in block order
+//! (fixed for a given block size). The backends do not agree bitwise with
+//! each other, since they group the additions differently.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::kernels::{VecKernels, MAX_DIM};
+use super::Real;
+use crate::decl::{Dat, Global};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::runtime::Runtime;
+use crate::types::Access;
+
+/// Numbers the globals the operations declare (names are unique per
+/// runtime; these live for one call).
+static NEXT_GLOBAL: AtomicU64 = AtomicU64::new(0);
+
+/// A scalar global holding `value`, named after the operation and its role.
+fn scalar<T: Real>(rt: &Runtime, op: &str, role: &str, value: T) -> Result<Global<T>> {
+    let n = NEXT_GLOBAL.fetch_add(1, Ordering::Relaxed);
+    rt.global(&format!("{op}#{n}:{role}"), &[value])
+}
+
+/// Checks that `dats` (with their roles in `op`) share one set and one
+/// dim, and returns the kernels for it.
+pub(crate) fn kernels_for<T: Real>(op: &str, dats: &[(&str, &Dat<T>)]) -> Result<&'static VecKernels> {
+    let (role0, first) = dats[0];
+    for &(role, d) in &dats[1..] {
+        if d.set() != first.set() || d.dim() != first.dim() {
+            return Err(Error::Incompatible {
+                op: op.into(),
+                reason: format!(
+                    "{role} is dat `{}` on set `{}` with dim {}, but {role0} is dat `{}` on set `{}` with dim {}; \
+                     they must share the set and the dim",
+                    d.name(),
+                    d.set().name(),
+                    d.dim(),
+                    first.name(),
+                    first.set().name(),
+                    first.dim()
+                ),
+            });
+        }
+    }
+    T::kernels(first.dim()).ok_or_else(|| Error::Incompatible {
+        op: op.into(),
+        reason: format!(
+            "dat `{}` has dim {}; vector operations support dims 1 to {MAX_DIM}",
+            first.name(),
+            first.dim()
+        ),
+    })
+}
+
+impl Runtime {
+    fn vec_loop<T: Real>(&self, kernel: &'static Kernel, on: &Dat<T>, args: &[crate::Arg]) -> Result<()> {
+        self.par_loop(kernel, on.set(), args)
+    }
+
+    /// `y = alpha x + y`, on the owned entities of `y`'s set. `x` and `y`
+    /// share set and dim (1 to 4); `y` may be `x`.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let s = rt.set("s", 2)?;
+    /// let x = rt.dat("x", &s, 1, vec![1.0, 2.0])?;
+    /// let y = rt.dat("y", &s, 1, vec![10.0, 20.0])?;
+    /// rt.axpy(3.0, &x, &y)?;
+    /// assert_eq!(y.values()?, vec![13.0, 26.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn axpy<T: Real>(&self, alpha: T, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
+        let k = kernels_for("axpy", &[("y", y), ("x", x)])?;
+        if x.id() == y.id() {
+            return self.scale(alpha + T::ONE, y);
+        }
+        let a = scalar(self, "axpy", "alpha", alpha)?;
+        self.vec_loop(k.axpy, y, &[a.arg(Access::READ), x.arg(Access::READ), y.arg(Access::RW)])
+    }
+
+    /// `y = alpha x + beta y`. `x` and `y` share set and dim; `y` may be
+    /// `x`.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let s = rt.set("s", 2)?;
+    /// let x = rt.dat("x", &s, 1, vec![1.0, 2.0])?;
+    /// let y = rt.dat("y", &s, 1, vec![10.0, 20.0])?;
+    /// rt.axpby(3.0, &x, 0.5, &y)?;
+    /// assert_eq!(y.values()?, vec![8.0, 16.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn axpby<T: Real>(&self, alpha: T, x: &Dat<T>, beta: T, y: &Dat<T>) -> Result<()> {
+        let k = kernels_for("axpby", &[("y", y), ("x", x)])?;
+        if x.id() == y.id() {
+            return self.scale(alpha + beta, y);
+        }
+        let a = scalar(self, "axpby", "alpha", alpha)?;
+        let b = scalar(self, "axpby", "beta", beta)?;
+        self.vec_loop(k.axpby, y, &[a.arg(Access::READ), x.arg(Access::READ), b.arg(Access::READ), y.arg(Access::RW)])
+    }
+
+    /// `y = alpha y`.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let s = rt.set("s", 2)?;
+    /// let y = rt.dat("y", &s, 1, vec![1.0, -2.0])?;
+    /// rt.scale(2.0, &y)?;
+    /// assert_eq!(y.values()?, vec![2.0, -4.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn scale<T: Real>(&self, alpha: T, y: &Dat<T>) -> Result<()> {
+        let k = kernels_for("scale", &[("y", y)])?;
+        let a = scalar(self, "scale", "alpha", alpha)?;
+        self.vec_loop(k.scale, y, &[a.arg(Access::READ), y.arg(Access::RW)])
+    }
+
+    /// The dot product `x . y` over the owned entities (all-reduced under
+    /// MPI), every component of every entity. Deterministic run to run on
+    /// every backend (see the module documentation for the order).
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let s = rt.set("s", 2)?;
+    /// let x = rt.dat("x", &s, 2, vec![1.0, 2.0, 3.0, 4.0])?;
+    /// assert_eq!(rt.dot(&x, &x)?, 30.0);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn dot<T: Real>(&self, x: &Dat<T>, y: &Dat<T>) -> Result<T> {
+        let k = kernels_for("dot", &[("x", x), ("y", y)])?;
+        let s = scalar(self, "dot", "sum", T::ZERO)?;
+        if x.id() == y.id() {
+            self.vec_loop(k.sumsq, x, &[x.arg(Access::READ), s.arg(Access::INC)])?;
+        } else {
+            self.vec_loop(k.dot, x, &[x.arg(Access::READ), y.arg(Access::READ), s.arg(Access::INC)])?;
+        }
+        s.value()
+    }
+
+    /// `(x . y, x . x)` in one pass over `x` and `y` (a solver's `r . z`
+    /// and `r . r`).
+    pub(crate) fn dot_and_sumsq<T: Real>(&self, x: &Dat<T>, y: &Dat<T>) -> Result<(T, T)> {
+        let k = kernels_for("dot", &[("x", x), ("y", y)])?;
+        if x.id() == y.id() {
+            let s = self.dot(x, x)?;
+            return Ok((s, s));
+        }
+        let n = NEXT_GLOBAL.fetch_add(1, Ordering::Relaxed);
+        let s = self.global(&format!("dot#{n}:sums"), &[T::ZERO, T::ZERO])?;
+        self.vec_loop(k.dot_sumsq, x, &[x.arg(Access::READ), y.arg(Access::READ), s.arg(Access::INC)])?;
+        let v = s.values()?;
+        Ok((v[0], v[1]))
+    }
+
+    /// The Euclidean norm `sqrt(x . x)`.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let s = rt.set("s", 2)?;
+    /// let x = rt.dat("x", &s, 1, vec![3.0, 4.0])?;
+    /// assert_eq!(rt.norm2(&x)?, 5.0);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn norm2<T: Real>(&self, x: &Dat<T>) -> Result<T> {
+        Ok(self.dot(x, x)?.sqrt())
+    }
+
+    /// `y = x` (`y.copy_from(x)`). Copying a dat onto itself does nothing.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let s = rt.set("s", 2)?;
+    /// let x = rt.dat("x", &s, 1, vec![1.0, 2.0])?;
+    /// let y = rt.dat("y", &s, 1, vec![0.0; 2])?;
+    /// rt.copy_from(&y, &x)?;
+    /// assert_eq!(y.values()?, vec![1.0, 2.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn copy_from<T: Real>(&self, y: &Dat<T>, x: &Dat<T>) -> Result<()> {
+        let k = kernels_for("copy_from", &[("y", y), ("x", x)])?;
+        if x.id() == y.id() {
+            return Ok(());
+        }
+        self.vec_loop(k.copy, y, &[x.arg(Access::READ), y.arg(Access::WRITE)])
+    }
+
+    /// `y = alpha` in every component of every owned entity.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let s = rt.set("s", 2)?;
+    /// let y = rt.dat("y", &s, 2, vec![0.0; 4])?;
+    /// rt.fill(&y, 1.5)?;
+    /// assert_eq!(y.values()?, vec![1.5; 4]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn fill<T: Real>(&self, y: &Dat<T>, alpha: T) -> Result<()> {
+        let k = kernels_for("fill", &[("y", y)])?;
+        let a = scalar(self, "fill", "alpha", alpha)?;
+        self.vec_loop(k.fill, y, &[a.arg(Access::READ), y.arg(Access::WRITE)])
+    }
+
+    /// `w = x .* y`, component by component (a lumped mass, a Jacobi
+    /// preconditioner). `w` may be `x` or `y`.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let s = rt.set("s", 2)?;
+    /// let x = rt.dat("x", &s, 1, vec![1.0, 2.0])?;
+    /// let y = rt.dat("y", &s, 1, vec![3.0, 4.0])?;
+    /// let w = rt.dat("w", &s, 1, vec![0.0; 2])?;
+    /// rt.pointwise_mult(&w, &x, &y)?;
+    /// assert_eq!(w.values()?, vec![3.0, 8.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn pointwise_mult<T: Real>(&self, w: &Dat<T>, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
+        let k = kernels_for("pointwise_mult", &[("w", w), ("x", x), ("y", y)])?;
+        let (wi, xi, yi) = (w.id(), x.id(), y.id());
+        if wi == xi && wi == yi {
+            // w = w .* w: the product of w with a copy would need a temporary;
+            // multiplying by itself through one RW parameter needs a kernel of
+            // its own, which squaring does not merit.
+            return Err(Error::Incompatible {
+                op: "pointwise_mult".into(),
+                reason: format!("w, x and y are all dat `{}`; square into another dat", w.name()),
+            });
+        }
+        if wi == xi {
+            return self.vec_loop(k.mul_in, w, &[y.arg(Access::READ), w.arg(Access::RW)]);
+        }
+        if wi == yi {
+            return self.vec_loop(k.mul_in, w, &[x.arg(Access::READ), w.arg(Access::RW)]);
+        }
+        self.vec_loop(k.mul, w, &[x.arg(Access::READ), y.arg(Access::READ), w.arg(Access::WRITE)])
+    }
+
+    /// `w = x ./ y`, component by component (IEEE division: a zero in `y`
+    /// gives an infinity or a NaN in `w`, never a panic). `w` may be `x` or
+    /// `y`.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let s = rt.set("s", 2)?;
+    /// let x = rt.dat("x", &s, 1, vec![3.0, 8.0])?;
+    /// let m = rt.dat("m", &s, 1, vec![3.0, 4.0])?;
+    /// rt.pointwise_divide(&x, &x, &m)?;
+    /// assert_eq!(x.values()?, vec![1.0, 2.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn pointwise_divide<T: Real>(&self, w: &Dat<T>, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
+        let k = kernels_for("pointwise_divide", &[("w", w), ("x", x), ("y", y)])?;
+        let (wi, xi, yi) = (w.id(), x.id(), y.id());
+        if wi == xi && wi == yi {
+            return Err(Error::Incompatible {
+                op: "pointwise_divide".into(),
+                reason: format!("w, x and y are all dat `{}`; divide into another dat", w.name()),
+            });
+        }
+        if wi == xi {
+            return self.vec_loop(k.div_in, w, &[y.arg(Access::READ), w.arg(Access::RW)]);
+        }
+        if wi == yi {
+            return self.vec_loop(k.rdiv_in, w, &[x.arg(Access::READ), w.arg(Access::RW)]);
+        }
+        self.vec_loop(k.div, w, &[x.arg(Access::READ), y.arg(Access::READ), w.arg(Access::WRITE)])
+    }
+}

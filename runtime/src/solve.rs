@@ -1,0 +1,380 @@
+//! Iterative solvers built from the vector operations and the operator's
+//! product, so that they run wherever those do (every backend, and under
+//! MPI with all-reduced dots).
+//!
+//! [`cg`] is the preconditioned conjugate gradient method for symmetric
+//! positive definite systems, with a Jacobi (diagonal) preconditioner or
+//! none. It never returns a wrong `x` silently: it stops with
+//! [`Error::NotConverged`] when the iteration limit is reached, when
+//! `p . Ap <= 0` or `r . z <= 0` (the matrix or the preconditioner is not
+//! positive definite), or when a value is not finite; and before it
+//! reports success it checks the true residual `b - A x` (not only the
+//! recursively updated one), restarting from it when rounding has let the
+//! two drift apart.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::decl::Dat;
+use crate::error::{Error, Result};
+use crate::linalg::{LinearOperator, Real};
+use crate::runtime::Runtime;
+
+/// The preconditioner of [`cg`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Preconditioner {
+    /// None: plain conjugate gradients.
+    None,
+    /// Jacobi: `z = r ./ diag(A)`; the diagonal must be positive.
+    #[default]
+    Jacobi,
+}
+
+/// What [`cg`] is asked for. It stops when `||r|| <= max(rtol ||b||, atol)`
+/// (2-norms of the true residual `r = b - A x`).
+///
+/// ```
+/// use parloop::solve::{CgOptions, Preconditioner};
+/// let opts = CgOptions { rtol: 1e-10, ..CgOptions::default() };
+/// assert_eq!(opts.preconditioner, Preconditioner::Jacobi);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CgOptions {
+    /// Tolerance relative to `||b||` (default 1e-8).
+    pub rtol: f64,
+    /// Absolute tolerance on `||r||` (default 0).
+    pub atol: f64,
+    /// Iterations at most (default 10 000); reaching it is an error.
+    pub max_iterations: usize,
+    /// The preconditioner (default Jacobi).
+    pub preconditioner: Preconditioner,
+}
+
+impl Default for CgOptions {
+    fn default() -> CgOptions {
+        CgOptions { rtol: 1e-8, atol: 0.0, max_iterations: 10_000, preconditioner: Preconditioner::Jacobi }
+    }
+}
+
+/// How a solve went.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CgReport {
+    /// Iterations run (products with the matrix inside the iteration; the
+    /// initial and final residual checks are not counted).
+    pub iterations: usize,
+    /// `||r||` (2-norm, absolute) before the first iteration and after
+    /// each one, as the iteration updates it.
+    pub residual_history: Vec<f64>,
+    /// `||b - A x|| / ||b||` of the returned `x`, computed from `x` (0 when
+    /// `b` is 0). In an error's report: the last recursive residual over
+    /// `||b||`.
+    pub relative_residual: f64,
+    /// `||b||`.
+    pub rhs_norm: f64,
+    /// Whether the tolerance was met (always, in an `Ok` report).
+    pub converged: bool,
+    /// Times the iteration restarted from the true residual because the
+    /// updated one had drifted below the tolerance without it.
+    pub restarts: usize,
+}
+
+/// Why [`cg`] stopped without a solution (in [`Error::NotConverged`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum SolveFailure {
+    /// The iteration limit was reached first.
+    MaxIterations {
+        /// The limit.
+        max_iterations: usize,
+    },
+    /// A quantity that is positive for an SPD matrix (and an SPD
+    /// preconditioner) was not: `p . Ap` (the matrix is not positive
+    /// definite, or singular with `b` outside its range) or `r . z` (the
+    /// preconditioner is not).
+    Breakdown {
+        /// "p . Ap" or "r . z".
+        quantity: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// A quantity was NaN or infinite (a NaN or infinity in the matrix, `b`
+    /// or `x`).
+    NotFinite {
+        /// Which ("||b||", "||r||", "p . Ap", "r . z").
+        quantity: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// The Jacobi preconditioner met a diagonal entry that is not positive
+    /// (an SPD matrix has none).
+    BadDiagonal {
+        /// The scalar row (entity x dim + component, local numbering).
+        row: usize,
+        /// The entry.
+        value: f64,
+    },
+}
+
+impl fmt::Display for SolveFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SolveFailure::MaxIterations { max_iterations } => {
+                write!(f, "the tolerance was not met within max_iterations = {max_iterations}")
+            }
+            SolveFailure::Breakdown { quantity, value } => write!(
+                f,
+                "breakdown: {quantity} = {value:e} <= 0 (the {} is not symmetric positive definite)",
+                if *quantity == "r . z" { "preconditioner" } else { "matrix" }
+            ),
+            SolveFailure::NotFinite { quantity, value } => write!(f, "{quantity} = {value} is not finite"),
+            SolveFailure::BadDiagonal { row, value } => {
+                write!(f, "Jacobi: diagonal entry of row {row} is {value:e}, not positive (the matrix is not SPD)")
+            }
+        }
+    }
+}
+
+/// Numbers the work vectors (names are unique per runtime).
+static NEXT_SOLVE: AtomicU64 = AtomicU64::new(0);
+
+/// Solves `A x = b` for symmetric positive definite `A` by preconditioned
+/// conjugate gradients, from the `x` given (the initial guess). `b` lives
+/// on the operator's row set, `x` on its column set (one set and dim: the
+/// operator is square).
+///
+/// Per iteration: one product with `A`, two passes of dots (`p . Ap`, and
+/// `r . z` with `r . r` fused), three `axpy`-like updates, and the Jacobi
+/// scaling (`z = r ./ diag(A)`) when preconditioned.
+///
+/// ```
+/// use parloop::linalg::LinearOperator;
+/// use parloop::solve::{cg, CgOptions, Preconditioner};
+/// use parloop::{Dat, Result, Runtime, Set};
+///
+/// /// diag(1, 2, 3, 4), without a matrix.
+/// struct D(Set, Dat<f64>);
+/// impl LinearOperator<f64> for D {
+///     fn name(&self) -> &str { "D" }
+///     fn row_set(&self) -> &Set { &self.0 }
+///     fn col_set(&self) -> &Set { &self.0 }
+///     fn row_dim(&self) -> usize { 1 }
+///     fn col_dim(&self) -> usize { 1 }
+///     fn apply(&self, rt: &Runtime, x: &Dat<f64>, y: &Dat<f64>) -> Result<()> { rt.pointwise_mult(y, &self.1, x) }
+///     fn diagonal(&self, rt: &Runtime, d: &Dat<f64>) -> Result<()> { rt.copy_from(d, &self.1) }
+/// }
+/// let rt = Runtime::with_backend(parloop::Backend::Seq)?;
+/// let s = rt.set("s", 4)?;
+/// let a = D(s.clone(), rt.dat("d", &s, 1, vec![1.0, 2.0, 3.0, 4.0])?);
+/// let b = rt.dat("b", &s, 1, vec![1.0; 4])?;
+/// let x = rt.dat("x", &s, 1, vec![0.0; 4])?;
+/// let opts = CgOptions { rtol: 1e-12, preconditioner: Preconditioner::None, ..CgOptions::default() };
+/// let report = cg(&rt, &a, &b, &x, &opts)?;
+/// assert!(report.converged && report.iterations <= 4);
+/// assert!((x.values()?[3] - 0.25).abs() < 1e-12);
+/// # Ok::<(), parloop::Error>(())
+/// ```
+pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
+    rt: &Runtime,
+    a: &A,
+    b: &Dat<T>,
+    x: &Dat<T>,
+    opts: &CgOptions,
+) -> Result<CgReport> {
+    let name = a.name().to_string();
+    if a.row_set() != a.col_set() || a.row_dim() != a.col_dim() {
+        return Err(Error::Incompatible {
+            op: format!("cg on matrix `{name}`"),
+            reason: format!(
+                "the matrix maps set `{}` (dim {}) to set `{}` (dim {}); CG needs a square one on one set",
+                a.col_set().name(),
+                a.col_dim(),
+                a.row_set().name(),
+                a.row_dim()
+            ),
+        });
+    }
+    crate::linalg::spmv::check_dat("cg", &name, "b", b, a.row_set(), a.row_dim())?;
+    crate::linalg::spmv::check_dat("cg", &name, "x", x, a.col_set(), a.col_dim())?;
+    if x.id() == b.id() {
+        return Err(Error::Incompatible {
+            op: format!("cg on matrix `{name}`"),
+            reason: format!("x and b are both dat `{}`; the solution needs a dat of its own", x.name()),
+        });
+    }
+    if !(opts.rtol >= 0.0 && opts.atol >= 0.0) {
+        return Err(Error::Incompatible {
+            op: format!("cg on matrix `{name}`"),
+            reason: format!("tolerances must be non-negative numbers, got rtol {} and atol {}", opts.rtol, opts.atol),
+        });
+    }
+
+    let n = NEXT_SOLVE.fetch_add(1, Ordering::Relaxed);
+    let len = b.set().total() * b.dim();
+    let work = |role: &str| rt.dat(&format!("cg#{n}:{role}"), b.set(), b.dim(), vec![T::ZERO; len]);
+    let (r, p, q) = (work("r")?, work("p")?, work("q")?);
+    let jacobi = match opts.preconditioner {
+        Preconditioner::None => None,
+        Preconditioner::Jacobi => Some((work("z")?, jacobi_inverse(rt, a, work("dinv")?, &name)?)),
+    };
+
+    let mut report = CgReport {
+        iterations: 0,
+        residual_history: Vec::new(),
+        relative_residual: 0.0,
+        rhs_norm: 0.0,
+        converged: false,
+        restarts: 0,
+    };
+    let fail = |failure: SolveFailure, mut report: CgReport, rnorm: f64| {
+        report.relative_residual = if report.rhs_norm > 0.0 { rnorm / report.rhs_norm } else { rnorm };
+        Error::NotConverged { solver: "cg", matrix: name.clone(), failure, report: Box::new(report) }
+    };
+    let bnorm = rt.norm2(b)?.to_f64();
+    report.rhs_norm = bnorm;
+    if !bnorm.is_finite() {
+        return Err(fail(SolveFailure::NotFinite { quantity: "||b||", value: bnorm }, report, f64::NAN));
+    }
+    if bnorm == 0.0 {
+        // The solution of A x = 0 for SPD A is 0, whatever the guess.
+        rt.fill(x, T::ZERO)?;
+        report.residual_history.push(0.0);
+        report.converged = true;
+        return Ok(report);
+    }
+    let tol = (opts.rtol * bnorm).max(opts.atol);
+
+    // r = b - A x, then the search direction from it; again after a drift.
+    let residual = |r: &Dat<T>| -> Result<f64> {
+        a.apply(rt, x, &q)?;
+        rt.copy_from(r, b)?;
+        rt.axpy(-T::ONE, &q, r)?;
+        Ok(rt.norm2(r)?.to_f64())
+    };
+    // z = M^-1 r, and (r . z, r . r).
+    let precondition = |r: &Dat<T>| -> Result<(T, f64)> {
+        match &jacobi {
+            None => {
+                let rr = rt.dot(r, r)?;
+                Ok((rr, rr.to_f64().sqrt()))
+            }
+            Some((z, dinv)) => {
+                rt.pointwise_mult(z, r, dinv)?;
+                let (rz, rr) = rt.dot_and_sumsq(r, z)?;
+                Ok((rz, rr.to_f64().sqrt()))
+            }
+        }
+    };
+    let z_of = |r: &Dat<T>| -> Dat<T> {
+        match &jacobi {
+            None => r.clone(),
+            Some((z, _)) => z.clone(),
+        }
+    };
+
+    let mut rnorm = residual(&r)?;
+    report.residual_history.push(rnorm);
+    let (mut rz_new, _) = precondition(&r)?;
+    let mut rz = T::ZERO;
+    let mut fresh = true; // p is to be (re)built from z alone
+    loop {
+        if !rnorm.is_finite() {
+            return Err(fail(SolveFailure::NotFinite { quantity: "||r||", value: rnorm }, report, rnorm));
+        }
+        if rnorm <= tol {
+            // Converged as the iteration sees it: confirm with the true
+            // residual (one product), restart from it if the two drifted.
+            let true_norm = residual(&r)?;
+            if true_norm <= tol {
+                report.relative_residual = true_norm / bnorm;
+                report.converged = true;
+                return Ok(report);
+            }
+            if !true_norm.is_finite() {
+                return Err(fail(SolveFailure::NotFinite { quantity: "||r||", value: true_norm }, report, true_norm));
+            }
+            // Drifted again right after a restart: the tolerance is below
+            // what this precision reaches; stop rather than loop.
+            if report.restarts > 0 && fresh {
+                let max_iterations = opts.max_iterations;
+                return Err(fail(SolveFailure::MaxIterations { max_iterations }, report, true_norm));
+            }
+            report.restarts += 1;
+            rnorm = true_norm;
+            rz_new = precondition(&r)?.0;
+            fresh = true;
+            continue;
+        }
+        if report.iterations >= opts.max_iterations {
+            let max_iterations = opts.max_iterations;
+            return Err(fail(SolveFailure::MaxIterations { max_iterations }, report, rnorm));
+        }
+        let rz_f = rz_new.to_f64();
+        if !rz_f.is_finite() {
+            return Err(fail(SolveFailure::NotFinite { quantity: "r . z", value: rz_f }, report, rnorm));
+        }
+        if rz_f <= 0.0 {
+            return Err(fail(SolveFailure::Breakdown { quantity: "r . z", value: rz_f }, report, rnorm));
+        }
+        // p = z + beta p (p = z after a (re)start).
+        let z = z_of(&r);
+        if fresh {
+            rt.copy_from(&p, &z)?;
+            fresh = false;
+        } else {
+            rt.axpby(T::ONE, &z, rz_new / rz, &p)?;
+        }
+        rz = rz_new;
+        // q = A p; alpha = r . z / p . q; x += alpha p; r -= alpha q.
+        a.apply(rt, &p, &q)?;
+        let pq = rt.dot(&p, &q)?;
+        let pq_f = pq.to_f64();
+        if !pq_f.is_finite() {
+            return Err(fail(SolveFailure::NotFinite { quantity: "p . Ap", value: pq_f }, report, rnorm));
+        }
+        if pq_f <= 0.0 {
+            return Err(fail(SolveFailure::Breakdown { quantity: "p . Ap", value: pq_f }, report, rnorm));
+        }
+        let alpha = rz / pq;
+        rt.axpy(alpha, &p, x)?;
+        rt.axpy(-alpha, &q, &r)?;
+        report.iterations += 1;
+        // z = M^-1 r with r . z and ||r|| in the same pass.
+        (rz_new, rnorm) = precondition(&r)?;
+        report.residual_history.push(rnorm);
+    }
+}
+
+/// `1 ./ diag(A)` into `dinv`, or an error naming the first diagonal entry
+/// that is not positive.
+fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
+    rt: &Runtime,
+    a: &A,
+    dinv: Dat<T>,
+    name: &str,
+) -> Result<Dat<T>> {
+    a.diagonal(rt, &dinv)?;
+    let owned = dinv.set().size() * dinv.dim();
+    let bad = dinv.with_values(|d| {
+        d[..owned].iter().position(|v| !(v.to_f64() > 0.0 && v.to_f64().is_finite())).map(|i| (i, d[i].to_f64()))
+    })?;
+    if let Some((row, value)) = bad {
+        let report = CgReport {
+            iterations: 0,
+            residual_history: Vec::new(),
+            relative_residual: f64::NAN,
+            rhs_norm: f64::NAN,
+            converged: false,
+            restarts: 0,
+        };
+        return Err(Error::NotConverged {
+            solver: "cg",
+            matrix: name.into(),
+            failure: SolveFailure::BadDiagonal { row, value },
+            report: Box::new(report),
+        });
+    }
+    // dinv = 1 ./ d, in place (`pointwise_divide` with w = y).
+    let ones = rt.dat(&format!("{}:ones", dinv.name()), dinv.set(), dinv.dim(), vec![T::ONE; dinv.values()?.len()])?;
+    rt.pointwise_divide(&dinv, &ones, &dinv)?;
+    Ok(dinv)
+}

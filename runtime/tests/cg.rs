@@ -1,0 +1,366 @@
+//! The conjugate gradient solver: SPD systems solved to the requested
+//! tolerance (the true residual checked here, from the matrix's CSR copy),
+//! Laplacians against known solutions, and the ways it must refuse to
+//! return an `x`: not SPD, singular, NaN, max_iterations.
+
+#[path = "support/device.rs"]
+mod device;
+
+use parloop::solve::{cg, CgOptions, Preconditioner, SolveFailure};
+use parloop::{Access, Backend, Dat, Error, Mat, Runtime, Set};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// w [[1, -1], [-1, 1]]: an edge of a weighted graph Laplacian.
+#[parloop::kernel]
+fn edge(w: &f64, a: &mut [[f64; 2]; 2]) {
+    a[0][0] += *w;
+    a[0][1] -= *w;
+    a[1][0] -= *w;
+    a[1][1] += *w;
+}
+
+/// s on the diagonal.
+#[parloop::kernel]
+fn shift(s: &f64, a: &mut [[f64; 1]; 1]) {
+    a[0][0] += *s;
+}
+
+/// A matrix `L + diag(shift)` for the graph `conn` (pairs of nodes) with
+/// edge weights `w`: SPD when the weights and shifts are positive.
+fn graph_matrix(rt: &Runtime, nodes: &Set, conn: &[i32], w: &[f64], shifts: &[f64]) -> Mat<f64> {
+    let edges = rt.set("edges", w.len()).unwrap();
+    let e2n = rt.map("e2n", &edges, nodes, 2, conn.to_vec()).unwrap();
+    let id = rt.map("id", nodes, nodes, 1, (0..nodes.size() as i32).collect()).unwrap();
+    let s = rt.sparsity("s", &[(&e2n, &e2n), (&id, &id)], (1, 1)).unwrap();
+    let a = rt.mat::<f64>("A", &s).unwrap();
+    let wd = rt.dat("w", &edges, 1, w.to_vec()).unwrap();
+    let sd = rt.dat("shift", nodes, 1, shifts.to_vec()).unwrap();
+    rt.par_loop(edge::KERNEL, &edges, &[wd.arg(Access::READ), a.arg(&e2n, &e2n, Access::INC)]).unwrap();
+    rt.par_loop(shift::KERNEL, nodes, &[sd.arg(Access::READ), a.arg(&id, &id, Access::INC)]).unwrap();
+    a
+}
+
+/// `||b - A x|| / ||b||` from the matrix's CSR copy, on the host.
+fn true_relative_residual(a: &Mat<f64>, b: &Dat<f64>, x: &Dat<f64>) -> f64 {
+    let csr = a.to_csr().unwrap();
+    let (b, x) = (b.values().unwrap(), x.values().unwrap());
+    let mut rr = 0.0;
+    for i in 0..b.len() {
+        let ax: f64 = (csr.row_ptr[i]..csr.row_ptr[i + 1]).map(|k| csr.vals[k] * x[csr.cols[k]]).sum();
+        rr += (b[i] - ax) * (b[i] - ax);
+    }
+    rr.sqrt() / b.iter().map(|v| v * v).sum::<f64>().sqrt()
+}
+
+/// A random connected graph (a path plus random edges) with random weights.
+fn random_spd(rt: &Runtime, rng: &mut Rng, n: usize, shift: f64) -> (Set, Mat<f64>) {
+    let nodes = rt.set("nodes", n).unwrap();
+    let mut conn = Vec::new();
+    for i in 1..n {
+        conn.extend([i as i32 - 1, i as i32]);
+    }
+    for _ in 0..3 * n {
+        conn.extend([rng.below(n) as i32, rng.below(n) as i32]);
+    }
+    let w: Vec<f64> = (0..conn.len() / 2).map(|_| 0.1 + rng.unit()).collect();
+    let shifts: Vec<f64> = (0..n).map(|_| shift * (0.5 + rng.unit())).collect();
+    let a = graph_matrix(rt, &nodes, &conn, &w, &shifts);
+    (nodes, a)
+}
+
+#[test]
+fn random_spd_systems_are_solved_to_the_requested_tolerance() {
+    let mut rng = Rng(0x1234_5678);
+    for backend in [Backend::Seq, Backend::Threads] {
+        for preconditioner in [Preconditioner::Jacobi, Preconditioner::None] {
+            for (n, rtol) in [(1, 1e-12), (10, 1e-10), (2000, 1e-8), (5000, 1e-11)] {
+                let rt = Runtime::with_backend(backend).unwrap();
+                let (nodes, a) = random_spd(&rt, &mut rng, n, 1e-3);
+                let b = rt.dat("b", &nodes, 1, (0..n).map(|_| rng.unit() - 0.5).collect()).unwrap();
+                let x = rt.dat("x", &nodes, 1, vec![0.0; n]).unwrap();
+                let opts = CgOptions { rtol, preconditioner, ..CgOptions::default() };
+                let report = cg(&rt, &a, &b, &x, &opts).unwrap();
+                let res = true_relative_residual(&a, &b, &x);
+                let what = format!("{backend:?} {preconditioner:?} n {n} rtol {rtol:e}");
+                assert!(report.converged, "{what}");
+                // Our residual and the solver's differ only by rounding.
+                assert!(res <= rtol * 1.01, "{what}: true residual {res:e}, report {:e}", report.relative_residual);
+                assert!((res - report.relative_residual).abs() <= 1e-3 * rtol, "{what}: {res:e} vs report");
+                assert_eq!(report.residual_history.len(), report.iterations + 1, "{what}");
+                assert!(report.iterations <= n + 10 || n > 100, "{what}: {} iterations", report.iterations);
+            }
+        }
+    }
+}
+
+#[test]
+fn jacobi_needs_fewer_iterations_on_a_badly_scaled_matrix() {
+    // Rows scaled over six orders of magnitude: the diagonal preconditioner
+    // undoes most of it.
+    let mut rng = Rng(77);
+    let rt = Runtime::with_backend(Backend::Threads).unwrap();
+    let n = 500;
+    let nodes = rt.set("nodes", n).unwrap();
+    let conn: Vec<i32> = (1..n).flat_map(|i| [i as i32 - 1, i as i32]).collect();
+    let w: Vec<f64> = (1..n).map(|i| 10f64.powi((i % 7) as i32 - 3)).collect();
+    let shifts: Vec<f64> = (0..n).map(|i| 10f64.powi((i % 5) as i32 - 2)).collect();
+    let a = graph_matrix(&rt, &nodes, &conn, &w, &shifts);
+    let b = rt.dat("b", &nodes, 1, (0..n).map(|_| rng.unit()).collect()).unwrap();
+    let iterations = |p| {
+        let x = rt.dat(&format!("x{p:?}"), &nodes, 1, vec![0.0; n]).unwrap();
+        let opts = CgOptions { rtol: 1e-10, preconditioner: p, max_iterations: 100_000, ..CgOptions::default() };
+        let r = cg(&rt, &a, &b, &x, &opts).unwrap();
+        assert!(true_relative_residual(&a, &b, &x) <= 1.01e-10);
+        r.iterations
+    };
+    let (jacobi, none) = (iterations(Preconditioner::Jacobi), iterations(Preconditioner::None));
+    assert!(jacobi < none, "Jacobi {jacobi} iterations, none {none}");
+}
+
+#[test]
+fn one_d_laplacian_converges_to_the_continuous_solution() {
+    // -u'' = pi^2 sin(pi x) on (0, 1), u = 0 at both ends: u = sin(pi x).
+    // P1 on a uniform mesh of n + 1 intervals: (1/h) tridiag(-1, 2, -1) u = h f
+    // (lumped load); the nodal error is O(h^2).
+    for backend in [Backend::Seq, Backend::Threads] {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let n = 200;
+        let h = 1.0 / (n + 1) as f64;
+        let nodes = rt.set("nodes", n).unwrap();
+        // Interior edges between consecutive nodes; the two boundary edges
+        // become a diagonal shift of 1/h on the first and last nodes.
+        let conn: Vec<i32> = (1..n).flat_map(|i| [i as i32 - 1, i as i32]).collect();
+        let w = vec![1.0 / h; n - 1];
+        let mut shifts = vec![0.0; n];
+        shifts[0] = 1.0 / h;
+        shifts[n - 1] = 1.0 / h;
+        let a = graph_matrix(&rt, &nodes, &conn, &w, &shifts);
+        let xs: Vec<f64> = (1..=n).map(|i| i as f64 * h).collect();
+        let pi = std::f64::consts::PI;
+        let b = rt.dat("b", &nodes, 1, xs.iter().map(|x| h * pi * pi * (pi * x).sin()).collect()).unwrap();
+        let x = rt.dat("x", &nodes, 1, vec![0.0; n]).unwrap();
+        let report = cg(&rt, &a, &b, &x, &CgOptions { rtol: 1e-12, ..CgOptions::default() }).unwrap();
+        let u = x.values().unwrap();
+        let err = xs.iter().zip(&u).map(|(x, u)| (u - (pi * x).sin()).abs()).fold(0.0, f64::max);
+        // The lumped load's nodal error is about pi^2 h^2 / 12 of the peak.
+        assert!(err < pi * pi * h * h / 6.0, "{backend:?}: max error {err:e} with h = {h:e}");
+        assert!(err > 1e-9, "{backend:?}: suspiciously exact: {err:e}");
+        // Exact arithmetic would need at most n iterations.
+        assert!(report.iterations <= n, "{backend:?}: {} iterations", report.iterations);
+    }
+}
+
+/// The 5-point stencil as a graph Laplacian (unit weights) of an m x m
+/// grid, with the Dirichlet boundary as a diagonal shift.
+fn laplacian_2d(rt: &Runtime, m: usize) -> (Set, Mat<f64>) {
+    let nodes = rt.set("nodes", m * m).unwrap();
+    let id = |i: usize, j: usize| (i * m + j) as i32;
+    let mut conn = Vec::new();
+    for i in 0..m {
+        for j in 0..m {
+            if i + 1 < m {
+                conn.extend([id(i, j), id(i + 1, j)]);
+            }
+            if j + 1 < m {
+                conn.extend([id(i, j), id(i, j + 1)]);
+            }
+        }
+    }
+    let w = vec![1.0; conn.len() / 2];
+    // 4 - (neighbours inside): the missing neighbours are boundary nodes.
+    let shifts: Vec<f64> = (0..m * m)
+        .map(|k| {
+            let (i, j) = (k / m, k % m);
+            [i == 0, i + 1 == m, j == 0, j + 1 == m].iter().filter(|&&b| b).count() as f64
+        })
+        .collect();
+    (nodes.clone(), graph_matrix(rt, &nodes, &conn, &w, &shifts))
+}
+
+#[test]
+fn two_d_laplacian_recovers_a_known_discrete_solution() {
+    // b = A u* for a chosen u*, computed here from the stencil itself, not
+    // from the assembled matrix.
+    let m = 60;
+    let u_star: Vec<f64> =
+        (0..m * m).map(|k| ((k / m) as f64 * 0.1).sin() * ((k % m) as f64 * 0.07).cos() + 0.5).collect();
+    let mut b = vec![0.0; m * m];
+    for i in 0..m {
+        for j in 0..m {
+            let at = |i: isize, j: isize| {
+                if i < 0 || j < 0 || i >= m as isize || j >= m as isize {
+                    0.0
+                } else {
+                    u_star[i as usize * m + j as usize]
+                }
+            };
+            let (ii, jj) = (i as isize, j as isize);
+            b[i * m + j] =
+                4.0 * at(ii, jj) - at(ii - 1, jj) - at(ii + 1, jj) - at(ii, jj - 1) - at(ii, jj + 1);
+        }
+    }
+    for backend in [Backend::Seq, Backend::Threads] {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let (nodes, a) = laplacian_2d(&rt, m);
+        let bd = rt.dat("b", &nodes, 1, b.clone()).unwrap();
+        let x = rt.dat("x", &nodes, 1, vec![0.0; m * m]).unwrap();
+        cg(&rt, &a, &bd, &x, &CgOptions { rtol: 1e-12, ..CgOptions::default() }).unwrap();
+        let err = x.values().unwrap().iter().zip(&u_star).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        // cond(A) ~ 1.6e3 for m = 60: 1e-12 relative residual, 1e-8 in x.
+        assert!(err < 1e-8, "{backend:?}: max error {err:e}");
+    }
+}
+
+#[test]
+fn seq_and_threads_agree_and_solves_repeat_bitwise() {
+    let solve = |backend| {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let (nodes, a) = laplacian_2d(&rt, 40);
+        let b = rt.dat("b", &nodes, 1, (0..1600).map(|k| (k as f64).sin()).collect()).unwrap();
+        let x = rt.dat("x", &nodes, 1, vec![0.0; 1600]).unwrap();
+        let r = cg(&rt, &a, &b, &x, &CgOptions { rtol: 1e-10, ..CgOptions::default() }).unwrap();
+        (r, x.values().unwrap())
+    };
+    let (r1, x1) = solve(Backend::Threads);
+    let (r2, x2) = solve(Backend::Threads);
+    assert_eq!(r1, r2);
+    assert!(x1.iter().zip(&x2).all(|(a, b)| a.to_bits() == b.to_bits()));
+    let (_, xs) = solve(Backend::Seq);
+    let diff = xs.iter().zip(&x1).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    assert!(diff < 1e-7, "seq and threads differ by {diff:e}");
+}
+
+#[test]
+fn max_iterations_reached_is_an_error_with_the_report() {
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let (nodes, a) = laplacian_2d(&rt, 30);
+    let b = rt.dat("b", &nodes, 1, vec![1.0; 900]).unwrap();
+    let x = rt.dat("x", &nodes, 1, vec![0.0; 900]).unwrap();
+    let opts = CgOptions { rtol: 1e-12, max_iterations: 3, ..CgOptions::default() };
+    match cg(&rt, &a, &b, &x, &opts) {
+        Err(Error::NotConverged { failure: SolveFailure::MaxIterations { max_iterations: 3 }, report, matrix, .. }) => {
+            assert_eq!(matrix, "A");
+            assert_eq!(report.iterations, 3);
+            assert_eq!(report.residual_history.len(), 4);
+            assert!(!report.converged);
+            // The last residual is reported, and it is the true one's order.
+            let res = true_relative_residual(&a, &b, &x);
+            assert!((report.relative_residual - res).abs() <= 1e-8 * res, "{} vs {res}", report.relative_residual);
+            assert!(res > 1e-12);
+        }
+        other => panic!("expected MaxIterations, got {other:?}"),
+    }
+}
+
+#[test]
+fn not_positive_definite_matrices_are_refused() {
+    // diag(1, -1, 1, -1, ...) plus a little coupling: indefinite.
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let n = 50;
+    let nodes = rt.set("nodes", n).unwrap();
+    let conn: Vec<i32> = (1..n).flat_map(|i| [i as i32 - 1, i as i32]).collect();
+    let shifts: Vec<f64> = (0..n).map(|i| if i % 2 == 0 { 1.0 } else { -1.5 }).collect();
+    let a = graph_matrix(&rt, &nodes, &conn, &vec![0.1; n - 1], &shifts);
+    let b = rt.dat("b", &nodes, 1, vec![1.0; n]).unwrap();
+    let x = rt.dat("x", &nodes, 1, vec![0.0; n]).unwrap();
+    // Jacobi sees a negative diagonal entry before iterating.
+    let err = cg(&rt, &a, &b, &x, &CgOptions::default()).unwrap_err();
+    match &err {
+        Error::NotConverged { failure: SolveFailure::BadDiagonal { row: 1, value }, .. } => {
+            assert!(*value < 0.0)
+        }
+        other => panic!("expected BadDiagonal at row 1, got {other:?}"),
+    }
+    assert!(err.to_string().contains("`A`") && err.to_string().contains("row 1"), "{err}");
+    // Without a preconditioner the iteration meets p . Ap <= 0.
+    let opts = CgOptions { preconditioner: Preconditioner::None, ..CgOptions::default() };
+    match cg(&rt, &a, &b, &x, &opts) {
+        Err(Error::NotConverged { failure: SolveFailure::Breakdown { quantity: "p . Ap", value }, .. }) => {
+            assert!(value <= 0.0)
+        }
+        other => panic!("expected a breakdown, got {other:?}"),
+    }
+}
+
+#[test]
+fn singular_system_without_a_solution_is_not_reported_as_solved() {
+    // A graph Laplacian without a shift is singular (constants are its
+    // kernel); b = e_0 is not in its range, so no x solves it.
+    let rt = Runtime::with_backend(Backend::Threads).unwrap();
+    let n = 100;
+    let nodes = rt.set("nodes", n).unwrap();
+    let conn: Vec<i32> = (1..n).flat_map(|i| [i as i32 - 1, i as i32]).collect();
+    let a = graph_matrix(&rt, &nodes, &conn, &vec![1.0; n - 1], &vec![0.0; n]);
+    let mut bv = vec![0.0; n];
+    bv[0] = 1.0;
+    let b = rt.dat("b", &nodes, 1, bv).unwrap();
+    for p in [Preconditioner::Jacobi, Preconditioner::None] {
+        let x = rt.dat(&format!("x{p:?}"), &nodes, 1, vec![0.0; n]).unwrap();
+        let opts = CgOptions { rtol: 1e-10, max_iterations: 2000, preconditioner: p };
+        let err = cg(&rt, &a, &b, &x, &opts).unwrap_err();
+        assert!(matches!(err, Error::NotConverged { .. }), "{p:?}: {err:?}");
+        // The true residual of whatever x holds is far from the tolerance.
+        assert!(true_relative_residual(&a, &b, &x) > 1e-3, "{p:?}");
+    }
+}
+
+#[test]
+fn nan_inputs_and_bad_arguments_are_errors() {
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let (nodes, a) = laplacian_2d(&rt, 5);
+    let mut bv = vec![1.0; 25];
+    bv[7] = f64::NAN;
+    let b = rt.dat("b", &nodes, 1, bv).unwrap();
+    let x = rt.dat("x", &nodes, 1, vec![0.0; 25]).unwrap();
+    assert!(matches!(
+        cg(&rt, &a, &b, &x, &CgOptions::default()),
+        Err(Error::NotConverged { failure: SolveFailure::NotFinite { .. }, .. })
+    ));
+    // A NaN in the initial guess.
+    b.set_values(&[1.0; 25]).unwrap();
+    x.with_values_mut(|v| v[3] = f64::NAN).unwrap();
+    assert!(matches!(
+        cg(&rt, &a, &b, &x, &CgOptions::default()),
+        Err(Error::NotConverged { failure: SolveFailure::NotFinite { .. }, .. })
+    ));
+    // b = 0: x = 0 at once.
+    b.set_values(&[0.0; 25]).unwrap();
+    let r = cg(&rt, &a, &b, &x, &CgOptions::default()).unwrap();
+    assert_eq!((r.iterations, r.converged), (0, true));
+    assert_eq!(x.values().unwrap(), vec![0.0; 25]);
+    // Wrong set, x aliasing b, negative tolerance.
+    let other = rt.set("other", 25).unwrap();
+    let y = rt.dat("y", &other, 1, vec![0.0; 25]).unwrap();
+    let msg = cg(&rt, &a, &b, &y, &CgOptions::default()).unwrap_err().to_string();
+    assert!(msg.contains("`y`") && msg.contains("`other`") && msg.contains("`A`"), "{msg}");
+    let msg = cg(&rt, &a, &b, &b, &CgOptions::default()).unwrap_err().to_string();
+    assert!(msg.contains("both dat `b`"), "{msg}");
+    let opts = CgOptions { rtol: -1.0, ..CgOptions::default() };
+    assert!(matches!(cg(&rt, &a, &b, &x, &opts), Err(Error::Incompatible { .. })));
+}
+
+#[test]
+fn device_backends_say_that_the_product_is_not_there_yet() {
+    let rt = Runtime::with_backend(device::device_backend()).unwrap();
+    let (nodes, a) = laplacian_2d(&rt, 4);
+    let b = rt.dat("b", &nodes, 1, vec![1.0; 16]).unwrap();
+    let x = rt.dat("x", &nodes, 1, vec![0.0; 16]).unwrap();
+    let err = cg(&rt, &a, &b, &x, &CgOptions::default()).unwrap_err();
+    assert!(matches!(err, Error::Backend { .. }), "{err:?}");
+}
