@@ -388,3 +388,26 @@ fn read_reports_the_path_of_a_missing_file() {
     let e = parloop_mesh::gmsh::read("/nonexistent/x.msh").unwrap_err();
     assert!(matches!(&e, Error::Io { path, .. } if path == "/nonexistent/x.msh"), "{e:?}");
 }
+
+#[test]
+fn long_physical_lists_shared_by_many_elements_are_refused() {
+    // One 4.1 point entity in 5000 physical groups, holding 3000 point
+    // elements: 15 million memberships from a 60 KB file. The reader
+    // refuses it instead of building 5000 groups of 3000 vertices.
+    let tags: Vec<String> = (1..=5000).map(|t| t.to_string()).collect();
+    let mut f = String::from("$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$Entities\n1 0 1 0\n");
+    f += &format!("1 0 0 0 5000 {}\n1 0 0 0 0 0 0 1 7 0\n$EndEntities\n", tags.join(" "));
+    f += "$Nodes\n1 3 1 3\n2 1 0 3\n1\n2\n3\n0 0 0\n1 0 0\n0 1 0\n$EndNodes\n";
+    f += "$Elements\n2 3001 1 3001\n2 1 2 1\n1 1 2 3\n0 1 15 3000\n";
+    for i in 0..3000 {
+        f += &format!("{} {}\n", i + 2, i % 3 + 1);
+    }
+    f += "$EndElements\n";
+    let (_, reason) = line_of(read_bytes("bad.msh", f.as_bytes()).unwrap_err());
+    assert!(reason.contains("physical groups"), "{reason}");
+    // The same file with the point entity in one group reads.
+    let one = f.replace(&format!("5000 {}", tags.join(" ")), "1 1");
+    let m = read_bytes("ok.msh", one.as_bytes()).unwrap();
+    assert_eq!((m.num_cells(), m.group("gmsh:0:1").unwrap().entities.clone()), (1, vec![0, 1, 2]));
+    assert_eq!(m.group("gmsh:2:7").unwrap().entities, vec![0]);
+}

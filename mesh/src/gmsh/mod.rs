@@ -143,6 +143,18 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
             .collect()
     };
 
+    // Group memberships cost memory beyond the file's size only if the file
+    // repeats long physical-tag lists (4.1 entities are shared by their
+    // elements): bound them by what a sensible file of this size holds.
+    let memberships: usize = raw.elements.iter().map(|e| e.physical.len()).sum();
+    let limit = 4 * loc.data.len() + 4096;
+    if memberships > limit {
+        return Err(loc.error(
+            0,
+            format!("elements belong to {memberships} physical groups in all, more than {limit} for a file this size"),
+        ));
+    }
+
     // Cells, once each, with the physical tags of all their copies.
     let mut cells_raw: Vec<(Vec<usize>, usize)> = Vec::new();
     let mut cell_phys: Vec<Vec<i32>> = Vec::new();
@@ -159,7 +171,7 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
             cell_phys.push(Vec::new());
             cells_raw.len() - 1
         });
-        cell_phys[c].extend(&e.physical);
+        cell_phys[c].extend(e.physical.iter());
     }
 
     // Vertices: the nodes cells use, by increasing tag.
@@ -261,11 +273,11 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
             let f = facet_of.get(&face_key(&vs)).ok_or_else(|| {
                 loc.error(e.pos, "a facet element is not a boundary face of the mesh (interior facets are not read)")
             })?;
-            for &t in &e.physical {
+            for &t in e.physical.iter() {
                 phys.entry((edim, t)).or_default().push(*f);
             }
         } else {
-            for &t in &e.physical {
+            for &t in e.physical.iter() {
                 phys.entry((edim, t)).or_default().extend(&vs);
             }
         }

@@ -6,6 +6,7 @@
 //! vectors reserve at most what the rest of the file could hold.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use parloop::Error;
 
@@ -22,8 +23,9 @@ pub(crate) struct Element {
     pub ty: i32,
     /// Node tags; the first `nodes_per(ty)` are meaningful.
     pub nodes: [u64; 4],
-    /// Physical tags (of dimension `dim_of(ty)`).
-    pub physical: Vec<i32>,
+    /// Physical tags (of dimension `dim_of(ty)`); shared by the elements of
+    /// one 4.1 entity, so that a long list is not copied per element.
+    pub physical: Rc<[i32]>,
     /// Where the element starts (for errors).
     pub pos: usize,
 }
@@ -308,7 +310,7 @@ pub(crate) fn parse<'a>(name: &'a str, data: &'a [u8]) -> Result<(Raw, Locator<'
     c.expect("$EndMeshFormat")?;
 
     let mut raw = Raw { nodes: Vec::new(), elements: Vec::new(), names: Vec::new() };
-    let mut entities: HashMap<(i32, i32), Vec<i32>> = HashMap::new();
+    let mut entities: HashMap<(i32, i32), Rc<[i32]>> = HashMap::new();
     let (mut seen_nodes, mut seen_elements) = (false, false);
     while !c.at_end() {
         let (spos, t) = c.token("a section")?;
@@ -376,7 +378,7 @@ fn physical_names(c: &mut Cursor, raw: &mut Raw) -> Result<(), Error> {
 }
 
 /// 4.1 `$Entities`: the physical tags of each (dimension, entity tag).
-fn entities41(c: &mut Cursor, bin: bool) -> Result<HashMap<(i32, i32), Vec<i32>>, Error> {
+fn entities41(c: &mut Cursor, bin: bool) -> Result<HashMap<(i32, i32), Rc<[i32]>>, Error> {
     if bin {
         c.end_line()?;
     }
@@ -404,7 +406,9 @@ fn entities41(c: &mut Cursor, bin: bool) -> Result<HashMap<(i32, i32), Vec<i32>>
                     c.int(bin, "a bounding entity tag")?;
                 }
             }
-            map.insert((dim as i32, tag), phys);
+            phys.sort_unstable();
+            phys.dedup();
+            map.insert((dim as i32, tag), phys.into());
         }
     }
     Ok(map)
@@ -530,7 +534,7 @@ fn elements2(c: &mut Cursor, bin: bool, raw: &mut Raw) -> Result<(), Error> {
                 let t = c.ascii_int("an element's node")?;
                 *v = node_tag(c, p, t)?;
             }
-            raw.elements.push(Element { ty, nodes, physical, pos });
+            raw.elements.push(Element { ty, nodes, physical: physical.into(), pos });
         }
         return Ok(());
     }
@@ -564,14 +568,19 @@ fn elements2(c: &mut Cursor, bin: bool, raw: &mut Raw) -> Result<(), Error> {
                 let t = c.bin_i32("an element's node")?;
                 *v = node_tag(c, p, i64::from(t))?;
             }
-            raw.elements.push(Element { ty, nodes, physical, pos });
+            raw.elements.push(Element { ty, nodes, physical: physical.into(), pos });
         }
         left -= count as u64;
     }
     Ok(())
 }
 
-fn elements41(c: &mut Cursor, bin: bool, entities: &HashMap<(i32, i32), Vec<i32>>, raw: &mut Raw) -> Result<(), Error> {
+fn elements41(
+    c: &mut Cursor,
+    bin: bool,
+    entities: &HashMap<(i32, i32), Rc<[i32]>>,
+    raw: &mut Raw,
+) -> Result<(), Error> {
     if bin {
         c.end_line()?;
     }
@@ -592,7 +601,7 @@ fn elements41(c: &mut Cursor, bin: bool, entities: &HashMap<(i32, i32), Vec<i32>
         if dim as usize != dim_of(ty) {
             return Err(c.err(bpos, format!("element block of dimension {dim} holds elements of type {ty}")));
         }
-        let physical = entities.get(&(dim, tag)).cloned().unwrap_or_default();
+        let physical: Rc<[i32]> = entities.get(&(dim, tag)).cloned().unwrap_or_else(|| Rc::new([]));
         let n = c.size(bin, "an element block's number of elements")?;
         for _ in 0..n {
             c.skip_ws_if(!bin);
@@ -608,7 +617,7 @@ fn elements41(c: &mut Cursor, bin: bool, entities: &HashMap<(i32, i32), Vec<i32>
                 }
                 *v = t;
             }
-            raw.elements.push(Element { ty, nodes, physical: physical.clone(), pos });
+            raw.elements.push(Element { ty, nodes, physical: Rc::clone(&physical), pos });
         }
         read = read.saturating_add(n);
     }
