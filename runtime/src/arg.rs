@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::decl::{Dat, Global, Map, Set, Storage};
+use crate::matrix::assembly::MatScatter;
 use crate::types::{Access, Scalar};
 
 /// How an argument reaches its data.
@@ -16,6 +17,12 @@ pub(crate) enum ArgKind {
     Vector { map: Map },
     /// A global.
     Global,
+    /// A matrix through a (row map, column map) pair: the element matrix,
+    /// scattered into the CSR values after the kernel (`matrix::assembly`).
+    Mat(Arc<MatScatter>),
+    /// The element's number in the global numbering (`&i64`); no data
+    /// (its storage is a private placeholder).
+    Index,
 }
 
 /// One argument of a [`par_loop`](crate::Runtime::par_loop): a dat (directly,
@@ -46,10 +53,43 @@ impl Arg {
         self.access
     }
 
-    /// The map this argument goes through, if indirect.
+    /// The map this argument goes through, if indirect. A matrix
+    /// argument's is its row map: the planner colours elements that add to
+    /// one row apart, as for an indirect INC through every column.
     pub(crate) fn map(&self) -> Option<&Map> {
         match &self.kind {
             ArgKind::Indirect { map, .. } | ArgKind::Vector { map } => Some(map),
+            ArgKind::Mat(m) => Some(&m.row_map),
+            _ => None,
+        }
+    }
+
+    /// The element-index argument: the kernel parameter `&i64` holds the
+    /// element's number in the global numbering of the iteration set (the
+    /// element number in a serial run; in a loop over a
+    /// [`Subset`](crate::Subset), the number of the parent set's entity).
+    ///
+    /// ```
+    /// use parloop::{Access, Arg, Backend, Runtime};
+    /// #[parloop::kernel]
+    /// fn number(i: &i64, x: &mut f64) { *x = *i as f64; }
+    ///
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let cells = rt.set("cells", 3)?;
+    /// let x = rt.dat("x", &cells, 1, vec![0.0; 3])?;
+    /// rt.par_loop(number::KERNEL, &cells, &[Arg::index(), x.arg(Access::WRITE)])?;
+    /// assert_eq!(x.values()?, vec![0.0, 1.0, 2.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn index() -> Arg {
+        let placeholder = Global::<i64>::new("pl_index", &[0]).expect("one value");
+        Arg { storage: placeholder.0, kind: ArgKind::Index, access: Access::Read, dim: 1, set: None }
+    }
+
+    /// The matrix scatter of a matrix argument.
+    pub(crate) fn mat(&self) -> Option<&Arc<MatScatter>> {
+        match &self.kind {
+            ArgKind::Mat(m) => Some(m),
             _ => None,
         }
     }

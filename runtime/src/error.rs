@@ -331,6 +331,23 @@ pub enum ArgProblem {
         /// The parameter's name.
         param: String,
     },
+    /// A matrix argument through a (row map, column map) pair its
+    /// sparsity was not built from.
+    MatPair {
+        /// The row map given.
+        row_map: String,
+        /// The column map given.
+        col_map: String,
+        /// The matrix's sparsity.
+        sparsity: String,
+        /// The pairs it was built from.
+        pairs: String,
+    },
+    /// A matrix argument with an access other than INC or WRITE.
+    MatAccess {
+        /// The access given.
+        access: &'static str,
+    },
 }
 
 impl fmt::Display for ArgProblem {
@@ -379,6 +396,13 @@ impl fmt::Display for ArgProblem {
             ),
             ArgProblem::Conflict { other, reason } => {
                 write!(f, "the same dat is argument {other} too: {reason}")
+            }
+            ArgProblem::MatPair { row_map, col_map, sparsity, pairs } => write!(
+                f,
+                "the map pair (`{row_map}`, `{col_map}`) is not one sparsity `{sparsity}` was built from ({pairs})"
+            ),
+            ArgProblem::MatAccess { access } => {
+                write!(f, "{access} on a matrix: matrices are assembled with INC or WRITE")
             }
             ArgProblem::IncNotIncrementOnly { param } => write!(
                 f,

@@ -48,13 +48,25 @@ pub(crate) fn lock_args_where<'a>(
                 p
             }
         };
+        let mut ext: *const () = std::ptr::null();
         let (kind, map, arity, column) = match &arg.kind {
             ArgKind::Direct => (ViewKind::Direct, std::ptr::null(), 0, 0),
+            ArgKind::Mat(m) => {
+                ext = std::sync::Arc::as_ptr(m).cast();
+                (ViewKind::Matrix, m.row_map.values().as_ptr(), m.row_map.arity(), 0)
+            }
+            ArgKind::Index => {
+                // Distributed sets keep each local entity's global number.
+                if let Some(local) = arg.set.as_ref().and_then(|s| s.0.local.get()) {
+                    ext = local.global.as_ptr().cast();
+                }
+                (ViewKind::Index, std::ptr::null(), 0, 0)
+            }
             ArgKind::Indirect { map, column } => (ViewKind::Indirect, map.values().as_ptr(), map.arity(), *column),
             ArgKind::Vector { map } => (ViewKind::Vector, map.values().as_ptr(), map.arity(), 0),
             ArgKind::Global => (ViewKind::Global, std::ptr::null(), 0, 0),
         };
-        views.push(ArgView { data, dim: arg.dim, map, arity, column, kind, access: arg.access });
+        views.push(ArgView { data, dim: arg.dim, map, arity, column, kind, access: arg.access, ext });
     }
     Ok(LockedArgs { _guards: guards, views })
 }

@@ -2,10 +2,34 @@
 //! construction. `Runtime::par_loop` builds one and executes it; keeping it
 //! a value is what lets a lazy trace queue loops instead of running them.
 
-use crate::arg::Arg;
-use crate::decl::Set;
+use std::sync::Arc;
+
+use crate::arg::{Arg, ArgKind};
+use crate::decl::{Set, Subset};
 use crate::error::Result;
 use crate::kernel::Kernel;
+
+/// What a loop iterates over: a [`Set`] or a [`Subset`] (both convert,
+/// so `par_loop(k, &set, ..)` and `par_loop(k, &subset, ..)` both work).
+#[derive(Clone, Copy, Debug)]
+pub enum LoopSet<'a> {
+    /// Every element of a set.
+    Set(&'a Set),
+    /// The entities of a subset, in order.
+    Subset(&'a Subset),
+}
+
+impl<'a> From<&'a Set> for LoopSet<'a> {
+    fn from(s: &'a Set) -> Self {
+        LoopSet::Set(s)
+    }
+}
+
+impl<'a> From<&'a Subset> for LoopSet<'a> {
+    fn from(s: &'a Subset) -> Self {
+        LoopSet::Subset(s)
+    }
+}
 
 /// A validated loop: `kernel` over every element of `set` with `args`.
 ///
@@ -28,10 +52,27 @@ pub struct ParLoop {
 
 impl ParLoop {
     /// Validates the arguments against the kernel's signature and the set
-    /// (see [`Error`](crate::Error) for what is checked).
-    pub fn new(kernel: &'static Kernel, set: &Set, args: &[Arg]) -> Result<ParLoop> {
-        crate::validate::validate(kernel, set, args)?;
-        Ok(ParLoop { kernel, set: set.clone(), args: args.to_vec() })
+    /// (see [`Error`](crate::Error) for what is checked). Over a
+    /// [`Subset`], arguments are those of a loop over its parent set: a
+    /// direct argument reaches the subset's entities, an indirect one goes
+    /// through its map from the subset's entities.
+    pub fn new<'s>(kernel: &'static Kernel, set: impl Into<LoopSet<'s>>, args: &[Arg]) -> Result<ParLoop> {
+        match set.into() {
+            LoopSet::Set(set) => {
+                crate::validate::validate(kernel, set, args)?;
+                let mut args = args.to_vec();
+                for a in args.iter_mut().filter(|a| matches!(a.kind, ArgKind::Index)) {
+                    // Where the view finds the global numbers (`exec`).
+                    a.set = Some(set.clone());
+                }
+                Ok(ParLoop { kernel, set: set.clone(), args })
+            }
+            LoopSet::Subset(subset) => {
+                crate::validate::validate(kernel, subset.parent(), args)?;
+                let args = args.iter().map(|a| through_subset(subset, a)).collect::<Result<Vec<_>>>()?;
+                Ok(ParLoop { kernel, set: subset.iter_set().clone(), args })
+            }
+        }
     }
 
     /// The kernel.
@@ -106,4 +147,29 @@ impl LoopSections {
     pub fn executed(&self) -> usize {
         self.exec().end
     }
+}
+
+/// `arg` of a loop over `subset`'s parent, rewritten for the loop over the
+/// subset's iteration set: maps composed with the subset (cached there),
+/// direct arguments through the subset's own map, the element index from
+/// the subset's numbers.
+fn through_subset(subset: &Subset, arg: &Arg) -> Result<Arg> {
+    let mut out = arg.clone();
+    out.kind = match &arg.kind {
+        ArgKind::Direct => ArgKind::Indirect { map: subset.composed(None)?, column: 0 },
+        ArgKind::Indirect { map, column } => ArgKind::Indirect { map: subset.composed(Some(map))?, column: *column },
+        ArgKind::Vector { map } => ArgKind::Vector { map: subset.composed(Some(map))? },
+        ArgKind::Global => ArgKind::Global,
+        ArgKind::Mat(m) => {
+            let (row, col) = (subset.composed(Some(&m.row_map))?, subset.composed(Some(&m.col_map))?);
+            ArgKind::Mat(Arc::new(m.through(row, col)))
+        }
+        ArgKind::Index => {
+            let numbers = subset.numbers()?;
+            out.storage = numbers.0.clone();
+            out.set = Some(subset.iter_set().clone());
+            ArgKind::Direct
+        }
+    };
+    Ok(out)
 }

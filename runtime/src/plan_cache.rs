@@ -64,6 +64,8 @@ impl LoopKey {
                     ArgKind::Indirect { map, column } => (1, map.id(), *column),
                     ArgKind::Vector { map } => (2, map.id(), 0),
                     ArgKind::Global => (3, 0, 0),
+                    ArgKind::Mat(m) => (4, m.row_map.id(), m.col_map.id() as usize),
+                    ArgKind::Index => (5, 0, 0),
                 };
                 let slot = args[..i].iter().position(|b| b.data_id() == a.data_id()).unwrap_or(i);
                 ArgKey { kind, map, column, access: a.access, slot, bytes: a.bytes_per_entity() }

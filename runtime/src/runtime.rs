@@ -91,7 +91,9 @@ pub struct Runtime {
     pub(crate) dist: Arc<dyn Distribution>,
     profile_output: ProfileOutput,
     /// The names of live declarations, unique per namespace.
-    names: Names,
+    pub(crate) names: Names,
+    /// Sparsity patterns built so far (`matrix`).
+    pub(crate) matrices: crate::matrix::Caches,
     /// Held while a loop executes: loops run one at a time.
     executing: Mutex<()>,
 }
@@ -184,6 +186,7 @@ impl Runtime {
             profile: Mutex::new(Profile::default()),
             profile_output,
             names: Names::default(),
+            matrices: Default::default(),
             executing: Mutex::new(()),
         })
     }
@@ -309,7 +312,13 @@ impl Runtime {
     /// Runs `kernel` over every element of `set` with `args`, one argument per
     /// kernel parameter. Arguments are validated first: on error nothing runs
     /// and no data changes. A loop over an empty set does nothing.
-    pub fn par_loop(&self, kernel: &'static Kernel, set: &Set, args: &[Arg]) -> Result<()> {
+    /// `set` is a [`Set`] or a [`Subset`](crate::Subset) (see [`LoopSet`](crate::LoopSet)).
+    pub fn par_loop<'s>(
+        &self,
+        kernel: &'static Kernel,
+        set: impl Into<crate::par_loop::LoopSet<'s>>,
+        args: &[Arg],
+    ) -> Result<()> {
         self.execute(&ParLoop::new(kernel, set, args)?)
     }
 

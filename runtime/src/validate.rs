@@ -52,6 +52,42 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
             return Err(fail(i, ArgProblem::IncNotIncrementOnly { param: name }));
         }
         match &arg.kind {
+            ArgKind::Mat(m) => {
+                if !matches!(access, Access::Inc | Access::Write) {
+                    return Err(fail(i, ArgProblem::MatAccess { access: access.name() }));
+                }
+                let (row_map, col_map) = &m.pair;
+                if !m.sparsity().has_pair(row_map, col_map) {
+                    return Err(fail(
+                        i,
+                        ArgProblem::MatPair {
+                            row_map: row_map.name().into(),
+                            col_map: col_map.name().into(),
+                            sparsity: m.sparsity_name.to_string(),
+                            pairs: m.sparsity().pair_names(),
+                        },
+                    ));
+                }
+                if param.rows != m.rows || param.cols != m.cols {
+                    return Err(fail(
+                        i,
+                        ArgProblem::Dim {
+                            expected: format!("{} ({} rows of {})", param.describe(), param.rows, param.cols),
+                            got: format!(
+                                "an element matrix of {} rows (arity {} of `{}` x row dim {}) of {} columns (arity {} of `{}` x column dim {})",
+                                m.rows,
+                                row_map.arity(),
+                                row_map.name(),
+                                m.pattern.row_dim,
+                                m.cols,
+                                col_map.arity(),
+                                col_map.name(),
+                                m.pattern.col_dim
+                            ),
+                        },
+                    ));
+                }
+            }
             ArgKind::Vector { map } => {
                 if param.rows != map.arity() || param.cols != arg.dim {
                     return Err(fail(
@@ -110,7 +146,17 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
                     }
                 }
             }
-            ArgKind::Global => {}
+            ArgKind::Mat(m) => {
+                for map in [&m.pair.0, &m.pair.1] {
+                    if map.from() != set {
+                        return Err(fail(
+                            i,
+                            ArgProblem::MapFrom { map: map.name().into(), from: map.from().name().into() },
+                        ));
+                    }
+                }
+            }
+            ArgKind::Global | ArgKind::Index => {}
         }
     }
     check_conflicts(args).map_err(|(i, problem)| fail(i, problem))
@@ -126,7 +172,11 @@ fn check_conflicts(args: &[Arg]) -> std::result::Result<(), (usize, ArgProblem)>
             if a.data_id() != b.data_id() || (!a.access.writes() && !b.access.writes()) {
                 continue;
             }
-            let reason = if a.is_global() {
+            let reason = if a.mat().is_some() && b.mat().is_some() && a.access != b.access {
+                "WRITE and INC on one matrix in one loop: the result would depend on the order"
+            } else if a.mat().is_some() || b.mat().is_some() {
+                "a matrix may appear once per loop (assemble several pairs in separate loops)"
+            } else if a.is_global() {
                 "a global may appear once when it is reduced"
             } else if a.access != b.access {
                 if a.is_indirect() || b.is_indirect() {
@@ -153,7 +203,9 @@ fn check_conflicts(args: &[Arg]) -> std::result::Result<(), (usize, ArgProblem)>
 pub(crate) fn check_write_races(kernel: &Kernel, set: &Set, args: &[Arg], executed: usize) -> Result<()> {
     for (i, arg) in args.iter().enumerate() {
         let Some(map) = arg.map() else { continue };
-        if !matches!(arg.access, Access::Write | Access::ReadWrite) {
+        // A matrix's rows are shared by design; WRITE on one is documented
+        // (`Mat::arg`) and colouring keeps rows apart.
+        if !matches!(arg.access, Access::Write | Access::ReadWrite) || arg.mat().is_some() {
             continue;
         }
         if args[..i].iter().any(|b| b.data_id() == arg.data_id()) {

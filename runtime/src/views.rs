@@ -14,6 +14,12 @@ pub enum ViewKind {
     Indirect,
     Vector,
     Global,
+    /// A matrix: the kernel gets a zeroed element matrix, scattered into
+    /// the CSR values after it (`ArgView::ext` is its `MatScatter`).
+    Matrix,
+    /// The element's number (`ArgView::ext`: the global numbers, or null
+    /// when they are the local ones).
+    Index,
 }
 
 /// Raw description of one argument's data for the host adapter.
@@ -29,6 +35,8 @@ pub struct ArgView {
     pub(crate) column: usize,
     pub(crate) kind: ViewKind,
     pub(crate) access: Access,
+    /// What `Matrix` and `Index` views need besides (null otherwise).
+    pub(crate) ext: *const (),
 }
 
 impl ArgView {

@@ -116,13 +116,29 @@ fn signed_measure(dim: usize, p: &[[f64; 3]]) -> f64 {
 }
 
 fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
-    // Node tag -> index in raw.nodes.
-    let mut by_tag: HashMap<u64, usize> = HashMap::with_capacity(raw.nodes.len());
+    // Node tag -> index in raw.nodes: a table when the tags are dense (as
+    // Gmsh writes them), a hash map when a file's tags are sparse.
+    let max_tag = raw.nodes.iter().map(|n| n.tag).max().unwrap_or(0);
+    let dense = max_tag <= 4 * raw.nodes.len() as u64 + 16;
+    let mut table = vec![usize::MAX; if dense { max_tag as usize + 1 } else { 0 }];
+    let mut sparse: HashMap<u64, usize> = HashMap::new();
     for (i, n) in raw.nodes.iter().enumerate() {
-        if by_tag.insert(n.tag, i).is_some() {
+        let old = if dense {
+            std::mem::replace(&mut table[n.tag as usize], i) != usize::MAX
+        } else {
+            sparse.insert(n.tag, i).is_some()
+        };
+        if old {
             return Err(loc.error(n.pos, format!("node tag {} appears twice", n.tag)));
         }
     }
+    let by_tag = |t: u64| -> Option<usize> {
+        if dense {
+            table.get(t as usize).copied().filter(|&i| i != usize::MAX)
+        } else {
+            sparse.get(&t).copied()
+        }
+    };
     let dim = if raw.elements.iter().any(|e| e.ty == 4) {
         3
     } else if raw.elements.iter().any(|e| e.ty == 2) {
@@ -131,16 +147,16 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
         return Err(loc.error(0, "the file has no triangles or tetrahedra"));
     };
     let cell_ty = if dim == 3 { 4 } else { 2 };
-    let lookup = |e: &parse::Element| -> Result<Vec<usize>, Error> {
-        let k = nodes_per(e.ty).unwrap_or(0);
-        e.nodes[..k]
-            .iter()
-            .map(|t| {
-                by_tag.get(t).copied().ok_or_else(|| {
-                    loc.error(e.pos, format!("element refers to node {t}, which the file does not define"))
-                })
-            })
-            .collect()
+    // An element's nodes as indices into raw.nodes (the first
+    // `nodes_per(ty)` entries; the rest usize::MAX).
+    let lookup = |e: &parse::Element| -> Result<[usize; 4], Error> {
+        let mut v = [usize::MAX; 4];
+        for (slot, t) in v.iter_mut().zip(&e.nodes[..nodes_per(e.ty).unwrap_or(0)]) {
+            *slot = by_tag(*t).ok_or_else(|| {
+                loc.error(e.pos, format!("element refers to node {t}, which the file does not define"))
+            })?;
+        }
+        Ok(v)
     };
 
     // Group memberships cost memory beyond the file's size only if the file
@@ -156,34 +172,54 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
     }
 
     // Cells, once each, with the physical tags of all their copies.
-    let mut cells_raw: Vec<(Vec<usize>, usize)> = Vec::new();
-    let mut cell_phys: Vec<Vec<i32>> = Vec::new();
-    let mut seen: HashMap<Vec<usize>, usize> = HashMap::new();
-    for e in raw.elements.iter().filter(|e| e.ty == cell_ty) {
+    let nv = dim + 1;
+    // Copies are found by sorting (vertex set, element): the first copy
+    // of each set is the cell, in file order.
+    let elems: Vec<&parse::Element> = raw.elements.iter().filter(|e| e.ty == cell_ty).collect();
+    let mut looked = Vec::with_capacity(elems.len());
+    let mut keys = Vec::with_capacity(elems.len());
+    for (i, e) in elems.iter().enumerate() {
         let v = lookup(e)?;
-        let mut key = v.clone();
+        let mut key = v;
         key.sort_unstable();
-        if key.windows(2).any(|w| w[0] == w[1]) {
+        if key[..nv].windows(2).any(|w| w[0] == w[1]) {
             return Err(loc.error(e.pos, "a cell repeats a node"));
         }
-        let c = *seen.entry(key).or_insert_with(|| {
-            cells_raw.push((v, e.pos));
+        looked.push(v);
+        keys.push((key, i));
+    }
+    keys.sort_unstable();
+    let mut first = vec![0usize; elems.len()];
+    for run in keys.chunk_by(|a, b| a.0 == b.0) {
+        for &(_, i) in run {
+            first[i] = run[0].1;
+        }
+    }
+    let mut cells_raw: Vec<([usize; 4], usize)> = Vec::new();
+    let mut cell_phys: Vec<Vec<i32>> = Vec::new();
+    let mut cell_of = vec![0usize; elems.len()];
+    for (i, e) in elems.iter().enumerate() {
+        if first[i] == i {
+            cell_of[i] = cells_raw.len();
+            cells_raw.push((looked[i], e.pos));
             cell_phys.push(Vec::new());
-            cells_raw.len() - 1
-        });
-        cell_phys[c].extend(e.physical.iter());
+        } else {
+            cell_of[i] = cell_of[first[i]];
+        }
+        cell_phys[cell_of[i]].extend(e.physical.iter());
     }
 
     // Vertices: the nodes cells use, by increasing tag.
-    let mut used: Vec<usize> = cells_raw.iter().flat_map(|(v, _)| v.iter().copied()).collect();
+    let mut used: Vec<usize> = cells_raw.iter().flat_map(|(v, _)| v[..nv].iter().copied()).collect();
     used.sort_unstable_by_key(|&i| raw.nodes[i].tag);
     used.dedup();
     if used.len() > u32::MAX as usize || cells_raw.len() > u32::MAX as usize {
         return Err(loc.error(0, "more than 2^32 - 1 vertices or cells"));
     }
-    let mut number: HashMap<usize, u32> = HashMap::with_capacity(used.len());
+    // raw.nodes index -> vertex number (u32::MAX: no cell uses the node).
+    let mut number = vec![u32::MAX; raw.nodes.len()];
     for (k, &i) in used.iter().enumerate() {
-        number.insert(i, k as u32);
+        number[i] = k as u32;
     }
     if dim == 2 {
         // Planar triangles in z = 0, up to rounding relative to the extent.
@@ -202,11 +238,14 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
     }
 
     // Cells, oriented positively.
-    let nv = dim + 1;
     let mut cells = Vec::with_capacity(cells_raw.len() * nv);
     for (v, pos) in &cells_raw {
-        let mut c: Vec<u32> = v.iter().map(|i| number[i]).collect();
-        let p: Vec<[f64; 3]> = v.iter().map(|&i| raw.nodes[i].xyz).collect();
+        let mut c = [0u32; 4];
+        let mut p = [[0.0; 3]; 4];
+        for k in 0..nv {
+            c[k] = number[v[k]];
+            p[k] = raw.nodes[v[k]].xyz;
+        }
         let m = signed_measure(dim, &p);
         if m == 0.0 || !m.is_finite() {
             return Err(
@@ -216,23 +255,32 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
         if m < 0.0 {
             c.swap(1, 2);
         }
-        cells.extend(c);
+        cells.extend_from_slice(&c[..nv]);
     }
 
     // Faces with one cell are the boundary facets.
     let faces = local_faces(dim);
-    let mut count: HashMap<[u32; 3], (u32, u32, u8)> = HashMap::with_capacity(cells_raw.len() * faces.len());
+    // Every (face, cell, local face), sorted so that a face's cells are
+    // adjacent: a run of one is a boundary facet, a run over two an error.
+    let mut all: Vec<([u32; 3], u32, u8)> = Vec::with_capacity(cells_raw.len() * faces.len());
     for (c, cell) in cells.chunks_exact(nv).enumerate() {
         for (l, f) in faces.iter().enumerate() {
-            let fv: Vec<u32> = f.iter().map(|&k| cell[k]).collect();
-            let e = count.entry(face_key(&fv)).or_insert((0, c as u32, l as u8));
-            e.0 += 1;
-            if e.0 > 2 {
-                return Err(loc.error(cells_raw[c].1, "a face is shared by more than two cells"));
+            let mut fv = [0u32; 3];
+            for (x, &k) in fv.iter_mut().zip(f.iter()) {
+                *x = cell[k];
             }
+            all.push((face_key(&fv[..f.len()]), c as u32, l as u8));
         }
     }
-    let mut boundary: Vec<(u32, u8)> = count.values().filter(|e| e.0 == 1).map(|e| (e.1, e.2)).collect();
+    all.sort_unstable();
+    let mut boundary: Vec<(u32, u8)> = Vec::new();
+    for run in all.chunk_by(|a, b| a.0 == b.0) {
+        match run.len() {
+            1 => boundary.push((run[0].1, run[0].2)),
+            2 => {}
+            _ => return Err(loc.error(cells_raw[run[2].1 as usize].1, "a face is shared by more than two cells")),
+        }
+    }
     boundary.sort_unstable();
     let mut facets = Vec::with_capacity(boundary.len() * dim);
     let mut facet_cells = Vec::with_capacity(boundary.len());
@@ -258,16 +306,15 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
             continue; // unreachable: the cell type is the highest present
         }
         let v = lookup(e)?;
-        let mut vs = Vec::with_capacity(v.len());
-        for i in &v {
-            match number.get(i) {
-                Some(&k) => vs.push(k),
-                None => {
-                    return Err(
-                        loc.error(e.pos, format!("element refers to node {}, which no cell uses", raw.nodes[*i].tag))
-                    )
-                }
+        let k = nodes_per(e.ty).unwrap_or(0);
+        let mut vs = Vec::with_capacity(k);
+        for &i in &v[..k] {
+            if number[i] == u32::MAX {
+                return Err(
+                    loc.error(e.pos, format!("element refers to node {}, which no cell uses", raw.nodes[i].tag))
+                );
             }
+            vs.push(number[i]);
         }
         if edim == dim - 1 {
             let f = facet_of.get(&face_key(&vs)).ok_or_else(|| {

@@ -216,7 +216,10 @@ pub(crate) fn build(
             ArgKind::Index => {
                 return Err(Error::Backend {
                     name: "device".into(),
-                    reason: format!("loop `{}`: the element-index argument runs on seq and threads for now", kernel.name()),
+                    reason: format!(
+                        "loop `{}`: the element-index argument runs on seq and threads for now",
+                        kernel.name()
+                    ),
                 })
             }
         };

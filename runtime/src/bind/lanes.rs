@@ -17,6 +17,8 @@ use crate::views::{ArgView, ViewKind};
 #[doc(hidden)]
 pub fn usable(views: &[ArgView], exact_inc: &[bool]) -> bool {
     views.iter().zip(exact_inc).all(|(v, &exact)| match (v.kind, v.access) {
+        // Element matrices and element numbers bind one element at a time.
+        (ViewKind::Matrix | ViewKind::Index, _) => false,
         (ViewKind::Direct, _) | (_, Access::Read) => true,
         (ViewKind::Global, Access::Inc) => exact,
         (ViewKind::Indirect | ViewKind::Vector, Access::Inc) => true,
@@ -184,6 +186,8 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
                         }
                     }
                 }
+                // `usable` keeps matrix and index views from lanes.
+                ViewKind::Matrix | ViewKind::Index => {}
             }
         }
     }

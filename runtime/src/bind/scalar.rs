@@ -38,6 +38,8 @@ enum Writeback {
     None,
     Copy,
     Add,
+    /// A matrix: the element matrix is scattered into the CSR values.
+    Matrix,
 }
 
 /// Elements per batch of the host adapter.
@@ -54,6 +56,7 @@ impl<S: Shape> Binder<S> {
         view.debug_assert_fits(S::ROWS, S::COLS);
         let mapped = matches!(view.kind, ViewKind::Indirect | ViewKind::Vector);
         let writeback = match view.access {
+            _ if view.kind == ViewKind::Matrix => Writeback::Matrix,
             _ if !mapped => Writeback::None,
             Access::Read => Writeback::None,
             Access::Inc => Writeback::Add,
@@ -119,6 +122,18 @@ impl<S: Shape> Binder<S> {
         // map values are in range (validated), and dims match the shape.
         unsafe {
             match (self.view.kind, self.writeback) {
+                (ViewKind::Index, _) => {
+                    // Validation makes the parameter `&i64`.
+                    debug_assert_eq!(std::mem::size_of::<S>(), 8);
+                    let numbers: *const usize = self.view.ext.cast();
+                    for i in 0..n {
+                        let e = first + i;
+                        let g = if numbers.is_null() { e } else { *numbers.add(e) };
+                        let copy: *mut i64 = self.copies[i].as_mut_ptr().cast();
+                        copy.write(g as i64);
+                        self.ptrs[i] = copy.cast();
+                    }
+                }
                 (ViewKind::Direct, _) => {
                     for i in 0..n {
                         self.ptrs[i] = data.add((first + i) * Self::ALL).cast();
@@ -134,7 +149,7 @@ impl<S: Shape> Binder<S> {
                         self.ptrs[i] = data.add(self.target(first + i, col, Self::ALL)).cast();
                     }
                 }
-                (_, Writeback::Add) => {
+                (ViewKind::Matrix, _) | (_, Writeback::Add) => {
                     for i in 0..n {
                         let copy: *mut S::Elem = self.copies[i].as_mut_ptr().cast();
                         for k in 0..Self::ALL {
@@ -182,6 +197,14 @@ impl<S: Shape> Binder<S> {
         }
         let add = self.writeback == Writeback::Add;
         let copy: *const S::Elem = self.copies[i].as_ptr().cast();
+        if self.writeback == Writeback::Matrix {
+            let write = self.view.access == Access::Write;
+            // SAFETY: a matrix view's `ext` is its live `MatScatter` and its
+            // data the matrix's locked values (`exec::lock_args`); the
+            // copy holds the element matrix.
+            unsafe { crate::matrix::assembly::scatter(self.view.ext, e, copy, self.elems(), write) };
+            return;
+        }
         // SAFETY: `prepare` initialised the copy; targets are in range.
         unsafe {
             if self.view.kind == ViewKind::Vector {

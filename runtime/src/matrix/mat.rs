@@ -1,0 +1,292 @@
+//! `Mat<T>`: the values of a sparsity pattern, kept in a dat of dim 1 over
+//! an internal set of one entity per stored entry, so that host access,
+//! device mirrors and coherence are a dat's.
+
+use std::io::Write as _;
+use std::sync::Arc;
+
+use super::assembly::MatScatter;
+use super::sparsity::Sparsity;
+use crate::arg::{Arg, ArgKind};
+use crate::decl::{Dat, Map, Sections, Set, Subset};
+use crate::error::{Error, Result};
+use crate::types::{Access, Scalar};
+
+/// A sparse matrix on a [`Sparsity`]: its values in CSR order, assembled
+/// by loops with [`Mat::arg`].
+///
+/// ```
+/// use parloop::{Access, Backend, Runtime};
+///
+/// /// The element matrix of a 1D Laplacian on an edge of length 1.
+/// #[parloop::kernel]
+/// fn laplace(a: &mut [[f64; 2]; 2]) {
+///     a[0][0] += 1.0;
+///     a[0][1] -= 1.0;
+///     a[1][0] -= 1.0;
+///     a[1][1] += 1.0;
+/// }
+///
+/// let rt = Runtime::with_backend(Backend::Seq)?;
+/// let nodes = rt.set("nodes", 3)?;
+/// let edges = rt.set("edges", 2)?;
+/// let e2n = rt.map("e2n", &edges, &nodes, 2, vec![0, 1, 1, 2])?;
+/// let s = rt.sparsity("s", &[(&e2n, &e2n)], (1, 1))?;
+/// let a = rt.mat::<f64>("A", &s)?;
+/// rt.par_loop(laplace::KERNEL, &edges, &[a.arg(&e2n, &e2n, Access::INC)])?;
+/// let csr = a.to_csr()?;
+/// assert_eq!(csr.row_ptr, vec![0, 2, 5, 7]);
+/// assert_eq!(csr.cols, vec![0, 1, 0, 1, 2, 1, 2]);
+/// assert_eq!(csr.vals, vec![1.0, -1.0, -1.0, 2.0, -1.0, -1.0, 1.0]);
+/// # Ok::<(), parloop::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Mat<T: Scalar> {
+    sparsity: Sparsity,
+    values: Dat<T>,
+}
+
+/// A matrix copied out in CSR form: row `i`'s entries are
+/// `row_ptr[i]..row_ptr[i + 1]` of `cols` and `vals`, columns sorted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Csr<T> {
+    /// Rows + 1 offsets.
+    pub row_ptr: Vec<usize>,
+    /// Column of each entry.
+    pub cols: Vec<usize>,
+    /// Value of each entry.
+    pub vals: Vec<T>,
+}
+
+impl<T: Scalar> Mat<T> {
+    /// A zero matrix named `name` on `sparsity` (the values' dat is named
+    /// `name`; its internal set `pl_nnz_<name>`).
+    pub(crate) fn new(name: &str, sparsity: &Sparsity) -> Result<Mat<T>> {
+        let nnz = sparsity.nnz();
+        let set = Set::new(&format!("pl_nnz_{name}"), Sections { core: nnz, ..Sections::default() })?;
+        let mut zeros = Vec::new();
+        zeros.try_reserve_exact(nnz).map_err(|_| Error::OutOfMemory {
+            what: format!("matrix `{name}`: its values ({nnz} entries)"),
+            bytes: nnz.saturating_mul(std::mem::size_of::<T>()),
+        })?;
+        zeros.resize(nnz, T::default());
+        let values = Dat::new(name, &set, 1, zeros)?;
+        Ok(Mat { sparsity: sparsity.clone(), values })
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<crate::decl::DatInner<T>> {
+        &self.values.0
+    }
+
+    /// The matrix's name.
+    pub fn name(&self) -> &str {
+        self.values.name()
+    }
+
+    /// The sparsity pattern.
+    pub fn sparsity(&self) -> &Sparsity {
+        &self.sparsity
+    }
+
+    /// The values' dat: dim 1, one entity per stored entry, CSR order
+    /// (what the linear algebra, `linalg`, reads and loops over).
+    #[allow(dead_code)]
+    pub(crate) fn values_dat(&self) -> &Dat<T> {
+        &self.values
+    }
+
+    /// A copy of the values, in CSR order (see [`Mat::to_csr`]).
+    pub fn values(&self) -> Result<Vec<T>> {
+        self.values.values()
+    }
+
+    /// The matrix in CSR form (a copy).
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let n = rt.set("n", 2)?;
+    /// # let id = rt.map("id", &n, &n, 1, vec![0, 1])?;
+    /// let s = rt.sparsity("diag", &[(&id, &id)], (1, 1))?;
+    /// let csr = rt.mat::<f64>("D", &s)?.to_csr()?;
+    /// assert_eq!((csr.row_ptr, csr.cols, csr.vals), (vec![0, 1, 2], vec![0, 1], vec![0.0, 0.0]));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn to_csr(&self) -> Result<Csr<T>> {
+        Ok(Csr {
+            row_ptr: self.sparsity.row_ptr().to_vec(),
+            cols: self.sparsity.col_indices().iter().map(|&c| c as usize).collect(),
+            vals: self.values()?,
+        })
+    }
+
+    /// Sets every stored entry to zero.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let n = rt.set("n", 2)?;
+    /// # let id = rt.map("id", &n, &n, 1, vec![0, 1])?;
+    /// # let s = rt.sparsity("diag", &[(&id, &id)], (1, 1))?;
+    /// let a = rt.mat::<f64>("A", &s)?;
+    /// a.zero()?;
+    /// assert_eq!(a.values()?, vec![0.0, 0.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn zero(&self) -> Result<()> {
+        self.values.with_values_mut(|v| v.fill(T::default()))
+    }
+
+    /// Dirichlet rows: zeroes every stored entry of the rows of `rows`'
+    /// entities (all components) and puts `diagonal` on their diagonal
+    /// entries. `rows` must be a subset of the row set, and each diagonal
+    /// entry must be stored (an error names the first that is not; nothing
+    /// changes then).
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let n = rt.set("n", 2)?;
+    /// # let id = rt.map("id", &n, &n, 1, vec![0, 1])?;
+    /// # let s = rt.sparsity("diag", &[(&id, &id)], (1, 1))?;
+    /// let a = rt.mat::<f64>("A", &s)?;
+    /// let boundary = rt.subset("boundary", &n, vec![1])?;
+    /// a.zero_rows(&boundary, 1.0)?;
+    /// assert_eq!(a.values()?, vec![0.0, 1.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn zero_rows(&self, rows: &Subset, diagonal: T) -> Result<()> {
+        let s = &self.sparsity;
+        if rows.parent() != s.row_set() {
+            return Err(Error::InvalidDeclaration {
+                what: "matrix",
+                name: self.name().into(),
+                reason: format!(
+                    "zero_rows: subset `{}` is of set `{}`, the matrix's rows are on `{}`",
+                    rows.name(),
+                    rows.parent().name(),
+                    s.row_set().name()
+                ),
+            });
+        }
+        if s.row_set() != s.col_set() || s.row_dim() != s.col_dim() {
+            return Err(Error::InvalidDeclaration {
+                what: "matrix",
+                name: self.name().into(),
+                reason: "zero_rows needs a square block structure (rows and columns on one set, equal dims) to have a diagonal".into(),
+            });
+        }
+        let (dim, ptr, cols) = (s.row_dim(), s.row_ptr(), s.col_indices());
+        let owned = s.rows() / dim;
+        // Positions first, so that a missing diagonal changes nothing.
+        let mut diag = Vec::with_capacity(rows.size() * dim);
+        for &r in rows.indices() {
+            let r = r as usize;
+            if r >= owned {
+                continue; // not this rank's row
+            }
+            for a in 0..dim {
+                let row = r * dim + a;
+                let k = cols[ptr[row]..ptr[row + 1]].binary_search(&(row as u32)).map_err(|_| Error::InvalidDeclaration {
+                    what: "matrix",
+                    name: self.name().into(),
+                    reason: format!(
+                        "zero_rows: the diagonal entry ({row}, {row}) of row entity {r} (subset `{}`) is not in sparsity `{}`",
+                        rows.name(),
+                        s.name()
+                    ),
+                })?;
+                diag.push((row, ptr[row] + k));
+            }
+        }
+        self.values.with_values_mut(|v| {
+            for &(row, at) in &diag {
+                v[ptr[row]..ptr[row + 1]].fill(T::default());
+                v[at] = diagonal;
+            }
+        })
+    }
+
+    /// Writes the matrix to `path` in Matrix Market coordinate format
+    /// (`real general`, 1-based, every stored entry, zeros included),
+    /// values with 17 significant digits so that they read back exactly.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let n = rt.set("n", 2)?;
+    /// # let id = rt.map("id", &n, &n, 1, vec![0, 1])?;
+    /// # let s = rt.sparsity("diag", &[(&id, &id)], (1, 1))?;
+    /// let a = rt.mat::<f64>("A", &s)?;
+    /// let path = std::env::temp_dir().join(format!("parloop-doc-{}.mtx", std::process::id()));
+    /// a.write_matrix_market(&path)?;
+    /// assert!(std::fs::read_to_string(&path).unwrap().starts_with("%%MatrixMarket matrix coordinate real general"));
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn write_matrix_market(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        let path = path.as_ref();
+        let io = |source| Error::Io { path: path.display().to_string(), source };
+        let csr = self.to_csr()?;
+        let file = std::fs::File::create(path).map_err(io)?;
+        let mut w = std::io::BufWriter::new(file);
+        let s = &self.sparsity;
+        writeln!(w, "%%MatrixMarket matrix coordinate real general").map_err(io)?;
+        writeln!(w, "% parloop matrix `{}` on sparsity `{}`", self.name(), s.name()).map_err(io)?;
+        writeln!(w, "{} {} {}", s.rows(), s.cols(), s.nnz()).map_err(io)?;
+        for row in 0..s.rows() {
+            for k in csr.row_ptr[row]..csr.row_ptr[row + 1] {
+                writeln!(w, "{} {} {}", row + 1, csr.cols[k] + 1, MmValue(csr.vals[k])).map_err(io)?;
+            }
+        }
+        w.flush().map_err(io)
+    }
+
+    /// The matrix argument of a loop: the kernel parameter is the element
+    /// matrix `&mut [[T; C]; R]`, `R` = row map arity x row dim, `C` =
+    /// column map arity x column dim (local row `i * row_dim + a` is
+    /// component `a` of the entity in column `i` of `row_map`). `INC` adds
+    /// the element matrix (the kernel sees it zeroed); `WRITE` sets the
+    /// entries it covers (to the values the kernel leaves, zero where it
+    /// writes nothing; where several elements cover one entry one of them
+    /// wins, so use `INC` to accumulate). The pair must be one the
+    /// sparsity was built from.
+    pub fn arg(&self, row_map: &Map, col_map: &Map, access: Access) -> Arg {
+        let s = &self.sparsity;
+        let rows = row_map.arity() * s.row_dim();
+        let cols = col_map.arity() * s.col_dim();
+        Arg {
+            storage: self.values.0.clone(),
+            kind: ArgKind::Mat(Arc::new(MatScatter {
+                pattern: s.pattern.clone(),
+                sparsity_name: s.name.clone(),
+                row_map: row_map.clone(),
+                col_map: col_map.clone(),
+                pair: (row_map.clone(), col_map.clone()),
+                rows,
+                cols,
+            })),
+            access,
+            dim: rows * cols,
+            set: None,
+        }
+    }
+}
+
+impl<T: Scalar> std::fmt::Debug for Mat<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mat<{}>({} on {:?})", T::TYPE, self.name(), self.sparsity)
+    }
+}
+
+/// A value as Matrix Market text: floats with 17 significant digits
+/// (exact round trip), integers as they are.
+struct MmValue<T>(T);
+
+impl<T: Scalar> std::fmt::Display for MmValue<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::types::ElemType;
+        let bytes = bytemuck::bytes_of(&self.0);
+        match T::TYPE {
+            ElemType::F64 => write!(f, "{:.16e}", bytemuck::pod_read_unaligned::<f64>(bytes)),
+            ElemType::F32 => write!(f, "{:.8e}", bytemuck::pod_read_unaligned::<f32>(bytes)),
+            _ => write!(f, "{:?}", self.0),
+        }
+    }
+}

@@ -1,0 +1,425 @@
+//! The sparsity pattern of a matrix: CSR with sorted unique columns per
+//! row, built once on the host from (row map, column map) pairs and shared
+//! by every matrix on it.
+//!
+//! Two levels are kept: the *block* pattern (row entity -> column
+//! entities), which the assembly searches, and the *scalar* pattern (block
+//! rows and columns expanded by the row and column dims: row entity `r`,
+//! component `a` is row `r * row_dim + a`), which is what the values follow
+//! and what the linear algebra reads. With both dims 1 they are one array.
+
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::decl::{Map, Set};
+use crate::error::{Error, Result};
+
+/// Rows per parallel work item when building (large enough to amortise a
+/// task, small enough to balance).
+const ROWS_PER_TASK: usize = 4096;
+
+/// The shared pattern (what the cache holds weakly).
+pub(crate) struct Pattern {
+    pub(crate) row_set: Set,
+    pub(crate) col_set: Set,
+    pub(crate) row_dim: usize,
+    pub(crate) col_dim: usize,
+    /// (row map id, col map id) of each pair, and their names for messages.
+    pub(crate) pairs: Vec<(u64, u64)>,
+    pub(crate) pair_names: Vec<(String, String)>,
+    /// Owned row entities (the rows of this rank, seed 004).
+    pub(crate) row_entities: usize,
+    /// Block CSR, when a dim is above 1 (else the scalar one serves).
+    block: Option<(Vec<usize>, Vec<u32>)>,
+    /// Scalar CSR.
+    row_ptr: Vec<usize>,
+    col_indices: Vec<u32>,
+}
+
+impl Pattern {
+    /// The block CSR: row entity -> sorted column entities.
+    pub(crate) fn block(&self) -> (&[usize], &[u32]) {
+        match &self.block {
+            Some((p, c)) => (p, c),
+            None => (&self.row_ptr, &self.col_indices),
+        }
+    }
+
+    /// The scalar row pointers (`rows + 1` of them).
+    pub(crate) fn row_ptr(&self) -> &[usize] {
+        &self.row_ptr
+    }
+
+    /// The scalar column indices, sorted and unique within each row.
+    pub(crate) fn col_indices(&self) -> &[u32] {
+        &self.col_indices
+    }
+
+    /// Position in the values of scalar entry (`row_entity`, component `a`)
+    /// x (`col_entity`, component `b`), or `None` when the pattern lacks it
+    /// (or the row is not owned).
+    #[allow(dead_code)] // see `assembly::element_positions`
+    #[inline(always)]
+    pub(crate) fn position(&self, row_entity: usize, a: usize, col_entity: usize, b: usize) -> Option<usize> {
+        if row_entity >= self.row_entities {
+            return None;
+        }
+        let (bptr, bcols) = self.block();
+        let row = &bcols[bptr[row_entity]..bptr[row_entity + 1]];
+        // Rows hold tens of entries: a binary search touches a cache line or two.
+        let k = row.binary_search(&(col_entity as u32)).ok()?;
+        Some(self.row_ptr[row_entity * self.row_dim + a] + k * self.col_dim + b)
+    }
+}
+
+/// The sparsity pattern of a matrix over (row set, column set) with block
+/// sizes (row dim, column dim): CSR with sorted unique columns per row,
+/// blocks expanded to scalar rows and columns (row entity `r`, component
+/// `a` is row `r * row_dim + a`). Built by [`Runtime::sparsity`](crate::Runtime::sparsity)
+/// from (row map, column map) pairs; cheap to clone.
+///
+/// ```
+/// use parloop::{Backend, Runtime};
+/// let rt = Runtime::with_backend(Backend::Seq)?;
+/// let nodes = rt.set("nodes", 3)?;
+/// let edges = rt.set("edges", 2)?;
+/// let e2n = rt.map("e2n", &edges, &nodes, 2, vec![0, 1, 1, 2])?;
+/// let s = rt.sparsity("s", &[(&e2n, &e2n)], (1, 1))?;
+/// assert_eq!((s.rows(), s.cols(), s.nnz()), (3, 3, 7));
+/// # Ok::<(), parloop::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Sparsity {
+    pub(crate) name: Arc<str>,
+    pub(crate) pattern: Arc<Pattern>,
+}
+
+impl Sparsity {
+    /// The name it was declared with.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Scalar rows: owned row entities x row dim.
+    pub fn rows(&self) -> usize {
+        self.pattern.row_ptr.len() - 1
+    }
+    /// Scalar columns: column entities (halo included) x column dim.
+    pub fn cols(&self) -> usize {
+        self.pattern.col_set.total() * self.pattern.col_dim
+    }
+    /// Stored entries.
+    pub fn nnz(&self) -> usize {
+        self.pattern.col_indices.len()
+    }
+    /// The set the rows are on.
+    pub fn row_set(&self) -> &Set {
+        &self.pattern.row_set
+    }
+    /// The set the columns are on.
+    pub fn col_set(&self) -> &Set {
+        &self.pattern.col_set
+    }
+    /// Values per row entity.
+    pub fn row_dim(&self) -> usize {
+        self.pattern.row_dim
+    }
+    /// Values per column entity.
+    pub fn col_dim(&self) -> usize {
+        self.pattern.col_dim
+    }
+    /// The scalar CSR row pointers: row `i`'s entries are
+    /// `row_ptr[i]..row_ptr[i + 1]` of [`Sparsity::col_indices`] and of a
+    /// matrix's values.
+    pub(crate) fn row_ptr(&self) -> &[usize] {
+        self.pattern.row_ptr()
+    }
+    /// The scalar CSR column indices (`u32`), sorted and unique per row.
+    pub(crate) fn col_indices(&self) -> &[u32] {
+        self.pattern.col_indices()
+    }
+    /// Whether (`row_map`, `col_map`) is one of the pairs it was built from.
+    pub(crate) fn has_pair(&self, row_map: &Map, col_map: &Map) -> bool {
+        self.pattern.pairs.contains(&(row_map.id(), col_map.id()))
+    }
+    /// The pairs' names, `(row map, col map)`, for messages.
+    pub(crate) fn pair_names(&self) -> String {
+        let names: Vec<String> = self.pattern.pair_names.iter().map(|(r, c)| format!("(`{r}`, `{c}`)")).collect();
+        names.join(", ")
+    }
+}
+
+impl std::fmt::Debug for Sparsity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Sparsity({}: {} x {}, {} entries, pairs {})",
+            self.name,
+            self.rows(),
+            self.cols(),
+            self.nnz(),
+            self.pair_names()
+        )
+    }
+}
+
+/// What the cache keys a pattern by: map identities and dims, never data.
+pub(crate) type PatternKey = (Vec<(u64, u64)>, usize, usize);
+
+/// The cache key of a request.
+pub(crate) fn key(pairs: &[(&Map, &Map)], dims: (usize, usize)) -> PatternKey {
+    (pairs.iter().map(|(r, c)| (r.id(), c.id())).collect(), dims.0, dims.1)
+}
+
+fn bad(name: &str, reason: String) -> Error {
+    Error::InvalidDeclaration { what: "sparsity", name: name.into(), reason }
+}
+
+fn oom(name: &str, what: &str, n: usize, size: usize) -> Error {
+    Error::OutOfMemory { what: format!("sparsity `{name}`: {what} ({n} entries)"), bytes: n.saturating_mul(size) }
+}
+
+/// A vector of `n` copies of `v`, allocated fallibly.
+fn filled<T: Clone>(name: &str, what: &str, n: usize, v: T) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(n).map_err(|_| oom(name, what, n, std::mem::size_of::<T>()))?;
+    out.resize(n, v);
+    Ok(out)
+}
+
+/// Checks a request and builds its pattern (in parallel).
+pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) -> Result<Pattern> {
+    let (row_dim, col_dim) = dims;
+    if row_dim == 0 || col_dim == 0 {
+        return Err(bad(name, format!("dims must be at least 1, got ({row_dim}, {col_dim})")));
+    }
+    let Some(&(r0, c0)) = pairs.first() else {
+        return Err(bad(name, "needs at least one (row map, column map) pair".into()));
+    };
+    let (row_set, col_set) = (r0.to().clone(), c0.to().clone());
+    for (r, c) in pairs {
+        if r.from() != c.from() {
+            return Err(bad(
+                name,
+                format!(
+                    "row map `{}` goes from `{}` but column map `{}` goes from `{}`: a pair's maps must come from one iteration set",
+                    r.name(),
+                    r.from().name(),
+                    c.name(),
+                    c.from().name()
+                ),
+            ));
+        }
+        if r.to() != &row_set {
+            return Err(bad(
+                name,
+                format!(
+                    "row map `{}` goes to `{}`, row map `{}` to `{}`: rows live on one set",
+                    r.name(),
+                    r.to().name(),
+                    r0.name(),
+                    row_set.name()
+                ),
+            ));
+        }
+        if c.to() != &col_set {
+            return Err(bad(
+                name,
+                format!(
+                    "column map `{}` goes to `{}`, column map `{}` to `{}`: columns live on one set",
+                    c.name(),
+                    c.to().name(),
+                    c0.name(),
+                    col_set.name()
+                ),
+            ));
+        }
+    }
+    let col_total = col_set.total();
+    if col_total.checked_mul(col_dim).is_none_or(|n| n > u32::MAX as usize) {
+        return Err(Error::SizeOverflow {
+            what: "sparsity",
+            name: name.into(),
+            detail: format!("{col_total} column entities x dim {col_dim} exceed the u32 column indices"),
+        });
+    }
+    for (r, _) in pairs {
+        if r.from().total() > u32::MAX as usize {
+            return Err(Error::SizeOverflow {
+                what: "sparsity",
+                name: name.into(),
+                detail: format!("map `{}` has {} elements, more than u32 indices hold", r.name(), r.from().total()),
+            });
+        }
+    }
+    let rows = row_set.size();
+    // Row entity -> the elements (of each pair) that reach it.
+    let adjacency: Vec<(Vec<usize>, Vec<u32>)> =
+        pairs.iter().map(|(r, _)| incidence(name, r, rows)).collect::<Result<_>>()?;
+    // Each task: its rows' lengths and sorted unique columns.
+    let tasks: Vec<(Vec<u32>, Vec<u32>)> = (0..rows.div_ceil(ROWS_PER_TASK))
+        .into_par_iter()
+        .map(|t| {
+            let range = t * ROWS_PER_TASK..((t + 1) * ROWS_PER_TASK).min(rows);
+            let mut lens = Vec::with_capacity(range.len());
+            let mut cols = Vec::new();
+            let mut buf: Vec<u32> = Vec::new();
+            for r in range {
+                buf.clear();
+                for ((_, c), (ptr, elems)) in pairs.iter().zip(&adjacency) {
+                    let (cv, ca) = (c.values(), c.arity());
+                    for &e in &elems[ptr[r]..ptr[r + 1]] {
+                        let e = e as usize;
+                        buf.extend(cv[e * ca..(e + 1) * ca].iter().map(|&v| v as u32));
+                    }
+                }
+                buf.sort_unstable();
+                buf.dedup();
+                lens.push(buf.len() as u32);
+                cols.extend_from_slice(&buf);
+            }
+            (lens, cols)
+        })
+        .collect();
+    drop(adjacency);
+    let mut bptr = filled(name, "block row pointers", rows + 1, 0usize)?;
+    let mut task_offsets = Vec::with_capacity(tasks.len() + 1);
+    let mut at = 0usize;
+    for (t, (lens, cols)) in tasks.iter().enumerate() {
+        task_offsets.push(at);
+        for (i, &l) in lens.iter().enumerate() {
+            bptr[t * ROWS_PER_TASK + i] = at;
+            at += l as usize;
+        }
+        debug_assert_eq!(at - task_offsets[t], cols.len());
+    }
+    bptr[rows] = at;
+    let mut bcols = filled(name, "block column indices", at, 0u32)?;
+    split_fill(&mut bcols, tasks.iter().map(|(_, c)| c.as_slice()));
+    drop(tasks);
+    if row_dim == 1 && col_dim == 1 {
+        return Ok(Pattern {
+            row_set,
+            col_set,
+            row_dim,
+            col_dim,
+            pairs: pairs.iter().map(|(r, c)| (r.id(), c.id())).collect(),
+            pair_names: pairs.iter().map(|(r, c)| (r.name().to_owned(), c.name().to_owned())).collect(),
+            row_entities: rows,
+            block: None,
+            row_ptr: bptr,
+            col_indices: bcols,
+        });
+    }
+    // Expand blocks: row r*rd + a holds, for each block column c, the
+    // columns c*cd .. c*cd + cd.
+    let block_nnz = bptr[rows];
+    let nnz = block_nnz.checked_mul(row_dim * col_dim).ok_or_else(|| Error::SizeOverflow {
+        what: "sparsity",
+        name: name.into(),
+        detail: format!("{block_nnz} blocks of {row_dim} x {col_dim}"),
+    })?;
+    let mut row_ptr = filled(name, "row pointers", rows * row_dim + 1, 0usize)?;
+    row_ptr.par_chunks_mut(row_dim).enumerate().for_each(|(r, chunk)| {
+        if r < rows {
+            let len = (bptr[r + 1] - bptr[r]) * col_dim;
+            for (a, p) in chunk.iter_mut().enumerate() {
+                *p = bptr[r] * row_dim * col_dim + a * len;
+            }
+        }
+    });
+    row_ptr[rows * row_dim] = nnz;
+    let mut col_indices = filled(name, "column indices", nnz, 0u32)?;
+    // Each block row's scalar rows are contiguous: split the output per block row.
+    let slices = split_by(&mut col_indices, (0..rows).map(|r| (bptr[r + 1] - bptr[r]) * row_dim * col_dim));
+    slices.into_par_iter().enumerate().for_each(|(r, out)| {
+        let block = &bcols[bptr[r]..bptr[r + 1]];
+        let mut k = 0;
+        for _ in 0..row_dim {
+            for &c in block {
+                for b in 0..col_dim {
+                    out[k] = c * col_dim as u32 + b as u32;
+                    k += 1;
+                }
+            }
+        }
+    });
+    Ok(Pattern {
+        row_set,
+        col_set,
+        row_dim,
+        col_dim,
+        pairs: pairs.iter().map(|(r, c)| (r.id(), c.id())).collect(),
+        pair_names: pairs.iter().map(|(r, c)| (r.name().to_owned(), c.name().to_owned())).collect(),
+        row_entities: rows,
+        block: Some((bptr, bcols)),
+        row_ptr,
+        col_indices,
+    })
+}
+
+/// Row entity -> elements whose row of `map` reaches it (owned rows only;
+/// an element appears once per column that reaches the row), as CSR.
+fn incidence(name: &str, map: &Map, rows: usize) -> Result<(Vec<usize>, Vec<u32>)> {
+    let (values, arity) = (map.values(), map.arity());
+    let counts: Vec<AtomicU32> = {
+        let mut v = Vec::new();
+        v.try_reserve_exact(rows).map_err(|_| oom(name, "row counts", rows, 4))?;
+        v.extend((0..rows).map(|_| AtomicU32::new(0)));
+        v
+    };
+    values.par_chunks(arity.max(1) * 1024).for_each(|chunk| {
+        for &r in chunk {
+            if (r as usize) < rows {
+                counts[r as usize].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    let mut ptr = filled(name, "incidence pointers", rows + 1, 0usize)?;
+    for r in 0..rows {
+        ptr[r + 1] = ptr[r] + counts[r].load(Ordering::Relaxed) as usize;
+    }
+    let total = ptr[rows];
+    let cursor: Vec<AtomicUsize> = ptr[..rows].iter().map(|&p| AtomicUsize::new(p)).collect();
+    let elems: Vec<AtomicU32> = {
+        let mut v = Vec::new();
+        v.try_reserve_exact(total).map_err(|_| oom(name, "incidence", total, 4))?;
+        v.extend((0..total).map(|_| AtomicU32::new(0)));
+        v
+    };
+    // The order within a row does not matter: columns are sorted afterwards.
+    let per = 1024;
+    (0..values.len().div_ceil(arity * per)).into_par_iter().for_each(|t| {
+        let first = t * per;
+        let last = ((t + 1) * per).min(values.len() / arity);
+        for e in first..last {
+            for &r in &values[e * arity..(e + 1) * arity] {
+                if (r as usize) < rows {
+                    let at = cursor[r as usize].fetch_add(1, Ordering::Relaxed);
+                    elems[at].store(e as u32, Ordering::Relaxed);
+                }
+            }
+        }
+    });
+    let elems = elems.into_iter().map(AtomicU32::into_inner).collect();
+    Ok((ptr, elems))
+}
+
+/// Copies the `parts` one after another into `out`, in parallel.
+fn split_fill<'a>(out: &mut [u32], parts: impl Iterator<Item = &'a [u32]>) {
+    let parts: Vec<&[u32]> = parts.collect();
+    let slices = split_by(out, parts.iter().map(|p| p.len()));
+    slices.into_par_iter().zip(parts).for_each(|(o, p)| o.copy_from_slice(p));
+}
+
+/// `out` cut into consecutive slices of the given lengths.
+fn split_by<T>(mut out: &mut [T], lens: impl Iterator<Item = usize>) -> Vec<&mut [T]> {
+    let mut slices = Vec::new();
+    for len in lens {
+        let (head, tail) = std::mem::take(&mut out).split_at_mut(len);
+        slices.push(head);
+        out = tail;
+    }
+    slices
+}
