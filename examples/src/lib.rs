@@ -3,5 +3,8 @@
 //! - [`airfoil`]: OP2's airfoil benchmark (2-D Euler, finite volume, NACA0012
 //!   C-grid): the grid generator, the grid file reader and writer, the five
 //!   kernels and the time loop.
+//! - [`wave`]: seed 000's explicit wave equation, P1 finite elements on
+//!   `parloop_mesh::unit_square`, seven loops per step.
 
 pub mod airfoil;
+pub mod wave;

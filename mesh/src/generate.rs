@@ -85,7 +85,9 @@ pub fn unit_square(nx: usize, ny: usize) -> Result<Mesh, Error> {
     let mut facet_cells = Vec::with_capacity(2 * (nx + ny));
     let mut groups = Vec::new();
     // Walked counter-clockwise: the domain is on each segment's left.
-    let sides: [(&str, Vec<(u32, u32, u32)>); 4] = [
+    // (first vertex, second vertex, cell) per segment.
+    type Segments = Vec<(u32, u32, u32)>;
+    let sides: [(&str, Segments); 4] = [
         ("left", (0..ny).rev().map(|j| (v(0, j + 1), v(0, j), cell(0, j, 0))).collect()),
         ("right", (0..ny).map(|j| (v(nx, j), v(nx, j + 1), cell(nx - 1, j, 1))).collect()),
         ("bottom", (0..nx).map(|i| (v(i, 0), v(i + 1, 0), cell(i, 0, 0))).collect()),

@@ -114,8 +114,10 @@ struct Appended<'a> {
     name: Option<&'a str>,
     components: usize,
     bytes: u64,
-    write: Box<dyn Fn(&mut dyn Write) -> std::io::Result<()> + 'a>,
+    write: WriteFn<'a>,
 }
+
+type WriteFn<'a> = Box<dyn Fn(&mut dyn Write) -> std::io::Result<()> + 'a>;
 
 /// `entities x components` values as Float64; `values` makes the iterator.
 fn f64_array<'a>(name: Option<&'a str>, entities: usize, components: usize, values: ValuesFn<'a>) -> Appended<'a> {

@@ -1,0 +1,152 @@
+//! Seed 000's explicit wave equation on parloop: P1 on the unit square,
+//! seven loops per step.
+//!
+//! `cargo run --release --bin wave` runs the seed's 10 000 steps on a
+//! 100 x 100 mesh on the best backend present; see `--help`.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use parloop::{Backend, Error, Runtime};
+use parloop_examples::wave::{Wave, DT, T_END};
+use parloop_mesh::unit_square;
+use parloop_mesh::vtk::{Field, TimeSeries};
+
+#[derive(Parser, Debug)]
+#[command(about = "Seed 000's explicit wave equation (P1, leapfrog) on the unit square, on parloop")]
+struct Args {
+    /// Time steps (default: the seed's T = 10 at dt = 0.001, 10 000 steps).
+    #[arg(long)]
+    steps: Option<usize>,
+    /// Squares per side of the unit square mesh (two triangles each).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    mesh_size: usize,
+    /// Backend: auto, seq, threads, emu or cuda (default: PARLOOP_BACKEND, else auto).
+    #[arg(long)]
+    backend: Option<String>,
+    /// Write p and phi as VTK (DIR/wave.pvd and one .vtu per output) for ParaView.
+    #[arg(long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// With --output: write every N steps (and the first and last).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    output_every: usize,
+    /// Never show the progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// A write to standard output that failed (a full disk, a closed pipe).
+fn stdout_error(source: std::io::Error) -> Error {
+    Error::Io { path: "<stdout>".into(), source }
+}
+
+fn run(args: Args) -> Result<(), Error> {
+    let steps = args.steps.unwrap_or((T_END / DT).round() as usize);
+    if args.output_every == 0 {
+        return Err(Error::InvalidDeclaration {
+            what: "option",
+            name: "--output-every".into(),
+            reason: "0: at least 1 step between outputs".into(),
+        });
+    }
+    let backend: Backend = match &args.backend {
+        Some(b) => b.parse()?,
+        None => match std::env::var("PARLOOP_BACKEND") {
+            Ok(b) if !b.trim().is_empty() => b.parse()?,
+            _ => Backend::auto(),
+        },
+    };
+    let rt = Runtime::with_backend(backend)?;
+    let t0 = Instant::now();
+    let mesh = unit_square(args.mesh_size, args.mesh_size)?;
+    let mut wave = Wave::new(&rt, &mesh, DT)?;
+    let mut out = std::io::stdout();
+    writeln!(
+        out,
+        "wave: unit_square({0}, {0}), {1} vertices, {2} triangles ({3:.2} s); {4} steps of dt = {DT}; backend {5}",
+        args.mesh_size,
+        mesh.vertices(),
+        mesh.num_cells(),
+        t0.elapsed().as_secs_f64(),
+        steps,
+        match rt.device_name() {
+            Some(device) => format!("{} ({device})", rt.backend()),
+            None => rt.backend().to_string(),
+        },
+    )
+    .map_err(stdout_error)?;
+    let e0 = wave.energy()?;
+
+    let mut series = match &args.output {
+        Some(dir) => Some((TimeSeries::new(dir, "wave")?, dir)),
+        None => None,
+    };
+    let write = |series: &mut Option<(TimeSeries, &PathBuf)>, wave: &Wave, step: usize| -> Result<(), Error> {
+        if let Some((s, _)) = series {
+            let (p, phi) = (wave.p.values()?, wave.phi.values()?);
+            s.write(step as f64 * DT, &mesh, &[Field::scalar("p", &p), Field::scalar("phi", &phi)], &[])?;
+        }
+        Ok(())
+    };
+    write(&mut series, &wave, 0)?;
+
+    let bar = if std::io::stderr().is_terminal() && !args.quiet {
+        let bar = ProgressBar::new(steps as u64);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {elapsed} elapsed, eta {eta}")
+                .expect("a valid template"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let start = Instant::now();
+    // Between outputs the steps run back to back: the host reads p and phi
+    // only when it writes them.
+    let chunk = if series.is_some() { args.output_every } else { steps.max(1) };
+    let mut done = 0;
+    while done < steps {
+        let n = chunk.min(steps - done);
+        wave.run(n, |_| bar.inc(1))?;
+        done += n;
+        write(&mut series, &wave, done)?;
+    }
+    bar.finish_and_clear();
+    let wall = start.elapsed().as_secs_f64();
+    let e1 = wave.energy()?;
+    let report = rt.report();
+    let planning: f64 = report.iter().map(|r| r.plan_seconds).sum();
+    let loops: u64 = report.iter().map(|r| r.calls).sum();
+    let in_loops: f64 = report.iter().map(|r| r.seconds).sum();
+    writeln!(
+        out,
+        "wall time {wall:.3} s ({planning:.3} s planning), {:.1} us per step, {:.2} us per loop ({loops} loops, \
+         {:.2} us each inside the loop); energy {:.12e} -> {:.12e} (modified {:.3e} relative change)",
+        wall * 1e6 / steps.max(1) as f64,
+        wall * 1e6 / loops.max(1) as f64,
+        in_loops * 1e6 / loops.max(1) as f64,
+        e0.plain,
+        e1.plain,
+        (e1.modified - e0.modified) / e0.modified,
+    )
+    .map_err(stdout_error)?;
+    if let Some((s, dir)) = &series {
+        writeln!(out, "VTK: {} (open it in ParaView; {})", s.pvd_path().display(), dir.display())
+            .map_err(stdout_error)?;
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("wave: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

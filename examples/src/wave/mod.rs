@@ -1,0 +1,222 @@
+//! The explicit wave example of PyOP2's lazy-evaluation notes (seed 000):
+//! the wave equation as a first-order system,
+//!
+//! ```text
+//! d phi / dt = -p,    d p / dt = -laplace(phi)   (so d^2 p / dt^2 = laplace(p)),
+//! ```
+//!
+//! with P1 finite elements on `unit_square(100, 100)`, zero Neumann
+//! boundaries, `p = exp(-40 ((x - 0.5)^2 + (y - 0.5)^2))` and `phi = 0` at
+//! the start, and the symplectic leapfrog (Stormer-Verlet) step, `dt =
+//! 0.001` to `T = 10`:
+//!
+//! ```text
+//! phi -= dt/2 p                         phi_expr   (vertices, direct)
+//! t1 = 0;  t1 += dt K phi               zero, assemble1 (cells, INC through cell -> vertex)
+//! t2 = 0;  t2 += M_lumped               zero, assemble2 (cells, INC)
+//! p += t1 / t2                          expr       (vertices, direct)
+//! phi -= dt/2 p                         phi_expr
+//! ```
+//!
+//! with `K_ij = integral of grad v_i . grad v_j` (stiffness) and `M_lumped`
+//! the row sums of the mass matrix, `integral of v_i`: seven loops per
+//! step with the seed's names. (The seed writes `t1(WRITE)` and
+//! `p(WRITE)`; here the assembly increments through the map, INC, and `p`
+//! is read and written, RW, as the mathematics says.)
+//!
+//! The scheme conserves exactly, up to rounding, the modified energy
+//! [`Energy::modified`]; the energy itself, `1/2 p.M p + 1/2 phi.K phi`,
+//! oscillates within a bound of order `dt^2` around it without drifting.
+//!
+//! ```
+//! use parloop::{Backend, Runtime};
+//! use parloop_examples::wave::Wave;
+//!
+//! let rt = Runtime::with_backend(Backend::Seq)?;
+//! let mesh = parloop_mesh::unit_square(10, 10)?;
+//! let mut wave = Wave::new(&rt, &mesh, 0.001)?;
+//! let e0 = wave.energy()?;
+//! wave.run(100, |_| {})?;
+//! assert!((wave.energy()?.modified / e0.modified - 1.0).abs() < 1e-12);
+//! # Ok::<(), parloop::Error>(())
+//! ```
+
+pub mod kernels;
+
+use parloop::{Access, Dat, Error, Global, ParLoop, Runtime};
+use parloop_mesh::{DeclaredMesh, Mesh};
+
+use kernels::{assemble1, assemble2, expr, phi_expr, zero};
+
+/// The seed's time step and end time.
+pub const DT: f64 = 0.001;
+/// The seed's end time: 10 000 steps of [`DT`].
+pub const T_END: f64 = 10.0;
+
+/// The initial pressure, `exp(-40 ((x - 0.5)^2 + (y - 0.5)^2))`.
+pub fn initial_p(x: f64, y: f64) -> f64 {
+    (-40.0 * ((x - 0.5) * (x - 0.5) + (y - 0.5) * (y - 0.5))).exp()
+}
+
+/// The discrete energies of a state (see [`Wave::energy`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Energy {
+    /// `1/2 p.M p + 1/2 phi.K phi` (lumped `M`).
+    pub plain: f64,
+    /// `plain - dt^2/8 p.K p`: the quadratic invariant of this leapfrog
+    /// (drift-kick-drift) step, conserved up to rounding. `0 <= plain -
+    /// modified <= dt^2 lambda / 4 plain`, `lambda` the largest eigenvalue
+    /// of `M^-1 K`, so the plain energy cannot drift either.
+    pub modified: f64,
+}
+
+/// The solver on a runtime: the mesh, the dats `p`, `phi`, `t1`, `t2`, the
+/// global `dt`, and its loops, validated once.
+pub struct Wave<'rt> {
+    rt: &'rt Runtime,
+    /// The mesh's sets, maps and coordinates on the runtime.
+    pub mesh: DeclaredMesh,
+    /// Pressure per vertex.
+    pub p: Dat<f64>,
+    /// Velocity potential per vertex.
+    pub phi: Dat<f64>,
+    dt: f64,
+    _dt: Global<f64>,
+    phi_expr: ParLoop,
+    zero_t1: ParLoop,
+    assemble1: ParLoop,
+    zero_t2: ParLoop,
+    assemble2: ParLoop,
+    expr: ParLoop,
+    host: HostMesh,
+}
+
+impl<'rt> Wave<'rt> {
+    /// Declares a 2-D triangle `mesh` and the initial state on `rt`. A 3-D
+    /// mesh is an [`Error::InvalidDeclaration`].
+    pub fn new(rt: &'rt Runtime, mesh: &Mesh, dt: f64) -> Result<Wave<'rt>, Error> {
+        if mesh.dim != 2 {
+            return Err(Error::InvalidDeclaration {
+                what: "mesh",
+                name: "wave".into(),
+                reason: format!("the wave demo runs on triangles; this mesh is {}-D", mesh.dim),
+            });
+        }
+        let m = mesh.declare(rt, "wave")?;
+        let n = mesh.vertices();
+        let p0: Vec<f64> = mesh.coords.chunks(2).map(|x| initial_p(x[0], x[1])).collect();
+        let p = rt.dat("p", &m.vertices, 1, p0)?;
+        let phi = rt.dat("phi", &m.vertices, 1, vec![0.0; n])?;
+        let t1 = rt.dat("t1", &m.vertices, 1, vec![0.0; n])?;
+        let t2 = rt.dat("t2", &m.vertices, 1, vec![0.0; n])?;
+        let dt_global = rt.global("dt", &[dt])?;
+        let (read, write, rw, inc) = (Access::READ, Access::WRITE, Access::RW, Access::INC);
+        let (cells, verts, cv) = (&m.cells, &m.vertices, &m.cell_vertices);
+        Ok(Wave {
+            rt,
+            phi_expr: ParLoop::new(phi_expr::KERNEL, verts, &[p.arg(read), dt_global.arg(read), phi.arg(inc)])?,
+            zero_t1: ParLoop::new(zero::KERNEL, verts, &[t1.arg(write)])?,
+            assemble1: ParLoop::new(
+                assemble1::KERNEL,
+                cells,
+                &[m.coords.arg_vec(cv, read), phi.arg_vec(cv, read), dt_global.arg(read), t1.arg_vec(cv, inc)],
+            )?,
+            zero_t2: ParLoop::new(zero::KERNEL, verts, &[t2.arg(write)])?,
+            assemble2: ParLoop::new(assemble2::KERNEL, cells, &[m.coords.arg_vec(cv, read), t2.arg_vec(cv, inc)])?,
+            expr: ParLoop::new(expr::KERNEL, verts, &[t1.arg(read), t2.arg(read), p.arg(rw)])?,
+            host: HostMesh::new(mesh),
+            mesh: m,
+            p,
+            phi,
+            dt,
+            _dt: dt_global,
+        })
+    }
+
+    /// One time step: the seed's seven loops.
+    pub fn step(&mut self) -> Result<(), Error> {
+        let rt = self.rt;
+        rt.execute(&self.phi_expr)?;
+        rt.execute(&self.zero_t1)?;
+        rt.execute(&self.assemble1)?;
+        rt.execute(&self.zero_t2)?;
+        rt.execute(&self.assemble2)?;
+        rt.execute(&self.expr)?;
+        rt.execute(&self.phi_expr)
+    }
+
+    /// Runs `steps` steps, calling `after(step)` (1-based) after each.
+    pub fn run(&mut self, steps: usize, mut after: impl FnMut(usize)) -> Result<(), Error> {
+        for s in 1..=steps {
+            self.step()?;
+            after(s);
+        }
+        Ok(())
+    }
+
+    /// The loops in the order a step runs them (`phi_expr` twice).
+    pub fn loops(&self) -> [&ParLoop; 7] {
+        [&self.phi_expr, &self.zero_t1, &self.assemble1, &self.zero_t2, &self.assemble2, &self.expr, &self.phi_expr]
+    }
+
+    /// The energies of the current state, computed on the host (plain
+    /// loops over the triangles, not the runtime's loops).
+    pub fn energy(&self) -> Result<Energy, Error> {
+        let (p, phi) = (self.p.values()?, self.phi.values()?);
+        Ok(self.host.energy(&p, &phi, self.dt))
+    }
+}
+
+/// The mesh on the host, for the energy.
+struct HostMesh {
+    coords: Vec<f64>,
+    cells: Vec<u32>,
+    lumped: Vec<f64>,
+}
+
+impl HostMesh {
+    fn new(mesh: &Mesh) -> HostMesh {
+        let mut lumped = vec![0.0; mesh.vertices()];
+        for c in mesh.cells.chunks(3) {
+            let a = twice_area(&mesh.coords, c) / 6.0;
+            for &v in c {
+                lumped[v as usize] += a;
+            }
+        }
+        HostMesh { coords: mesh.coords.clone(), cells: mesh.cells.clone(), lumped }
+    }
+
+    /// `K phi`, triangle by triangle.
+    fn stiffness_action(&self, phi: &[f64]) -> Vec<f64> {
+        let mut k_phi = vec![0.0; phi.len()];
+        for c in self.cells.chunks(3) {
+            let a2 = twice_area(&self.coords, c);
+            let x = |k: usize, d: usize| self.coords[2 * c[k] as usize + d];
+            let g: [[f64; 2]; 3] = std::array::from_fn(|i| {
+                let (j, k) = ((i + 1) % 3, (i + 2) % 3);
+                [x(j, 1) - x(k, 1), x(k, 0) - x(j, 0)]
+            });
+            let gp = (0..3).fold([0.0, 0.0], |s, j| {
+                let f = phi[c[j] as usize];
+                [s[0] + f * g[j][0], s[1] + f * g[j][1]]
+            });
+            for i in 0..3 {
+                k_phi[c[i] as usize] += (g[i][0] * gp[0] + g[i][1] * gp[1]) / (2.0 * a2);
+            }
+        }
+        k_phi
+    }
+
+    fn energy(&self, p: &[f64], phi: &[f64], dt: f64) -> Energy {
+        let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+        let kinetic: f64 = p.iter().zip(&self.lumped).map(|(p, m)| p * p * m).sum();
+        let potential = dot(phi, &self.stiffness_action(phi));
+        let plain = 0.5 * (kinetic + potential);
+        Energy { plain, modified: plain - dt * dt / 8.0 * dot(p, &self.stiffness_action(p)) }
+    }
+}
+
+fn twice_area(coords: &[f64], c: &[u32]) -> f64 {
+    let x = |k: usize, d: usize| coords[2 * c[k] as usize + d];
+    (x(1, 0) - x(0, 0)) * (x(2, 1) - x(0, 1)) - (x(2, 0) - x(0, 0)) * (x(1, 1) - x(0, 1))
+}
