@@ -196,3 +196,26 @@ fn a_3d_mesh_is_refused() {
     let e = Wave::new(&rt, &cube, DT).err().expect("a 3-D mesh is an error");
     assert!(e.to_string().contains("3-D"), "{e}");
 }
+
+#[test]
+fn cli_writes_a_time_series() {
+    let dir = std::env::temp_dir().join(format!("parloop-wave-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wave"))
+        .args(["--steps", "25", "--mesh-size", "8", "--backend", "seq", "--quiet", "--output-every", "10", "--output"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("81 vertices, 128 triangles") && stdout.contains("wall time"), "{stdout}");
+    // Steps 0, 10, 20 and the last, 25.
+    let pvd = std::fs::read_to_string(dir.join("wave.pvd")).unwrap();
+    for (k, t) in ["0.0", "0.01", "0.02", "0.025"].iter().enumerate() {
+        assert!(pvd.contains(&format!("timestep=\"{t}\" group=\"\" part=\"0\" file=\"wave_{k:06}.vtu\"")), "{pvd}");
+        assert!(dir.join(format!("wave_{k:06}.vtu")).exists());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_wave")).args(["--mesh-size", "0"]).output().unwrap();
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("0 divisions"));
+}
