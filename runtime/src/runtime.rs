@@ -209,6 +209,17 @@ impl Runtime {
         self.strategy
     }
 
+    /// Whether automatic choices keep to deterministic strategies
+    /// (`PARLOOP_DETERMINISTIC=1`).
+    pub(crate) fn deterministic(&self) -> bool {
+        self.deterministic
+    }
+
+    /// The device of device backends.
+    pub(crate) fn device(&self) -> Option<&Arc<dyn Device>> {
+        self.device.as_ref()
+    }
+
     /// Sets whether the CPU backends run kernels four (AVX2) or eight
     /// (AVX-512) elements at a time with SIMD, where a kernel has lane-wise
     /// twins and the CPU has AVX2 (on by default; `PARLOOP_SIMD=0` turns it
@@ -327,6 +338,13 @@ impl Runtime {
     /// one (it is never refused for that), so a `Runtime` may be shared
     /// between threads.
     pub fn execute(&self, lp: &ParLoop) -> Result<()> {
+        if let Some(device) = &self.device {
+            if lp.args().iter().any(|a| matches!(a.kind, ArgKind::Mat(_))) {
+                // Element matrices first (a loop of its own), then their
+                // scatter (`matrix::device`).
+                return self.assemble_on_device(device, lp);
+            }
+        }
         let _one_at_a_time = lock(&self.executing);
         let kernel = lp.kernel();
         let _range = Range::new(kernel.name());

@@ -14,8 +14,8 @@ use rayon::prelude::*;
 use super::Real;
 use crate::backend::Backend;
 use crate::decl::{Dat, Set};
-use crate::matrix::Mat;
 use crate::error::{Error, Result};
+use crate::matrix::Mat;
 use crate::runtime::Runtime;
 
 /// What the solvers need of a matrix: its shape, `y = A x` and its
@@ -273,6 +273,10 @@ impl Runtime {
                 op: format!("mult of matrix `{what}`"),
                 reason: format!("x and y are both dat `{}`; the product needs a dat of its own", x.name()),
             });
+        }
+        if let Some(device) = self.device() {
+            self.single_rank(what, "mult")?;
+            return self.mult_on_device(device, a, x, y);
         }
         let parallel = host_parallelism(self, what, "mult")?;
         self.single_rank(what, "mult")?;

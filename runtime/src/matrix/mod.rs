@@ -8,6 +8,7 @@
 //! `assembly::element_positions`.
 
 pub(crate) mod assembly;
+mod device;
 mod mat;
 mod sparsity;
 
@@ -30,6 +31,8 @@ use crate::types::Scalar;
 #[derive(Default)]
 pub(crate) struct Caches {
     patterns: Mutex<HashMap<sparsity::PatternKey, Weak<sparsity::Pattern>>>,
+    /// Device tables and the matrix library module (`device`).
+    pub(crate) device: device::DeviceCaches,
 }
 
 impl Runtime {

@@ -1,0 +1,458 @@
+//! Matrices on a device (emu, cuda): assembly and the sparse product.
+//!
+//! Assembly runs in two phases. The user's loop runs as any device loop,
+//! its matrix argument replaced by a direct argument of an internal dat
+//! holding one element matrix per element (zeroed first), so every
+//! strategy of the other arguments applies unchanged. A library kernel then
+//! adds the element matrices into the CSR values:
+//! - `deterministic` (the default, and `PARLOOP_DETERMINISTIC=1`): one
+//!   thread per nonzero adds its contributions, listed in element order
+//!   (a CSR of contributions, the transpose of the element -> position
+//!   table, as PETSc's COO assembly does). No atomics; the sums follow the
+//!   order of `seq`, so device and seq assemble bitwise the same matrix.
+//! - `atomic` (`PARLOOP_STRATEGY=atomic`, INC only): one thread per
+//!   element-matrix entry, `atomicAdd` into its position: less set-up and
+//!   memory, not reproducible bit for bit.
+//!
+//! The element -> position table is built on the host once per matrix
+//! argument shape (pattern, maps, iteration set) and kept on the device.
+//!
+//! The product `y = A x` is a CSR kernel with `g` threads per row (`g` a
+//! power of two near the average row length, 1 to 32); the threads of a
+//! row sum strided entries, then the first adds the others' partial sums
+//! in lane order: deterministic.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::assembly::MatScatter;
+use super::Mat;
+use crate::arg::{Arg, ArgKind};
+use crate::decl::{Dat, Set, Storage};
+use crate::device::{Device, DeviceBuffer, LaunchParams, Module};
+use crate::error::{Error, Result};
+use crate::par_loop::ParLoop;
+use crate::runtime::Runtime;
+use crate::strategy::Strategy;
+use crate::sync::lock;
+use crate::types::{Access, ElemType, Scalar};
+
+/// Threads per block of the library kernels.
+const BLOCK: u32 = 256;
+/// Most blocks of a grid-stride library launch.
+const MAX_GRID: usize = 4096;
+/// Marks an element-matrix entry whose row another rank owns.
+const NOT_OWNED: u32 = u32::MAX;
+
+/// Device state of matrices, per runtime: the library module, each matrix
+/// argument shape's position tables and element-matrix dat, each
+/// pattern's CSR arrays.
+#[derive(Default)]
+pub(crate) struct DeviceCaches {
+    library: Mutex<Option<Arc<dyn Module>>>,
+    scatters: Mutex<HashMap<ScatterKey, Arc<ScatterTables>>>,
+    patterns: Mutex<HashMap<usize, Arc<CsrOnDevice>>>,
+}
+
+/// A matrix argument's shape: the pattern (by address, kept alive by the
+/// tables), the maps, and the iteration set.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct ScatterKey {
+    pattern: usize,
+    row_map: u64,
+    col_map: u64,
+    set: u64,
+    elem: ElemType,
+}
+
+/// Where element-matrix entries go, on the device.
+struct ScatterTables {
+    /// Keeps the pattern alive while its address is a key.
+    _pattern: Arc<super::sparsity::Pattern>,
+    /// Entries (elements x rows x cols).
+    entries: usize,
+    /// Position of each entry in the values (`NOT_OWNED` when none).
+    positions: DeviceBuffer,
+    /// Contributions of each nonzero: `offsets[k]..offsets[k + 1]` index
+    /// `contributions`, which lists entries in element order.
+    offsets: DeviceBuffer,
+    contributions: DeviceBuffer,
+    /// One element matrix per element of the iteration set.
+    element_matrices: Arc<dyn Storage>,
+    element_dat_dim: usize,
+}
+
+/// A pattern's scalar CSR on the device.
+struct CsrOnDevice {
+    _pattern: Arc<super::sparsity::Pattern>,
+    row_ptr: DeviceBuffer,
+    col_indices: DeviceBuffer,
+    /// Threads per row of the product.
+    threads_per_row: u32,
+}
+
+fn c_type(elem: ElemType) -> Result<&'static str> {
+    match elem {
+        ElemType::F64 => Ok("double"),
+        ElemType::F32 => Ok("float"),
+        other => Err(Error::Backend {
+            name: "device".into(),
+            reason: format!("matrices of {other:?} values are not supported on a device (f64 and f32 are)"),
+        }),
+    }
+}
+
+/// The library's CUDA C++: for each of `double` and `float`, zeroing,
+/// the two scatters and the product.
+fn library_source() -> String {
+    let mut s = parloop_kernels::loops::LOOP_PRELUDE.to_string();
+    for (t, suffix) in [("double", "f64"), ("float", "f32")] {
+        s.push_str(&format!(
+            r#"
+PL_ENTRY(pl_lib_zero_{suffix}) {{
+    {t}* const p = ({t}*)prm.ptr[0];
+    const long long n = prm.val[0];
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)blockDim.x * gridDim.x)
+        p[i] = ({t})0;
+}}
+
+/* One thread per nonzero: its contributions in element order, onto the
+   value (INC) or the last one (WRITE). */
+PL_ENTRY(pl_lib_scatter_det_{suffix}) {{
+    {t}* const vals = ({t}*)prm.ptr[0];
+    const unsigned int* const offsets = (const unsigned int*)prm.ptr[1];
+    const unsigned int* const contrib = (const unsigned int*)prm.ptr[2];
+    const {t}* const em = (const {t}*)prm.ptr[3];
+    const long long nnz = prm.val[0];
+    const long long write = prm.val[1];
+    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < nnz; k += (long long)blockDim.x * gridDim.x) {{
+        const unsigned int first = offsets[k], last = offsets[k + 1];
+        if (first == last) continue;
+        if (write) {{ vals[k] = em[contrib[last - 1]]; continue; }}
+        {t} v = vals[k];
+        for (unsigned int q = first; q < last; ++q) v += em[contrib[q]];
+        vals[k] = v;
+    }}
+}}
+
+/* One thread per element-matrix entry, added atomically. */
+PL_ENTRY(pl_lib_scatter_atomic_{suffix}) {{
+    {t}* const vals = ({t}*)prm.ptr[0];
+    const unsigned int* const pos = (const unsigned int*)prm.ptr[1];
+    const {t}* const em = (const {t}*)prm.ptr[2];
+    const long long n = prm.val[0];
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)blockDim.x * gridDim.x) {{
+        const unsigned int p = pos[i];
+        if (p != 0xffffffffu) atomicAdd(&vals[p], em[i]);
+    }}
+}}
+
+/* y = A x, g threads per row (g divides blockDim.x): strided partial sums,
+   then lane 0 adds the lanes' sums in order. */
+PL_ENTRY(pl_lib_spmv_{suffix}) {{
+    PL_DYNAMIC_SHARED(pl_sh);
+    {t}* const part = ({t}*)pl_sh;
+    const long long* const row_ptr = (const long long*)prm.ptr[0];
+    const unsigned int* const cols = (const unsigned int*)prm.ptr[1];
+    const {t}* const vals = (const {t}*)prm.ptr[2];
+    const {t}* const x = (const {t}*)prm.ptr[3];
+    {t}* const y = ({t}*)prm.ptr[4];
+    const long long rows = prm.val[0];
+    const int g = (int)prm.val[1];
+    const int lane = threadIdx.x % g;
+    const long long per_block = blockDim.x / g;
+    for (long long base = (long long)blockIdx.x * per_block; base < rows; base += (long long)gridDim.x * per_block) {{
+        const long long r = base + threadIdx.x / g;
+        {t} s = ({t})0;
+        if (r < rows)
+            for (long long q = row_ptr[r] + lane; q < row_ptr[r + 1]; q += g) s += vals[q] * x[cols[q]];
+        part[threadIdx.x] = s;
+        __syncthreads();
+        if (lane == 0 && r < rows) {{
+            {t} t = part[threadIdx.x];
+            for (int l = 1; l < g; ++l) t += part[threadIdx.x + l];
+            y[r] = t;
+        }}
+        __syncthreads();
+    }}
+}}
+"#
+        ));
+    }
+    s
+}
+
+fn suffix(elem: ElemType) -> &'static str {
+    if elem == ElemType::F32 {
+        "f32"
+    } else {
+        "f64"
+    }
+}
+
+fn grid_for(n: usize) -> u32 {
+    n.div_ceil(BLOCK as usize).clamp(1, MAX_GRID) as u32
+}
+
+fn upload<P: bytemuck::Pod>(device: &dyn Device, values: &[P]) -> Result<DeviceBuffer> {
+    let bytes: &[u8] = bytemuck::cast_slice(values);
+    let buf = device.alloc(bytes.len().max(8))?;
+    if !bytes.is_empty() {
+        device.upload(&buf, bytes)?;
+    }
+    Ok(buf)
+}
+
+fn busy(what: &str, name: &str) -> Error {
+    Error::Busy { kernel: what.into(), dat: name.into() }
+}
+
+/// The current device address of a dat's or matrix's values.
+fn address(storage: &dyn Storage, device: &Arc<dyn Device>, what: &str) -> Result<u64> {
+    storage.on_device(device).ok_or_else(|| busy(what, storage.name()))?
+}
+
+impl DeviceCaches {
+    fn library(&self, device: &Arc<dyn Device>) -> Result<Arc<dyn Module>> {
+        let mut slot = lock(&self.library);
+        if let Some(m) = slot.as_ref() {
+            return Ok(m.clone());
+        }
+        let module = device.compile("parloop matrix library", &library_source())?;
+        *slot = Some(module.clone());
+        Ok(module)
+    }
+
+    fn csr(&self, device: &Arc<dyn Device>, mat: &super::sparsity::Sparsity) -> Result<Arc<CsrOnDevice>> {
+        let key = Arc::as_ptr(&mat.pattern) as usize;
+        if let Some(c) = lock(&self.patterns).get(&key) {
+            return Ok(c.clone());
+        }
+        let p = &mat.pattern;
+        let row_ptr: Vec<i64> = p.row_ptr().iter().map(|&r| r as i64).collect();
+        let rows = p.row_ptr().len().saturating_sub(1);
+        let average = if rows == 0 { 1.0 } else { p.col_indices().len() as f64 / rows as f64 };
+        // Enough lanes to cover a typical row in one or two strides.
+        let threads_per_row = (average / 2.0).ceil().clamp(1.0, 32.0) as u32;
+        let csr = Arc::new(CsrOnDevice {
+            _pattern: p.clone(),
+            row_ptr: upload(device.as_ref(), &row_ptr)?,
+            col_indices: upload(device.as_ref(), p.col_indices())?,
+            threads_per_row: threads_per_row.next_power_of_two(),
+        });
+        lock(&self.patterns).insert(key, csr.clone());
+        Ok(csr)
+    }
+}
+
+/// Builds the position and contribution tables of `scatter` over the
+/// first `elements` elements.
+fn scatter_tables(
+    device: &Arc<dyn Device>,
+    scatter: &MatScatter,
+    elements: usize,
+    set: &Set,
+    elem: ElemType,
+    kernel: &str,
+) -> Result<ScatterTables> {
+    let per_element = scatter.rows * scatter.cols;
+    let entries =
+        elements.checked_mul(per_element).filter(|&n| n < NOT_OWNED as usize).ok_or_else(|| Error::Backend {
+            name: device.name(),
+            reason: format!(
+                "loop `{kernel}`: {elements} element matrices of {per_element} entries exceed what device assembly \
+                 indexes ({} entries); assemble in parts or on the host",
+                NOT_OWNED
+            ),
+        })?;
+    let nnz = scatter.pattern.row_ptr().last().copied().unwrap_or(0);
+    let mut positions = Vec::new();
+    positions.try_reserve_exact(entries).map_err(|_| Error::OutOfMemory {
+        what: format!("loop `{kernel}`: the device assembly's position table"),
+        bytes: entries.saturating_mul(4),
+    })?;
+    let mut local = vec![None; per_element];
+    let mut counts = vec![0u32; nnz + 1];
+    for e in 0..elements {
+        super::assembly::element_positions(scatter, e, &mut local);
+        for p in &local {
+            match p {
+                Some(k) => {
+                    counts[k + 1] += 1;
+                    positions.push(*k as u32);
+                }
+                None => positions.push(NOT_OWNED),
+            }
+        }
+    }
+    for k in 0..nnz {
+        counts[k + 1] += counts[k];
+    }
+    let mut fill = counts.clone();
+    let mut contributions = vec![0u32; counts[nnz] as usize];
+    // In entry order, which is element order: the sums follow seq's.
+    for (i, &p) in positions.iter().enumerate() {
+        if p != NOT_OWNED {
+            contributions[fill[p as usize] as usize] = i as u32;
+            fill[p as usize] += 1;
+        }
+    }
+    let element_matrices: Arc<dyn Storage> = match elem {
+        ElemType::F64 => element_dat::<f64>(set, per_element, scatter)?,
+        ElemType::F32 => element_dat::<f32>(set, per_element, scatter)?,
+        other => return Err(c_type(other).unwrap_err()),
+    };
+    Ok(ScatterTables {
+        _pattern: scatter.pattern.clone(),
+        entries,
+        positions: upload(device.as_ref(), &positions)?,
+        offsets: upload(device.as_ref(), &counts)?,
+        contributions: upload(device.as_ref(), &contributions)?,
+        element_matrices,
+        element_dat_dim: per_element,
+    })
+}
+
+fn element_dat<T: Scalar>(set: &Set, per_element: usize, scatter: &MatScatter) -> Result<Arc<dyn Storage>> {
+    let len = crate::decl::checked_len(
+        "element matrices",
+        &scatter.sparsity_name,
+        set.size(),
+        per_element,
+        "entries",
+        std::mem::size_of::<T>(),
+    )?;
+    let mut zeros = Vec::new();
+    zeros.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+        what: format!("the element matrices of `{}` on `{}`", scatter.sparsity_name, set.name()),
+        bytes: len.saturating_mul(std::mem::size_of::<T>()),
+    })?;
+    zeros.resize(len, T::default());
+    let dat = Dat::new(&format!("pl_elemat_{}_{}", scatter.sparsity_name, set.name()), set, per_element, zeros)?;
+    Ok(dat.0)
+}
+
+/// Whether matrix scatters on this runtime add atomically (the user asked
+/// for the atomic strategy and not for determinism).
+fn atomic_scatter(rt: &Runtime) -> bool {
+    rt.strategy() == Some(Strategy::Atomic) && !rt.deterministic()
+}
+
+impl Runtime {
+    /// Runs a loop with matrix arguments on the device: the loop with
+    /// element-matrix dats in their place, then the scatters.
+    pub(crate) fn assemble_on_device(&self, device: &Arc<dyn Device>, lp: &ParLoop) -> Result<()> {
+        let kernel = lp.kernel();
+        let set = lp.set();
+        let elements = lp.sections().executed();
+        let library = self.matrices.device.library(device)?;
+        let mut args: Vec<Arg> = lp.args().to_vec();
+        let mut scatters = Vec::new();
+        for (i, arg) in lp.args().iter().enumerate() {
+            let ArgKind::Mat(m) = &arg.kind else { continue };
+            let elem = arg.storage.elem();
+            c_type(elem)?;
+            let key = ScatterKey {
+                pattern: Arc::as_ptr(&m.pattern) as usize,
+                row_map: m.row_map.id(),
+                col_map: m.col_map.id(),
+                set: set.id(),
+                elem,
+            };
+            let cached = lock(&self.matrices.device.scatters).get(&key).cloned();
+            let tables = match cached {
+                Some(t) if t.entries == elements * m.rows * m.cols => t,
+                _ => {
+                    let t = Arc::new(scatter_tables(device, m, elements, set, elem, kernel.name())?);
+                    lock(&self.matrices.device.scatters).insert(key, t.clone());
+                    t
+                }
+            };
+            // Zeroed element matrices: the kernel adds into them.
+            let em = address(tables.element_matrices.as_ref(), device, kernel.name())?;
+            let mut params = LaunchParams::default();
+            params.ptr[0] = em;
+            params.val[0] = (set.size() * tables.element_dat_dim) as i64;
+            library.launch(
+                &format!("pl_lib_zero_{}", suffix(elem)),
+                grid_for(params.val[0] as usize),
+                BLOCK,
+                0,
+                &params,
+            )?;
+            tables.element_matrices.device_written();
+            args[i] = Arg {
+                storage: tables.element_matrices.clone(),
+                kind: ArgKind::Direct,
+                // WRITE, not INC: the kernel may assign entries of a WRITE
+                // matrix argument, and the values start at zero anyway.
+                access: Access::Write,
+                dim: tables.element_dat_dim,
+                set: Some(set.clone()),
+            };
+            scatters.push((arg.clone(), tables));
+        }
+        let inner = ParLoop::new(kernel, set, &args)?;
+        self.execute(&inner)?;
+        for (arg, tables) in scatters {
+            let elem = arg.storage.elem();
+            let vals = address(arg.storage.as_ref(), device, kernel.name())?;
+            let em = address(tables.element_matrices.as_ref(), device, kernel.name())?;
+            let mut params = LaunchParams::default();
+            let write = arg.access == Access::Write;
+            if atomic_scatter(self) && !write {
+                params.ptr[0] = vals;
+                params.ptr[1] = tables.positions.addr;
+                params.ptr[2] = em;
+                params.val[0] = tables.entries as i64;
+                library.launch(
+                    &format!("pl_lib_scatter_atomic_{}", suffix(elem)),
+                    grid_for(tables.entries),
+                    BLOCK,
+                    0,
+                    &params,
+                )?;
+            } else {
+                let nnz = tables.offsets.bytes / 4 - 1;
+                params.ptr[0] = vals;
+                params.ptr[1] = tables.offsets.addr;
+                params.ptr[2] = tables.contributions.addr;
+                params.ptr[3] = em;
+                params.val[0] = nnz as i64;
+                params.val[1] = i64::from(write);
+                library.launch(&format!("pl_lib_scatter_det_{}", suffix(elem)), grid_for(nnz), BLOCK, 0, &params)?;
+            }
+            arg.storage.device_written();
+        }
+        Ok(())
+    }
+
+    /// `y = A x` on the device.
+    pub(crate) fn mult_on_device<T: Scalar>(
+        &self,
+        device: &Arc<dyn Device>,
+        a: &Mat<T>,
+        x: &Dat<T>,
+        y: &Dat<T>,
+    ) -> Result<()> {
+        let what = "mult";
+        c_type(T::TYPE)?;
+        let library = self.matrices.device.library(device)?;
+        let csr = self.matrices.device.csr(device, a.sparsity())?;
+        let rows = a.sparsity().rows();
+        let mut params = LaunchParams::default();
+        params.ptr[0] = csr.row_ptr.addr;
+        params.ptr[1] = csr.col_indices.addr;
+        params.ptr[2] = address(a.values_dat().0.as_ref(), device, what)?;
+        params.ptr[3] = address(x.0.as_ref(), device, what)?;
+        params.ptr[4] = address(y.0.as_ref(), device, what)?;
+        params.val[0] = rows as i64;
+        params.val[1] = i64::from(csr.threads_per_row);
+        let rows_per_block = (BLOCK / csr.threads_per_row) as usize;
+        let grid = rows.div_ceil(rows_per_block).clamp(1, MAX_GRID) as u32;
+        let shared = BLOCK as usize * std::mem::size_of::<T>();
+        library.launch(&format!("pl_lib_spmv_{}", suffix(T::TYPE)), grid, BLOCK, shared, &params)?;
+        y.0.device_written();
+        Ok(())
+    }
+}

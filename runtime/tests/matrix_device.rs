@@ -1,0 +1,195 @@
+//! Matrices on a device backend (emu here and in CI, the GPU where
+//! `PARLOOP_TEST_DEVICE=cuda`) against `seq`: assembly (the deterministic
+//! scatter bitwise, the atomic one to rounding), WRITE matrices, blocks,
+//! and the sparse product.
+
+#[path = "support/device.rs"]
+mod device;
+
+use parloop::{Access, Backend, Runtime, Strategy};
+
+/// A P1-like element matrix from node values, with an entry that depends
+/// on the element (so that contributions differ).
+#[parloop::kernel]
+fn elem3(x: &[[f64; 1]; 3], w: &f64, a: &mut [[f64; 3]; 3]) {
+    for i in 0..3 {
+        for j in 0..3 {
+            a[i][j] += *w * (x[i][0] * (x[j][0] + 1.0) + (i as f64) - 0.5 * (j as f64));
+        }
+    }
+}
+
+/// 2 x 2 blocks on an edge.
+#[parloop::kernel]
+fn edge_block(x: &[[f64; 2]; 2], a: &mut [[f64; 4]; 4]) {
+    for i in 0..4 {
+        for j in 0..4 {
+            a[i][j] += x[i / 2][i % 2] - 0.25 * x[j / 2][j % 2] + (i * 4 + j) as f64;
+        }
+    }
+}
+
+/// Stores (WRITE) an element's entries, which depend on the element.
+#[parloop::kernel]
+fn block_write(w: &f64, a: &mut [[f64; 2]; 2]) {
+    for i in 0..2 {
+        for j in 0..2 {
+            a[i][j] = *w * 2.0 + (i * 2 + j) as f64;
+        }
+    }
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> i32 {
+        (self.next() % n as u64) as i32
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+struct Problem {
+    nodes: usize,
+    cells: usize,
+    map: Vec<i32>,
+    x: Vec<f64>,
+    w: Vec<f64>,
+}
+
+fn problem(nodes: usize, cells: usize, seed: u64) -> Problem {
+    let mut rng = Rng(seed);
+    Problem {
+        nodes,
+        cells,
+        map: (0..3 * cells).map(|_| rng.below(nodes)).collect(),
+        x: (0..nodes).map(|_| rng.unit() - 0.5).collect(),
+        w: (0..cells).map(|_| 0.5 + rng.unit()).collect(),
+    }
+}
+
+/// Assembles `elem3` on `backend` (`strategy` for device loops): the CSR
+/// values, and `A x` for the node values.
+fn assemble(backend: Backend, strategy: Option<Strategy>, p: &Problem) -> (Vec<f64>, Vec<f64>) {
+    let mut rt = Runtime::with_backend(backend).unwrap();
+    rt.set_strategy(strategy);
+    let nodes = rt.set("nodes", p.nodes).unwrap();
+    let cells = rt.set("cells", p.cells).unwrap();
+    let c2n = rt.map("c2n", &cells, &nodes, 3, p.map.clone()).unwrap();
+    let x = rt.dat("x", &nodes, 1, p.x.clone()).unwrap();
+    let w = rt.dat("w", &cells, 1, p.w.clone()).unwrap();
+    let s = rt.sparsity("s", &[(&c2n, &c2n)], (1, 1)).unwrap();
+    let a = rt.mat::<f64>("A", &s).unwrap();
+    // Twice: the second assembly adds onto the first (element matrices are
+    // zeroed between them, the values are not).
+    for _ in 0..2 {
+        rt.par_loop(
+            elem3::KERNEL,
+            &cells,
+            &[x.arg_vec(&c2n, Access::READ), w.arg(Access::READ), a.arg(&c2n, &c2n, Access::INC)],
+        )
+        .unwrap();
+    }
+    let y = rt.dat("y", &nodes, 1, vec![f64::NAN; p.nodes]).unwrap();
+    rt.mult(&a, &x, &y).unwrap();
+    (a.values().unwrap(), y.values().unwrap())
+}
+
+fn close(a: &[f64], b: &[f64], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    let scale = a.iter().fold(1e-300f64, |m, v| m.max(v.abs()));
+    for (k, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!((x - y).abs() <= 1e-13 * scale, "{what}: entry {k}: {x} vs {y}");
+    }
+}
+
+#[test]
+fn deterministic_device_assembly_equals_seq_bitwise() {
+    let device = device::device_backend();
+    for (nodes, cells, seed) in [(40, 150, 1), (500, 3000, 2), (7, 200, 3)] {
+        let p = problem(nodes, cells, seed);
+        let (want, want_y) = assemble(Backend::Seq, None, &p);
+        for strategy in [None, Some(Strategy::Staged), Some(Strategy::GlobalColour)] {
+            let (got, got_y) = assemble(device, strategy, &p);
+            // The contributions are added in element order, as seq adds them.
+            assert_eq!(got, want, "{device:?} {strategy:?}, mesh {nodes}x{cells}: values");
+            close(&got_y, &want_y, &format!("{device:?} {strategy:?}: A x"));
+        }
+    }
+}
+
+#[test]
+fn atomic_device_assembly_matches_seq_to_rounding() {
+    let device = device::device_backend();
+    let p = problem(300, 2000, 4);
+    let (want, _) = assemble(Backend::Seq, None, &p);
+    let (got, _) = assemble(device, Some(Strategy::Atomic), &p);
+    close(&got, &want, "atomic scatter");
+}
+
+#[test]
+fn block_matrices_assemble_on_the_device_as_on_seq() {
+    let device = device::device_backend();
+    let mut rng = Rng(9);
+    let (nnodes, nedges) = (60, 400);
+    let map: Vec<i32> = (0..2 * nedges).map(|_| rng.below(nnodes)).collect();
+    let xs: Vec<f64> = (0..2 * nnodes).map(|_| rng.unit()).collect();
+    let run = |backend: Backend| {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let nodes = rt.set("nodes", nnodes).unwrap();
+        let edges = rt.set("edges", nedges).unwrap();
+        let e2n = rt.map("e2n", &edges, &nodes, 2, map.clone()).unwrap();
+        let x = rt.dat("x", &nodes, 2, xs.clone()).unwrap();
+        let a = rt.mat::<f64>("A", &rt.sparsity("s", &[(&e2n, &e2n)], (2, 2)).unwrap()).unwrap();
+        rt.par_loop(edge_block::KERNEL, &edges, &[x.arg_vec(&e2n, Access::READ), a.arg(&e2n, &e2n, Access::INC)])
+            .unwrap();
+        let y = rt.dat("y", &nodes, 2, vec![0.0; 2 * nnodes]).unwrap();
+        rt.mult(&a, &x, &y).unwrap();
+        (a.values().unwrap(), y.values().unwrap())
+    };
+    let (want, want_y) = run(Backend::Seq);
+    let (got, got_y) = run(device);
+    assert_eq!(got, want);
+    close(&got_y, &want_y, "block A x");
+}
+
+#[test]
+fn write_matrices_store_on_the_device() {
+    let device = device::device_backend();
+    let n = 50;
+    let run = |backend: Backend| {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let nodes = rt.set("nodes", 2 * n).unwrap();
+        let pairs = rt.set("pairs", n).unwrap();
+        // Disjoint 2 x 2 blocks, in reverse order.
+        let p2n =
+            rt.map("p2n", &pairs, &nodes, 2, (0..n as i32).rev().flat_map(|p| [2 * p, 2 * p + 1]).collect()).unwrap();
+        let w = rt.dat("w", &pairs, 1, (0..n).map(|i| i as f64).collect()).unwrap();
+        let a = rt.mat::<f64>("A", &rt.sparsity("s", &[(&p2n, &p2n)], (1, 1)).unwrap()).unwrap();
+        for _ in 0..2 {
+            rt.par_loop(block_write::KERNEL, &pairs, &[w.arg(Access::READ), a.arg(&p2n, &p2n, Access::WRITE)]).unwrap();
+        }
+        a.values().unwrap()
+    };
+    let want = run(Backend::Seq);
+    assert_eq!(want[0], 2.0 * (n - 1) as f64, "seq stores, it does not add");
+    assert_eq!(run(device), want);
+}
+
+#[test]
+fn the_device_product_is_reproducible_and_matches_seq() {
+    let device = device::device_backend();
+    // Long rows (a dense-ish pattern): several lanes per row.
+    let p = problem(30, 2000, 5);
+    let (_, want_y) = assemble(Backend::Seq, None, &p);
+    let (_, y1) = assemble(device, None, &p);
+    let (_, y2) = assemble(device, None, &p);
+    assert_eq!(y1, y2, "two runs of the product differ");
+    close(&y1, &want_y, "A x, long rows");
+}
