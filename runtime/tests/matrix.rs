@@ -568,20 +568,4 @@ fn elem_one3(a: &mut [[f64; 3]; 3]) {
     a[0][0] += 1.0;
 }
 
-/// Device backends refuse matrix arguments with a clear message (until
-/// device assembly exists), before anything runs.
-#[test]
-fn device_backends_refuse_matrix_arguments_for_now() {
-    let Ok(rt) = Runtime::with_backend(Backend::Emu) else { return };
-    let nodes = rt.set("nodes", 3).unwrap();
-    let cells = rt.set("cells", 1).unwrap();
-    let c2n = rt.map("c2n", &cells, &nodes, 3, vec![0, 1, 2]).unwrap();
-    let s = rt.sparsity("s", &[(&c2n, &c2n)], (1, 1)).unwrap();
-    let a = rt.mat::<f64>("A", &s).unwrap();
-    let err = rt.par_loop(elem_one3::KERNEL, &cells, &[a.arg(&c2n, &c2n, Access::INC)]).unwrap_err();
-    assert!(
-        matches!(&err, Error::Backend { reason, .. } if reason.contains("matrix arguments run on seq and threads")),
-        "{err}"
-    );
-    assert_eq!(a.values().unwrap(), vec![0.0; 9]);
-}
+// Device assembly: tests/matrix_device.rs.
