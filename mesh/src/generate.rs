@@ -15,14 +15,14 @@
 //!
 //! | name | kind | entities |
 //! | --- | --- | --- |
-//! | `"left"`, `"right"` | facets, then vertices | x = 0, x = 1 |
-//! | `"bottom"`, `"top"` | facets, then vertices | y = 0, y = 1 |
-//! | `"front"`, `"back"` (3-D only) | facets, then vertices | z = 0, z = 1 |
+//! | `"left"`, `"left.vertices"`; `"right"`, `"right.vertices"` | facets; vertices | x = 0; x = 1 |
+//! | `"bottom"`, `"bottom.vertices"`; `"top"`, `"top.vertices"` | facets; vertices | y = 0; y = 1 |
+//! | `"front"`, `"front.vertices"`; `"back"`, `"back.vertices"` (3-D only) | facets; vertices | z = 0; z = 1 |
 //! | `"boundary"` | vertices | every boundary vertex |
 //!
-//! A side's name appears twice, once per kind: look groups up with
-//! [`Mesh::facet_group`] and [`Mesh::vertex_group`] (a corner vertex
-//! belongs to every side it touches).
+//! The `.vertices` suffix is the Gmsh reader's convention for the vertices
+//! of a facet group; [`Mesh::vertex_group`]`("left")` finds
+//! `"left.vertices"`. A corner vertex belongs to every side it touches.
 
 use parloop::Error;
 use rayon::prelude::*;
@@ -110,7 +110,7 @@ pub fn unit_square(nx: usize, ny: usize) -> Result<Mesh, Error> {
             "bottom" => (0..px).map(|i| v(i, 0)).collect(),
             _ => (0..px).map(|i| v(i, ny)).collect(),
         };
-        groups.push(Group { name: side.into(), kind: EntityKind::Vertex, entities: verts });
+        groups.push(Group { name: format!("{side}.vertices"), kind: EntityKind::Vertex, entities: verts });
     }
     groups.push(boundary_vertices(&groups));
     Ok(Mesh { dim: 2, coords, cells, facets, facet_cells, groups })
@@ -242,7 +242,11 @@ pub fn unit_cube(nx: usize, ny: usize, nz: usize) -> Result<Mesh, Error> {
                 }
             }
         }
-        groups.push(Group { name: SIDE_NAMES[side].into(), kind: EntityKind::Vertex, entities: verts });
+        groups.push(Group {
+            name: format!("{}.vertices", SIDE_NAMES[side]),
+            kind: EntityKind::Vertex,
+            entities: verts,
+        });
     }
     groups.push(boundary_vertices(&groups));
     Ok(Mesh { dim: 3, coords, cells, facets, facet_cells, groups })

@@ -76,9 +76,7 @@ impl Mesh {
         self.facets.len() / self.dim.max(1)
     }
 
-    /// The group called `name`, if any (the first of that name: the
-    /// generators give each side a facet group, then a vertex group of the
-    /// same name; [`Mesh::vertex_group`] and [`Mesh::facet_group`] pick one).
+    /// The group called `name`, if any.
     pub fn group(&self, name: &str) -> Option<&Group> {
         self.groups.iter().find(|g| g.name == name)
     }
@@ -95,15 +93,20 @@ impl Mesh {
         self.groups.iter().find(|g| g.name == name && g.kind == kind)
     }
 
-    /// The vertex group called `name` (Dirichlet boundaries), if any.
+    /// The vertex group called `name`, else the one called
+    /// `name.vertices` (the vertices of the facet group `name`, as the
+    /// generators and the Gmsh reader call them): Dirichlet boundaries.
     ///
     /// ```
     /// let mesh = parloop_mesh::unit_square(4, 4)?;
     /// assert_eq!(mesh.vertex_group("boundary").unwrap().entities.len(), 16);
+    /// assert_eq!(mesh.vertex_group("left").unwrap().name, "left.vertices");
+    /// assert_eq!(mesh.vertex_group("left").unwrap().entities, vec![0, 5, 10, 15, 20]);
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn vertex_group(&self, name: &str) -> Option<&Group> {
         self.group_of(name, EntityKind::Vertex)
+            .or_else(|| self.group_of(&format!("{name}.vertices"), EntityKind::Vertex))
     }
 
     /// The facet group called `name`, if any.

@@ -219,7 +219,8 @@ fn declared_mesh_matches_the_plain_data() {
     assert_eq!(d.facet_cells.values(), as_i32(&mesh.facet_cells));
     assert_eq!(d.coords.values().unwrap(), mesh.coords);
     assert_eq!(d.coords.name(), "box_coords");
-    assert_eq!(d.group_of("top", EntityKind::Vertex), mesh.vertex_group("top"));
+    assert_eq!(d.group_of("top.vertices", EntityKind::Vertex), mesh.vertex_group("top"));
+    assert_eq!(mesh.group("top").unwrap().kind, EntityKind::Facet);
     // The same names twice in one runtime are refused.
     assert!(matches!(mesh.declare(&rt, "box"), Err(Error::DuplicateName { .. })));
     // A damaged mesh is refused before anything is declared.
