@@ -237,6 +237,32 @@ pub enum Error {
         /// The error.
         source: std::io::Error,
     },
+    /// The dats or matrix of a linear-algebra operation do not fit
+    /// together (sets, dims, aliasing), or a dim the operations do not
+    /// support.
+    #[error("{op}: {reason}")]
+    Incompatible {
+        /// The operation (and the matrix, where there is one).
+        op: String,
+        /// What does not fit, naming the dats and values.
+        reason: String,
+    },
+    /// An iterative solver stopped without a solution: the report says how
+    /// far it got (its `x` is the last iterate, not a solution).
+    #[error(
+        "{solver} on matrix `{matrix}` did not converge: {failure} (after {} iterations, relative residual {:e})",
+        .report.iterations, .report.relative_residual
+    )]
+    NotConverged {
+        /// The solver ("cg").
+        solver: &'static str,
+        /// The matrix (operator).
+        matrix: String,
+        /// Why it stopped.
+        failure: crate::solve::SolveFailure,
+        /// Iterations and residual history up to the stop.
+        report: Box<crate::solve::CgReport>,
+    },
 }
 
 /// Why an argument does not fit its loop or kernel parameter.

@@ -321,7 +321,8 @@ impl Runtime {
             });
         }
         check_dat("diagonal", what, "d", d, s.row_set(), s.row_dim())?;
-        host_parallelism(self, what, "diagonal")?;
+        // On the host on every backend: a set-up step, once per solve (on a
+        // device the values come down once and `d` goes up with its next use).
         self.single_rank(what, "diagonal")?;
         let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
         a.values_dat().with_values(|vals| {

@@ -5,8 +5,8 @@
 //! backend: `seq` adds in entity order; `threads` adds fixed chunks of
 //! entities and combines their partial sums in chunk order (independent of
 //! the thread count and of scheduling); the device backends add per thread,
-//! then per block in thread order, then the blocks' partials in block order
-//! (fixed for a given block size). The backends do not agree bitwise with
+//! then in a fixed-shape tree per block, then the blocks' partials in one
+//! block (fixed for a given block size). The backends do not agree bitwise with
 //! each other, since they group the additions differently.
 
 use std::sync::atomic::{AtomicU64, Ordering};
