@@ -179,15 +179,6 @@ impl Twin<'_> {
         };
         let init = match init {
             None => None,
-            Some(Expr::Array(a)) => {
-                let elems = a.elems.iter().map(|e| self.value(e)).collect::<Result<Vec<_>, _>>()?;
-                Some(quote! { [#(#elems),*] })
-            }
-            Some(Expr::Repeat(r)) => {
-                let v = self.value(&r.expr)?;
-                let n = &r.len;
-                Some(quote! { [#v; #n] })
-            }
             Some(e) => Some(self.value(e)?),
         };
         // Bound after its initialiser, which sees the shadowed binding.
@@ -210,8 +201,27 @@ impl Twin<'_> {
         }
     }
 
-    /// `e` where its value is used: uniform floats are splat.
+    /// `e` where its value is used: uniform floats are splat, array
+    /// literals element by element (to any nesting).
     fn value(&mut self, e: &Expr) -> Rewrite {
+        match e {
+            Expr::Array(a) => {
+                let elems = a.elems.iter().map(|e| self.value(e)).collect::<Result<Vec<_>, _>>()?;
+                return Ok(quote! { [#(#elems),*] });
+            }
+            Expr::Repeat(r) => {
+                let v = self.value(&r.expr)?;
+                let n = &r.len;
+                return Ok(quote! { [#v; #n] });
+            }
+            Expr::Paren(p) if matches!(&*p.expr, Expr::Array(_) | Expr::Repeat(_)) => return self.value(&p.expr),
+            _ => {}
+        }
+        if !self.varies(e) && matches!(self.inf.vars.deref(&self.ty(e)), Ty::Array(..)) {
+            // A uniform array (a constant table) would need each value
+            // splat: not worth a twin.
+            return Err("a uniform array used as a per-element value".into());
+        }
         if !self.varies(e) {
             if let Some(s) = self.scalar(e).filter(|s| s.is_float()) {
                 let lanes = self.lanes_of(s);

@@ -84,5 +84,8 @@ mod types;
 pub use emu::EMU_HEADER;
 pub use lanes::{lane_twin, LaneTwin};
 pub use prelude::PRELUDE;
-pub use translate::{cpp_ident, fn_cname, translate, FnKind, Param, Translation};
+pub use translate::{
+    const_cname, cpp_ident, fn_cname, translate, translate_const, ConstTranslation, ConstUse, FnKind, Param,
+    Translation,
+};
 pub use types::Scalar;

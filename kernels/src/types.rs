@@ -93,6 +93,11 @@ impl Scalar {
     }
 }
 
+/// The length of an array whose length the translation cannot see: a
+/// module-level constant declared elsewhere (`#[parloop::device] const`),
+/// whose C++ definition carries the real length. Unifies with any length.
+pub const UNKNOWN_LEN: usize = usize::MAX;
+
 /// The type of an expression.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ty {
@@ -204,7 +209,7 @@ impl Vars {
                 }
                 Ok(())
             }
-            (Ty::Array(x, n), Ty::Array(y, m)) if n == m => self.unify(x, y),
+            (Ty::Array(x, n), Ty::Array(y, m)) if n == m || *n == UNKNOWN_LEN || *m == UNKNOWN_LEN => self.unify(x, y),
             (Ty::Ref(x, _), Ty::Ref(y, _)) => self.unify(x, y),
             // `&f64` operands auto-dereference, as Rust's `impl Add<f64> for &f64`.
             (Ty::Ref(x, _), y @ Ty::Var(_)) | (y @ Ty::Var(_), Ty::Ref(x, _)) => self.unify(x, y),
@@ -288,6 +293,7 @@ impl Vars {
             }
             Ty::Unit => "()".into(),
             Ty::Never => "!".into(),
+            Ty::Array(e, n) if *n == UNKNOWN_LEN => format!("[{}; _]", self.show(e)),
             Ty::Array(e, n) => format!("[{}; {n}]", self.show(e)),
             Ty::Ref(e, m) => format!("&{}{}", if *m { "mut " } else { "" }, self.show(e)),
         }

@@ -5,9 +5,9 @@
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote};
-use syn::{parse_macro_input, FnArg, ItemFn, LitStr, Pat};
+use syn::{parse_macro_input, FnArg, Item, ItemConst, ItemFn, LitStr, Pat};
 
-use parloop_kernels::{lane_twin, translate, FnKind, LaneTwin};
+use parloop_kernels::{lane_twin, translate, translate_const, ConstUse, FnKind, LaneTwin, Scalar};
 
 /// Declares a loop kernel: keeps the function for host use and generates a
 /// descriptor type of the same name with `KERNEL` (for `par_loop`) and
@@ -19,12 +19,114 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(attr.into(), func, FnKind::Kernel).into()
 }
 
-/// Declares a helper callable from kernels: keeps the function and generates
-/// a descriptor type of the same name whose `DEVICE` holds its translation.
+/// Declares a helper callable from kernels, or a module-level constant
+/// shared by host and device: keeps the item and generates a descriptor
+/// type of the same name whose `DEVICE` holds its translation (a
+/// `__device__` function, or a `__device__ constexpr` definition emitted
+/// once into every module that reads the constant).
 #[proc_macro_attribute]
 pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let func = parse_macro_input!(item as ItemFn);
-    expand(attr.into(), func, FnKind::Device).into()
+    match parse_macro_input!(item as Item) {
+        Item::Fn(func) => expand(attr.into(), func, FnKind::Device).into(),
+        Item::Const(c) => expand_const(attr.into(), c).into(),
+        other => syn::Error::new_spanned(
+            other,
+            "#[parloop::device] applies to helper functions (`fn`) and module-level constants (`const`)",
+        )
+        .to_compile_error()
+        .into(),
+    }
+}
+
+/// Codes of the element types in the compile-time check of a constant's
+/// use (the generated `ELEM` and the check agree on them).
+fn elem_code(s: Scalar) -> u8 {
+    match s {
+        Scalar::F64 => 0,
+        Scalar::F32 => 1,
+        Scalar::I32 => 2,
+        Scalar::U32 => 3,
+        Scalar::I64 => 4,
+        Scalar::U64 => 5,
+        Scalar::Usize => 6,
+        Scalar::Bool => 7,
+    }
+}
+
+/// The descriptors of the module-level constants `uses` (their `DEVICE`,
+/// for the user's dependencies) and a compile-time check per constant that
+/// it is read with its declared element type and rank (the translation
+/// took both from the uses; see `parloop_kernels::ConstUse`).
+fn const_deps(user: &str, uses: &[ConstUse]) -> (Vec<TokenStream2>, TokenStream2) {
+    let mut deps = Vec::new();
+    let mut checks = TokenStream2::new();
+    for u in uses {
+        let ident = format_ident!("{}", u.name, span = u.span);
+        deps.push(quote! { #ident::DEVICE });
+        let rank = u.rank;
+        let indices = if rank == 0 { "no index".to_string() } else { format!("{rank} index(es)") };
+        let (elem_ok, shown) = match u.elem {
+            Some(s) => {
+                let code = elem_code(s);
+                (quote! { #ident::ELEM == #code }, format!("`{}` values", s.rust()))
+            }
+            None => (quote! { true }, "values".to_string()),
+        };
+        let msg = format!(
+            "`{user}` reads the module-level constant `{}` as {shown} reached with {indices}, which is not its \
+             declared type: index it down to its elements (as deep as it is nested) and use the values with \
+             their declared type (annotate a `let` or cast)",
+            u.name
+        );
+        checks.extend(quote! {
+            const _: () = ::core::assert!(#ident::RANK == #rank && #elem_ok, #msg);
+        });
+    }
+    (deps, checks)
+}
+
+fn expand_const(attr: TokenStream2, c: ItemConst) -> TokenStream2 {
+    if !attr.is_empty() {
+        let err = syn::Error::new_spanned(attr, "#[parloop::device] on a constant takes no options").to_compile_error();
+        return quote! { #c #err };
+    }
+    let t = match translate_const(&c) {
+        Ok(t) => t,
+        Err(e) => {
+            let err = e.to_compile_error();
+            return quote! { #c #err };
+        }
+    };
+    let name = &c.ident;
+    let vis = &c.vis;
+    let name_str = name.to_string();
+    let (cname, source) = (&t.cname, &t.source);
+    let (deps, checks) = const_deps(&name_str, &t.consts);
+    let (elem, rank) = (elem_code(t.elem), t.rank);
+    quote! {
+        #c
+
+        /// The parloop descriptor of the device constant: its C++ definition.
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code, clippy::upper_case_acronyms)]
+        #vis struct #name {}
+
+        #[allow(dead_code)]
+        impl #name {
+            /// The constant's C++ definition, with the constants it reads.
+            #[doc(hidden)]
+            pub const DEVICE: &'static ::parloop::DeviceFn =
+                &::parloop::DeviceFn::new(#name_str, #cname, #source, &[ #( #deps ),* ]);
+            /// The element type's code (see `elem_code` in parloop-macros).
+            #[doc(hidden)]
+            pub const ELEM: u8 = #elem;
+            /// How many indices reach an element.
+            #[doc(hidden)]
+            pub const RANK: usize = #rank;
+        }
+
+        #checks
+    }
 }
 
 /// Parses `cuda = "..."`, the only option.
@@ -54,12 +156,11 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     // the body (every parameter counts as increment-only, nothing panics,
     // no frame size).
     let generated = options(attr).and_then(|cuda| match cuda {
-        Some(src) => Ok((func.sig.ident.to_string(), src.value(), Vec::new(), Vec::new(), false, 0usize)),
-        None => {
-            translate(&func, kind).map(|t| (t.cname, t.source, t.calls, t.increment_only, t.may_panic, t.frame_bytes))
-        }
+        Some(src) => Ok((func.sig.ident.to_string(), src.value(), Vec::new(), Vec::new(), false, 0usize, Vec::new())),
+        None => translate(&func, kind)
+            .map(|t| (t.cname, t.source, t.calls, t.increment_only, t.may_panic, t.frame_bytes, t.consts)),
     });
-    let (cname, source, calls, increment_only, may_panic, frame_bytes) = match generated {
+    let (cname, source, calls, increment_only, may_panic, frame_bytes, consts) = match generated {
         Ok(g) => g,
         Err(e) => {
             let err = e.to_compile_error();
@@ -69,14 +170,21 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     let name = &func.sig.ident;
     let vis = &func.vis;
     let name_str = name.to_string();
-    let deps = calls.iter().map(|c| format_ident!("{}", c, span = Span::call_site()));
+    let (const_deps, const_checks) = const_deps(&name_str, &consts);
+    let deps = calls
+        .iter()
+        .map(|c| {
+            let c = format_ident!("{}", c, span = Span::call_site());
+            quote! { #c::DEVICE }
+        })
+        .chain(const_deps);
     let doc =
         format!("The parloop descriptor of [`{name_str}()`]: its CUDA translation and, for kernels, the `Kernel`.");
     let device = quote! {
         /// The CUDA C++ translation of the function, with the helpers it calls.
         #[doc(hidden)]
         pub const DEVICE: &'static ::parloop::DeviceFn =
-            &::parloop::DeviceFn::new(#name_str, #cname, #source, &[ #( #deps::DEVICE ),* ])
+            &::parloop::DeviceFn::new(#name_str, #cname, #source, &[ #( #deps ),* ])
                 .with_checks(#may_panic, #frame_bytes);
     };
     let kernel = if kind == FnKind::Kernel {
@@ -139,6 +247,8 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     quote! {
         #lints
         #func
+
+        #const_checks
 
         #[doc = #doc]
         #[allow(non_camel_case_types, dead_code)]

@@ -30,12 +30,14 @@ mod syntax;
 
 use syn::ItemFn;
 
-use crate::types::Scalar;
+use proc_macro2::Span;
+
+use crate::types::{Scalar, Vars};
 use emit::{cpp_scalar, Emit};
 use increment::increment_only;
 
 pub(crate) use infer::{infer, key, Infer};
-pub use names::{cpp_ident, fn_cname};
+pub use names::{const_cname, cpp_ident, fn_cname};
 
 /// What the translated function is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +110,95 @@ pub struct Translation {
     /// all scopes: an upper bound of its frame before spills), for sizing
     /// the emulated device's fiber stacks.
     pub frame_bytes: usize,
+    /// The module-level constants the body reads, in order of first use.
+    pub consts: Vec<ConstUse>,
+}
+
+/// A module-level constant a function reads (`#[parloop::device] const`,
+/// declared elsewhere): how the function uses it. The translation cannot
+/// see the declaration, so it takes the element type from the uses and the
+/// rank from the deepest indexing; `#[parloop::kernel]` and
+/// `#[parloop::device]` check both against the declaration at compile
+/// time, so a mismatch is a compile error, never different arithmetic on
+/// the device.
+#[derive(Clone, Debug)]
+pub struct ConstUse {
+    /// The Rust name.
+    pub name: String,
+    /// The element type the function reads (`None`: not determined by the
+    /// uses, say a table only passed whole to a helper).
+    pub elem: Option<Scalar>,
+    /// How many indices reach an element (0 for a scalar constant).
+    pub rank: usize,
+    /// The first use.
+    pub span: Span,
+}
+
+/// A module-level constant translated for the device (see
+/// [`translate_const`]).
+#[derive(Clone, Debug)]
+pub struct ConstTranslation {
+    /// The Rust name.
+    pub name: String,
+    /// The C++ name (`pl_c_` and the Rust name).
+    pub cname: String,
+    /// The element type.
+    pub elem: Scalar,
+    /// Array nesting (0 for a scalar).
+    pub rank: usize,
+    /// The C++ definition: `__device__ constexpr T pl_c_W[4] = {...};`.
+    pub source: String,
+    /// Module-level constants the initialiser reads.
+    pub consts: Vec<ConstUse>,
+}
+
+fn const_uses(infer: &mut Infer) -> Vec<ConstUse> {
+    let exts = infer.externals.clone();
+    exts.into_iter()
+        .map(|x| ConstUse { elem: infer.vars.scalar(&x.elem), name: x.name, rank: x.rank, span: x.span })
+        .collect()
+}
+
+/// Translates a module-level constant (`#[parloop::device] const W: [f64;
+/// 4] = [...];`) into a C++ `constexpr` definition, emitted once into every
+/// module whose functions read it. Scalars and arrays of any nesting of the
+/// scalar types; the initialiser is an expression (arrays: a literal tree)
+/// of literals, other such constants, arithmetic and casts.
+///
+/// ```
+/// let c: syn::ItemConst = syn::parse_quote! { const W: [[f64; 2]; 2] = [[0.5; 2], [GM1 * 2.0, -1.0]]; };
+/// let t = parloop_kernels::translate_const(&c).unwrap();
+/// assert_eq!(t.source, "__device__ constexpr double pl_c_W[2][2] = {{0.5, 0.5}, {(pl_c_GM1 * 2.0), (-1.0)}};\n");
+/// assert_eq!((t.rank, t.consts[0].name.as_str(), t.consts[0].rank), (2, "GM1", 0));
+/// ```
+pub fn translate_const(c: &syn::ItemConst) -> syn::Result<ConstTranslation> {
+    let (mut infer, ty) = infer::infer_const(c)?;
+    let name = c.ident.to_string();
+    let cname = const_cname(&name);
+    let mut emit = Emit {
+        infer: &mut infer,
+        out: String::new(),
+        indent: 0,
+        pre: Vec::new(),
+        temps: 0,
+        may_panic: false,
+        konst: true,
+    };
+    let init = emit.const_init(&c.expr, &ty)?;
+    let (t, suffix) = emit.cpp_type_of(&ty, syn::spanned::Spanned::span(&c.ty), false)?;
+    let elem = leaf_scalar(&mut infer.vars, &ty)
+        .ok_or_else(|| crate::types::error(syn::spanned::Spanned::span(&c.ty), "expected a scalar type"))?;
+    let rank = emit::dims(&ty).len();
+    let source = format!("__device__ constexpr {t} {cname}{suffix} = {init};\n");
+    let consts = const_uses(&mut infer);
+    Ok(ConstTranslation { name, cname, elem, rank, source, consts })
+}
+
+fn leaf_scalar(vars: &mut Vars, t: &crate::types::Ty) -> Option<Scalar> {
+    match t {
+        crate::types::Ty::Array(e, _) => leaf_scalar(vars, e),
+        t => vars.scalar(t),
+    }
 }
 
 /// Translates `item` into CUDA C++.
@@ -131,8 +222,15 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
     let cname = fn_cname(&name);
     let increment_only = increment_only(item, &infer, &params);
     let frame_bytes = infer.frame_bytes(params.len());
-    let mut emit =
-        Emit { infer: &mut infer, out: String::new(), indent: 1, pre: Vec::new(), temps: 0, may_panic: false };
+    let mut emit = Emit {
+        infer: &mut infer,
+        out: String::new(),
+        indent: 1,
+        pre: Vec::new(),
+        temps: 0,
+        may_panic: false,
+        konst: false,
+    };
     let decls: Vec<String> = params.iter().map(|p| p.cpp_decl(&cpp_ident(&p.name))).collect();
     let ret_c = ret.map_or("void", |s| cpp_scalar(s, false));
     emit.out = format!("__device__ inline {ret_c} {cname}({}) {{\n", decls.join(", "));
@@ -140,6 +238,7 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
     emit.out.push_str("}\n");
     let source = std::mem::take(&mut emit.out);
     let may_panic = emit.may_panic;
+    let consts = const_uses(&mut infer);
     Ok(Translation {
         name,
         cname,
@@ -150,5 +249,6 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         increment_only,
         may_panic,
         frame_bytes,
+        consts,
     })
 }

@@ -171,6 +171,17 @@ pub fn fn_cname(name: &str) -> String {
     format!("pl_fn_{short}_{:016x}", fnv1a(name.as_bytes()))
 }
 
+/// The C++ name of a module-level constant (`#[parloop::device] const`):
+/// `pl_c_` and the Rust name, hashed like [`fn_cname`] when long.
+pub fn const_cname(name: &str) -> String {
+    let name = name.strip_prefix("r#").unwrap_or(name);
+    if name.is_ascii() && name.len() <= 48 {
+        return format!("pl_c_{name}");
+    }
+    let short: String = name.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(24).collect();
+    format!("pl_c_{short}_{:016x}", fnv1a(name.as_bytes()))
+}
+
 /// A stable 64-bit FNV-1a hash.
 pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;

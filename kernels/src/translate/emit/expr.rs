@@ -17,7 +17,7 @@ use crate::translate::literals::{
 };
 use crate::translate::names::fn_cname;
 use crate::translate::syntax::{is_compound, scalar_of_type};
-use crate::types::{error, Scalar, Ty};
+use crate::types::{error, Scalar, Ty, UNKNOWN_LEN};
 
 impl Emit<'_> {
     /// `e` as an rvalue, dereferencing scalar references.
@@ -41,6 +41,9 @@ impl Emit<'_> {
                 if let Some(&id) = self.infer.resolved.get(&key(e)) {
                     return Ok(self.infer.bindings[id].cname.clone());
                 }
+                if let Some(&id) = self.infer.ext_resolved.get(&key(e)) {
+                    return Ok(self.infer.externals[id].cname.clone());
+                }
                 Ok(constant(&p.path).expect("checked by inference").1)
             }
             Expr::Unary(u) => match u.op {
@@ -51,7 +54,7 @@ impl Emit<'_> {
                         return Ok(negative_int_literal(i, s));
                     }
                     let v = self.value(&u.expr)?;
-                    if s.is_signed_int() {
+                    if s.is_signed_int() && !self.konst {
                         Ok(format!("__pl_wneg({v})"))
                     } else {
                         Ok(format!("(-{v})"))
@@ -83,16 +86,21 @@ impl Emit<'_> {
                 // checks only in PARLOOP_CHECK builds.
                 let in_range = match &*ix.index {
                     e if int_literal_value(e).is_some() => true,
+                    _ if len == UNKNOWN_LEN => false,
                     e => self.loop_max(e).is_some_and(|m| m < len as u128),
                 };
                 if in_range {
                     Ok(format!("{base}[{idx}]"))
+                } else if len == UNKNOWN_LEN {
+                    // A module-level constant: its C++ definition knows the length.
+                    Ok(format!("{base}[PL_IX({idx}, sizeof({base}) / sizeof({base}[0]))]"))
                 } else {
                     Ok(format!("{base}[PL_IX({idx}, {len})]"))
                 }
             }
             Expr::Cast(c) => self.cast(c),
             Expr::MethodCall(m) => self.method(e, m),
+            Expr::Call(_) if self.konst => Err(error(span, "calls are not supported in module-level constants")),
             Expr::Call(c) => {
                 let Expr::Path(p) = &*c.func else { unreachable!("checked by inference") };
                 let name = fn_cname(&p.path.get_ident().expect("checked").to_string());
@@ -107,6 +115,11 @@ impl Emit<'_> {
                     _ => format!("(&{inner})"),
                 })
             }
+            Expr::Array(_) | Expr::Repeat(_) if !self.konst => self.array_temp(e),
+            Expr::If(_) | Expr::Block(_) if matches!(self.ty_of(e), Ty::Array(..)) => Err(error(
+                span,
+                "`if` and blocks cannot yield arrays in kernels: declare the array, then assign it in each branch",
+            )),
             Expr::If(i) => self.if_value(e, i),
             Expr::Block(b) => {
                 let t = self.ty_of(e);
@@ -160,15 +173,7 @@ impl Emit<'_> {
     fn block_stmt(&mut self, b: &Block, i: usize) -> syn::Result<()> {
         match &b.stmts[i] {
             Stmt::Local(local) => self.local(local),
-            Stmt::Item(syn::Item::Const(c)) => {
-                let id = self.infer.resolved[&key(c)];
-                let bd = self.infer.bindings[id].clone();
-                let (t, _) = self.cpp_type_of(&bd.ty, c.span(), false)?;
-                let v = self.value(&c.expr)?;
-                self.flush_pre();
-                self.line(&format!("const {t} {} = {v};", bd.cname));
-                Ok(())
-            }
+            Stmt::Item(syn::Item::Const(c)) => self.local_const(c),
             Stmt::Expr(e, _) => self.statement(e),
             _ => unreachable!("rejected by inference"),
         }
@@ -291,7 +296,14 @@ impl Emit<'_> {
         let compound = is_compound(&b.op);
         // The Rust semantics of the operation, as a C++ expression.
         let lhs_place = if compound { self.expr(&b.left)? } else { String::new() };
+        if self.konst && op == "%" && s.is_float() {
+            return Err(error(b.op.span(), "`%` on floats is not supported in module-level constants"));
+        }
         let computed = match op {
+            // Constants: Rust rejects overflow, division by zero and
+            // oversized shifts at compile time, so plain C++ operators
+            // (constant expressions) mean the same.
+            _ if self.konst => None,
             "+" | "-" | "*" if s.is_signed_int() => {
                 let f = match op {
                     "+" => "__pl_wadd",
@@ -330,6 +342,9 @@ impl Emit<'_> {
         if from == to {
             return Ok(v);
         }
+        if from.is_float() && to.is_int() && self.konst {
+            return Err(error(c.span(), "float-to-integer casts are not supported in module-level constants"));
+        }
         if from.is_float() && to.is_int() {
             // Rust saturates: NaN -> 0, out of range -> MIN/MAX.
             let target = if to == Scalar::Usize { Scalar::U64 } else { to };
@@ -342,6 +357,9 @@ impl Emit<'_> {
 
     fn method(&mut self, e: &Expr, m: &syn::ExprMethodCall) -> syn::Result<String> {
         let name = m.method.to_string();
+        if self.konst {
+            return Err(error(m.span(), "method calls are not supported in module-level constants"));
+        }
         if name == "is_nan" {
             let v = self.value(&m.receiver)?;
             return Ok(format!("({v} != {v})"));

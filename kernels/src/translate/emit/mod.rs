@@ -5,7 +5,10 @@
 //! holds the emitter's state, C++ types and the statements (`let`, `if`,
 //! loops, jumps); expressions are in `expr.rs`.
 
+mod arrays;
 mod expr;
+
+pub(super) use arrays::dims;
 
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -13,8 +16,8 @@ use syn::{BinOp, Block, Expr, Stmt, UnOp};
 
 use super::infer::{key, Infer};
 use super::literals::literal_fits_i32;
-use super::syntax::{array_len, LoopRange};
-use crate::types::{error, Scalar, Ty};
+use super::syntax::LoopRange;
+use crate::types::{error, Scalar, Ty, UNKNOWN_LEN};
 
 /// C++ spelling of a scalar; `narrow` usize values are `int`.
 pub(super) fn cpp_scalar(s: Scalar, narrow: bool) -> &'static str {
@@ -35,6 +38,10 @@ pub(super) struct Emit<'a> {
     pub(super) temps: usize,
     /// Whether a checked integer division or remainder was emitted.
     pub(super) may_panic: bool,
+    /// A module-level constant's initialiser: C++ constant expressions
+    /// only (Rust rejects overflow and division by zero in constants, so
+    /// plain operators have Rust's meaning there).
+    pub(super) konst: bool,
 }
 
 impl Emit<'_> {
@@ -73,9 +80,13 @@ impl Emit<'_> {
         }
     }
 
-    fn cpp_type_of(&mut self, t: &Ty, span: Span, narrow: bool) -> syn::Result<(String, String)> {
+    pub(super) fn cpp_type_of(&mut self, t: &Ty, span: Span, narrow: bool) -> syn::Result<(String, String)> {
         // (type, array suffix)
         match t {
+            Ty::Array(_, UNKNOWN_LEN) => Err(error(
+                span,
+                "this array's length is not visible here (a row of a module-level constant): annotate its type",
+            )),
             Ty::Array(elem, n) => {
                 let (inner, suffix) = self.cpp_type_of(elem, span, false)?;
                 Ok((inner, format!("[{n}]{suffix}")))
@@ -99,14 +110,7 @@ impl Emit<'_> {
         for (i, stmt) in b.stmts.iter().enumerate() {
             match stmt {
                 Stmt::Local(local) => self.local(local)?,
-                Stmt::Item(syn::Item::Const(c)) => {
-                    let id = self.infer.resolved[&key(c)];
-                    let b = self.infer.bindings[id].clone();
-                    let (t, _) = self.cpp_type_of(&b.ty, c.span(), false)?;
-                    let v = self.value(&c.expr)?;
-                    self.flush_pre();
-                    self.line(&format!("const {t} {} = {v};", b.cname));
-                }
+                Stmt::Item(syn::Item::Const(c)) => self.local_const(c)?,
                 Stmt::Expr(e, semi) => {
                     let tail = i + 1 == n && semi.is_none();
                     if tail && ret && !matches!(self.ty_of(e), Ty::Unit | Ty::Never) {
@@ -146,41 +150,12 @@ impl Emit<'_> {
             self.line(&format!("{t} {}{suffix};", b.cname));
             return Ok(());
         };
-        match &*init.expr {
-            Expr::Array(a) => {
-                let vals: Vec<String> = a.elems.iter().map(|e| self.value(e)).collect::<syn::Result<_>>()?;
-                self.flush_pre();
-                self.line(&format!("{t} {}{suffix} = {{{}}};", b.cname, vals.join(", ")));
-            }
-            Expr::Repeat(r) => {
-                let v = self.value(&r.expr)?;
-                let n = array_len(&r.len)?;
-                self.flush_pre();
-                if matches!(self.ty_of(&r.expr), Ty::Array(..)) {
-                    return Err(error(r.span(), "nested array repeats are not supported; declare rows separately"));
-                }
-                self.line(&format!("{t} {}{suffix};", b.cname));
-                let k = self.temp("k");
-                self.line(&format!("for (int {k} = 0; {k} < {n}; ++{k}) {}[{k}] = {v};", b.cname));
-            }
-            e if matches!(b.ty, Ty::Array(..)) => {
-                // Copy an array (say `let a = *x;`) element by element.
-                let src = self.array_source(e)?;
-                let Ty::Array(_, n) = &b.ty else { unreachable!() };
-                self.flush_pre();
-                self.line(&format!("{t} {}{suffix};", b.cname));
-                let k = self.temp("k");
-                self.line(&format!("for (int {k} = 0; {k} < {n}; ++{k}) {}[{k}] = {src}[{k}];", b.cname));
-                if suffix.matches('[').count() > 1 {
-                    return Err(error(e.span(), "copying two-dimensional arrays is not supported"));
-                }
-            }
-            e => {
-                let v = self.value(e)?;
-                self.flush_pre();
-                self.line(&format!("{t} {}{suffix} = {v};", b.cname));
-            }
+        if matches!(b.ty, Ty::Array(..)) {
+            return self.array_local(&b.cname, &b.ty, &init.expr, local.span());
         }
+        let v = self.value(&init.expr)?;
+        self.flush_pre();
+        self.line(&format!("{t} {}{suffix} = {v};", b.cname));
         Ok(())
     }
 
@@ -206,7 +181,7 @@ impl Emit<'_> {
     }
 
     /// An array-valued expression as something indexable.
-    fn array_source(&mut self, e: &Expr) -> syn::Result<String> {
+    pub(super) fn array_source(&mut self, e: &Expr) -> syn::Result<String> {
         match e {
             Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => self.expr(&u.expr),
             Expr::Paren(p) => self.array_source(&p.expr),
@@ -279,6 +254,10 @@ impl Emit<'_> {
                 Ok(())
             }
             Expr::Paren(p) => self.statement(&p.expr),
+            Expr::Assign(a) if matches!(self.infer.vars.deref(&self.ty_of(&a.left)), Ty::Array(..)) => {
+                let ty = self.infer.vars.deref(&self.ty_of(&a.left));
+                self.array_assign(&a.left, &a.right, &ty)
+            }
             _ => {
                 let s = self.expr(e)?;
                 self.flush_pre();

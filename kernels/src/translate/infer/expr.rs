@@ -10,7 +10,7 @@ use syn::{BinOp, Expr, Lit, Pat, UnOp};
 
 use super::{key, Infer};
 use crate::translate::literals::{constant, int_literal_value, literal_fits_i32};
-use crate::translate::syntax::{is_compound, scalar_of_type, LoopRange};
+use crate::translate::syntax::{array_len, is_compound, scalar_of_type, LoopRange};
 use crate::types::{error, Scalar, Ty};
 
 const FLOAT_METHODS_1: &[&str] =
@@ -176,8 +176,27 @@ impl Infer {
                 self.unify(span, &t, &ret)?;
                 Ok(Ty::Never)
             }
-            Expr::Array(_) | Expr::Repeat(_) => {
-                Err(error(span, "array literals are only supported as the value of a `let`"))
+            Expr::Array(a) => {
+                // The first element gives the shape (a scalar or a row).
+                let mut elem: Option<Ty> = None;
+                for x in &a.elems {
+                    let tx = self.expr(x)?;
+                    let tx = self.vars.deref(&tx);
+                    match &elem {
+                        None => elem = Some(tx),
+                        Some(t) => {
+                            let t = t.clone();
+                            self.unify(x.span(), &t, &tx)?;
+                        }
+                    }
+                }
+                let elem = elem.unwrap_or_else(|| self.vars.any());
+                Ok(Ty::Array(Box::new(elem), a.elems.len()))
+            }
+            Expr::Repeat(r) => {
+                let te = self.expr(&r.expr)?;
+                let te = self.vars.deref(&te);
+                Ok(Ty::Array(Box::new(te), array_len(&r.len)?))
             }
             Expr::Range(_) => Err(error(span, "ranges are only supported as the iterator of a `for` loop")),
             Expr::Tuple(_) => Err(error(span, "tuples are not supported in kernels")),
@@ -220,9 +239,11 @@ impl Infer {
     fn path(&mut self, e: &Expr, p: &syn::ExprPath) -> syn::Result<Ty> {
         if let Some(ident) = p.path.get_ident() {
             let name = ident.to_string();
-            let id = self.lookup(&name).ok_or_else(|| {
-                error(p.span(), format!("`{name}` is not a parameter, local or local const of this kernel"))
-            })?;
+            let Some(id) = self.lookup(&name) else {
+                // Not in scope here: a module-level constant, which
+                // `#[parloop::device] const` declares for the device.
+                return Ok(self.external(e, &name, p.span()));
+            };
             self.resolved.insert(key(e), id);
             return Ok(self.bindings[id].ty.clone());
         }

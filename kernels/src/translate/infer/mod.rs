@@ -15,14 +15,15 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{Block, Expr, FnArg, ItemFn, Pat, ReturnType, Stmt, Type};
 
-use super::names::cpp_ident;
+use super::names::{const_cname, cpp_ident};
 use super::syntax::{array_len, scalar_of_type};
 use super::{FnKind, Param};
-use crate::types::{error, Scalar, Ty, Vars};
+use crate::types::{error, Scalar, Ty, Vars, UNKNOWN_LEN};
 
 /// Pass 1 over `item`: its names and types, parameters and return type.
 pub(crate) fn infer(item: &ItemFn, kind: FnKind) -> syn::Result<(Infer, Vec<Param>, Option<Scalar>)> {
     let mut infer = Infer::new(kind);
+    infer.ext_rank = index_depths(&item.block);
     let params = infer.params(item)?;
     let ret = match &item.sig.output {
         ReturnType::Default => None,
@@ -58,6 +59,78 @@ fn check_signature(item: &ItemFn) -> syn::Result<()> {
     Ok(())
 }
 
+/// The deepest indexing of each name in `block` (`w[i][j]`: 2), which is
+/// the rank a module-level constant is read with (see [`External`]).
+fn index_depths(block: &Block) -> HashMap<String, usize> {
+    depths(|v| syn::visit::Visit::visit_block(v, block))
+}
+
+/// [`index_depths`] of what `walk` visits.
+fn depths(walk: impl FnOnce(&mut Depths)) -> HashMap<String, usize> {
+    let mut d = Depths(HashMap::new());
+    walk(&mut d);
+    d.0
+}
+
+struct Depths(HashMap<String, usize>);
+
+impl<'ast> syn::visit::Visit<'ast> for Depths {
+    fn visit_expr_index(&mut self, ix: &'ast syn::ExprIndex) {
+        let mut depth = 1;
+        let mut base = &*ix.expr;
+        loop {
+            match base {
+                Expr::Index(inner) => {
+                    depth += 1;
+                    base = &inner.expr;
+                }
+                Expr::Paren(p) => base = &p.expr,
+                Expr::Group(g) => base = &g.expr,
+                _ => break,
+            }
+        }
+        if let Expr::Path(p) = base {
+            if let Some(name) = p.path.get_ident() {
+                let d = self.0.entry(name.to_string()).or_insert(0);
+                *d = (*d).max(depth);
+            }
+        }
+        syn::visit::visit_expr_index(self, ix);
+    }
+}
+
+/// Pass 1 over a module-level constant (`#[parloop::device] const`): its
+/// initialiser's names and types, and the constant's type.
+pub(crate) fn infer_const(c: &syn::ItemConst) -> syn::Result<(Infer, Ty)> {
+    let mut infer = Infer::new(FnKind::Device);
+    infer.ext_rank = depths(|v| syn::visit::Visit::visit_expr(v, &c.expr));
+    if !c.generics.params.is_empty() {
+        return Err(error(c.generics.span(), "device constants cannot be generic"));
+    }
+    let ty = infer.local_type(&c.ty)?;
+    let t = infer.expr(&c.expr)?;
+    let t = infer.vars.deref(&t);
+    infer.unify(c.expr.span(), &ty, &t)?;
+    Ok((infer, ty))
+}
+
+/// A module-level constant the function reads (`#[parloop::device] const
+/// W: [f64; 4] = ...;`, declared elsewhere, so its type is not visible to
+/// the translation): its element type comes from how the function uses it,
+/// its rank from the deepest indexing of it, and `#[parloop::kernel]`
+/// checks both against the declaration at compile time (see
+/// [`super::ConstUse`]). Its array lengths are [`UNKNOWN_LEN`].
+#[derive(Clone, Debug)]
+pub(crate) struct External {
+    pub(crate) name: String,
+    pub(crate) cname: String,
+    /// The element's type (a scalar inference variable).
+    pub(crate) elem: Ty,
+    pub(crate) rank: usize,
+    /// The first use, for messages.
+    pub(crate) span: Span,
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Binding {
     pub(super) cname: String,
@@ -83,6 +156,21 @@ pub(crate) struct Infer {
     /// Binding of every path expression and `let`/`for` pattern, by address.
     pub(crate) resolved: HashMap<usize, usize>,
     pub(super) calls: Vec<String>,
+    /// Module-level constants read, in order of first use.
+    pub(crate) externals: Vec<External>,
+    /// The constant each path expression naming one reads, by address.
+    pub(crate) ext_resolved: HashMap<usize, usize>,
+    /// See [`index_depths`].
+    ext_rank: HashMap<String, usize>,
+}
+
+/// Whether an array type has a length the translation cannot see.
+pub(crate) fn has_unknown_len(t: &Ty) -> bool {
+    match t {
+        Ty::Array(e, n) => *n == UNKNOWN_LEN || has_unknown_len(e),
+        Ty::Ref(e, _) => has_unknown_len(e),
+        _ => false,
+    }
 }
 
 pub(crate) fn key<T>(node: &T) -> usize {
@@ -118,6 +206,9 @@ impl Infer {
             types: HashMap::new(),
             resolved: HashMap::new(),
             calls: Vec::new(),
+            externals: Vec::new(),
+            ext_resolved: HashMap::new(),
+            ext_rank: HashMap::new(),
         }
     }
 
@@ -138,6 +229,23 @@ impl Infer {
         let id = self.bindings.len() - 1;
         self.scopes.last_mut().expect("a scope").push((name.to_owned(), id));
         id
+    }
+
+    /// The type of module-level constant `name` read at `span`, recording
+    /// the use.
+    pub(super) fn external(&mut self, e: &Expr, name: &str, span: Span) -> Ty {
+        let id = match self.externals.iter().position(|x| x.name == name) {
+            Some(id) => id,
+            None => {
+                let elem = self.vars.any();
+                let rank = self.ext_rank.get(name).copied().unwrap_or(0);
+                self.externals.push(External { name: name.into(), cname: const_cname(name), elem, rank, span });
+                self.externals.len() - 1
+            }
+        };
+        self.ext_resolved.insert(key(e), id);
+        let x = &self.externals[id];
+        (0..x.rank).fold(x.elem.clone(), |t, _| Ty::Array(Box::new(t), UNKNOWN_LEN))
     }
 
     fn lookup(&self, name: &str) -> Option<usize> {
@@ -227,7 +335,7 @@ impl Infer {
                 Stmt::Item(syn::Item::Const(c)) => {
                     let s = self.local_type(&c.ty)?;
                     let t = self.expr(&c.expr)?;
-                    self.unify(c.expr.span(), &t, &s)?;
+                    self.unify(c.expr.span(), &s, &t)?;
                     let id = self.bind(&c.ident.to_string(), s, false);
                     self.resolved.insert(key(c), id);
                     Ty::Unit
@@ -293,22 +401,7 @@ impl Infer {
             if let Some((_, diverge)) = &init.diverge {
                 return Err(error(diverge.span(), "`let ... else` is not supported in kernels"));
             }
-            let t = match &*init.expr {
-                Expr::Array(a) => {
-                    let elem = self.vars.any();
-                    for e in &a.elems {
-                        let te = self.expr(e)?;
-                        self.unify(e.span(), &te, &elem)?;
-                    }
-                    self.record(&init.expr, Ty::Array(Box::new(elem), a.elems.len()))
-                }
-                Expr::Repeat(r) => {
-                    let te = self.expr(&r.expr)?;
-                    let n = array_len(&r.len)?;
-                    self.record(&init.expr, Ty::Array(Box::new(te), n))
-                }
-                e => self.expr(e)?,
-            };
+            let t = self.expr(&init.expr)?;
             let t = if matches!(t, Ty::Ref(..)) && !matches!(ty, Ty::Ref(..)) { self.vars.deref(&t) } else { t };
             if matches!(t, Ty::Ref(..)) {
                 return Err(error(init.expr.span(), "references cannot be stored in locals; copy the value instead"));
@@ -322,6 +415,13 @@ impl Infer {
         }
         if matches!(ty, Ty::Unit | Ty::Never) {
             return Err(error(local.span(), "a `let` must hold a scalar or an array"));
+        }
+        if has_unknown_len(&ty) {
+            return Err(error(
+                local.span(),
+                "this copies a row of a module-level constant, whose length the kernel cannot see: \
+                 annotate the local (`let row: [f64; 4] = W[i];`)",
+            ));
         }
         let id = self.bind(&ident.ident.to_string(), ty, false);
         self.resolved.insert(key(local), id);

@@ -1,0 +1,246 @@
+//! The kernel-language constructs finite-element kernels need compute the
+//! same on every backend as the Rust function itself: nested local arrays
+//! (rows read, filled by helpers, copied, assigned), array literals as
+//! arguments and values, local `const` tables, module-level
+//! `#[parloop::device] const`s, and parameters of nested array type bound
+//! to dats of dim rows x cols (direct, through a map, incremented).
+//!
+//! The reference is the kernel called directly, element by element, in
+//! plain Rust (no parloop); `seq` and `threads` (scalar and lane-wise) must
+//! equal it bitwise, the device (emu here, cuda where
+//! `PARLOOP_TEST_DEVICE=cuda`) too, the constructs being plain arithmetic.
+//! Where NVRTC can be loaded, every kernel's module compiles for sm_90
+//! without a warning.
+
+mod support;
+
+#[path = "support/device.rs"]
+mod device;
+
+use parloop::{Access, Backend, Runtime};
+
+#[parloop::device]
+const GAM: f64 = 1.4;
+#[parloop::device]
+const GM1: f64 = GAM - 1.0;
+/// Nested, reading another device constant.
+#[parloop::device]
+const TABLE: [[f64; 3]; 2] = [[1.0, -2.0, 0.5], [GM1, 0.25, -0.75]];
+#[parloop::device]
+const WEIGHTS: [f64; 4] = [0.25; 4];
+#[parloop::device]
+const PERM: [usize; 3] = [2, 0, 1];
+
+/// A helper that fills an array.
+#[parloop::device]
+fn basis(xi: f64, out: &mut [f64; 3]) {
+    out[0] = 1.0 - xi;
+    out[1] = xi * (1.0 - xi);
+    out[2] = xi * WEIGHTS[3];
+}
+
+/// A helper that fills a nested array.
+#[parloop::device]
+fn outer(a: &[f64; 3], b: &[f64; 2], m: &mut [[f64; 3]; 2]) {
+    for r in 0..2 {
+        for c in 0..3 {
+            m[r][c] = b[r] * a[c];
+        }
+    }
+}
+
+#[parloop::device]
+fn row_sum(row: &[f64; 3]) -> f64 {
+    row[0] + row[1] + row[2]
+}
+
+/// Every construct at once; `x` and `out` are nested parameters of direct
+/// dats of dim 6.
+#[parloop::kernel]
+fn constructs(x: &[[f64; 2]; 3], out: &mut [[f64; 3]; 2], s: &mut [f64; 4]) {
+    let mut k = [[0.0f64; 3]; 3];
+    const W: [f64; 3] = [1.0 / 6.0; 3];
+    const G: [[f64; 2]; 3] = [[-1.0, -1.0], [1.0, 0.0], [0.0, 1.0]];
+    for i in 0..3 {
+        for j in 0..3 {
+            k[i][j] += W[i] * (G[i][0] * x[j][0] + G[j][1] * x[i][1]);
+        }
+    }
+    let mut n = [0.0; 3];
+    basis(x[0][0], &mut n);
+    basis(x[1][1], &mut k[2]);
+    let row = k[1];
+    let mut m = [[0.0; 3]; 2];
+    outer(&n, &[x[2][0], TABLE[1][0]], &mut m);
+    *out = m;
+    for r in 0..2 {
+        for c in 0..3 {
+            out[r][c] += TABLE[r][c] * row[c] + k[PERM[c]][r];
+        }
+    }
+    s[0] = row_sum(&k[0]) + [1.0, 2.0, 3.0][PERM[0]];
+    let copy = k;
+    k[2][1] = -1.0;
+    s[1] = copy[2][1] * GAM + k[2][1];
+    let mut z = [[x[0][1]; 2], [2.0; 2]];
+    z = [[z[1][0], 3.0], [4.0, z[0][1]]];
+    s[2] = z[0][0] + 10.0 * z[1][1] + 100.0 * z[0][1];
+    let mut acc = 0.0;
+    for q in 0..4 {
+        acc += WEIGHTS[q] * x[q % 3][q % 2];
+    }
+    s[3] = acc;
+}
+
+/// Nested parameters through a map: a READ of the target's 2x2 block and
+/// an INC of another node's block.
+#[parloop::kernel]
+fn blocks(a: &[[f64; 2]; 2], w: &f64, acc: &mut [[f64; 2]; 2]) {
+    for r in 0..2 {
+        for c in 0..2 {
+            acc[r][c] += *w * a[c][r] + TABLE[r][c];
+        }
+    }
+}
+
+/// Deterministic inputs that exercise signs and magnitudes.
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 2.0
+        })
+        .collect()
+}
+
+fn as_rows<const C: usize, const R: usize>(v: &[f64], e: usize) -> [[f64; C]; R] {
+    std::array::from_fn(|r| std::array::from_fn(|c| v[e * R * C + r * C + c]))
+}
+
+/// `constructs` and `blocks` on `backend`: (out, s, acc).
+fn run(backend: Backend, simd: bool, n: usize, nodes: usize, map: &[i32]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let mut rt = Runtime::with_backend(backend).unwrap();
+    rt.set_simd(simd);
+    let cells = rt.set("cells", n).unwrap();
+    let verts = rt.set("verts", nodes).unwrap();
+    let m = rt.map("cv", &cells, &verts, 2, map.to_vec()).unwrap();
+    let x = rt.dat("x", &cells, 6, values(6 * n, 1)).unwrap();
+    let out = rt.dat("out", &cells, 6, vec![0.0; 6 * n]).unwrap();
+    let s = rt.dat("s", &cells, 4, vec![0.0; 4 * n]).unwrap();
+    rt.par_loop(constructs::KERNEL, &cells, &[x.arg(Access::READ), out.arg(Access::WRITE), s.arg(Access::WRITE)])
+        .unwrap();
+    let a = rt.dat("a", &verts, 4, values(4 * nodes, 2)).unwrap();
+    let w = rt.dat("w", &cells, 1, values(n, 3)).unwrap();
+    let acc = rt.dat("acc", &verts, 4, values(4 * nodes, 4)).unwrap();
+    rt.par_loop(
+        blocks::KERNEL,
+        &cells,
+        &[a.arg_via(&m, 0, Access::READ), w.arg(Access::READ), acc.arg_via(&m, 1, Access::INC)],
+    )
+    .unwrap();
+    (out.values().unwrap(), s.values().unwrap(), acc.values().unwrap())
+}
+
+/// The same in plain Rust: the kernel functions called directly.
+fn reference(n: usize, nodes: usize, map: &[i32]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let x = values(6 * n, 1);
+    let (mut out, mut s) = (Vec::new(), Vec::new());
+    for e in 0..n {
+        let xe: [[f64; 2]; 3] = as_rows(&x, e);
+        let mut o = [[0.0; 3]; 2];
+        let mut se = [0.0; 4];
+        constructs(&xe, &mut o, &mut se);
+        out.extend(o.iter().flatten());
+        s.extend(se);
+    }
+    let a = values(4 * nodes, 2);
+    let w = values(n, 3);
+    let mut acc = values(4 * nodes, 4);
+    for e in 0..n {
+        let (src, dst) = (map[2 * e] as usize, map[2 * e + 1] as usize);
+        let ae: [[f64; 2]; 2] = as_rows(&a, src);
+        // INC: the kernel adds to a zeroed block, which is then added.
+        let mut inc = [[0.0; 2]; 2];
+        blocks(&ae, &w[e], &mut inc);
+        for (k, v) in inc.iter().flatten().enumerate() {
+            acc[4 * dst + k] += v;
+        }
+    }
+    (out, s, acc)
+}
+
+fn mesh(n: usize, nodes: usize) -> Vec<i32> {
+    (0..n).flat_map(|e| [((e * 7) % nodes) as i32, ((e * 3 + 1) % nodes) as i32]).collect()
+}
+
+#[test]
+fn fem_constructs_equal_the_rust_function_on_every_backend() {
+    let (n, nodes) = (1037, 101);
+    let map = mesh(n, nodes);
+    let want = reference(n, nodes, &map);
+    // The kernel itself is a lane-wise candidate (its float values never
+    // steer control flow); `blocks` is one too.
+    assert!(blocks::KERNEL.has_lanes());
+    for (backend, simd) in
+        [(Backend::Seq, false), (Backend::Seq, true), (Backend::Threads, true), (device::device_backend(), false)]
+    {
+        let got = run(backend, simd, n, nodes, &map);
+        assert_eq!(got.0, want.0, "out on {backend:?} (simd {simd})");
+        assert_eq!(got.1, want.1, "s on {backend:?} (simd {simd})");
+        // Increments land per element in order on seq; threads and the
+        // device may sum one node's contributions in another order.
+        for (k, (g, w)) in got.2.iter().zip(&want.2).enumerate() {
+            assert!((g - w).abs() <= 1e-13 * w.abs().max(1.0), "acc[{k}] on {backend:?}: {g} vs {w}");
+        }
+    }
+}
+
+#[test]
+fn nested_parameters_are_described_as_rows_and_columns() {
+    let p = constructs::KERNEL.params();
+    assert_eq!((p[0].rows, p[0].cols, p[0].len(), p[0].mutable), (3, 2, 6, false));
+    assert_eq!((p[1].rows, p[1].cols, p[1].len(), p[1].mutable), (2, 3, 6, true));
+    assert_eq!(p[1].describe(), "&mut [[f64; 3]; 2]");
+}
+
+#[test]
+fn a_nested_parameter_needs_a_dat_of_rows_times_cols() {
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let cells = rt.set("cells", 4).unwrap();
+    let x = rt.dat("x", &cells, 5, vec![0.0; 20]).unwrap();
+    let out = rt.dat("out", &cells, 6, vec![0.0; 24]).unwrap();
+    let s = rt.dat("s", &cells, 4, vec![0.0; 16]).unwrap();
+    let err = rt
+        .par_loop(constructs::KERNEL, &cells, &[x.arg(Access::READ), out.arg(Access::WRITE), s.arg(Access::WRITE)])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("&[[f64; 2]; 3]") && err.contains("6 values") && err.contains("dim 5"), "{err}");
+}
+
+#[test]
+fn device_constants_are_emitted_once_before_their_readers() {
+    let src = constructs::KERNEL.cuda_source().unwrap();
+    for def in [
+        "__device__ constexpr double pl_c_GAM = 1.4;",
+        "__device__ constexpr double pl_c_GM1 = (pl_c_GAM - 1.0);",
+        "__device__ constexpr double pl_c_TABLE[2][3] = {{1.0, (-2.0), 0.5}, {pl_c_GM1, 0.25, (-0.75)}};",
+        "__device__ constexpr double pl_c_WEIGHTS[4] = {0.25, 0.25, 0.25, 0.25};",
+        "__device__ constexpr unsigned long long pl_c_PERM[3] = {2ull, 0ull, 1ull};",
+    ] {
+        assert_eq!(src.matches(def).count(), 1, "{def}\n{src}");
+    }
+    let at = |s: &str| src.find(s).unwrap();
+    assert!(at("pl_c_GAM =") < at("pl_c_GM1 =") && at("pl_c_GM1 =") < at("pl_c_TABLE["));
+    assert!(at("pl_c_WEIGHTS[4] =") < at("pl_fn_basis("));
+}
+
+#[test]
+fn every_kernel_compiles_with_nvrtc_without_warnings() {
+    if !support::nvrtc_available() {
+        return;
+    }
+    for k in [constructs::KERNEL, blocks::KERNEL] {
+        support::nvrtc_check(k).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
+    }
+}
