@@ -193,3 +193,58 @@ fn the_device_product_is_reproducible_and_matches_seq() {
     assert_eq!(y1, y2, "two runs of the product differ");
     close(&y1, &want_y, "A x, long rows");
 }
+
+/// The 1-D P1 stiffness plus a mass-like shift on an edge: SPD assembled.
+#[parloop::kernel]
+fn laplace_edge(x: &[[f64; 1]; 2], a: &mut [[f64; 2]; 2]) {
+    let h = x[1][0] - x[0][0];
+    let k = 1.0 / h;
+    let m = h / 6.0;
+    a[0][0] += k + 2.0 * m;
+    a[0][1] += -k + m;
+    a[1][0] += -k + m;
+    a[1][1] += k + 2.0 * m;
+}
+
+#[test]
+fn cg_solves_on_the_device_as_on_seq() {
+    use parloop::solve::{cg, CgOptions, Preconditioner};
+    let device = device::device_backend();
+    let n = 400;
+    let mut rng = Rng(11);
+    // Irregular nodes on [0, 1], edges in a shuffled order.
+    let mut xs: Vec<f64> = (0..=n).map(|i| i as f64 / n as f64 + 0.3 * (rng.unit() - 0.5) / n as f64).collect();
+    xs[0] = 0.0;
+    xs[n] = 1.0;
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        order.swap(i, rng.below(i + 1) as usize);
+    }
+    let map: Vec<i32> = order.iter().flat_map(|&e| [e as i32, e as i32 + 1]).collect();
+    let rhs: Vec<f64> = (0..=n).map(|i| (3.0 * xs[i]).sin()).collect();
+    let run = |backend: Backend, preconditioner: Preconditioner| {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let nodes = rt.set("nodes", n + 1).unwrap();
+        let edges = rt.set("edges", n).unwrap();
+        let e2n = rt.map("e2n", &edges, &nodes, 2, map.clone()).unwrap();
+        let x = rt.dat("x", &nodes, 1, xs.clone()).unwrap();
+        let a = rt.mat::<f64>("A", &rt.sparsity("s", &[(&e2n, &e2n)], (1, 1)).unwrap()).unwrap();
+        rt.par_loop(laplace_edge::KERNEL, &edges, &[x.arg_vec(&e2n, Access::READ), a.arg(&e2n, &e2n, Access::INC)])
+            .unwrap();
+        let b = rt.dat("b", &nodes, 1, rhs.clone()).unwrap();
+        let u = rt.dat("u", &nodes, 1, vec![0.0; n + 1]).unwrap();
+        let opts = CgOptions { rtol: 1e-9, preconditioner, ..CgOptions::default() };
+        let report = cg(&rt, &a, &b, &u, &opts).unwrap();
+        assert!(report.relative_residual <= 1e-9, "{backend:?}: relative residual {}", report.relative_residual);
+        (u.values().unwrap(), report.iterations)
+    };
+    for preconditioner in [Preconditioner::Jacobi, Preconditioner::None] {
+        let (want, want_its) = run(Backend::Seq, preconditioner);
+        let (got, got_its) = run(device, preconditioner);
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for (k, (a, b)) in want.iter().zip(&got).enumerate() {
+            assert!((a - b).abs() <= 1e-10 * scale, "{preconditioner:?}: u[{k}]: seq {a}, {device:?} {b}");
+        }
+        assert!(want_its.abs_diff(got_its) <= 2, "{preconditioner:?}: iterations seq {want_its}, {device:?} {got_its}");
+    }
+}
