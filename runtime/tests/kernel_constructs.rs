@@ -226,7 +226,7 @@ fn device_constants_are_emitted_once_before_their_readers() {
         "__device__ constexpr double pl_c_GM1 = (pl_c_GAM - 1.0);",
         "__device__ constexpr double pl_c_TABLE[2][3] = {{1.0, (-2.0), 0.5}, {pl_c_GM1, 0.25, (-0.75)}};",
         "__device__ constexpr double pl_c_WEIGHTS[4] = {0.25, 0.25, 0.25, 0.25};",
-        "__device__ constexpr unsigned long long pl_c_PERM[3] = {2ull, 0ull, 1ull};",
+        "__device__ constexpr unsigned long long pl_c_PERM[3] = {2, 0, 1};",
     ] {
         assert_eq!(src.matches(def).count(), 1, "{def}\n{src}");
     }

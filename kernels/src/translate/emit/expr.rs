@@ -92,8 +92,11 @@ impl Emit<'_> {
                 if in_range {
                     Ok(format!("{base}[{idx}]"))
                 } else if len == UNKNOWN_LEN {
-                    // A module-level constant: its C++ definition knows the length.
-                    Ok(format!("{base}[PL_IX({idx}, sizeof({base}) / sizeof({base}[0]))]"))
+                    // A module-level constant: its C++ definition knows the
+                    // length, which `sizeof` reads without the indices.
+                    let (root, depth) = self.index_root(&ix.expr);
+                    let zeros = "[0]".repeat(depth);
+                    Ok(format!("{base}[PL_IX({idx}, sizeof({root}{zeros}) / sizeof({root}{zeros}[0]))]"))
                 } else {
                     Ok(format!("{base}[PL_IX({idx}, {len})]"))
                 }
@@ -143,6 +146,28 @@ impl Emit<'_> {
                 Ok(tmp)
             }
             _ => Err(error(span, "this expression is not supported as a value here")),
+        }
+    }
+
+    /// The C++ name at the root of an indexed place and how many indices
+    /// lie between it and `e` (`W[i]` as the base of `W[i][j]`: `W`, 1).
+    fn index_root(&mut self, e: &Expr) -> (String, usize) {
+        match e {
+            Expr::Paren(p) => self.index_root(&p.expr),
+            Expr::Group(g) => self.index_root(&g.expr),
+            Expr::Index(ix) => {
+                let (root, d) = self.index_root(&ix.expr);
+                (root, d + 1)
+            }
+            Expr::Path(_) => {
+                let name = match (self.infer.ext_resolved.get(&key(e)), self.infer.resolved.get(&key(e))) {
+                    (Some(&x), _) => self.infer.externals[x].cname.clone(),
+                    (_, Some(&b)) => self.infer.bindings[b].cname.clone(),
+                    _ => String::new(),
+                };
+                (name, 0)
+            }
+            _ => (String::new(), 0),
         }
     }
 
