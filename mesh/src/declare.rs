@@ -1,6 +1,6 @@
 //! A [`Mesh`] declared in a parloop runtime.
 
-use parloop::{Dat, Error, Map, Runtime, Set};
+use parloop::{Dat, Error, Map, Runtime, Set, Subset};
 
 use crate::{EntityKind, Group, Mesh};
 
@@ -23,10 +23,14 @@ pub struct DeclaredMesh {
     pub facet_cells: Map,
     /// Vertex coordinates, `dim` per vertex (`"coords"`).
     pub coords: Dat<f64>,
-    /// The mesh's groups as sorted lists of local entity numbers (parloop
-    /// has no subset type yet: a loop over a group is a loop over a set of
-    /// the group's size with a map into the entities).
+    /// The mesh's groups (sorted entity numbers), as in [`Mesh::groups`].
     pub groups: Vec<Group>,
+    /// One parloop [`Subset`] per group, in the same order, of the
+    /// vertices, cells or facets: loops iterate over them and
+    /// `Mat::zero_rows` takes them. Named after the prefix and the group
+    /// (`"wave_left.vertices"`); where two groups of different kinds share a
+    /// name, the kind is appended (`"p_wall(facet)"`).
+    pub subsets: Vec<Subset>,
 }
 
 impl std::fmt::Debug for DeclaredMesh {
@@ -37,7 +41,7 @@ impl std::fmt::Debug for DeclaredMesh {
             .field("cells", &self.cells.name())
             .field("facets", &self.facets.name())
             .field("coords", &self.coords.name())
-            .field("groups", &self.groups.len())
+            .field("groups", &self.groups.iter().map(|g| g.name.as_str()).collect::<Vec<_>>())
             .finish()
     }
 }
@@ -47,11 +51,28 @@ impl DeclaredMesh {
     pub fn group_of(&self, name: &str, kind: EntityKind) -> Option<&Group> {
         self.groups.iter().find(|g| g.name == name && g.kind == kind)
     }
+
+    /// The subset of the group of `kind` called `name`, if any.
+    ///
+    /// ```
+    /// use parloop::{Backend, Runtime};
+    /// use parloop_mesh::EntityKind;
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let m = parloop_mesh::unit_square(2, 2)?.declare(&rt, "sq")?;
+    /// let left = m.subset_of("left.vertices", EntityKind::Vertex).unwrap();
+    /// assert_eq!((left.name(), left.indices()), ("sq_left.vertices", &[0, 3, 6][..]));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn subset_of(&self, name: &str, kind: EntityKind) -> Option<&Subset> {
+        let at = self.groups.iter().position(|g| g.name == name && g.kind == kind)?;
+        self.subsets.get(at)
+    }
 }
 
 impl Mesh {
-    /// Declares the mesh on `rt`: three sets, three maps and the
-    /// coordinate dat, named after `prefix` (see [`DeclaredMesh`]). The
+    /// Declares the mesh on `rt`: three sets, three maps, the coordinate
+    /// dat and a subset per group, named after `prefix` (see
+    /// [`DeclaredMesh`]). The
     /// mesh is checked first: a dimension other than 2 or 3, array lengths
     /// that do not match, or a vertex, cell or group entity out of range
     /// are errors naming the array and the value.
@@ -78,6 +99,17 @@ impl Mesh {
         let facet_cells =
             rt.map(&name("facet_cells"), &facets, &cells, 1, to_i32(&self.facet_cells, "facet_cells")?)?;
         let coords = rt.dat(&name("coords"), &vertices, d, self.coords.clone())?;
+        let mut subsets = Vec::with_capacity(self.groups.len());
+        for g in &self.groups {
+            let (set, kind) = match g.kind {
+                EntityKind::Vertex => (&vertices, "vertex"),
+                EntityKind::Cell => (&cells, "cell"),
+                EntityKind::Facet => (&facets, "facet"),
+            };
+            let shared = self.groups.iter().filter(|h| h.name == g.name).count() > 1;
+            let sub = if shared { name(&format!("{}({kind})", g.name)) } else { name(&g.name) };
+            subsets.push(rt.subset(&sub, set, g.entities.iter().map(|&e| e as usize).collect())?);
+        }
         Ok(DeclaredMesh {
             vertices,
             cells,
@@ -87,6 +119,7 @@ impl Mesh {
             facet_cells,
             coords,
             groups: self.groups.clone(),
+            subsets,
         })
     }
 

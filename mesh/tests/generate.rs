@@ -221,6 +221,27 @@ fn declared_mesh_matches_the_plain_data() {
     assert_eq!(d.coords.name(), "box_coords");
     assert_eq!(d.group_of("top.vertices", EntityKind::Vertex), mesh.vertex_group("top"));
     assert_eq!(mesh.group("top").unwrap().kind, EntityKind::Facet);
+    // One subset per group, of the group's set and entities.
+    assert_eq!(d.subsets.len(), mesh.groups.len());
+    for (g, s) in mesh.groups.iter().zip(&d.subsets) {
+        let parent = match g.kind {
+            EntityKind::Vertex => &d.vertices,
+            EntityKind::Cell => &d.cells,
+            EntityKind::Facet => &d.facets,
+        };
+        assert_eq!(s.parent().name(), parent.name(), "subset {}", g.name);
+        assert_eq!(s.name(), format!("box_{}", g.name));
+        assert_eq!(s.indices(), as_i32(&g.entities));
+    }
+    assert_eq!(d.subset_of("back", EntityKind::Facet).unwrap().size(), 2 * 2 * 1);
+    // Two groups of one name (a Gmsh physical curve and surface, say) get
+    // their kinds in their subsets' names.
+    let mut shared = mesh.clone();
+    shared.groups.push(parloop_mesh::Group { name: "left".into(), kind: EntityKind::Cell, entities: vec![0, 5] });
+    let s = shared.declare(&rt, "twice").unwrap();
+    assert_eq!(s.subset_of("left", EntityKind::Facet).unwrap().name(), "twice_left(facet)");
+    assert_eq!(s.subset_of("left", EntityKind::Cell).unwrap().name(), "twice_left(cell)");
+    assert_eq!(s.subset_of("left", EntityKind::Cell).unwrap().indices(), &[0, 5]);
     // The same names twice in one runtime are refused.
     assert!(matches!(mesh.declare(&rt, "box"), Err(Error::DuplicateName { .. })));
     // A damaged mesh is refused before anything is declared.
