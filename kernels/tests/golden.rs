@@ -1,6 +1,6 @@
 //! Golden tests: the exact C++ emitted for each construct of the subset.
 
-use parloop_kernels::{translate, FnKind};
+use parloop_kernels::{translate, translate_const, FnKind, Scalar};
 
 /// Translates a kernel and returns its body lines, trimmed.
 fn body(f: syn::ItemFn) -> Vec<String> {
@@ -383,4 +383,162 @@ fn cpp_keywords_are_renamed() {
         }
     });
     assert_eq!(b, ["double double_ = ((*int_) * 2.0);", "(*o) = double_;"]);
+}
+
+#[test]
+fn nested_local_arrays_rows_and_helpers() {
+    let b = body(syn::parse_quote! {
+        fn k(x: &[[f64; 2]; 3], o: &mut [[f64; 3]; 2]) {
+            let mut k = [[0.0f64; 3]; 3];
+            k[1][2] += x[2][1];
+            let row = k[1];
+            fill(&mut k[2]);
+            outer(&k, &row, o);
+            let g = [[-1.0, -1.0], [1.0, 0.0], [0.0, 1.0]];
+            o[0][0] = g[2][1] + row[2];
+        }
+    });
+    assert_eq!(
+        b,
+        [
+            "double k[3][3] = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};",
+            "k[1][2] += x[2][1];",
+            "double row[3];",
+            "for (int pl_k0 = 0; pl_k0 < 3; ++pl_k0) row[pl_k0] = k[1][pl_k0];",
+            "pl_fn_fill(k[2]);",
+            "pl_fn_outer(k, row, o);",
+            "double g[3][2] = {{(-1.0), (-1.0)}, {1.0, 0.0}, {0.0, 1.0}};",
+            "o[0][0] = (g[2][1] + row[2]);",
+        ]
+    );
+}
+
+#[test]
+fn array_literals_as_values_and_whole_array_assignments() {
+    let b = body(syn::parse_quote! {
+        fn k(x: &[f64; 2], o: &mut [f64; 2]) {
+            o[0] = dot(&[x[0], 2.0], x);
+            o[1] = [1.0, 2.0, 3.0][o[0] as usize % 3];
+            let mut z = [[x[0]; 2], [2.0; 2]];
+            z = [[z[1][0], 3.0], [4.0, z[0][1]]];
+            *o = z[1];
+        }
+    });
+    assert_eq!(
+        b,
+        [
+            // An argument: a temporary, passed as a pointer.
+            "double pl_a0[2] = {x[0], 2.0};",
+            "o[0] = pl_fn_dot(pl_a0, x);",
+            "double pl_a1[3] = {1.0, 2.0, 3.0};",
+            "o[1] = pl_a1[PL_IX((__pl_f2i<unsigned long long>(o[0], 0ull, 18446744073709551615ull) % 3), 3)];",
+            // A repeated value that is not a literal is evaluated once.
+            "double z[2][2];",
+            "const double pl_v3 = x[0];",
+            "for (int pl_k2 = 0; pl_k2 < 2; ++pl_k2) z[0][pl_k2] = pl_v3;",
+            "for (int pl_k4 = 0; pl_k4 < 2; ++pl_k4) z[1][pl_k4] = 2.0;",
+            // The literal reads the array it replaces: built first.
+            "double pl_a5[2][2] = {{z[1][0], 3.0}, {4.0, z[0][1]}};",
+            "for (int pl_k6 = 0; pl_k6 < 2; ++pl_k6) for (int pl_k7 = 0; pl_k7 < 2; ++pl_k7) z[pl_k6][pl_k7] = pl_a5[pl_k6][pl_k7];",
+            "for (int pl_k8 = 0; pl_k8 < 2; ++pl_k8) o[pl_k8] = z[1][pl_k8];",
+        ]
+    );
+}
+
+#[test]
+fn local_const_tables_and_large_repeats() {
+    let b = body(syn::parse_quote! {
+        fn k(x: &f64, o: &mut f64) {
+            const W: [f64; 3] = [1.0 / 6.0; 3];
+            const G: [[f32; 2]; 2] = [[-1.0, 1.0], [0.5; 2]];
+            let big = [[*x * 2.0; 40]; 3];
+            *o = W[1] + G[1][0] as f64 + big[2][39];
+        }
+    });
+    assert_eq!(
+        b,
+        [
+            "const double W[3] = {(1.0 / 6.0), (1.0 / 6.0), (1.0 / 6.0)};",
+            "const float G[2][2] = {{(-1.0f), 1.0f}, {0.5f, 0.5f}};",
+            "double big[3][40];",
+            "double pl_a1[40];",
+            "const double pl_v3 = ((*x) * 2.0);",
+            "for (int pl_k2 = 0; pl_k2 < 40; ++pl_k2) pl_a1[pl_k2] = pl_v3;",
+            "for (int pl_k0 = 0; pl_k0 < 3; ++pl_k0) for (int pl_k4 = 0; pl_k4 < 40; ++pl_k4) big[pl_k0][pl_k4] = pl_a1[pl_k4];",
+            "(*o) = ((W[1] + ((double)(G[1][0]))) + big[2][39]);",
+        ]
+    );
+}
+
+#[test]
+fn module_level_constants_are_read_by_their_c_names() {
+    let f: syn::ItemFn = syn::parse_quote! {
+        fn k(i: &u32, o: &mut f64) {
+            let j = *i as usize;
+            let w: f64 = NG[1][j][2] * GM1;
+            let row: [f64; 4] = NG[0][1];
+            *o = w + TABLE[j] + row[3];
+        }
+    };
+    let t = translate(&f, FnKind::Kernel).unwrap();
+    let lines: Vec<&str> = t.source.lines().map(str::trim).collect();
+    assert_eq!(
+        lines[2..6],
+        [
+            // Lengths the kernel cannot see: `sizeof`, without the indices.
+            "double w = (pl_c_NG[1][PL_IX(j, sizeof(pl_c_NG[0]) / sizeof(pl_c_NG[0][0]))][2] * pl_c_GM1);",
+            "double row[4];",
+            "for (int pl_k0 = 0; pl_k0 < 4; ++pl_k0) row[pl_k0] = pl_c_NG[0][1][pl_k0];",
+            "(*o) = ((w + pl_c_TABLE[PL_IX(j, sizeof(pl_c_TABLE) / sizeof(pl_c_TABLE[0]))]) + row[3]);",
+        ]
+    );
+    let uses: Vec<(&str, Option<Scalar>, usize)> = t.consts.iter().map(|c| (c.name.as_str(), c.elem, c.rank)).collect();
+    assert_eq!(uses, [("NG", Some(Scalar::F64), 3), ("GM1", Some(Scalar::F64), 0), ("TABLE", Some(Scalar::F64), 1)]);
+}
+
+#[test]
+fn module_level_constants_become_constexpr_definitions() {
+    let def = |c: syn::ItemConst| translate_const(&c).map(|t| t.source).unwrap_or_else(|e| format!("error: {e}"));
+    assert_eq!(
+        def(syn::parse_quote! { const GM1: f64 = GAM - 1.0; }),
+        "__device__ constexpr double pl_c_GM1 = (pl_c_GAM - 1.0);\n"
+    );
+    // Integer arithmetic stays plain: Rust rejects overflow in constants.
+    assert_eq!(
+        def(syn::parse_quote! { const N: i32 = -(2 * M) + 7 / 2; }),
+        "__device__ constexpr int pl_c_N = ((-(2 * pl_c_M)) + (7 / 2));\n"
+    );
+    assert_eq!(
+        def(syn::parse_quote! { const W: [[f32; 2]; 3] = [[0.5; 2], [1.0, -1.0], [2.0 * HALF; 2]]; }),
+        "__device__ constexpr float pl_c_W[3][2] = {{0.5f, 0.5f}, {1.0f, (-1.0f)}, {(2.0f * pl_c_HALF), (2.0f * pl_c_HALF)}};\n"
+    );
+    assert_eq!(
+        def(syn::parse_quote! { const P: [usize; 3] = [2, 0, 1]; }),
+        "__device__ constexpr unsigned long long pl_c_P[3] = {2, 0, 1};\n"
+    );
+    for (c, err) in [
+        (syn::parse_quote! { const B: f64 = GAM.sqrt(); }, "method calls are not supported in module-level constants"),
+        (syn::parse_quote! { const B: [f64; 2] = OTHER; }, "a module-level constant array is written as a literal"),
+        (syn::parse_quote! { const B: i32 = (X * 2.0) as i32; }, "float-to-integer casts are not supported"),
+    ] {
+        let c: syn::ItemConst = c;
+        assert!(def(c).starts_with(&format!("error: {err}")), "{err}");
+    }
+}
+
+#[test]
+fn helpers_fill_arrays_and_nested_arrays() {
+    let f: syn::ItemFn = syn::parse_quote! {
+        fn basis(xi: f64, out: &mut [f64; 3], m: &mut [[f64; 3]; 2]) {
+            out[0] = 1.0 - xi;
+            m[1] = *out;
+        }
+    };
+    let t = translate(&f, FnKind::Device).unwrap();
+    assert_eq!(
+        t.source,
+        "__device__ inline void pl_fn_basis(double xi, double* __restrict__ out, double (* __restrict__ m)[3]) {\n    \
+         out[0] = (1.0 - xi);\n    \
+         for (int pl_k0 = 0; pl_k0 < 3; ++pl_k0) m[1][pl_k0] = out[pl_k0];\n}\n"
+    );
 }

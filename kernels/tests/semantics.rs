@@ -169,3 +169,28 @@ fn frames_count_local_arrays() {
     assert!(t.frame_bytes >= 200000 * 8 + 48, "{}", t.frame_bytes);
     assert!(t.frame_bytes < 200000 * 8 + 4096, "{}", t.frame_bytes);
 }
+
+#[test]
+fn rows_of_module_constants_need_a_type_and_arrays_are_not_if_values() {
+    let err = |f: syn::ItemFn| translate(&f, FnKind::Kernel).unwrap_err().to_string();
+    assert!(err(syn::parse_quote! { fn k(o: &mut f64) { let row = W[1]; *o = row[0]; } })
+        .contains("annotate the local (`let row: [f64; 4] = W[i];`)"),);
+    assert!(err(syn::parse_quote! {
+        fn k(c: &f64, o: &mut f64) { let a = if *c > 0.0 { [1.0, 2.0] } else { [3.0, 4.0] }; *o = a[0]; }
+    })
+    .starts_with("`if` and blocks cannot yield arrays"));
+}
+
+#[test]
+fn nested_locals_count_in_frames_and_helpers_given_rows_are_not_increments() {
+    let t = kernel(syn::parse_quote! {
+        fn k(x: &f64, o: &mut [[f64; 3]; 2], p: &mut [[f64; 3]; 2]) {
+            let mut m = [[0.0f64; 300]; 100];
+            m[1][2] = *x;
+            fill(&mut o[1]);
+            p[0][1] += m[1][2];
+        }
+    });
+    assert!(t.frame_bytes >= 300 * 100 * 8, "{}", t.frame_bytes);
+    assert_eq!(t.increment_only, [true, false, true]);
+}

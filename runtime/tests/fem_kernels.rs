@@ -253,7 +253,12 @@ fn run(backend: Backend, m: &Mesh) -> Outcome {
     rt.par_loop(
         res_calc::KERNEL,
         &cells,
-        &[x.arg_vec(&pcell, Access::READ), phim.arg_vec(&pcell, Access::READ), k.arg(Access::WRITE), res.arg_vec(&pcell, Access::INC)],
+        &[
+            x.arg_vec(&pcell, Access::READ),
+            phim.arg_vec(&pcell, Access::READ),
+            k.arg(Access::WRITE),
+            res.arg_vec(&pcell, Access::INC),
+        ],
     )
     .unwrap();
     rt.par_loop(gauss_values::KERNEL, &cells, &[phim.arg_vec(&pcell, Access::READ), g.arg(Access::WRITE)]).unwrap();
@@ -264,7 +269,13 @@ fn run(backend: Backend, m: &Mesh) -> Outcome {
     rt.par_loop(
         init_cg::KERNEL,
         &nodes,
-        &[r_dat.arg(Access::READ), c.arg(Access::INC), u.arg(Access::WRITE), v.arg(Access::WRITE), p.arg(Access::WRITE)],
+        &[
+            r_dat.arg(Access::READ),
+            c.arg(Access::INC),
+            u.arg(Access::WRITE),
+            v.arg(Access::WRITE),
+            p.arg(Access::WRITE),
+        ],
     )
     .unwrap();
     rt.par_loop(
@@ -273,8 +284,12 @@ fn run(backend: Backend, m: &Mesh) -> Outcome {
         &[v.arg_vec(&pcell, Access::INC), k.arg(Access::READ), p.arg_vec(&pcell, Access::READ)],
     )
     .unwrap();
-    rt.par_loop(update::KERNEL, &nodes, &[phim.arg(Access::RW), res.arg(Access::RW), v.arg(Access::READ), rms.arg(Access::INC)])
-        .unwrap();
+    rt.par_loop(
+        update::KERNEL,
+        &nodes,
+        &[phim.arg(Access::RW), res.arg(Access::RW), v.arg(Access::READ), rms.arg(Access::INC)],
+    )
+    .unwrap();
     Outcome {
         k: k.values().unwrap(),
         res: r_dat.values().unwrap(),
@@ -314,9 +329,8 @@ fn reference(m: &Mesh) -> Outcome {
             let grad: Vec<(f64, f64)> =
                 (0..4).map(|a| ((j22 * dxi[a] - j21 * deta[a]) / det, (j11 * deta[a] - j12 * dxi[a]) / det)).collect();
             let w = 0.25 * det;
-            let (ux, uy) = (0..4).fold((0.0, 0.0), |(ux, uy), a| {
-                (ux + grad[a].0 * m.phim[nodes[a]], uy + grad[a].1 * m.phim[nodes[a]])
-            });
+            let (ux, uy) = (0..4)
+                .fold((0.0, 0.0), |(ux, uy), a| (ux + grad[a].0 * m.phim[nodes[a]], uy + grad[a].1 * m.phim[nodes[a]]));
             let dk = 1.0 + 0.5 * gm1 * (0.16 - (ux * ux + uy * uy));
             let rho = dk.powf(1.0 / gm1);
             for a in 0..4 {

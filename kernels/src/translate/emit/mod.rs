@@ -66,7 +66,11 @@ impl Emit<'_> {
     fn scalar_of(&mut self, e: &Expr) -> syn::Result<Scalar> {
         let t = self.ty_of(e);
         self.infer.vars.scalar(&t).ok_or_else(|| {
-            error(e.span(), "cannot infer the type of this value (a helper's result?): annotate it, `let x: f64 = ...`")
+            error(
+                e.span(),
+                "cannot infer the type of this value (a helper's result or a module-level constant?): \
+                 annotate it, `let x: f64 = ...`",
+            )
         })
     }
 

@@ -65,37 +65,94 @@ fn index_depths(block: &Block) -> HashMap<String, usize> {
     depths(|v| syn::visit::Visit::visit_block(v, block))
 }
 
-/// [`index_depths`] of what `walk` visits.
+/// [`index_depths`] of what `walk` visits. A row bound by a `let`
+/// (`let row = W[i];` or `let row: [f64; 4] = W[i];`) adds the row's own
+/// depth (its indexing, or its annotation's nesting) to `W`'s.
 fn depths(walk: impl FnOnce(&mut Depths)) -> HashMap<String, usize> {
-    let mut d = Depths(HashMap::new());
+    let mut d = Depths { depth: HashMap::new(), rows: Vec::new() };
     walk(&mut d);
-    d.0
+    // Rows of rows: until nothing grows (each round adds at least one to
+    // some name, and depths are bounded by the nesting written).
+    for _ in 0..=d.rows.len() {
+        let mut grew = false;
+        for (local, root, k, annotated) in &d.rows {
+            let row = d.depth.get(local).copied().unwrap_or(0).max(*annotated);
+            let want = k + row;
+            let have = d.depth.entry(root.clone()).or_insert(0);
+            if *have < want {
+                *have = want;
+                grew = true;
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    d.depth
 }
 
-struct Depths(HashMap<String, usize>);
+struct Depths {
+    depth: HashMap<String, usize>,
+    /// `let local = root[..]..[..]` with `k` indices, and the nesting of
+    /// the local's annotation.
+    rows: Vec<(String, String, usize, usize)>,
+}
+
+/// The name at the root of an index chain and the number of indices.
+fn index_chain(e: &Expr) -> Option<(String, usize)> {
+    let mut depth = 0;
+    let mut base = e;
+    loop {
+        match base {
+            Expr::Index(inner) => {
+                depth += 1;
+                base = &inner.expr;
+            }
+            Expr::Paren(p) => base = &p.expr,
+            Expr::Group(g) => base = &g.expr,
+            _ => break,
+        }
+    }
+    match base {
+        Expr::Path(p) => p.path.get_ident().map(|n| (n.to_string(), depth)),
+        _ => None,
+    }
+}
+
+fn type_nesting(t: &Type) -> usize {
+    match t {
+        Type::Array(a) => 1 + type_nesting(&a.elem),
+        Type::Paren(p) => type_nesting(&p.elem),
+        _ => 0,
+    }
+}
 
 impl<'ast> syn::visit::Visit<'ast> for Depths {
     fn visit_expr_index(&mut self, ix: &'ast syn::ExprIndex) {
-        let mut depth = 1;
-        let mut base = &*ix.expr;
-        loop {
-            match base {
-                Expr::Index(inner) => {
-                    depth += 1;
-                    base = &inner.expr;
-                }
-                Expr::Paren(p) => base = &p.expr,
-                Expr::Group(g) => base = &g.expr,
-                _ => break,
-            }
-        }
-        if let Expr::Path(p) = base {
-            if let Some(name) = p.path.get_ident() {
-                let d = self.0.entry(name.to_string()).or_insert(0);
-                *d = (*d).max(depth);
-            }
+        if let Some((name, depth)) = index_chain(&Expr::Index(ix.clone())) {
+            let d = self.depth.entry(name).or_insert(0);
+            *d = (*d).max(depth);
         }
         syn::visit::visit_expr_index(self, ix);
+    }
+
+    fn visit_local(&mut self, local: &'ast syn::Local) {
+        let (name, annotated) = match &local.pat {
+            Pat::Ident(pi) => (Some(pi.ident.to_string()), 0),
+            Pat::Type(pt) => match &*pt.pat {
+                Pat::Ident(pi) => (Some(pi.ident.to_string()), type_nesting(&pt.ty)),
+                _ => (None, 0),
+            },
+            _ => (None, 0),
+        };
+        if let (Some(name), Some(init)) = (name, &local.init) {
+            if let Some((root, k)) = index_chain(&init.expr) {
+                if k > 0 {
+                    self.rows.push((name, root, k, annotated));
+                }
+            }
+        }
+        syn::visit::visit_local(self, local);
     }
 }
 
@@ -108,6 +165,16 @@ pub(crate) fn infer_const(c: &syn::ItemConst) -> syn::Result<(Infer, Ty)> {
         return Err(error(c.generics.span(), "device constants cannot be generic"));
     }
     let ty = infer.local_type(&c.ty)?;
+    let mut init = &*c.expr;
+    while let Expr::Paren(p) = init {
+        init = &p.expr;
+    }
+    if matches!(ty, Ty::Array(..)) && !matches!(init, Expr::Array(_) | Expr::Repeat(_)) {
+        return Err(error(
+            c.expr.span(),
+            "a module-level constant array is written as a literal (`[a, b]`, `[v; n]`, nested)",
+        ));
+    }
     let t = infer.expr(&c.expr)?;
     let t = infer.vars.deref(&t);
     infer.unify(c.expr.span(), &ty, &t)?;
