@@ -13,8 +13,20 @@
 //!
 //! Bodies may use:
 //!
-//! - `let` with or without a type and `mut`, local `const`, array locals
-//!   (`[0.0; 4]`, `[a, b, c]`);
+//! - `let` with or without a type and `mut`, local `const` (scalars and
+//!   tables), array locals of any nesting (`[0.0; 4]`, `[[0.0; 3]; 3]`,
+//!   `[[-1.0, -1.0], [1.0, 0.0]]`), rows read, copied and assigned
+//!   (`let row = k[1];`, `k = [[0.0; 3]; 3];`, `*out = m;`), array literals
+//!   as values (`helper(&[a, b])`, `[1.0, 2.0][i]`), rows passed to helpers
+//!   (`fill(&mut k[i])`, `outer(&k)`);
+//! - module-level constants shared by host and device, declared with
+//!   `#[parloop::device] const W: [f64; 4] = [...];` (scalars and arrays
+//!   of any nesting; literals, other such constants, arithmetic and casts)
+//!   and emitted once into each module as `__device__ constexpr` (see
+//!   [`translate_const`]). A function cannot see the declaration, so it
+//!   reads a constant with the element type its uses give and the rank of
+//!   its deepest indexing (a row bound by an annotated `let` counts); the
+//!   attribute checks both against the declaration at compile time;
 //! - arithmetic, comparison, logical and bitwise operators, compound
 //!   assignment, indexing, `*` on references;
 //! - `if`/`else` as statements and as expressions (emitted as a ternary, or

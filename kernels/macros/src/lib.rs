@@ -23,7 +23,33 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// shared by host and device: keeps the item and generates a descriptor
 /// type of the same name whose `DEVICE` holds its translation (a
 /// `__device__` function, or a `__device__ constexpr` definition emitted
-/// once into every module that reads the constant).
+/// once into every module that reads the constant). A `use` of the
+/// constant brings its descriptor along (same name, type namespace).
+///
+/// ```ignore
+/// #[parloop::device]
+/// const WTG2: [f64; 4] = [0.25; 4];
+///
+/// #[parloop::device]
+/// fn shape(xi: f64, eta: f64, n: &mut [f64; 4]) {
+///     n[0] = (1.0 - xi) * (1.0 - eta);
+///     n[1] = xi * (1.0 - eta);
+///     n[2] = (1.0 - xi) * eta;
+///     n[3] = xi * eta;
+/// }
+///
+/// #[parloop::kernel]
+/// fn mass(x: &[f64; 4], m: &mut f64) {
+///     let mut n = [0.0; 4];
+///     shape(0.5, 0.5, &mut n);
+///     for i in 0..4 {
+///         *m += WTG2[i] * n[i] * x[i];
+///     }
+/// }
+/// ```
+///
+/// (`runtime/tests/fem_kernels.rs` runs a complete port of OP2's `aero`
+/// kernels written this way.)
 #[proc_macro_attribute]
 pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
     match parse_macro_input!(item as Item) {

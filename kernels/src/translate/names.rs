@@ -173,6 +173,10 @@ pub fn fn_cname(name: &str) -> String {
 
 /// The C++ name of a module-level constant (`#[parloop::device] const`):
 /// `pl_c_` and the Rust name, hashed like [`fn_cname`] when long.
+///
+/// ```
+/// assert_eq!(parloop_kernels::const_cname("WTG2"), "pl_c_WTG2");
+/// ```
 pub fn const_cname(name: &str) -> String {
     let name = name.strip_prefix("r#").unwrap_or(name);
     if name.is_ascii() && name.len() <= 48 {
