@@ -189,7 +189,9 @@ fn fixed_mesh(nedges: usize, nnodes: usize) -> Mesh {
 
 #[test]
 fn threaded_results_are_bitwise_identical_for_any_thread_count() {
-    let m = fixed_mesh(2500, 300);
+    // Above the threads backend's inline threshold (16384 elements), so
+    // that the chunks and blocks really run on several threads.
+    let m = fixed_mesh(40_000, 3000);
     let pool = |n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
     let one = pool(1).install(|| run(Backend::Threads, &m, None));
     let two = pool(2).install(|| run(Backend::Threads, &m, None));

@@ -22,6 +22,12 @@ use std::sync::Mutex;
 /// scheduling, small enough to balance two to a hundred cores.
 pub(crate) const CHUNK: usize = 2048;
 
+/// Loops over fewer elements run their chunks or blocks on the calling
+/// thread, in the same order: a fork-join costs about 10 us, as much as a
+/// light kernel over ten thousand elements (the wave demo's vertex loops).
+/// Results are the same either way (partials combine in item order).
+pub(crate) const INLINE_BELOW: usize = 8 * CHUNK;
+
 /// What to run in parallel.
 #[derive(Clone, Copy)]
 pub(crate) enum Work<'p> {
@@ -143,11 +149,18 @@ pub(crate) fn run(job: &HostJob, range: std::ops::Range<usize>, reduce: bool) ->
         // SAFETY: see `Shared`.
         caught(catch(start, || unsafe { host(&local, start, end) }));
     };
+    let inline = range.len() < INLINE_BELOW;
     match work {
+        Work::Chunks { .. } if inline => (0..items.len()).for_each(run_item),
         Work::Chunks { .. } => (0..items.len()).into_par_iter().for_each(run_item),
         Work::Plan(plan) => {
             for c in 0..plan.colours {
-                plan.colour_blocks(c).par_iter().for_each(|&b| run_item(b as usize));
+                let blocks = plan.colour_blocks(c);
+                if inline || blocks.len() == 1 {
+                    blocks.iter().for_each(|&b| run_item(b as usize));
+                } else {
+                    blocks.par_iter().for_each(|&b| run_item(b as usize));
+                }
             }
         }
     }
