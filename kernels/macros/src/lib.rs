@@ -4,7 +4,7 @@
 
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 use syn::{parse_macro_input, FnArg, Item, ItemConst, ItemFn, LitStr, Pat};
 
 use parloop_kernels::{lane_twin, translate, translate_const, ConstUse, FnKind, LaneTwin, Scalar};
@@ -101,10 +101,12 @@ fn const_deps(user: &str, uses: &[ConstUse]) -> (Vec<TokenStream2>, TokenStream2
         let msg = format!(
             "`{user}` reads the module-level constant `{}` as {shown} reached with {indices}, which is not its \
              declared type: index it down to its elements (as deep as it is nested) and use the values with \
-             their declared type (annotate a `let` or cast)",
+             their declared type (bind it to an annotated `let`: `let n: u64 = N;`)",
             u.name
         );
-        checks.extend(quote! {
+        // At the use, so that the error points into the function.
+        let span = u.span;
+        checks.extend(quote_spanned! {span=>
             const _: () = ::core::assert!(#ident::RANK == #rank && #elem_ok, #msg);
         });
     }
