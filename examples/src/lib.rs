@@ -5,6 +5,9 @@
 //!   kernels and the time loop.
 //! - [`wave`]: seed 000's explicit wave equation, P1 finite elements on
 //!   `parloop_mesh::unit_square`, seven loops per step.
+//! - [`poisson`]: P1 Poisson (assembled stiffness matrix, Dirichlet rows,
+//!   CG) and the L2 projection, 2-D and 3-D, with error integrals.
 
 pub mod airfoil;
+pub mod poisson;
 pub mod wave;

@@ -1,0 +1,254 @@
+//! P1 Poisson (and the L2 projection) on parloop, with an assembled matrix
+//! and CG.
+//!
+//! `cargo run --release --bin poisson -- --dim 3 --mesh-size 32` solves
+//! `-laplace(u) = f` on the unit cube and prints the errors against the
+//! exact solution; see `--help`.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use parloop::{Backend, Error, Runtime};
+use parloop_examples::poisson::{order, Errors, Function, Mode, Problem};
+use parloop_mesh::vtk::{write_vtu, Field};
+use parloop_mesh::{unit_cube, unit_square, Mesh};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Which {
+    /// -laplace(u) = f, u = 0 on the Dirichlet group.
+    Poisson,
+    /// The L2 projection of g = sin(pi x) sin(pi y) (sin(pi z)) + |x|^2: M u = b.
+    Projection,
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    about = "P1 finite elements on parloop: -laplace(u) = f with zero Dirichlet values (assembled stiffness \
+             matrix, Jacobi-preconditioned CG), or the L2 projection",
+    long_about = "P1 finite elements on parloop: -laplace(u) = f with zero Dirichlet values (assembled stiffness \
+                  matrix, Jacobi-preconditioned CG), or the L2 projection (mass matrix).\n\n\
+                  On unit_square / unit_cube (the default), f = d pi^2 prod sin(pi x_k), whose exact solution \
+                  u = prod sin(pi x_k) is zero on the boundary; the L2 and H1-seminorm errors are printed, and \
+                  with --refinements their orders of convergence (2 and 1 for P1)."
+)]
+struct Args {
+    /// What to solve.
+    #[arg(long, value_enum, default_value_t = Which::Poisson)]
+    mode: Which,
+    /// Dimension of the generated mesh: 2 (unit_square, triangles) or 3 (unit_cube, tetrahedra).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(2..=3))]
+    dim: u8,
+    /// Squares (cubes) per side of the generated mesh (default 64 in 2-D, 16 in 3-D).
+    #[arg(long, value_name = "N")]
+    mesh_size: Option<usize>,
+    /// Solve also on meshes 2, 3, ... K times finer (N, 2N, ..., K N per side) and print the orders.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    refinements: usize,
+    /// Read a Gmsh mesh (.msh 2.2 or 4.1) instead of generating one.
+    #[arg(long, value_name = "FILE.msh", conflicts_with_all = ["mesh_size", "refinements"])]
+    mesh: Option<PathBuf>,
+    /// Right-hand side f: `manufactured` (d pi^2 prod sin(pi x_k)) or a constant such as 4.
+    #[arg(long, default_value = "manufactured")]
+    rhs: String,
+    /// Vertex group where u = 0: `boundary` (every boundary vertex, the default) or a named group,
+    /// e.g. a Gmsh physical curve (2-D) or surface (3-D) NAME (its vertices, NAME.vertices).
+    #[arg(long, value_name = "GROUP", default_value = "boundary")]
+    dirichlet: String,
+    /// Relative tolerance of CG on ||b - A u|| / ||b||.
+    #[arg(long, default_value_t = 1e-10)]
+    rtol: f64,
+    /// Backend: auto, seq, threads, emu or cuda (default: PARLOOP_BACKEND, else auto).
+    #[arg(long)]
+    backend: Option<String>,
+    /// Write u, the exact solution and the error (u - exact) as point data to DIR/poisson.vtu
+    /// (projection.vtu) for ParaView (the finest mesh with --refinements).
+    #[arg(long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Never show the progress spinner.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// A write to standard output that failed (a full disk, a closed pipe).
+fn stdout_error(source: std::io::Error) -> Error {
+    Error::Io { path: "<stdout>".into(), source }
+}
+
+fn invalid(option: &str, reason: String) -> Error {
+    Error::InvalidDeclaration { what: "option", name: option.into(), reason }
+}
+
+/// One solve: its mesh, errors (where an exact solution is known) and report line.
+struct Run {
+    h: f64,
+    errors: Option<Errors>,
+}
+
+fn run(args: Args) -> Result<(), Error> {
+    let backend: Backend = match &args.backend {
+        Some(b) => b.parse()?,
+        None => match std::env::var("PARLOOP_BACKEND") {
+            Ok(b) if !b.trim().is_empty() => b.parse()?,
+            _ => Backend::auto(),
+        },
+    };
+    if args.refinements == 0 {
+        return Err(invalid("--refinements", "0: at least one mesh".into()));
+    }
+    if !(args.rtol > 0.0 && args.rtol < 1.0) {
+        return Err(invalid("--rtol", format!("{}: a tolerance in (0, 1)", args.rtol)));
+    }
+    let rhs = match args.rhs.as_str() {
+        "manufactured" => None,
+        c => Some(c.parse::<f64>().ok().filter(|c| c.is_finite()).ok_or_else(|| {
+            invalid("--rhs", format!("`{c}`: `manufactured` or a finite number expected"))
+        })?),
+    };
+    let dim = usize::from(args.dim);
+    let n0 = args.mesh_size.unwrap_or(if dim == 2 { 64 } else { 16 });
+    let mut out = std::io::stdout();
+    let spinner = if std::io::stderr().is_terminal() && !args.quiet {
+        let s = ProgressBar::new_spinner();
+        s.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("a valid template"));
+        s.enable_steady_tick(Duration::from_millis(120));
+        s
+    } else {
+        ProgressBar::hidden()
+    };
+
+    let mut runs: Vec<Run> = Vec::new();
+    for level in 1..=args.refinements {
+        // Each mesh on a runtime of its own: names are per runtime.
+        let rt = Runtime::with_backend(backend)?;
+        let t = Instant::now();
+        let (mesh, what): (Mesh, String) = match &args.mesh {
+            Some(path) => {
+                spinner.set_message(format!("reading {}", path.display()));
+                (parloop_mesh::gmsh::read(path)?, path.display().to_string())
+            }
+            None => {
+                let n = n0.checked_mul(level).ok_or_else(|| invalid("--mesh-size", format!("{n0} x {level}")))?;
+                spinner.set_message(format!("generating the {n}-mesh"));
+                if dim == 2 {
+                    (unit_square(n, n)?, format!("unit_square({n}, {n})"))
+                } else {
+                    (unit_cube(n, n, n)?, format!("unit_cube({n}, {n}, {n})"))
+                }
+            }
+        };
+        let mesh_seconds = t.elapsed().as_secs_f64();
+        let (mode, name) = match args.mode {
+            Which::Poisson => (Mode::Poisson { dirichlet: args.dirichlet.clone() }, "poisson"),
+            Which::Projection => (Mode::Projection, "projection"),
+        };
+        let d = mesh.dim;
+        // The function assembled, and the exact solution where one is known.
+        let (f, exact) = match (args.mode, rhs) {
+            (Which::Poisson, None) => (Function::manufactured_rhs(d), Some(Function::manufactured_solution())),
+            (Which::Poisson, Some(c)) => (Function::constant(c), None),
+            (Which::Projection, _) => {
+                let g = Function { square: 1.0, ..Function::manufactured_solution() };
+                (g, Some(g))
+            }
+        };
+        spinner.set_message("sparsity");
+        let mut p = Problem::new(&rt, &mesh, mode)?;
+        spinner.set_message("assembly");
+        p.assemble(&f)?;
+        spinner.set_message(format!("CG on {} unknowns", p.unknowns()));
+        let report = p.solve(args.rtol)?;
+        spinner.set_message("errors");
+        let errors = exact.map(|e| p.errors(&e)).transpose()?;
+        let tm = p.timings();
+        spinner.suspend(|| -> Result<(), Error> {
+            writeln!(
+                out,
+                "{name}: {what}, {d}-D, {} vertices, {} cells, {} unknowns, {} nonzeros; backend {}",
+                mesh.vertices(),
+                mesh.num_cells(),
+                p.unknowns(),
+                p.sparsity.nnz(),
+                match rt.device_name() {
+                    Some(device) => format!("{} ({device})", rt.backend()),
+                    None => rt.backend().to_string(),
+                },
+            )
+            .map_err(stdout_error)?;
+            writeln!(
+                out,
+                "  mesh {mesh_seconds:.3} s, declare {:.3} s, sparsity {:.3} s, assembly {:.3} s, solve {:.3} s \
+                 ({} CG iterations, {:.3} ms per iteration, relative residual {:.2e}), errors {:.3} s",
+                tm.declare,
+                tm.sparsity,
+                tm.assembly,
+                tm.solve,
+                report.iterations,
+                tm.solve * 1e3 / report.iterations.max(1) as f64,
+                report.relative_residual,
+                tm.errors,
+            )
+            .map_err(stdout_error)?;
+            match errors {
+                Some(e) => writeln!(out, "  L2 error {:.6e}, H1 seminorm error {:.6e}", e.l2, e.h1),
+                None => {
+                    let u = p.u.values()?;
+                    let max = u.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+                    writeln!(out, "  max u {max:.6e} (no exact solution for a constant right-hand side)")
+                }
+            }
+            .map_err(stdout_error)
+        })?;
+        if let (Some(dir), true) = (&args.output, level == args.refinements) {
+            spinner.set_message("VTK");
+            std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
+            let u = p.u.values()?;
+            let path = dir.join(format!("{name}.vtu"));
+            let mut fields = vec![Field::scalar("u", &u)];
+            let (ex, err): (Vec<f64>, Vec<f64>) = match exact {
+                Some(e) => mesh.coords.chunks(d).zip(&u).map(|(x, u)| (e.eval(x), u - e.eval(x))).unzip(),
+                None => (Vec::new(), Vec::new()),
+            };
+            if exact.is_some() {
+                fields.push(Field::scalar("exact", &ex));
+                fields.push(Field::scalar("error", &err));
+            }
+            write_vtu(&path, &mesh, &fields, &[])?;
+            spinner.suspend(|| writeln!(out, "VTK: {} (open it in ParaView)", path.display()).map_err(stdout_error))?;
+        }
+        // The generated meshes' h is 1/n; a file is run once.
+        runs.push(Run { h: 1.0 / (n0 * level) as f64, errors });
+    }
+    spinner.finish_and_clear();
+    if runs.len() > 1 {
+        writeln!(out, "orders of convergence (log of the error ratio over log of the h ratio):").map_err(stdout_error)?;
+        for w in runs.windows(2) {
+            if let (Some(a), Some(b)) = (w[0].errors, w[1].errors) {
+                let r = w[0].h / w[1].h;
+                writeln!(
+                    out,
+                    "  h {:.5} -> {:.5}: L2 {:.3}, H1 {:.3}",
+                    w[0].h,
+                    w[1].h,
+                    order(a.l2, b.l2, r),
+                    order(a.h1, b.h1, r)
+                )
+                .map_err(stdout_error)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("poisson: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
