@@ -20,7 +20,7 @@ const PI: f64 = std::f64::consts::PI;
 /// 1/6)` and its permutations, weight `1/3` each (of the area). Exact for the load `f phi_i` when `f` is linear: enough for
 /// second-order convergence in L2.
 #[parloop::device]
-const TRI3: [[f64; 3]; 3] = [
+pub const TRI3: [[f64; 3]; 3] = [
     [2.0 / 3.0, 1.0 / 6.0, 1.0 / 6.0],
     [1.0 / 6.0, 2.0 / 3.0, 1.0 / 6.0],
     [1.0 / 6.0, 1.0 / 6.0, 2.0 / 3.0],
@@ -44,7 +44,7 @@ pub const TRI7: [[f64; 4]; 7] = [
 /// The 4-point degree-2 rule on the tetrahedron: `a = (5 + 3 sqrt 5) / 20`
 /// at one vertex, `b = (5 - sqrt 5) / 20` at the others, weight `1/4` each.
 #[parloop::device]
-const TET4: [[f64; 4]; 4] = [
+pub const TET4: [[f64; 4]; 4] = [
     [0.5854101966249685, 0.1381966011250105, 0.1381966011250105, 0.1381966011250105],
     [0.1381966011250105, 0.5854101966249685, 0.1381966011250105, 0.1381966011250105],
     [0.1381966011250105, 0.1381966011250105, 0.5854101966249685, 0.1381966011250105],
