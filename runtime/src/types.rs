@@ -125,10 +125,18 @@ pub enum Access {
     Write,
     /// Read and written.
     ReadWrite,
-    /// Only added to: the kernel sees a zeroed private copy whose value is
-    /// added to the target afterwards. The kernel's parameter must be
-    /// increment-only (`+=`, `-=`, never assigned or read): `par_loop`
-    /// rejects INC on any other (see [`ParamSig::increment_only`](crate::ParamSig::increment_only)).
+    /// Only added to. The rule, on every backend: the kernel may only add
+    /// to the parameter (`+=`, `-=`; never assign or read it: `par_loop`
+    /// rejects INC on any other, see
+    /// [`ParamSig::increment_only`](crate::ParamSig::increment_only)), the
+    /// value the parameter starts from is not part of the contract, and the
+    /// target ends up as its value before the loop plus everything the
+    /// kernel added. (How: a direct argument's parameter is the target
+    /// itself, an indirect, vector or matrix argument's a zeroed private
+    /// copy added afterwards, a global's a zeroed partial combined at the
+    /// end; since the kernel cannot read the parameter, these differ only
+    /// in the order float additions round. Hand-written kernels, whose
+    /// bodies parloop does not see, must keep the rule themselves.)
     Inc,
     /// Global minimum reduction. For floats the rule is Rust's `f64::min`
     /// (IEEE minNum) on every backend, the device's combining steps (CUDA

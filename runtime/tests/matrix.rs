@@ -421,9 +421,9 @@ fn loops_over_subsets() {
             .unwrap();
         let csr = a.to_csr().unwrap();
         let mut dense = [[0.0; 5]; 5];
-        for r in 0..5 {
+        for (r, row) in dense.iter_mut().enumerate() {
             for k in csr.row_ptr[r]..csr.row_ptr[r + 1] {
-                dense[r][csr.cols[k]] = csr.vals[k];
+                row[csr.cols[k]] = csr.vals[k];
             }
         }
         let mut want = [[0.0; 5]; 5];

@@ -8,11 +8,11 @@ mod data;
 pub(crate) mod map;
 mod subset;
 
+pub(crate) use data::DatInner;
 pub use data::{Dat, Global};
 pub(crate) use data::{LockedValues, Redistribute, Storage};
 pub use map::Map;
 pub use subset::Subset;
-pub(crate) use data::DatInner;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,8 +1,8 @@
 //! Assembly on the host: where an element matrix's entries go in the CSR
 //! values, and the scatter the CPU binders call after the kernel.
 //!
-//! Positions are searched (a binary search in the row entity's block row,
-//! tens of entries) rather than precomputed per element: a precomputed
+//! Positions are searched (`sparsity::find` in the row entity's block
+//! row, tens of entries) rather than precomputed per element: a precomputed
 //! table for the n = 125 unit cube would hold 11.7 million tets x 16
 //! entries (750 MB of `u32`), three times the matrix itself, while the
 //! search touches the block row the scatter writes anyway.
@@ -111,7 +111,7 @@ pub(crate) unsafe fn scatter<T: Scalar>(scatter: *const (), e: usize, local: *co
         let block_row = &bcols[bptr[r]..bptr[r + 1]];
         for (j, &c) in crow.iter().enumerate() {
             // The pattern was built from these maps' rows: the entry is there.
-            let Ok(k) = block_row.binary_search(&(c as u32)) else { continue };
+            let Some(k) = super::sparsity::find(block_row, c as u32) else { continue };
             for a in 0..rd {
                 let base = row_ptr[r * rd + a] + k * cd;
                 let src = (i * rd + a) * s.cols + j * cd;
@@ -126,5 +126,112 @@ pub(crate) unsafe fn scatter<T: Scalar>(scatter: *const (), e: usize, local: *co
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Backend, Runtime};
+
+    /// Kuhn tetrahedra of the unit cube cut into n^3 cubes.
+    fn cube(n: usize) -> Vec<i32> {
+        let v = |i: usize, j: usize, k: usize| ((k * (n + 1) + j) * (n + 1) + i) as i32;
+        let perms = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+        let mut tets = Vec::new();
+        for k in 0..n {
+            for j in 0..n {
+                for i in 0..n {
+                    for p in perms {
+                        let mut c = [i, j, k];
+                        tets.push(v(c[0], c[1], c[2]));
+                        for axis in p {
+                            c[axis] += 1;
+                            tets.push(v(c[0], c[1], c[2]));
+                        }
+                    }
+                }
+            }
+        }
+        tets
+    }
+
+    /// Element positions agree with a search of the scalar CSR, for blocks too.
+    #[test]
+    fn element_positions_agree_with_the_scalar_csr() {
+        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+        let nodes = rt.set("nodes", 27).unwrap();
+        let cells = rt.set("cells", 48).unwrap();
+        let c2n = rt.map("c2n", &cells, &nodes, 4, cube(2)).unwrap();
+        let s = rt.sparsity("s", &[(&c2n, &c2n)], (2, 3)).unwrap();
+        let a = rt.mat::<f64>("A", &s).unwrap();
+        let arg = a.arg(&c2n, &c2n, crate::Access::INC);
+        let m = arg.mat().unwrap();
+        let mut out = vec![None; m.rows * m.cols];
+        for e in 0..48 {
+            element_positions(m, e, &mut out);
+            let row = &c2n.values()[e * 4..e * 4 + 4];
+            for i in 0..m.rows {
+                for j in 0..m.cols {
+                    let (r, c) = (row[i / 2] as usize * 2 + i % 2, row[j / 3] as usize * 3 + j % 3);
+                    let cols = &s.col_indices()[s.row_ptr()[r]..s.row_ptr()[r + 1]];
+                    let k = cols.iter().position(|&x| x as usize == c).unwrap();
+                    assert_eq!(out[i * m.cols + j], Some(s.row_ptr()[r] + k));
+                }
+            }
+        }
+    }
+
+    /// Searched against precomputed positions (a u32 table per element):
+    /// `PARLOOP_CUBE=125 cargo test --release -p parloop --lib search_or_precomputed -- --ignored --nocapture`.
+    /// Prints times; asserts only that both scatter the same values.
+    #[test]
+    #[ignore]
+    fn search_or_precomputed() {
+        let n: usize = std::env::var("PARLOOP_CUBE").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
+        let tets = cube(n);
+        let (nn, nc) = ((n + 1).pow(3), 6 * n * n * n);
+        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+        let nodes = rt.set("nodes", nn).unwrap();
+        let cells = rt.set("cells", nc).unwrap();
+        let c2n = rt.map("c2n", &cells, &nodes, 4, tets).unwrap();
+        let t = std::time::Instant::now();
+        let s = rt.sparsity("s", &[(&c2n, &c2n)], (1, 1)).unwrap();
+        println!("n = {n}: sparsity {:.3} s, {} rows, {} entries", t.elapsed().as_secs_f64(), s.rows(), s.nnz());
+        let a = rt.mat::<f64>("A", &s).unwrap();
+        let arg = a.arg(&c2n, &c2n, crate::Access::INC);
+        let m = arg.mat().unwrap().clone();
+        let local: Vec<f64> = (0..16).map(|k| k as f64 + 0.5).collect();
+        let mut searched = vec![0.0f64; s.nnz()];
+        let t = std::time::Instant::now();
+        for e in 0..nc {
+            // SAFETY: the scatter, the element matrix and the values are alive and sized.
+            unsafe { scatter(Arc::as_ptr(&m).cast(), e, local.as_ptr(), searched.as_mut_ptr(), false) };
+        }
+        let search_s = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let mut table = vec![0u32; nc * 16];
+        let mut out = vec![None; 16];
+        for e in 0..nc {
+            element_positions(&m, e, &mut out);
+            for (k, p) in out.iter().enumerate() {
+                table[e * 16 + k] = p.unwrap() as u32;
+            }
+        }
+        let table_s = t.elapsed().as_secs_f64();
+        let mut precomputed = vec![0.0f64; s.nnz()];
+        let t = std::time::Instant::now();
+        for e in 0..nc {
+            for k in 0..16 {
+                precomputed[table[e * 16 + k] as usize] += local[k];
+            }
+        }
+        let pre_s = t.elapsed().as_secs_f64();
+        assert_eq!(searched, precomputed);
+        println!(
+            "scatter of {nc} element matrices: searched {search_s:.3} s; precomputed {pre_s:.3} s plus {table_s:.3} s \
+             and {} MB to build the table",
+            (table.len() * 4) >> 20
+        );
     }
 }
