@@ -57,24 +57,34 @@ macro_rules! vector_kernels {
             /// s += x . y
             #[parloop::kernel]
             pub(crate) fn linalg_dot(x: &[$t; $d], y: &[$t; $d], s: &mut $t) {
-                for k in 0..$d {
-                    *s += x[k] * y[k];
+                // One add to `s` per element, outside loops: then the
+                // lane-wise twin may run the loop (see `lanes::usable`).
+                let mut acc = x[0] * y[0];
+                for k in 1..$d {
+                    acc += x[k] * y[k];
                 }
+                *s += acc;
             }
             /// s += x . x
             #[parloop::kernel]
             pub(crate) fn linalg_sumsq(x: &[$t; $d], s: &mut $t) {
-                for k in 0..$d {
-                    *s += x[k] * x[k];
+                let mut acc = x[0] * x[0];
+                for k in 1..$d {
+                    acc += x[k] * x[k];
                 }
+                *s += acc;
             }
             /// s[0] += x . y, s[1] += x . x (one pass for two sums)
             #[parloop::kernel]
             pub(crate) fn linalg_dot_sumsq(x: &[$t; $d], y: &[$t; $d], s: &mut [$t; 2]) {
-                for k in 0..$d {
-                    s[0] += x[k] * y[k];
-                    s[1] += x[k] * x[k];
+                let mut xy = x[0] * y[0];
+                let mut xx = x[0] * x[0];
+                for k in 1..$d {
+                    xy += x[k] * y[k];
+                    xx += x[k] * x[k];
                 }
+                s[0] += xy;
+                s[1] += xx;
             }
             /// y = x
             #[parloop::kernel]
