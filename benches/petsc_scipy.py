@@ -11,8 +11,9 @@ b = M f (consistent mass, f = 3 pi^2 sin sin sin), Jacobi CG to rtol 1e-10.
     python3 benches/petsc_scipy.py [n]              # SciPy and PETSc, one process
     mpiexec -n 2 python3 benches/petsc_scipy.py [n] # PETSc on 2 ranks (SciPy skipped)
 
-Debian: apt-get install python3-petsc4py python3-scipy. Either part is
-skipped, with a note, when its package is missing.
+Debian: apt-get install python3-petsc4py python3-scipy, and without the
+petsc-dev alternatives link, PETSC_DIR=/usr/lib/petscdir/petsc3.18/x86_64-linux-gnu-real.
+Either part is skipped, with a note, when its package is missing.
 """
 
 import sys
