@@ -71,7 +71,10 @@ fn convergence(dim: usize, sizes: &[usize], mode: Mode, f: &Function, exact: &Fu
             let ((n0, a), (n1, b)) = (w[0], w[1]);
             let r = n1 as f64 / n0 as f64;
             let (o2, o1) = (order(a.l2, b.l2, r), order(a.h1, b.h1, r));
-            eprintln!("{mode:?} {dim}-D {backend} n {n0} -> {n1}: L2 {:.2e} order {o2:.3}, H1 {:.2e} order {o1:.3}", b.l2, b.h1);
+            eprintln!(
+                "{mode:?} {dim}-D {backend} n {n0} -> {n1}: L2 {:.2e} order {o2:.3}, H1 {:.2e} order {o1:.3}",
+                b.l2, b.h1
+            );
             assert!(l2.0 <= o2 && o2 <= l2.1, "{dim}-D {backend} n {n0} -> {n1}: L2 order {o2}");
             if let Some((lo, hi)) = h1 {
                 assert!(lo <= o1 && o1 <= hi, "{dim}-D {backend} n {n0} -> {n1}: H1 order {o1}");
@@ -146,8 +149,10 @@ fn quadrature_rules_are_exact_to_their_degree() {
         let mut checked = 0;
         loop {
             if powers.iter().sum::<u32>() <= degree {
-                let q: f64 =
-                    points.iter().map(|(l, w)| w * powers.iter().zip(*l).map(|(&a, x)| x.powi(a as i32)).product::<f64>()).sum();
+                let q: f64 = points
+                    .iter()
+                    .map(|(l, w)| w * powers.iter().zip(*l).map(|(&a, x)| x.powi(a as i32)).product::<f64>())
+                    .sum();
                 let exact = simplex_moment(&powers);
                 assert!((q - exact).abs() < 1e-14 * exact, "{name}: powers {powers:?}: {q} vs {exact}");
                 checked += 1;
@@ -301,7 +306,9 @@ fn cli_help_runs_errors_and_output() {
     let help = cli(&["--help"]);
     let text = String::from_utf8_lossy(&help.stdout);
     assert!(help.status.success());
-    for word in ["--dim", "--mesh-size", "--mesh", "--rhs", "--dirichlet", "boundary", "--mode", "--output", "--backend"] {
+    for word in
+        ["--dim", "--mesh-size", "--mesh", "--rhs", "--dirichlet", "boundary", "--mode", "--output", "--backend"]
+    {
         assert!(text.contains(word), "--help lacks {word}: {text}");
     }
 
@@ -338,7 +345,8 @@ fn cli_help_runs_errors_and_output() {
     std::fs::remove_dir_all(&dir).unwrap();
 
     let disk = data("lshape-22-ascii.msh");
-    let ok = cli(&["--backend", "seq", "--quiet", "--mesh", disk.to_str().unwrap(), "--rhs", "1", "--dirichlet", "inlet"]);
+    let ok =
+        cli(&["--backend", "seq", "--quiet", "--mesh", disk.to_str().unwrap(), "--rhs", "1", "--dirichlet", "inlet"]);
     let stdout = String::from_utf8_lossy(&ok.stdout);
     assert!(ok.status.success() && stdout.contains("max u"), "{stdout}{}", String::from_utf8_lossy(&ok.stderr));
     let ok = cli(&["--backend", "seq", "--quiet", "--mode", "projection", "--dim", "3", "--mesh-size", "3"]);

@@ -20,11 +20,8 @@ const PI: f64 = std::f64::consts::PI;
 /// 1/6)` and its permutations, weight `1/3` each (of the area). Exact for the load `f phi_i` when `f` is linear: enough for
 /// second-order convergence in L2.
 #[parloop::device]
-pub const TRI3: [[f64; 3]; 3] = [
-    [2.0 / 3.0, 1.0 / 6.0, 1.0 / 6.0],
-    [1.0 / 6.0, 2.0 / 3.0, 1.0 / 6.0],
-    [1.0 / 6.0, 1.0 / 6.0, 2.0 / 3.0],
-];
+pub const TRI3: [[f64; 3]; 3] =
+    [[2.0 / 3.0, 1.0 / 6.0, 1.0 / 6.0], [1.0 / 6.0, 2.0 / 3.0, 1.0 / 6.0], [1.0 / 6.0, 1.0 / 6.0, 2.0 / 3.0]];
 
 /// Radon's 7-point rule on the triangle, exact for degree 5: barycentric
 /// coordinates and the weight (summing to 1; times the area). For the

@@ -54,9 +54,9 @@ use parloop::solve::{cg, CgOptions, CgReport, Preconditioner};
 use parloop::{Access, Dat, Error, Global, Mat, Runtime, Sparsity, Subset};
 use parloop_mesh::{DeclaredMesh, EntityKind, Mesh};
 
-/// The functions the demo integrates: `sines prod_k sin(pi x_k) + constant
-/// + square |x|^2` (the right-hand side, the function projected, the
-/// exact solution), passed to the kernels as a global of three values.
+/// The functions the demo integrates, `sines prod_k sin(pi x_k) +
+/// constant + square |x|^2`: the right-hand side, the function projected,
+/// the exact solution. The kernels get the three coefficients as a global.
 ///
 /// ```
 /// use parloop_examples::poisson::Function;
@@ -307,7 +307,12 @@ impl<'rt> Problem<'rt> {
         self.rt.par_loop(
             kernel,
             &m.cells,
-            &[m.coords.arg_vec(cv, read), self.u.arg_vec(cv, read), self.function.arg(read), self.squared.arg(Access::INC)],
+            &[
+                m.coords.arg_vec(cv, read),
+                self.u.arg_vec(cv, read),
+                self.function.arg(read),
+                self.squared.arg(Access::INC),
+            ],
         )?;
         let s = self.squared.values()?;
         self.timings.errors = t.elapsed().as_secs_f64();
