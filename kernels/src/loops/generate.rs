@@ -129,6 +129,7 @@ pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
     for (a, arg) in spec.args.iter().enumerate() {
         let used = match arg.reach {
             Reach::Global => arg.mode != Mode::Inc,
+            Reach::Index => false,
             Reach::Direct => true,
             Reach::Indirect { .. } | Reach::Vector { .. } => !staged || spec.pairs.iter().any(|p| p.arg == a),
         };
@@ -231,6 +232,10 @@ fn flat_args(spec: &LoopSpec, coalesced: &[usize], w: &mut Writer) -> (Vec<Strin
                 call.push(format!("({})(acc{a})", param_type(arg, true)))
             }
             Reach::Global => call.push(format!("({})(d{a})", param_type(arg, false))),
+            Reach::Index => {
+                w.line(format!("const long long x{a} = (long long)e;"));
+                call.push(format!("({})(&x{a})", param_type(arg, false)));
+            }
             Reach::Indirect { map, column } => {
                 let arity = spec.maps[map];
                 let tgt = format!("(long long)m{map}[e * {arity} + {column}] * {}", arg.dim);
@@ -345,7 +350,7 @@ fn coalesced_body(spec: &LoopSpec, coalesced: &[usize], w: &mut Writer) {
     // `e` for whatever is not staged here (scalar direct dats, maps).
     let needs_e = spec.args.iter().enumerate().any(|(a, arg)| match arg.reach {
         Reach::Direct => !coalesced.contains(&a),
-        Reach::Indirect { .. } | Reach::Vector { .. } => true,
+        Reach::Indirect { .. } | Reach::Vector { .. } | Reach::Index => true,
         Reach::Global => false,
     });
     if needs_e || spec.panics {
@@ -441,6 +446,10 @@ fn staged_body(spec: &LoopSpec, layout: &Layout, w: &mut Writer) {
                 call.push(format!("({})(acc{a})", param_type(arg, true)))
             }
             Reach::Global => call.push(format!("({})(d{a})", param_type(arg, false))),
+            Reach::Index => {
+                prep.push(format!("const long long x{a} = (long long)e;"));
+                call.push(format!("({})(&x{a})", param_type(arg, false)));
+            }
             Reach::Indirect { column, .. } => {
                 let p = arg.pair.expect("pair");
                 let local = format!("(long long){} * {}", g2l(column), arg.dim);

@@ -113,6 +113,9 @@ pub enum Reach {
     },
     /// A global.
     Global,
+    /// The element's number (`const long long*` to a local holding `e`):
+    /// the element-index argument. No data.
+    Index,
 }
 
 /// One argument of a loop.

@@ -213,15 +213,18 @@ pub(crate) fn build(
                     ),
                 })
             }
-            ArgKind::Index => {
+            // The element number in the loop; a distributed set's global
+            // numbers are not on the device yet.
+            ArgKind::Index if a.set.as_ref().is_some_and(|s| s.0.local.get().is_some()) => {
                 return Err(Error::Backend {
                     name: "device".into(),
                     reason: format!(
-                        "loop `{}`: the element-index argument runs on seq and threads for now",
+                        "loop `{}`: the element-index argument of a distributed set runs on seq and threads for now",
                         kernel.name()
                     ),
                 })
             }
+            ArgKind::Index => Reach::Index,
         };
         let pair = match (&plan, strategy.staged()) {
             (Some(p), true) => indirect.iter().position(|(j, _)| *j == i).map(|k| p.arg_pair[k]),
