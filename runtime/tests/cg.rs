@@ -62,9 +62,9 @@ fn true_relative_residual(a: &Mat<f64>, b: &Dat<f64>, x: &Dat<f64>) -> f64 {
     let csr = a.to_csr().unwrap();
     let (b, x) = (b.values().unwrap(), x.values().unwrap());
     let mut rr = 0.0;
-    for i in 0..b.len() {
+    for (i, bi) in b.iter().enumerate() {
         let ax: f64 = (csr.row_ptr[i]..csr.row_ptr[i + 1]).map(|k| csr.vals[k] * x[csr.cols[k]]).sum();
-        rr += (b[i] - ax) * (b[i] - ax);
+        rr += (bi - ax) * (bi - ax);
     }
     rr.sqrt() / b.iter().map(|v| v * v).sum::<f64>().sqrt()
 }

@@ -168,7 +168,7 @@ fn f32_operations_match_plain_rust() {
 fn reductions_are_deterministic_run_to_run_and_across_thread_counts() {
     let mut rng = Rng(7);
     // Values over many magnitudes, so that the order of additions shows.
-    let xv: Vec<f64> = (0..100_000).map(|i| rng.unit() * 10f64.powi((i % 17) as i32 - 8)).collect();
+    let xv: Vec<f64> = (0..100_000).map(|i: i32| rng.unit() * 10f64.powi(i % 17 - 8)).collect();
     let yv = rng.vec(100_000);
     for backend in backends() {
         let rt = Runtime::with_backend(backend).unwrap();

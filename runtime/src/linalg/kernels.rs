@@ -30,6 +30,9 @@ pub(crate) const MAX_DIM: usize = 4;
 
 macro_rules! vector_kernels {
     ($m:ident, $t:ident, $d:tt) => {
+        // `1..$d` is empty for dim 1, by design: the sums start from
+        // component 0 outside the loop.
+        #[allow(clippy::reversed_empty_ranges)]
         pub(crate) mod $m {
             use super::VecKernels;
 
@@ -125,7 +128,7 @@ macro_rules! vector_kernels {
             #[parloop::kernel]
             pub(crate) fn linalg_div_in(y: &[$t; $d], w: &mut [$t; $d]) {
                 for k in 0..$d {
-                    w[k] = w[k] / y[k];
+                    w[k] /= y[k];
                 }
             }
             /// w = x ./ w
