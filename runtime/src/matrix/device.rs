@@ -25,6 +25,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use rayon::prelude::*;
+
 use super::assembly::MatScatter;
 use super::Mat;
 use crate::arg::{Arg, ArgKind};
@@ -271,18 +273,24 @@ fn scatter_tables(
         what: format!("loop `{kernel}`: the device assembly's position table"),
         bytes: entries.saturating_mul(4),
     })?;
-    let mut local = vec![None; per_element];
-    let mut counts = vec![0u32; nnz + 1];
-    for e in 0..elements {
-        super::assembly::element_positions(scatter, e, &mut local);
-        for p in &local {
-            match p {
-                Some(k) => {
-                    counts[k + 1] += 1;
-                    positions.push(*k as u32);
+    positions.resize(entries, NOT_OWNED);
+    // Elements in parallel (binary searches in their block rows): the
+    // n = 125 unit cube has 187 million entries.
+    if per_element > 0 {
+        positions.par_chunks_mut(per_element).enumerate().for_each_init(
+            || vec![None; per_element],
+            |local, (e, out)| {
+                super::assembly::element_positions(scatter, e, local);
+                for (o, p) in out.iter_mut().zip(local.iter()) {
+                    *o = p.map_or(NOT_OWNED, |k| k as u32);
                 }
-                None => positions.push(NOT_OWNED),
-            }
+            },
+        );
+    }
+    let mut counts = vec![0u32; nnz + 1];
+    for &p in &positions {
+        if p != NOT_OWNED {
+            counts[p as usize + 1] += 1;
         }
     }
     for k in 0..nnz {
