@@ -233,7 +233,7 @@ fn declared_mesh_matches_the_plain_data() {
         assert_eq!(s.name(), format!("box_{}", g.name));
         assert_eq!(s.indices(), as_i32(&g.entities));
     }
-    assert_eq!(d.subset_of("back", EntityKind::Facet).unwrap().size(), 2 * 2 * 1);
+    assert_eq!(d.subset_of("back", EntityKind::Facet).unwrap().size(), 2 * 2); // 2 x 2 cube faces, one layer
     // Two groups of one name (a Gmsh physical curve and surface, say) get
     // their kinds in their subsets' names.
     let mut shared = mesh.clone();

@@ -377,8 +377,12 @@ fn physical_names(c: &mut Cursor, raw: &mut Raw) -> Result<(), Error> {
     Ok(())
 }
 
+/// The physical tags of each (dimension, entity tag) of a 4.1 file, shared
+/// by the entity's elements.
+type EntityTags = HashMap<(i32, i32), Rc<[i32]>>;
+
 /// 4.1 `$Entities`: the physical tags of each (dimension, entity tag).
-fn entities41(c: &mut Cursor, bin: bool) -> Result<HashMap<(i32, i32), Rc<[i32]>>, Error> {
+fn entities41(c: &mut Cursor, bin: bool) -> Result<EntityTags, Error> {
     if bin {
         c.end_line()?;
     }
