@@ -260,7 +260,7 @@ pub fn errors_2d(x: &[[f64; 2]; 3], u: &[[f64; 1]; 3], c: &[f64; 3], err: &mut [
     }
 }
 
-/// Adds a tetrahedron's squared errors (see [`errors_2d`]) by [`TET14`]
+/// Adds a tetrahedron's squared errors (see [`errors_2d()`]) by [`TET14`]
 /// (degree 5).
 #[parloop::kernel]
 pub fn errors_3d(x: &[[f64; 3]; 4], u: &[[f64; 1]; 4], c: &[f64; 3], err: &mut [f64; 2]) {
