@@ -208,7 +208,8 @@ pub(crate) fn build(
                 return Err(Error::Backend {
                     name: "device".into(),
                     reason: format!(
-                        "loop `{}`: matrix arguments run on seq and threads; device assembly comes next",
+                        "loop `{}`: a matrix argument reached a device loop (internal error: \
+                         `Runtime::execute` assembles matrices through `matrix::device`)",
                         kernel.name()
                     ),
                 })

@@ -210,8 +210,7 @@ pub(crate) fn host_parallelism(rt: &Runtime, what: &str, op: &str) -> Result<boo
         other => Err(Error::Backend {
             name: other.name().into(),
             reason: format!(
-                "{op} of matrix `{what}` runs on the host backends (seq, threads) only for now; \
-                 a device kernel is still to come"
+                "{op} of matrix `{what}` has no host product for this backend"
             ),
         }),
     }
@@ -236,11 +235,12 @@ pub(crate) fn check_dat<T: Real>(op: &str, what: &str, role: &str, x: &Dat<T>, s
 }
 
 impl Runtime {
-    /// `y = A x` (SpMV) on the host backends: `x` on the matrix's column set
-    /// with its column dim, `y` on its row set with its row dim (distinct
-    /// dats). On `threads` the rows are shared by nonzeros between the
-    /// cores; results do not depend on the thread count. Device backends
-    /// and distributed runs return an error for now.
+    /// `y = A x` (SpMV): `x` on the matrix's column set with its column
+    /// dim, `y` on its row set with its row dim (distinct dats). On
+    /// `threads` the rows are shared by nonzeros between the cores; results
+    /// do not depend on the thread count. On a device, a CSR kernel with a
+    /// few lanes per row (`matrix::device`), deterministic. Distributed runs
+    /// return an error (no column halo exchange yet).
     ///
     /// ```
     /// use parloop::{Access, Backend, Runtime};
