@@ -234,8 +234,8 @@ fn declared_mesh_matches_the_plain_data() {
         assert_eq!(s.indices(), as_i32(&g.entities));
     }
     assert_eq!(d.subset_of("back", EntityKind::Facet).unwrap().size(), 2 * 2); // 2 x 2 cube faces, one layer
-    // Two groups of one name (a Gmsh physical curve and surface, say) get
-    // their kinds in their subsets' names.
+                                                                               // Two groups of one name (a Gmsh physical curve and surface, say) get
+                                                                               // their kinds in their subsets' names.
     let mut shared = mesh.clone();
     shared.groups.push(parloop_mesh::Group { name: "left".into(), kind: EntityKind::Cell, entities: vec![0, 5] });
     let s = shared.declare(&rt, "twice").unwrap();

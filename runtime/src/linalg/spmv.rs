@@ -209,9 +209,7 @@ pub(crate) fn host_parallelism(rt: &Runtime, what: &str, op: &str) -> Result<boo
         Backend::Threads => Ok(true),
         other => Err(Error::Backend {
             name: other.name().into(),
-            reason: format!(
-                "{op} of matrix `{what}` has no host product for this backend"
-            ),
+            reason: format!("{op} of matrix `{what}` has no host product for this backend"),
         }),
     }
 }
