@@ -318,6 +318,10 @@ fn cli_help_runs_errors_and_output() {
     assert!(!bad.status.success() && err.contains(missing), "{err}");
     let bad = cli(&["--rhs", "four"]);
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("four"));
+    let bad = cli(&["--mode", "projection", "--rhs", "3"]);
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("projection"));
+    let bad = cli(&["--mesh-size", "0"]);
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("0 divisions"));
 
     let dir = std::env::temp_dir().join(format!("parloop-poisson-cli-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

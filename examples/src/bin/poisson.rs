@@ -111,6 +111,12 @@ fn run(args: Args) -> Result<(), Error> {
                 .ok_or_else(|| invalid("--rhs", format!("`{c}`: `manufactured` or a finite number expected")))?,
         ),
     };
+    if args.mode == Which::Projection && (rhs.is_some() || args.dirichlet != "boundary") {
+        return Err(invalid(
+            "--mode",
+            "projection has no right-hand side or Dirichlet group to set (--rhs, --dirichlet)".into(),
+        ));
+    }
     let dim = usize::from(args.dim);
     let n0 = args.mesh_size.unwrap_or(if dim == 2 { 64 } else { 16 });
     let mut out = std::io::stdout();
