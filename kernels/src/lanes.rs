@@ -306,10 +306,17 @@ impl Twin<'_> {
                 match b.op {
                     Add(_) | Sub(_) | Mul(_) | Div(_) | Rem(_) | AddAssign(_) | SubAssign(_) | MulAssign(_)
                     | DivAssign(_) | RemAssign(_) => {
-                        let l = if is_assign_op(&b.op) { self.expr(&b.left)? } else { self.value(&b.left)? };
                         let r = self.value(&b.right)?;
                         let op = &b.op;
-                        Ok(quote! { #l #op #r })
+                        if is_assign_op(&b.op) {
+                            let l = self.expr(&b.left)?;
+                            return Ok(quote! { #l #op (#r) });
+                        }
+                        // Parenthesised: a rewritten operand may be a block
+                        // (`{ ... }`), which at the start of a statement or
+                        // a branch's tail would end the expression there.
+                        let l = self.value(&b.left)?;
+                        Ok(quote! { (#l) #op (#r) })
                     }
                     _ => Err("a comparison, logical or bitwise operation on per-element values".into()),
                 }

@@ -244,3 +244,43 @@ fn every_kernel_compiles_with_nvrtc_without_warnings() {
         support::nvrtc_check(k).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
     }
 }
+
+/// A branch whose value is an arithmetic expression starting with a
+/// constant: its lane-wise twin once parsed `{ 1.0 } / h` as a block
+/// followed by `/` (a compile error in the kernel's expansion).
+#[parloop::kernel]
+fn branch_values(x: &[[f64; 1]; 2], a: &mut [[f64; 2]; 2]) {
+    let h = x[1][0] - x[0][0];
+    for i in 0..2 {
+        for j in 0..2 {
+            let k = if i == j { 1.0 / h } else { -1.0 / h };
+            a[i][j] = k + 2.0 * h;
+        }
+    }
+}
+
+#[test]
+fn branch_values_starting_with_a_constant_compile_and_match_plain_rust() {
+    let xs = [0.0, 0.3, 0.5, 1.25, 2.0];
+    let mut want = Vec::new();
+    for e in 0..4 {
+        let mut a = [[0.0; 2]; 2];
+        branch_values(&[[xs[e]], [xs[e + 1]]], &mut a);
+        want.extend(a.iter().flatten().copied());
+    }
+    for backend in [parloop::Backend::Seq, parloop::Backend::Threads] {
+        let rt = parloop::Runtime::with_backend(backend).unwrap();
+        let nodes = rt.set("nodes", 5).unwrap();
+        let edges = rt.set("edges", 4).unwrap();
+        let e2n = rt.map("e2n", &edges, &nodes, 2, vec![0, 1, 1, 2, 2, 3, 3, 4]).unwrap();
+        let x = rt.dat("x", &nodes, 1, xs.to_vec()).unwrap();
+        let a = rt.dat("a", &edges, 4, vec![0.0; 16]).unwrap();
+        rt.par_loop(
+            branch_values::KERNEL,
+            &edges,
+            &[x.arg_vec(&e2n, parloop::Access::READ), a.arg(parloop::Access::WRITE)],
+        )
+        .unwrap();
+        assert_eq!(a.values().unwrap(), want, "{backend:?}");
+    }
+}
