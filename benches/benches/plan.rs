@@ -14,8 +14,14 @@ fn plan(c: &mut Criterion) {
     let mut group = c.benchmark_group("plan/res_calc/400x600");
     group.sample_size(10);
     for (name, staging) in [("staged", true), ("colour-only", false)] {
-        let request =
-            PlanRequest { sections: &sections, args: &args, shared_memory_bytes: 48 * 1024, part_size: None, staging };
+        let request = PlanRequest {
+            sections: &sections,
+            args: &args,
+            shared_memory_bytes: 48 * 1024,
+            part_size: None,
+            staging,
+            thread_colours: staging,
+        };
         group.bench_function(name, |b| b.iter(|| build_plan(&request).expect("a valid plan")));
     }
     group.finish();

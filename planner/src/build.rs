@@ -3,7 +3,7 @@
 //! The algorithm only; the types it reads and returns are in `plan.rs`.
 
 use crate::colour::{colour_blocks, colour_threads, ConflictTargets};
-use crate::plan::{Block, Columns, IndirectArg, PairInfo, Plan, PlanError, PlanRequest, Stage};
+use crate::plan::{Block, ColouringKey, Columns, IndirectArg, PairInfo, Plan, PlanError, PlanRequest, Stage};
 use crate::MAX_STAGED_PER_PAIR;
 
 /// Upper bound of the bytes one element stages: every column of every pair.
@@ -88,6 +88,66 @@ fn collect_pairs(args: &[IndirectArg]) -> (Vec<PairInfo>, Vec<Vec<usize>>, Vec<u
     (pairs, columns, arg_pair)
 }
 
+/// Elements per block: the request's, or as many as the budget stages.
+fn part_size(request: &PlanRequest, pairs: &[PairInfo], pair_columns: &[Vec<usize>]) -> usize {
+    let per_element = staged_bytes_per_element(pairs, pair_columns);
+    request.part_size.unwrap_or_else(|| default_part_size(request.shared_memory_bytes, per_element)).max(1)
+}
+
+/// The key of `request`'s blocks and colours, for requests without staging
+/// (`None` with staging: there blocks split by what each one stages).
+/// Requests with equal keys get plans with identical blocks, block colours
+/// and thread colours from [`build_plan`]; their pairs and stages (which
+/// name the dats) may differ.
+///
+/// ```
+/// use parloop_planner::{colouring_key, Columns, IndirectArg, PlanRequest};
+/// let cell_to_node = [0, 1, 2, 1, 2, 3];
+/// let arg = |dat_id, columns, conflicts| IndirectArg {
+///     map: &cell_to_node, arity: 3, to_size: 4, columns, map_id: 1, dat_id,
+///     bytes_per_entity: 8, conflicts,
+/// };
+/// let request = |args| PlanRequest { sections: &[2], args, part_size: Some(1),
+///     shared_memory_bytes: 48 * 1024, staging: false, thread_colours: false };
+/// // Coordinates read, a vector incremented...
+/// let one = [arg(7, Columns::All, false), arg(8, Columns::All, true)];
+/// // ... and another vector incremented column by column: the same colouring.
+/// let other = [arg(9, Columns::One(0), true), arg(9, Columns::One(1), true), arg(9, Columns::One(2), true)];
+/// assert_eq!(colouring_key(&request(&one)), colouring_key(&request(&other)));
+/// # assert!(colouring_key(&request(&one)).is_some());
+/// ```
+pub fn colouring_key(request: &PlanRequest) -> Option<ColouringKey> {
+    if request.staging {
+        return None;
+    }
+    let (pairs, pair_columns, _) = collect_pairs(request.args);
+    let mut dats: Vec<u64> = Vec::new();
+    let mut groups: Vec<Vec<(u64, usize, usize, usize)>> = Vec::new();
+    for arg in request.args.iter().filter(|a| a.conflicts) {
+        let g = match dats.iter().position(|&d| d == arg.dat_id) {
+            Some(g) => g,
+            None => {
+                dats.push(arg.dat_id);
+                groups.push(Vec::new());
+                dats.len() - 1
+            }
+        };
+        groups[g].extend(arg.columns.iter(arg.arity).map(|c| (arg.map_id, arg.arity, c, arg.to_size)));
+    }
+    for g in &mut groups {
+        g.sort_unstable();
+        g.dedup();
+    }
+    groups.sort_unstable();
+    groups.dedup();
+    Some(ColouringKey {
+        sections: request.sections.to_vec(),
+        part_size: part_size(request, &pairs, &pair_columns),
+        thread_colours: request.thread_colours,
+        groups,
+    })
+}
+
 /// Builds the plan for `request`.
 ///
 /// Blocks are `part_size` elements (derived from the shared-memory budget
@@ -97,9 +157,7 @@ fn collect_pairs(args: &[IndirectArg]) -> (Vec<PairInfo>, Vec<Vec<usize>>, Vec<u
 pub fn build_plan(request: &PlanRequest) -> Result<Plan, PlanError> {
     let total = validate(request)?;
     let (mut pairs, pair_columns, arg_pair) = collect_pairs(request.args);
-    let per_element = staged_bytes_per_element(&pairs, &pair_columns);
-    let part_size =
-        request.part_size.unwrap_or_else(|| default_part_size(request.shared_memory_bytes, per_element)).max(1);
+    let part_size = part_size(request, &pairs, &pair_columns);
 
     // Stages: one per distinct (map, columns).
     let mut stages: Vec<Stage> = Vec::new();
@@ -140,8 +198,11 @@ pub fn build_plan(request: &PlanRequest) -> Result<Plan, PlanError> {
     }
 
     let targets = ConflictTargets::new(request.args);
-    let mut thread_colour = vec![0u32; total];
-    colour_threads(&targets, &mut blocks, &mut thread_colour);
+    let mut thread_colour = Vec::new();
+    if request.thread_colours {
+        thread_colour = vec![0u32; total];
+        colour_threads(&targets, &mut blocks, &mut thread_colour);
+    }
     let (colours, core_colours) = colour_blocks(&targets, &mut blocks);
 
     let mut colour_offsets = vec![0usize; colours as usize + 1];

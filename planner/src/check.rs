@@ -27,7 +27,8 @@ impl Plan {
 
     fn check_blocks(&self, request: &PlanRequest) -> Result<(), String> {
         let total: usize = request.sections.iter().sum();
-        if self.thread_colour.len() != total {
+        let expected = if request.thread_colours { total } else { 0 };
+        if self.thread_colour.len() != expected {
             return Err(format!("{} thread colours for {total} elements", self.thread_colour.len()));
         }
         let mut bounds = vec![0usize];
@@ -68,8 +69,8 @@ impl Plan {
                 }
             }
         };
-        // Threads inside each block.
-        for (i, b) in self.blocks.iter().enumerate() {
+        // Threads inside each block (when coloured).
+        for (i, b) in self.blocks.iter().enumerate().filter(|_| request.thread_colours) {
             let mut owner: HashMap<(u64, i32, u32), usize> = HashMap::new();
             for e in b.start..b.start + b.len {
                 let c = self.thread_colour[e];

@@ -110,19 +110,22 @@ pub(crate) fn colour_blocks(targets: &ConflictTargets, blocks: &mut [Block]) -> 
     let core: Vec<usize> = (0..blocks.len()).filter(|&b| blocks[b].section == 0).collect();
     let rest: Vec<usize> = (0..blocks.len()).filter(|&b| blocks[b].section != 0).collect();
     let mut masks = targets.masks();
-    let core_colours = colour_group(targets, blocks, &core, 0, &mut masks);
-    let colours = colour_group(targets, blocks, &rest, core_colours, &mut masks);
+    let core_colours = colour_group(targets, blocks, &core, 0, &mut masks, true);
+    let colours = colour_group(targets, blocks, &rest, core_colours, &mut masks, false);
     (colours.max(core_colours), core_colours)
 }
 
 /// Colours the blocks `group` with colours from `base`; returns one past the
-/// highest colour used (or `base` for an empty group).
+/// highest colour used (or `base` for an empty group). `fresh`: the masks
+/// are all zero, so the first pass need not clear its targets' masks (a
+/// pass over every element's targets saved).
 fn colour_group(
     targets: &ConflictTargets,
     blocks: &mut [Block],
     group: &[usize],
     base: u32,
     masks: &mut [Vec<u32>],
+    fresh: bool,
 ) -> u32 {
     if targets.is_empty() {
         for &b in group {
@@ -135,9 +138,11 @@ fn colour_group(
     let mut offset = base;
     let mut end = base;
     while remaining > 0 {
-        for &b in group {
-            for e in blocks[b].start..blocks[b].start + blocks[b].len {
-                targets.for_each(e, |g, t| masks[g][t] = 0);
+        if !(fresh && offset == base) {
+            for &b in group {
+                for e in blocks[b].start..blocks[b].start + blocks[b].len {
+                    targets.for_each(e, |g, t| masks[g][t] = 0);
+                }
             }
         }
         for (i, &b) in group.iter().enumerate() {

@@ -5,7 +5,9 @@
 //!
 //! - [`build_plan`]: mini-partitions (blocks) that never straddle section
 //!   boundaries, per-block staging maps (local-to-global, global-to-local),
-//!   and the two-level colouring with 32-bit masks.
+//!   and the two-level colouring with 32-bit masks; [`colouring_key`]: what
+//!   a plan's blocks and colours depend on, so that callers can share them
+//!   between loops.
 //! - [`Plan::check`]: validates every invariant of a plan against its request.
 //! - [`min_bytes`]: the minimum-bytes model used for GB/s figures.
 //! - [`rcm_order`]: reverse Cuthill-McKee renumbering of a set through a map.
@@ -19,7 +21,8 @@
 //!     map_id: 1, dat_id: 7, bytes_per_entity: 8, conflicts: true,
 //! };
 //! let request = PlanRequest { sections: &[4], args: &[res], part_size: Some(2),
-//!                             shared_memory_bytes: 48 * 1024, staging: true };
+//!                             shared_memory_bytes: 48 * 1024, staging: true,
+//!                             thread_colours: true };
 //! let plan = build_plan(&request).unwrap();
 //! plan.check(&request).unwrap();
 //! assert_eq!(plan.blocks.len(), 2);
@@ -34,9 +37,9 @@ mod colour;
 mod plan;
 mod rcm;
 
-pub use build::build_plan;
+pub use build::{build_plan, colouring_key};
 pub use bytes::{min_bytes, ByteArg, ByteArgKind};
-pub use plan::{Block, Columns, IndirectArg, Plan, PlanError, PlanRequest, Stage};
+pub use plan::{Block, ColouringKey, Columns, IndirectArg, Plan, PlanError, PlanRequest, Stage};
 pub use rcm::{bandwidth, rcm_order};
 
 /// Largest number of entities one block may stage per (dat, map) pair: the

@@ -64,6 +64,11 @@ pub struct PlanRequest<'a> {
     /// Whether to build local-to-global and global-to-local staging maps (GPU
     /// strategies need them; CPU backends only need blocks and colours).
     pub staging: bool,
+    /// Whether to colour the elements inside each block
+    /// ([`Plan::thread_colour`], [`Block::thread_colours`]): GPU strategies
+    /// need them; CPU backends run a block's elements in order on one thread
+    /// and skip them (a third of a host plan's time).
+    pub thread_colours: bool,
 }
 
 /// Why a plan cannot be built.
@@ -125,7 +130,8 @@ pub struct Block {
     pub section: usize,
     /// Block colour: blocks of one colour never share an INC/RW target.
     pub colour: u32,
-    /// Number of thread colours inside the block.
+    /// Number of thread colours inside the block (0 when the request asked
+    /// for none).
     pub thread_colours: u32,
     /// Shared memory the block's staged data needs, in bytes.
     pub staged_bytes: usize,
@@ -173,7 +179,8 @@ pub struct Plan {
     pub blocks_by_colour: Vec<u32>,
     /// Offsets into `blocks_by_colour`, one per colour plus one.
     pub colour_offsets: Vec<usize>,
-    /// Thread colour of every element (relative to its block).
+    /// Thread colour of every element (relative to its block); empty when
+    /// the request asked for none ([`PlanRequest::thread_colours`]).
     pub thread_colour: Vec<u32>,
     /// Distinct staging index sets (empty unless staging was requested).
     pub stages: Vec<Stage>,
@@ -205,16 +212,35 @@ impl Plan {
 
     /// Total number of elements planned.
     pub fn len(&self) -> usize {
-        self.thread_colour.len()
+        self.blocks.last().map_or(0, |b| b.start + b.len)
     }
 
     /// Whether the plan covers no element.
     pub fn is_empty(&self) -> bool {
-        self.thread_colour.is_empty()
+        self.len() == 0
     }
 
     /// Largest staged shared memory of any block, in bytes.
     pub fn max_staged_bytes(&self) -> usize {
         self.blocks.iter().map(|b| b.staged_bytes).max().unwrap_or(0)
     }
+}
+
+/// What the blocks and colours of a plan without staging depend on, and
+/// nothing else ([`colouring_key`](crate::colouring_key)): the sections,
+/// the block size, whether threads are coloured, and the conflicting
+/// targets as (map, arity, column, target set size) per written dat, not
+/// the dats themselves, the kernel or the arguments that only read. Two
+/// requests with equal keys get identical blocks and colours, so loops of
+/// different shapes over one set and map (an element-matrix loop and a
+/// load-vector loop) can share one colouring.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ColouringKey {
+    pub(crate) sections: Vec<usize>,
+    pub(crate) part_size: usize,
+    pub(crate) thread_colours: bool,
+    /// Per conflicting dat: its targets' (map id, arity, column, target
+    /// size), sorted and unique; the groups sorted and unique (two dats
+    /// reached through the same columns constrain the colouring alike).
+    pub(crate) groups: Vec<Vec<(u64, usize, usize, usize)>>,
 }

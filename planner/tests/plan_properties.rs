@@ -126,6 +126,8 @@ fn check_case(c: &Case, staging: bool) -> Result<(), TestCaseError> {
         shared_memory_bytes: c.budget,
         part_size: c.part_size,
         staging,
+        // The host's plans (no staging) skip thread colours, as the runtime's do.
+        thread_colours: staging,
     };
     match build_plan(&request) {
         Ok(plan) => {
@@ -176,6 +178,7 @@ fn a_block_staging_more_than_65535_entities_per_pair_is_split() {
         shared_memory_bytes: usize::MAX,
         part_size: Some(size),
         staging: true,
+        thread_colours: true,
     };
     let plan = build_plan(&request).unwrap();
     plan.check(&request).unwrap();
@@ -196,8 +199,14 @@ fn a_block_over_the_shared_memory_budget_is_split_and_an_oversized_element_is_an
         bytes_per_entity: 100,
         conflicts: false,
     }];
-    let request =
-        PlanRequest { sections: &[64], args: &args, shared_memory_bytes: 1000, part_size: Some(64), staging: true };
+    let request = PlanRequest {
+        sections: &[64],
+        args: &args,
+        shared_memory_bytes: 1000,
+        part_size: Some(64),
+        staging: true,
+        thread_colours: true,
+    };
     let plan = build_plan(&request).unwrap();
     plan.check(&request).unwrap();
     assert!(plan.blocks.iter().all(|b| b.staged_bytes <= 1000 && b.len <= 10));
@@ -225,6 +234,7 @@ fn more_than_32_conflicting_threads_take_several_passes() {
         shared_memory_bytes: 1 << 16,
         part_size: Some(100),
         staging: true,
+        thread_colours: true,
     };
     let plan = build_plan(&request).unwrap();
     plan.check(&request).unwrap();
@@ -254,6 +264,7 @@ fn non_core_blocks_never_reuse_core_colours() {
         shared_memory_bytes: 1 << 16,
         part_size: Some(128),
         staging: false,
+        thread_colours: false,
     };
     let plan = build_plan(&request).unwrap();
     plan.check(&request).unwrap();
@@ -275,8 +286,14 @@ fn invalid_requests_are_errors() {
         bytes_per_entity: 8,
         conflicts: true,
     }];
-    let request =
-        PlanRequest { sections: &[2], args: &args, shared_memory_bytes: 1 << 16, part_size: None, staging: true };
+    let request = PlanRequest {
+        sections: &[2],
+        args: &args,
+        shared_memory_bytes: 1 << 16,
+        part_size: None,
+        staging: true,
+        thread_colours: true,
+    };
     assert_eq!(build_plan(&request).unwrap_err(), PlanError::MapValue { arg: 0, element: 1, value: 5, to_size: 5 });
     let short = PlanRequest { sections: &[3], ..request };
     assert!(matches!(build_plan(&short).unwrap_err(), PlanError::MapLength { .. }));
@@ -343,8 +360,14 @@ fn parallel_staging_falls_back_to_splitting_when_a_later_block_overflows() {
         bytes_per_entity: 8,
         conflicts: true,
     }];
-    let request =
-        PlanRequest { sections: &[size], args: &args, shared_memory_bytes: 4000, part_size: Some(1000), staging: true };
+    let request = PlanRequest {
+        sections: &[size],
+        args: &args,
+        shared_memory_bytes: 4000,
+        part_size: Some(1000),
+        staging: true,
+        thread_colours: true,
+    };
     let plan = build_plan(&request).unwrap();
     plan.check(&request).unwrap();
     assert!(plan.blocks.iter().any(|b| b.len < 1000), "the second half must have been split");

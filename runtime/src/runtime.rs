@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use parloop_planner::{build_plan, min_bytes, ByteArg, ByteArgKind, Columns, IndirectArg, PlanRequest};
+use parloop_planner::{min_bytes, ByteArg, ByteArgKind, Columns, IndirectArg, PlanRequest};
 
 use crate::arg::{Arg, ArgKind};
 use crate::backend::{device_loop, Backend};
@@ -410,9 +410,15 @@ impl Runtime {
                 shared_memory_bytes: CPU_BLOCK_BUDGET,
                 part_size: Some(self.part_size.unwrap_or(CPU_PART_SIZE)),
                 staging: false,
+                // The host runs a block's elements in order on one thread.
+                thread_colours: false,
             };
             let _range = Range::new(&format!("plan/{}", kernel.name()));
-            Some(build_plan(&request).map_err(|source| Error::Plan { kernel: kernel.name().into(), source })?)
+            // Shared with other loop shapes of the same colouring.
+            Some(
+                crate::plan_cache::host_plan(&self.plans, &request)
+                    .map_err(|source| Error::Plan { kernel: kernel.name().into(), source })?,
+            )
         } else {
             None
         };
@@ -493,6 +499,32 @@ impl Runtime {
     /// Number of loop shapes in the plan cache.
     pub fn cached_plans(&self) -> usize {
         lock(&self.plans).len()
+    }
+
+    /// Number of host colourings in the plan cache: the `threads`
+    /// backend's blocks and colours, shared by every loop shape that writes
+    /// through the same map columns of the same set (an element-matrix loop
+    /// and a load-vector loop over one mesh's cells share one).
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    /// #[parloop::kernel]
+    /// fn spread(w: &f64, n: &mut [[f64; 1]; 2]) { n[0][0] += *w; n[1][0] += *w; }
+    /// #[parloop::kernel]
+    /// fn count(n: &mut [[f64; 1]; 2]) { n[0][0] += 1.0; n[1][0] += 1.0; }
+    ///
+    /// let rt = Runtime::with_backend(Backend::Threads)?;
+    /// let (edges, nodes) = (rt.set("edges", 4)?, rt.set("nodes", 5)?);
+    /// let e2n = rt.map("e2n", &edges, &nodes, 2, vec![0, 1, 1, 2, 2, 3, 3, 4])?;
+    /// let w = rt.dat("w", &edges, 1, vec![1.0; 4])?;
+    /// let (a, b) = (rt.dat("a", &nodes, 1, vec![0.0; 5])?, rt.dat("b", &nodes, 1, vec![0.0; 5])?);
+    /// rt.par_loop(spread::KERNEL, &edges, &[w.arg(Access::READ), a.arg_vec(&e2n, Access::INC)])?;
+    /// rt.par_loop(count::KERNEL, &edges, &[b.arg_vec(&e2n, Access::INC)])?;
+    /// assert_eq!((rt.cached_plans(), rt.cached_colourings()), (2, 1));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn cached_colourings(&self) -> usize {
+        lock(&self.plans).colourings()
     }
 
     /// Per-loop statistics so far, in order of first execution.

@@ -163,8 +163,14 @@ pub(crate) fn build(
     let mut plan: Option<Plan> = None;
     if strategy.staged() {
         let budget = shared.saturating_sub(8 * indirect.len());
-        let request =
-            PlanRequest { sections, args: &indirect_args, shared_memory_bytes: budget, part_size, staging: true };
+        let request = PlanRequest {
+            sections,
+            args: &indirect_args,
+            shared_memory_bytes: budget,
+            part_size,
+            staging: true,
+            thread_colours: true,
+        };
         let p = build_plan(&request).map_err(plan_error)?;
         spec.stages = p
             .stages
@@ -194,6 +200,7 @@ pub(crate) fn build(
             shared_memory_bytes: usize::MAX,
             part_size: Some(whole),
             staging: false,
+            thread_colours: true,
         };
         plan = Some(build_plan(&request).map_err(plan_error)?);
     }
