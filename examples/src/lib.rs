@@ -11,3 +11,14 @@
 pub mod airfoil;
 pub mod poisson;
 pub mod wave;
+
+/// What a demo calls between declaring its mesh and data and building
+/// anything from them (plans, sparsity): under MPI, the partition, e.g.
+/// `&|m| rt.partition(&m.cells, &m.cell_vertices, Partitioner::Metis).map(drop)`;
+/// [`serial`] otherwise.
+pub type Distribute<'a> = &'a dyn Fn(&parloop_mesh::DeclaredMesh) -> Result<(), parloop::Error>;
+
+/// The [`Distribute`] step of a serial run: nothing.
+pub fn serial(_: &parloop_mesh::DeclaredMesh) -> Result<(), parloop::Error> {
+    Ok(())
+}

@@ -68,6 +68,8 @@ pub(crate) trait Distribution: Any + Send + Sync {
     fn declared_map(&self, _map: &Map) {}
     /// Records a declaration, for partitioning.
     fn declared_dat(&self, _dat: Weak<dyn Redistribute>) {}
+    /// Records a subset declared before the partition, which localises it.
+    fn declared_subset(&self, _subset: Weak<crate::decl::SubsetInner>) {}
 
     /// Before a host loop (the loop's data locked, `views` its views).
     fn begin(
@@ -120,6 +122,25 @@ pub(crate) trait Distribution: Any + Send + Sync {
     fn end_device(&self, _begun: Option<Begun>, _kernel: &Kernel, _args: &[Arg]) -> Result<()> {
         Ok(())
     }
+
+    /// Runs `core` while the stale halos of the dats `args` read are
+    /// exchanged, whole (owned entities and every halo entity): for library
+    /// operations that are not loops, such as the matrix product, whose
+    /// `core` must read only owned entities. Collective.
+    fn refresh(&self, _op: &str, _args: &[Arg], _views: &[ArgView], core: &mut dyn FnMut()) -> Result<HaloTraffic> {
+        core();
+        Ok(HaloTraffic::default())
+    }
+
+    /// [`Distribution::refresh`] on `device`, before anything reads them
+    /// there. Collective.
+    fn refresh_device(&self, _device: &Arc<dyn Device>, _op: &str, _args: &[Arg]) -> Result<HaloTraffic> {
+        Ok(HaloTraffic::default())
+    }
+
+    /// After a library operation that wrote the dats of `args` on owned
+    /// entities only: their halos are stale.
+    fn written(&self, _args: &[Arg]) {}
 
     /// This rank's index among the ranks on its node (GPUs are shared
     /// round-robin by it). Collective: every rank calls it.

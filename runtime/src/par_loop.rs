@@ -48,6 +48,9 @@ pub struct ParLoop {
     kernel: &'static Kernel,
     set: Set,
     args: Vec<Arg>,
+    /// Runs the exec halo whatever the arguments (a device assembly's
+    /// loop, whose matrix argument became a direct element-matrix dat).
+    exec_halo: bool,
 }
 
 impl ParLoop {
@@ -65,12 +68,12 @@ impl ParLoop {
                     // Where the view finds the global numbers (`exec`).
                     a.set = Some(set.clone());
                 }
-                Ok(ParLoop { kernel, set: set.clone(), args })
+                Ok(ParLoop { kernel, set: set.clone(), args, exec_halo: false })
             }
             LoopSet::Subset(subset) => {
                 crate::validate::validate(kernel, subset.parent(), args)?;
                 let args = args.iter().map(|a| through_subset(subset, a)).collect::<Result<Vec<_>>>()?;
-                Ok(ParLoop { kernel, set: subset.iter_set().clone(), args })
+                Ok(ParLoop { kernel, set: subset.iter_set().clone(), args, exec_halo: false })
             }
         }
     }
@@ -98,8 +101,15 @@ impl ParLoop {
             core: s.core,
             owned: s.owned,
             exec: s.exec,
-            exec_halo: crate::arg::writes_indirectly(&self.args),
+            exec_halo: self.exec_halo || crate::arg::writes_indirectly(&self.args),
         }
+    }
+
+    /// This loop, running the exec halo under MPI also when no argument
+    /// writes through a map.
+    pub(crate) fn with_exec_halo(mut self) -> ParLoop {
+        self.exec_halo = true;
+        self
     }
 }
 

@@ -10,12 +10,19 @@
 //! - the airfoil declared on rank 0 alone (the other ranks declare it
 //!   empty), partitioned with METIS;
 //! - a partition with more ranks than entities of a set;
+//! - the FEM demos (issues 13 and 14): `wave` (40 steps on
+//!   unit_square(16, 16)), `poisson` in 2-D and 3-D (the assembled matrix
+//!   through its product with the load vector, the Jacobi CG solution and
+//!   the error integrals; Dirichlet rows through a subset declared before
+//!   the partition) and the L2 projection, gathered against serial runs
+//!   (1e-10 relative to the largest value);
 //! - with `--reference`, instead: 1000 steps of the 100x150 grid with METIS
 //!   and block partitions against OP2's reference residuals (1e-10).
 //!
 //! Backends: seq, threads and emu (the emulated device: halos packed and
 //! unpacked by device kernels; `PARLOOP_CUDA_AWARE=0` stages the messages
 //! through host buffers instead), or those `--backends seq,emu` names.
+//! `--fem` runs the FEM demos alone.
 //! `parloop-mpi-check --ranks N` fails unless the world has N ranks, so a
 //! launcher and library that do not match fail loudly. Exits non-zero on
 //! the first mismatch, after every rank reached it.
@@ -24,6 +31,9 @@ use parloop::mpi::{Communicator, CommunicatorCollectives, Partitioner, SystemOpe
 use parloop::{Access, Backend, Dat, Global, Map, Runtime, Set};
 use parloop_examples::airfoil::grid::Grid;
 use parloop_examples::airfoil::{Airfoil, REFERENCE_100X150};
+use parloop_examples::poisson::{Function, Mode, Problem};
+use parloop_examples::wave::Wave;
+use parloop_mesh::DeclaredMesh;
 
 #[parloop::kernel]
 fn edge_mix(xa: &[f64; 2], xb: &[f64; 2], w: &f64, na: &mut [f64; 2], nb: &mut [f64; 2], total: &mut f64) {
@@ -245,6 +255,13 @@ fn main() {
         None => vec![Backend::Seq, Backend::Threads, Backend::Emu],
     };
     let mut failures = Vec::new();
+    if args.iter().any(|a| a == "--fem") {
+        // The FEM demos alone.
+        for &backend in &backends {
+            fem(&world, backend, &mut failures);
+        }
+        return finish(universe, &failures);
+    }
     let grid = Grid::generate(100, 150).expect("the 100x150 grid");
     if args.iter().any(|a| a == "--reference") {
         // The reference ran on the grid file, whose coordinates have 6 decimals.
@@ -356,6 +373,9 @@ fn main() {
             }
         }
     }
+    for &backend in &backends {
+        fem(&world, backend, &mut failures);
+    }
     // More ranks than entities: some ranks own nothing, the run is still right.
     {
         let rt = Runtime::with_communicator(Backend::Seq, &world).expect("runtime");
@@ -377,6 +397,120 @@ fn main() {
         check(total == -3.5 * 11.5, &format!("more ranks than cells: total {total}"), &mut failures);
     }
     finish(universe, &failures);
+}
+
+/// The largest difference between `got` and `want` relative to `want`'s
+/// largest magnitude (infinite when the lengths differ).
+fn relative_gap(got: &[f64], want: &[f64]) -> f64 {
+    if got.len() != want.len() {
+        return f64::INFINITY;
+    }
+    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(f64::MIN_POSITIVE);
+    got.iter().zip(want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs() / scale))
+}
+
+/// The partition of a demo's mesh: METIS over the cells.
+fn metis(rt: &Runtime) -> impl Fn(&DeclaredMesh) -> parloop::Result<()> + '_ {
+    move |m| rt.partition(&m.cells, &m.cell_vertices, Partitioner::Metis).map(drop)
+}
+
+/// The FEM demos on `backend`, distributed with METIS over the cells,
+/// against serial runs of the same programs on every rank.
+fn fem(world: &parloop::mpi::SimpleCommunicator, backend: Backend, failures: &mut Vec<String>) {
+    let (rank, size) = (world.rank() as usize, world.size() as usize);
+    let fail = |rt: &Runtime, e: parloop::Error| -> ! { panic!("{}", rt.fail(e)) };
+    let check_gap = |what: String, gap: f64, failures: &mut Vec<String>| {
+        check(gap <= 1e-10, &format!("{backend:?}/{what}: {gap:e} from serial"), failures);
+        if rank == 0 {
+            println!("{what} {backend:?} on {size} ranks: {gap:.2e} from serial");
+        }
+    };
+
+    // wave: seed 000's seven loops per step.
+    let mesh = parloop_mesh::unit_square(16, 16).expect("mesh");
+    let (steps, dt) = (40, 0.001);
+    let serial_rt = Runtime::with_backend(backend).expect("serial runtime");
+    let mut serial = Wave::new(&serial_rt, &mesh, dt).expect("serial wave");
+    serial.run(steps, |_| {}).expect("serial wave run");
+    let (want_p, want_phi) = (serial.p.values().expect("p"), serial.phi.values().expect("phi"));
+    let rt = Runtime::with_communicator(backend, world).expect("runtime");
+    let mut wave = Wave::new_distributed(&rt, &mesh, dt, &metis(&rt)).unwrap_or_else(|e| fail(&rt, e));
+    wave.run(steps, |_| {}).unwrap_or_else(|e| fail(&rt, e));
+    let p = wave.p.gather(0).unwrap_or_else(|e| fail(&rt, e));
+    let phi = wave.phi.gather(0).unwrap_or_else(|e| fail(&rt, e));
+    if let (Some(p), Some(phi)) = (p, phi) {
+        check_gap(format!("wave, {steps} steps, p"), relative_gap(&p, &want_p), failures);
+        check_gap(format!("wave, {steps} steps, phi"), relative_gap(&phi, &want_phi), failures);
+    }
+
+    // A sparsity built before the partition would keep the global
+    // numbering: the partition refuses.
+    {
+        let rt = Runtime::with_communicator(backend, world).expect("runtime");
+        let m = mesh.declare(&rt, "early").unwrap_or_else(|e| fail(&rt, e));
+        let cv = &m.cell_vertices;
+        let _s = rt.sparsity("early", &[(cv, cv)], (1, 1)).unwrap_or_else(|e| fail(&rt, e));
+        let got = rt.partition(&m.cells, cv, Partitioner::Metis).map(drop);
+        check(
+            matches!(&got, Err(e) if e.to_string().contains("partition must come before sparsities")),
+            &format!("{backend:?}/partition after a sparsity: {got:?}"),
+            failures,
+        );
+    }
+
+    // poisson (2-D, 3-D) and the L2 projection.
+    let cases = [
+        ("poisson 2-D", parloop_mesh::unit_square(10, 10).expect("mesh"), true),
+        ("poisson 3-D", parloop_mesh::unit_cube(4, 4, 4).expect("mesh"), true),
+        ("projection 2-D", parloop_mesh::unit_square(8, 8).expect("mesh"), false),
+    ];
+    for (name, mesh, poisson) in cases {
+        let mode = || match poisson {
+            true => Mode::Poisson { dirichlet: "boundary".into() },
+            false => Mode::Projection,
+        };
+        let f = match poisson {
+            true => Function::manufactured_rhs(mesh.dim),
+            false => Function { square: 1.0, ..Function::manufactured_solution() },
+        };
+        let exact = match poisson {
+            true => Function::manufactured_solution(),
+            false => f,
+        };
+        // Serial: the product A b, the solution and the errors.
+        let serial_rt = Runtime::with_backend(backend).expect("serial runtime");
+        let mut serial = Problem::new(&serial_rt, &mesh, mode()).expect("serial problem");
+        serial.assemble(&f).expect("serial assembly");
+        let n = serial.mesh.vertices.total();
+        let y = serial_rt.dat("y", &serial.mesh.vertices, 1, vec![0.0; n]).expect("y");
+        serial_rt.mult(&serial.matrix, &serial.rhs, &y).expect("serial product");
+        let want_y = y.values().expect("y");
+        let want_report = serial.solve(1e-10).expect("serial solve");
+        let want_u = serial.u.values().expect("u");
+        let want_errors = serial.errors(&exact).expect("serial errors");
+        // Distributed.
+        let rt = Runtime::with_communicator(backend, world).expect("runtime");
+        let mut p = Problem::new_distributed(&rt, &mesh, mode(), &metis(&rt)).unwrap_or_else(|e| fail(&rt, e));
+        p.assemble(&f).unwrap_or_else(|e| fail(&rt, e));
+        let local = p.mesh.vertices.total();
+        let y = rt.dat("y", &p.mesh.vertices, 1, vec![0.0; local]).unwrap_or_else(|e| fail(&rt, e));
+        rt.mult(&p.matrix, &p.rhs, &y).unwrap_or_else(|e| fail(&rt, e));
+        let report = p.solve(1e-10).unwrap_or_else(|e| fail(&rt, e));
+        let errors = p.errors(&exact).unwrap_or_else(|e| fail(&rt, e));
+        let y = y.gather(0).unwrap_or_else(|e| fail(&rt, e));
+        let u = p.u.gather(0).unwrap_or_else(|e| fail(&rt, e));
+        check(
+            report.iterations.abs_diff(want_report.iterations) <= 1,
+            &format!("{backend:?}/{name}: {} CG iterations, serial {}", report.iterations, want_report.iterations),
+            failures,
+        );
+        let error_gap = relative_gap(&[errors.l2, errors.h1], &[want_errors.l2, want_errors.h1]);
+        check_gap(format!("{name}, L2 and H1 errors"), error_gap, failures);
+        if let (Some(y), Some(u)) = (y, u) {
+            check_gap(format!("{name}, A b"), relative_gap(&y, &want_y), failures);
+            check_gap(format!("{name}, CG solution"), relative_gap(&u, &want_u), failures);
+        }
+    }
 }
 
 /// Reports the failures of every rank and exits non-zero when any failed.

@@ -222,6 +222,19 @@ impl<'rt> Problem<'rt> {
     /// (the problem would be singular), is an [`Error::InvalidDeclaration`]
     /// naming it.
     pub fn new(rt: &'rt Runtime, mesh: &Mesh, mode: Mode) -> Result<Problem<'rt>, Error> {
+        Problem::new_distributed(rt, mesh, mode, &crate::serial)
+    }
+
+    /// [`Problem::new`] with `distribute` called once the mesh, the
+    /// Dirichlet subset and the vectors are declared and before the
+    /// sparsity is built: under MPI, the partition (every rank declares
+    /// the whole mesh; each then keeps its part, subsets included).
+    pub fn new_distributed(
+        rt: &'rt Runtime,
+        mesh: &Mesh,
+        mode: Mode,
+        distribute: crate::Distribute,
+    ) -> Result<Problem<'rt>, Error> {
         let t = Instant::now();
         let prefix = match mode {
             Mode::Poisson { .. } => "poisson",
@@ -247,6 +260,7 @@ impl<'rt> Problem<'rt> {
         let u = rt.dat(&format!("{prefix}_u"), &m.vertices, 1, vec![0.0; n])?;
         let function = rt.global(&format!("{prefix}_f"), &[0.0; 3])?;
         let squared = rt.global(&format!("{prefix}_squared_errors"), &[0.0; 2])?;
+        distribute(&m)?;
         let declare = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let cv = &m.cell_vertices;

@@ -95,6 +95,20 @@ impl<'rt> Wave<'rt> {
     /// Declares a 2-D triangle `mesh` and the initial state on `rt`. A 3-D
     /// mesh is an [`Error::InvalidDeclaration`].
     pub fn new(rt: &'rt Runtime, mesh: &Mesh, dt: f64) -> Result<Wave<'rt>, Error> {
+        Wave::new_distributed(rt, mesh, dt, &crate::serial)
+    }
+
+    /// [`Wave::new`] with `distribute` called once the mesh and the dats
+    /// are declared and before the loops are built: under MPI, the
+    /// partition (every rank declares the whole mesh and keeps its part).
+    /// [`Wave::energy`] needs the whole state: gather `p` and `phi`
+    /// instead in a distributed run.
+    pub fn new_distributed(
+        rt: &'rt Runtime,
+        mesh: &Mesh,
+        dt: f64,
+        distribute: crate::Distribute,
+    ) -> Result<Wave<'rt>, Error> {
         if mesh.dim != 2 {
             return Err(Error::InvalidDeclaration {
                 what: "mesh",
@@ -110,6 +124,7 @@ impl<'rt> Wave<'rt> {
         let t1 = rt.dat("t1", &m.vertices, 1, vec![0.0; n])?;
         let t2 = rt.dat("t2", &m.vertices, 1, vec![0.0; n])?;
         let dt_global = rt.global("dt", &[dt])?;
+        distribute(&m)?;
         let (read, write, rw, inc) = (Access::READ, Access::WRITE, Access::RW, Access::INC);
         let (cells, verts, cv) = (&m.cells, &m.vertices, &m.cell_vertices);
         Ok(Wave {
@@ -160,8 +175,16 @@ impl<'rt> Wave<'rt> {
     }
 
     /// The energies of the current state, computed on the host (plain
-    /// loops over the triangles, not the runtime's loops).
+    /// loops over the triangles, not the runtime's loops). It needs the
+    /// whole state: in a distributed run it is an [`Error::Distributed`]
+    /// (gather `p` and `phi` instead).
     pub fn energy(&self) -> Result<Energy, Error> {
+        if self.p.set().is_distributed() {
+            return Err(Error::Distributed {
+                rank: self.rt.rank(),
+                reason: "the wave energy needs the whole state on one rank; gather `p` and `phi`".into(),
+            });
+        }
         let (p, phi) = (self.p.values()?, self.phi.values()?);
         Ok(self.host.energy(&p, &phi, self.dt))
     }

@@ -13,6 +13,7 @@ pub use data::{Dat, Global};
 pub(crate) use data::{LockedValues, Redistribute, Storage};
 pub use map::Map;
 pub use subset::Subset;
+pub(crate) use subset::SubsetInner;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -165,9 +166,16 @@ impl Set {
         self.0.local.get().map_or(self.0.sections.total(), |l| l.global_size)
     }
 
-    /// Whether [`Runtime::partition`](crate::Runtime) distributed the set.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    pub(crate) fn is_distributed(&self) -> bool {
+    /// Whether a partition (`Runtime::partition`, feature `mpi`)
+    /// distributed the set: its entities are then this rank's part, in a
+    /// local numbering.
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// assert!(!rt.set("cells", 4)?.is_distributed());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn is_distributed(&self) -> bool {
         self.0.local.get().is_some()
     }
 

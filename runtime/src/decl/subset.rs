@@ -20,16 +20,25 @@ use crate::sync::lock;
 
 pub(crate) struct SubsetInner {
     parent: Set,
-    /// The entities, sorted, unique, in range.
-    indices: Vec<i32>,
-    /// What loops over the subset iterate (named as the subset).
+    /// The entities, sorted, unique, in range, as declared (in the
+    /// parent's numbering at declaration: the global one when the subset
+    /// was declared before [`Runtime::partition`]).
+    declared: Vec<i32>,
+    /// After a partition: this rank's entities of a subset declared before
+    /// it, in the parent's local numbering (sorted, so that they fall into
+    /// the parent's sections in order).
+    localised: OnceLock<Vec<i32>>,
+    /// What loops over the subset iterate (named as the subset); under MPI
+    /// it is distributed like its parent, so that loops over the subset
+    /// run the owned section (and the exec halo when they increment),
+    /// reduce across ranks and mark what they write stale.
     iter_set: Set,
     /// Parent map id -> that map composed with the subset (0: the
     /// subset's own map to its parent).
     composed: Mutex<HashMap<u64, Map>>,
     /// Each element's number in the parent's global numbering (for
     /// [`Arg::index`](crate::Arg::index) in loops over the subset).
-    numbers: OnceLock<Dat<i64>>,
+    numbers: Mutex<Option<Dat<i64>>>,
 }
 
 /// A sorted list of distinct entities of a set: loops can iterate over it
@@ -65,13 +74,34 @@ impl Subset {
     pub fn parent(&self) -> &Set {
         &self.0.parent
     }
-    /// Its entities, sorted.
+    /// Its entities, sorted, in the parent's (local) numbering: under MPI
+    /// those this rank holds (owned and halo).
     pub fn indices(&self) -> &[i32] {
-        &self.0.indices
+        self.0.localised.get().unwrap_or(&self.0.declared)
     }
-    /// Number of entities.
+    /// Number of entities (on this rank, halo included, under MPI).
     pub fn size(&self) -> usize {
-        self.0.indices.len()
+        self.indices().len()
+    }
+
+    /// The entities as declared (the global numbering, for a subset
+    /// declared before the partition).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn declared(&self) -> &[i32] {
+        &self.0.declared
+    }
+
+    /// After a partition: keeps this rank's `local` entities (sorted, in
+    /// the parent's local numbering) and distributes the iteration set
+    /// like the parent (`parent`: its part). Composed maps and numbers made
+    /// before are dropped.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn localise(&self, local: Vec<i32>, parent: &super::LocalPart) {
+        let _ = self.0.localised.set(local);
+        let part = self.part_of(parent);
+        let _ = self.0.iter_set.0.local.set(Arc::new(part));
+        lock(&self.0.composed).clear();
+        *lock(&self.0.numbers) = None;
     }
 
     /// The set loops over the subset iterate.
@@ -90,11 +120,13 @@ impl Subset {
         }
         let s = &self.0;
         let composed = match map {
-            None => Map::new(&format!("pl_subset_{}", self.name()), &s.iter_set, &s.parent, 1, s.indices.clone())?,
+            None => {
+                Map::new(&format!("pl_subset_{}", self.name()), &s.iter_set, &s.parent, 1, self.indices().to_vec())?
+            }
             Some(m) => {
                 let a = m.arity();
-                let values: Vec<i32> = s
-                    .indices
+                let values: Vec<i32> = self
+                    .indices()
                     .iter()
                     .flat_map(|&i| m.values()[i as usize * a..(i as usize + 1) * a].iter().copied())
                     .collect();
@@ -108,14 +140,16 @@ impl Subset {
     /// Each element's number in the parent set's global numbering, as an
     /// `i64` dat on the iteration set.
     pub(crate) fn numbers(&self) -> Result<Dat<i64>> {
-        if let Some(d) = self.0.numbers.get() {
+        let mut numbers = lock(&self.0.numbers);
+        if let Some(d) = numbers.as_ref() {
             return Ok(d.clone());
         }
         let global = self.0.parent.0.local.get().map(|l| &l.global);
         let values: Vec<i64> =
-            self.0.indices.iter().map(|&i| global.map_or(i as i64, |g| g[i as usize] as i64)).collect();
+            self.indices().iter().map(|&i| global.map_or(i as i64, |g| g[i as usize] as i64)).collect();
         let d = Dat::new(&format!("pl_index_{}", self.name()), &self.0.iter_set, 1, values)?;
-        Ok(self.0.numbers.get_or_init(|| d).clone())
+        *numbers = Some(d.clone());
+        Ok(d)
     }
 }
 
@@ -166,20 +200,54 @@ impl Runtime {
         let (c, o, x) = (below(s.core), below(s.core + s.owned), below(s.core + s.owned + s.exec));
         let sections = Sections { core: c, owned: o - c, exec: x - o, non_exec: indices.len() - x };
         let indices: Vec<i32> = indices.into_iter().map(|i| i as i32).collect();
-        self.names.declare(
+        let subset = self.names.declare(
             Namespace::Set,
             "subset",
             name,
             || {
                 Ok(Subset(Arc::new(SubsetInner {
                     parent: set.clone(),
-                    indices,
+                    declared: indices,
+                    localised: OnceLock::new(),
                     iter_set: Set::new(name, sections)?,
                     composed: Mutex::new(HashMap::new()),
-                    numbers: OnceLock::new(),
+                    numbers: Mutex::new(None),
                 })))
             },
             |s| &s.0,
-        )
+        )?;
+        match set.0.local.get() {
+            // Declared in the parent's local numbering, after the
+            // partition: distributed now.
+            #[cfg(feature = "mpi")]
+            Some(parent) => {
+                let part = subset.part_of(parent);
+                let _ = subset.0.iter_set.0.local.set(Arc::new(part));
+            }
+            // Before a partition: localised by it.
+            _ => self.dist.declared_subset(Arc::downgrade(&subset.0)),
+        }
+        Ok(subset)
+    }
+}
+
+#[cfg(feature = "mpi")]
+impl Subset {
+    /// The iteration set's part of a distributed run, from the parent's
+    /// (`parent`) and this rank's entities: the sections are where the
+    /// entities fall in the parent's sections, and an element's global
+    /// number is its entity's (so the subset's global numbering is the
+    /// parent's, with gaps).
+    pub(crate) fn part_of(&self, parent: &super::LocalPart) -> super::LocalPart {
+        let indices = self.indices();
+        let s = parent.sections;
+        let below = |n: usize| indices.partition_point(|&i| (i as usize) < n);
+        let (c, o, x) = (below(s.core), below(s.core + s.owned), below(s.core + s.owned + s.exec));
+        super::LocalPart {
+            sections: Sections { core: c, owned: o - c, exec: x - o, non_exec: indices.len() - x },
+            global: indices.iter().map(|&i| parent.global[i as usize]).collect(),
+            global_size: parent.global_size,
+            comm: parent.comm.clone(),
+        }
     }
 }

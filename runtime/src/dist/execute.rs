@@ -201,12 +201,33 @@ impl Mpi {
                 unsafe { combine(r.elem, Access::Inc, views[r.arg].data, initial.as_ptr().cast(), r.dim) };
             }
         }
+        self.mark_written(args);
+    }
+
+    /// The halos of the dats `args` write are stale.
+    fn mark_written(&self, args: &[Arg]) {
         let mut stale = lock(&self.stale);
         for a in args.iter().filter(|a| a.access.writes() && !a.is_global()) {
             if a.set.as_ref().is_some_and(|s| s.is_distributed()) {
                 stale.insert(a.data_id());
             }
         }
+    }
+
+    /// The start of a library operation `op` (not a loop) over `set`: the
+    /// rank check of `PARLOOP_CHECK_RANKS`, and counted as a loop (a
+    /// partition must come first).
+    fn library_op(&self, op: &str, set: &Set) -> Result<()> {
+        let n = self.loops.fetch_add(1, Ordering::Relaxed);
+        if let Some(comm) = self.comm.as_ref().filter(|_| self.check_ranks) {
+            let desc = format!("{op}/{}", set.name());
+            if !comm.agree(crate::device::fnv1a(&[desc.as_bytes()])) {
+                return Err(comm.error(format!(
+                    "PARLOOP_CHECK_RANKS: operation {n} differs between ranks; this rank runs `{desc}`"
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -240,6 +261,10 @@ impl Distribution for Mpi {
 
     fn declared_dat(&self, dat: std::sync::Weak<dyn Redistribute>) {
         lock(&self.declared).dats.push(dat);
+    }
+
+    fn declared_subset(&self, subset: std::sync::Weak<crate::decl::SubsetInner>) {
+        lock(&self.declared).subsets.push(subset);
     }
 
     fn begin(
@@ -308,6 +333,26 @@ impl Distribution for Mpi {
             args[r.arg].storage.host_written();
         }
         Ok(())
+    }
+
+    fn refresh(&self, op: &str, args: &[Arg], views: &[ArgView], core: &mut dyn FnMut()) -> Result<HaloTraffic> {
+        let Some(set) = args.iter().find_map(|a| a.set.clone()) else {
+            core();
+            return Ok(HaloTraffic::default());
+        };
+        self.library_op(op, &set)?;
+        // As a loop running its exec halo: direct reads refresh too.
+        self.halo_exchange(&set, args, views, true, core)
+    }
+
+    fn refresh_device(&self, device: &Arc<dyn Device>, op: &str, args: &[Arg]) -> Result<HaloTraffic> {
+        let Some(set) = args.iter().find_map(|a| a.set.clone()) else { return Ok(HaloTraffic::default()) };
+        self.library_op(op, &set)?;
+        self.device_halo_exchange(device, &set, args, true, &mut || Ok(()))
+    }
+
+    fn written(&self, args: &[Arg]) {
+        self.mark_written(args);
     }
 
     fn local_rank(&self) -> usize {

@@ -315,6 +315,7 @@ pub(crate) struct Declared {
     pub sets: Vec<std::sync::Weak<crate::decl::SetInner>>,
     pub maps: Vec<std::sync::Weak<crate::decl::map::MapInner>>,
     pub dats: Vec<std::sync::Weak<dyn crate::decl::Redistribute>>,
+    pub subsets: Vec<std::sync::Weak<crate::decl::SubsetInner>>,
 }
 
 mod device_halo;

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::layout::{self, GlobalMap, GlobalSet};
 use super::{exchange_lists, Comm, Mpi, PartitionReport, Partitioner, SetReport};
-use crate::decl::{LocalPart, Map, Redistribute, Sections, Set};
+use crate::decl::{LocalPart, Map, Redistribute, Sections, Set, Subset};
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 
@@ -48,6 +48,12 @@ impl Runtime {
         })?;
         if mpi.loops.load(std::sync::atomic::Ordering::Relaxed) > 0 {
             return Err(comm.error("partition must come before the first loop"));
+        }
+        if let Some(maps) = self.matrices.live_pattern() {
+            return Err(comm.error(format!(
+                "partition must come before sparsities (one of maps {maps} exists): it renumbers the maps they \
+                 are built from; build them after"
+            )));
         }
         let Declared { sets, maps, dats, mut gmaps, primary: p, through: t } =
             declared_mesh(mpi, primary, through, &|reason| comm.error(reason))?;
@@ -125,6 +131,8 @@ impl Runtime {
         for (m, values) in maps.iter().zip(local.maps) {
             m.localise(values);
         }
+        drop(halos);
+        localise_subsets(mpi, &comm, root_only)?;
         self.clear_plans();
         // The report: every rank's sections of every set.
         let mine: Vec<u64> = local
@@ -214,6 +222,57 @@ struct Declared {
     primary: usize,
     /// Index of the map the partitioner follows.
     through: usize,
+}
+
+/// Every subset declared before the partition keeps this rank's entities
+/// (owned and halo) in its parent's local numbering, and its iteration set
+/// is distributed like the parent. With `root_only`, rank 0's entities
+/// are broadcast first (the other ranks declared the subsets empty).
+fn localise_subsets(mpi: &Mpi, comm: &Comm, root_only: bool) -> Result<()> {
+    let subsets: Vec<Subset> =
+        crate::sync::lock(&mpi.declared).subsets.iter().filter_map(|w| w.upgrade()).map(Subset).collect();
+    let mut shape: Vec<u64> = vec![subsets.len() as u64];
+    if !root_only {
+        shape.extend(subsets.iter().map(|s| s.declared().len() as u64));
+    }
+    if !comm.agree(crate::device::fnv1a(&[bytemuck::cast_slice(&shape)])) {
+        return Err(comm.error(
+            "the ranks declared different subsets (number or sizes); declare the same subsets on every rank, \
+             or on rank 0 alone with empty ones elsewhere",
+        ));
+    }
+    for subset in subsets {
+        // Only subsets of the partitioned mesh's sets.
+        let Some(parent) = subset.parent().0.local.get() else { continue };
+        let mut declared = subset.declared().to_vec();
+        if root_only {
+            let mut len = declared.len() as u64;
+            let c = comm.lock();
+            let root = c.process_at_rank(0);
+            root.broadcast_into(&mut len);
+            declared.resize(len as usize, 0);
+            root.broadcast_into(&mut declared[..]);
+        }
+        let mut member = vec![false; parent.global_size];
+        for (k, &g) in declared.iter().enumerate() {
+            match member.get_mut(g as usize) {
+                Some(m) => *m = true,
+                None => {
+                    return Err(comm.error(format!(
+                        "subset `{}`: entity {k} is {g}, outside set `{}` ({} entities)",
+                        subset.name(),
+                        subset.parent().name(),
+                        parent.global_size
+                    )))
+                }
+            }
+        }
+        // Local numbers in increasing order: sorted, as a subset's are.
+        let local: Vec<i32> =
+            parent.global.iter().enumerate().filter(|&(_, &g)| member[g]).map(|(i, _)| i as i32).collect();
+        subset.localise(local, parent);
+    }
+    Ok(())
 }
 
 /// Everything `mpi` recorded as declared, checked: nothing distributed

@@ -325,7 +325,7 @@ fn element_dat<T: Scalar>(set: &Set, per_element: usize, scatter: &MatScatter) -
     let len = crate::decl::checked_len(
         "element matrices",
         &scatter.sparsity_name,
-        set.size(),
+        set.total(),
         per_element,
         "entries",
         std::mem::size_of::<T>(),
@@ -380,7 +380,7 @@ impl Runtime {
             let em = address(tables.element_matrices.as_ref(), device, kernel.name())?;
             let mut params = LaunchParams::default();
             params.ptr[0] = em;
-            params.val[0] = (set.size() * tables.element_dat_dim) as i64;
+            params.val[0] = (set.total() * tables.element_dat_dim) as i64;
             library.launch(
                 &format!("pl_lib_zero_{}", suffix(elem)),
                 grid_for(params.val[0] as usize),
@@ -400,7 +400,8 @@ impl Runtime {
             };
             scatters.push((arg.clone(), tables));
         }
-        let inner = ParLoop::new(kernel, set, &args)?;
+        // The exec halo too: other ranks' elements add into this rank's rows.
+        let inner = ParLoop::new(kernel, set, &args)?.with_exec_halo();
         self.execute(&inner)?;
         for (arg, tables) in scatters {
             let elem = arg.storage.elem();

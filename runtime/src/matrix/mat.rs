@@ -44,6 +44,9 @@ use crate::types::{Access, Scalar};
 pub struct Mat<T: Scalar> {
     sparsity: Sparsity,
     values: Dat<T>,
+    /// The first scalar row with a column in the column set's halo (rows
+    /// before it need no halo values of `x` in a product), found once.
+    halo_rows_from: Arc<std::sync::OnceLock<usize>>,
 }
 
 /// A matrix copied out in CSR form: row `i`'s entries are
@@ -71,7 +74,23 @@ impl<T: Scalar> Mat<T> {
         })?;
         zeros.resize(nnz, T::default());
         let values = Dat::new(name, &set, 1, zeros)?;
-        Ok(Mat { sparsity: sparsity.clone(), values })
+        Ok(Mat { sparsity: sparsity.clone(), values, halo_rows_from: Arc::default() })
+    }
+
+    /// The first scalar row of this rank with an entry in a halo column
+    /// (the rows before it read owned entries of `x` only, so a product
+    /// computes them while the halo is exchanged); the row count when no
+    /// row has one (always in a serial run).
+    pub(crate) fn halo_rows_from(&self) -> usize {
+        *self.halo_rows_from.get_or_init(|| {
+            let s = &self.sparsity;
+            let owned_cols = (s.col_set().size() * s.col_dim()) as u64;
+            let (ptr, cols) = (s.row_ptr(), s.col_indices());
+            // Columns are sorted within a row: its last is its largest.
+            (0..s.rows())
+                .find(|&r| ptr[r + 1] > ptr[r] && cols[ptr[r + 1] - 1] as u64 >= owned_cols)
+                .unwrap_or(s.rows())
+        })
     }
 
     pub(crate) fn inner(&self) -> &Arc<crate::decl::DatInner<T>> {

@@ -35,6 +35,16 @@ pub(crate) struct Caches {
     pub(crate) device: device::DeviceCaches,
 }
 
+impl Caches {
+    /// The maps of a sparsity pattern still in use, if any (a partition
+    /// renumbers the maps a pattern was built from, so none may exist).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn live_pattern(&self) -> Option<String> {
+        let pattern = lock(&self.patterns).values().find_map(Weak::upgrade)?;
+        Some(pattern.pair_names.iter().map(|(r, c)| format!("({r}, {c})")).collect::<Vec<_>>().join(", "))
+    }
+}
+
 impl Runtime {
     /// The sparsity of matrices assembled through the given (row map,
     /// column map) pairs, with `dims` = (row dim, column dim) values per
