@@ -9,6 +9,7 @@
 //!   CG) and the L2 projection, 2-D and 3-D, with error integrals.
 
 pub mod airfoil;
+pub mod distributed;
 pub mod poisson;
 pub mod wave;
 

@@ -322,6 +322,12 @@ fn cli_help_runs_errors_and_output() {
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("projection"));
     let bad = cli(&["--mesh-size", "0"]);
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("0 divisions"));
+    // Without the mpi feature (this build), --partition says how to get it.
+    if !cfg!(feature = "mpi") {
+        let bad = cli(&["--partition", "metis", "--mesh-size", "4"]);
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert!(!bad.status.success() && err.contains("--features mpi"), "{err}");
+    }
 
     let dir = std::env::temp_dir().join(format!("parloop-poisson-cli-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

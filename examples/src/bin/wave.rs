@@ -12,6 +12,7 @@ use std::time::Instant;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use parloop::{Backend, Error, Runtime};
+use parloop_examples::distributed;
 use parloop_examples::wave::{Wave, DT, T_END};
 use parloop_mesh::unit_square;
 use parloop_mesh::vtk::{Field, TimeSeries};
@@ -37,6 +38,10 @@ struct Args {
     /// Never show the progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Run distributed under MPI (`mpiexec -n N wave --partition metis`):
+    /// partition the triangles with metis or block (needs the `mpi` feature).
+    #[arg(long, value_name = "METHOD")]
+    partition: Option<String>,
 }
 
 /// A write to standard output that failed (a full disk, a closed pipe).
@@ -60,11 +65,14 @@ fn run(args: Args) -> Result<(), Error> {
             _ => Backend::auto(),
         },
     };
+    let _mpi = distributed::launch(args.partition.as_deref(), "wave")?;
     let rt = Runtime::with_backend(backend)?;
+    // Under MPI, rank 0 alone prints and writes.
+    let lead = rt.rank() == 0;
     let t0 = Instant::now();
     let mesh = unit_square(args.mesh_size, args.mesh_size)?;
-    let mut wave = Wave::new(&rt, &mesh, DT)?;
-    let mut out = std::io::stdout();
+    let mut wave = Wave::new_distributed(&rt, &mesh, DT, &distributed::partition(&rt, args.partition.as_deref()))?;
+    let mut out: Box<dyn Write> = if lead { Box::new(std::io::stdout()) } else { Box::new(std::io::sink()) };
     writeln!(
         out,
         "wave: unit_square({0}, {0}), {1} vertices, {2} triangles ({3:.2} s); {4} steps of dt = {DT}; backend {5}",
@@ -73,28 +81,34 @@ fn run(args: Args) -> Result<(), Error> {
         mesh.num_cells(),
         t0.elapsed().as_secs_f64(),
         steps,
-        match rt.device_name() {
-            Some(device) => format!("{} ({device})", rt.backend()),
-            None => rt.backend().to_string(),
+        match (rt.device_name(), rt.ranks()) {
+            (Some(device), 1) => format!("{} ({device})", rt.backend()),
+            (None, 1) => rt.backend().to_string(),
+            (_, ranks) => format!("{} on {ranks} MPI ranks", rt.backend()),
         },
     )
     .map_err(stdout_error)?;
     let e0 = wave.energy()?;
 
-    let mut series = match &args.output {
-        Some(dir) => Some((TimeSeries::new(dir, "wave")?, dir)),
-        None => None,
+    let mut series = match (&args.output, lead) {
+        (Some(dir), true) => Some((TimeSeries::new(dir, "wave")?, dir)),
+        _ => None,
     };
+    let writing = args.output.is_some();
     let write = |series: &mut Option<(TimeSeries, &PathBuf)>, wave: &Wave, step: usize| -> Result<(), Error> {
-        if let Some((s, _)) = series {
-            let (p, phi) = (wave.p.values()?, wave.phi.values()?);
+        if !writing {
+            return Ok(());
+        }
+        // Every rank takes part in the gather; rank 0 writes.
+        let (p, phi) = (distributed::whole(&wave.p)?, distributed::whole(&wave.phi)?);
+        if let (Some((s, _)), Some(p), Some(phi)) = (series, p, phi) {
             s.write(step as f64 * DT, &mesh, &[Field::scalar("p", &p), Field::scalar("phi", &phi)], &[])?;
         }
         Ok(())
     };
     write(&mut series, &wave, 0)?;
 
-    let bar = if std::io::stderr().is_terminal() && !args.quiet {
+    let bar = if std::io::stderr().is_terminal() && !args.quiet && lead {
         let bar = ProgressBar::new(steps as u64);
         bar.set_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {elapsed} elapsed, eta {eta}")
@@ -107,7 +121,7 @@ fn run(args: Args) -> Result<(), Error> {
     let start = Instant::now();
     // Between outputs the steps run back to back: the host reads p and phi
     // only when it writes them.
-    let chunk = if series.is_some() { args.output_every } else { steps.max(1) };
+    let chunk = if writing { args.output_every } else { steps.max(1) };
     let mut done = 0;
     while done < steps {
         let n = chunk.min(steps - done);
@@ -119,6 +133,7 @@ fn run(args: Args) -> Result<(), Error> {
     let wall = start.elapsed().as_secs_f64();
     let e1 = wave.energy()?;
     let report = rt.report();
+    let (Some(e0), Some(e1)) = (e0, e1) else { return Ok(()) };
     let planning: f64 = report.iter().map(|r| r.plan_seconds).sum();
     let loops: u64 = report.iter().map(|r| r.calls).sum();
     let in_loops: f64 = report.iter().map(|r| r.seconds).sum();

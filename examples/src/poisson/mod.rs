@@ -351,9 +351,14 @@ impl<'rt> Problem<'rt> {
         Ok(Errors { l2: s[0].max(0.0).sqrt(), h1: s[1].max(0.0).sqrt() })
     }
 
-    /// The unknowns CG solves for: the vertices, less the Dirichlet ones.
+    /// The unknowns CG solves for: the vertices, less the Dirichlet ones
+    /// (under MPI: this rank's owned ones).
     pub fn unknowns(&self) -> usize {
-        self.mesh.vertices.size() - self.dirichlet.as_ref().map_or(0, |d| d.size())
+        let owned = self.mesh.vertices.size();
+        // The subset's owned entities: its indices below the owned count
+        // (under MPI it also holds halo vertices, numbered after).
+        let fixed = self.dirichlet.as_ref().map_or(0, |d| d.indices().partition_point(|&v| (v as usize) < owned));
+        owned - fixed
     }
 
     /// Seconds per phase so far.

@@ -35,9 +35,11 @@
 //! let rt = Runtime::with_backend(Backend::Seq)?;
 //! let mesh = parloop_mesh::unit_square(10, 10)?;
 //! let mut wave = Wave::new(&rt, &mesh, 0.001)?;
-//! let e0 = wave.energy()?;
+//! // Serial: the energy is computed here (`None` on ranks other than 0
+//! // under MPI).
+//! let e0 = wave.energy()?.expect("a serial run");
 //! wave.run(100, |_| {})?;
-//! assert!((wave.energy()?.modified / e0.modified - 1.0).abs() < 1e-12);
+//! assert!((wave.energy()?.expect("serial").modified / e0.modified - 1.0).abs() < 1e-12);
 //! # Ok::<(), parloop::Error>(())
 //! ```
 
@@ -101,8 +103,6 @@ impl<'rt> Wave<'rt> {
     /// [`Wave::new`] with `distribute` called once the mesh and the dats
     /// are declared and before the loops are built: under MPI, the
     /// partition (every rank declares the whole mesh and keeps its part).
-    /// [`Wave::energy`] needs the whole state: gather `p` and `phi`
-    /// instead in a distributed run.
     pub fn new_distributed(
         rt: &'rt Runtime,
         mesh: &Mesh,
@@ -175,18 +175,12 @@ impl<'rt> Wave<'rt> {
     }
 
     /// The energies of the current state, computed on the host (plain
-    /// loops over the triangles, not the runtime's loops). It needs the
-    /// whole state: in a distributed run it is an [`Error::Distributed`]
-    /// (gather `p` and `phi` instead).
-    pub fn energy(&self) -> Result<Energy, Error> {
-        if self.p.set().is_distributed() {
-            return Err(Error::Distributed {
-                rank: self.rt.rank(),
-                reason: "the wave energy needs the whole state on one rank; gather `p` and `phi`".into(),
-            });
-        }
-        let (p, phi) = (self.p.values()?, self.phi.values()?);
-        Ok(self.host.energy(&p, &phi, self.dt))
+    /// loops over the triangles, not the runtime's loops). In a
+    /// distributed run the state is gathered on rank 0, which computes
+    /// them (`None` on the other ranks); every rank must call it.
+    pub fn energy(&self) -> Result<Option<Energy>, Error> {
+        let (p, phi) = (crate::distributed::whole(&self.p)?, crate::distributed::whole(&self.phi)?);
+        Ok(p.zip(phi).map(|(p, phi)| self.host.energy(&p, &phi, self.dt)))
     }
 }
 
