@@ -142,18 +142,54 @@ fn consistent_load(n: usize) -> Vec<f64> {
     b
 }
 
-/// Median of `reps` timings of `f` after one warm-up call.
-fn median(reps: usize, mut f: impl FnMut()) -> Duration {
+/// CPU time this process's threads have run so far (Linux schedstat; 0
+/// where it cannot be read). On a machine shared with other work, CPU time
+/// over the thread count estimates what the wall time would be on idle
+/// cores (rayon's spinning while waiting counts too).
+fn cpu_time() -> Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return Duration::ZERO };
+    let ns: u64 = tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()))
+        .sum();
+    Duration::from_nanos(ns)
+}
+
+/// Timings of one operation: wall-clock median and minimum, and the median
+/// CPU time over the thread count, in seconds.
+#[derive(Clone, Copy)]
+struct Timing {
+    median: f64,
+    min: f64,
+    cpu: f64,
+}
+
+/// [`Timing`] of samples (wall, CPU) in seconds.
+fn timing(mut samples: Vec<(f64, f64)>) -> Timing {
+    let threads = rayon::current_num_threads() as f64;
+    samples.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (median, min) = (samples[samples.len() / 2].0, samples[0].0);
+    samples.sort_by(|a, b| a.1.total_cmp(&b.1));
+    Timing { median, min, cpu: samples[samples.len() / 2].1 / threads }
+}
+
+/// One sample (wall, CPU) of `f`, in seconds.
+fn sample(f: impl FnOnce()) -> (f64, f64) {
+    let (c, s) = (cpu_time(), Instant::now());
     f();
-    let mut t: Vec<Duration> = (0..reps)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed()
-        })
-        .collect();
-    t.sort();
-    t[reps / 2]
+    (s.elapsed().as_secs_f64(), cpu_time().saturating_sub(c).as_secs_f64())
+}
+
+/// [`Timing`] of `reps` calls of `f` after one warm-up call.
+fn measure(reps: usize, mut f: impl FnMut()) -> Timing {
+    f();
+    timing((0..reps).map(|_| sample(&mut f)).collect())
+}
+
+/// `ms (min ms, CPU ms)` of a timing.
+fn ms(t: Timing) -> String {
+    format!("{:8.2} ms (min {:7.2}, cpu/thread {:7.2})", t.median * 1e3, t.min * 1e3, t.cpu * 1e3)
 }
 
 fn linalg(c: &mut Criterion) {
@@ -201,53 +237,77 @@ fn linalg(c: &mut Criterion) {
     group.finish();
 
     // The summary, with medians of the same operations.
-    let t_copy = median(10, || copy(&mut dst)).as_secs_f64();
-    let copy_gbs = 2.0 * (len * 8) as f64 / t_copy / gb;
-    let t_spmv = median(10, || rt.mult(&p.a, &p.x, &p.y).expect("spmv")).as_secs_f64();
-    let t_dot = median(10, || {
+    let reps: usize = std::env::var("PARLOOP_BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+    let t_copy = measure(reps, || copy(&mut dst));
+    let copy_gbs = 2.0 * (len * 8) as f64 / t_copy.median / gb;
+    let t_spmv = measure(reps, || rt.mult(&p.a, &p.x, &p.y).expect("spmv"));
+    let t_dot = measure(reps, || {
         rt.dot(&p.x, &p.y).expect("dot");
-    })
-    .as_secs_f64();
-    let t_axpy = median(10, || rt.axpy(1e-3, &p.x, &p.y).expect("axpy")).as_secs_f64();
-    let mut per_iter: Vec<f64> =
-        (0..5).map(|_| iterations(25).saturating_sub(iterations(5)).as_secs_f64() / 20.0).collect();
-    per_iter.sort_by(f64::total_cmp);
-    let t_cg = per_iter[2];
+    });
+    let t_axpy = measure(reps, || rt.axpy(1e-3, &p.x, &p.y).expect("axpy"));
+    let t_cg = timing(
+        (0..reps.div_ceil(2))
+            .map(|_| {
+                let (long, short) = (
+                    sample(|| {
+                        iterations(25);
+                    }),
+                    sample(|| {
+                        iterations(5);
+                    }),
+                );
+                ((long.0 - short.0) / 20.0, (long.1 - short.1) / 20.0)
+            })
+            .collect(),
+    );
     let floor_bytes = spmv_bytes + 2.0 * 2.0 * vec_bytes + 3.0 * 3.0 * vec_bytes;
     // A full solve to rtol 1e-10, as the issue's reference numbers.
     rt.fill(&p.x, 0.0).expect("fill");
-    let s0 = Instant::now();
-    let full = cg(&rt, &p.a, &p.b, &p.x, &CgOptions { rtol: 1e-10, max_iterations: 10_000, ..CgOptions::default() })
-        .expect("the reference solve converges");
-    let t_full = s0.elapsed().as_secs_f64();
+    let mut full = None;
+    let t_full = sample(|| {
+        full = Some(
+            cg(&rt, &p.a, &p.b, &p.x, &CgOptions { rtol: 1e-10, max_iterations: 10_000, ..CgOptions::default() })
+                .expect("the reference solve converges"),
+        )
+    });
+    let full = full.expect("solved");
+    let threads = rayon::current_num_threads();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     eprintln!(
-        "\nlinalg summary, n = {} ({rows} rows, {nnz} entries, {:.2} per row), {} threads, set-up {:.2} s\n\
-         stream-like copy      {:8.2} ms  {:6.2} GB/s\n\
-         spmv                  {:8.2} ms  {:6.2} GB/s  ({:.0} % of the copy; {:.0} MB moved)\n\
-         dot                   {:8.2} ms  {:6.2} GB/s\n\
-         axpy                  {:8.2} ms  {:6.2} GB/s\n\
-         cg-jacobi/iteration   {:8.2} ms  (floor {:.2} ms at the copy's bandwidth: {:.0} MB)\n\
-         cg-jacobi rtol 1e-10  {} iterations, {:.2} s in all ({:.2} ms/iteration with set-up), relative residual {:.2e}",
+        "\nlinalg summary, n = {} ({rows} rows, {nnz} entries, {:.2} per row), {threads} threads, set-up {:.2} s, \
+         load average {}\n\
+         (medians of {reps}; GB/s from the median; cpu/thread: CPU time over the thread count, what the wall \
+         time would be on idle cores)\n\
+         stream-like copy      {}  {:6.2} GB/s\n\
+         spmv                  {}  {:6.2} GB/s  ({:.0} % of the copy; {:.0} MB moved; by cpu/thread {:.0} %)\n\
+         dot                   {}  {:6.2} GB/s\n\
+         axpy                  {}  {:6.2} GB/s\n\
+         cg-jacobi/iteration   {}  (floor {:.2} ms at the copy's bandwidth: {:.0} MB; by cpu/thread {:.2} ms)\n\
+         cg-jacobi rtol 1e-10  {} iterations, {:.2} s in all ({:.2} ms/iteration with set-up; cpu/thread {:.2} s), \
+         relative residual {:.2e}",
         p.n,
         nnz as f64 / rows as f64,
-        rayon::current_num_threads(),
         setup.as_secs_f64(),
-        t_copy * 1e3,
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+        ms(t_copy),
         copy_gbs,
-        t_spmv * 1e3,
-        spmv_bytes / t_spmv / gb,
-        100.0 * spmv_bytes / t_spmv / gb / copy_gbs,
+        ms(t_spmv),
+        spmv_bytes / t_spmv.median / gb,
+        100.0 * spmv_bytes / t_spmv.median / gb / copy_gbs,
         spmv_bytes / 1e6,
-        t_dot * 1e3,
-        2.0 * vec_bytes / t_dot / gb,
-        t_axpy * 1e3,
-        3.0 * vec_bytes / t_axpy / gb,
-        t_cg * 1e3,
+        100.0 * t_copy.cpu / t_spmv.cpu * spmv_bytes / (2.0 * (len * 8) as f64),
+        ms(t_dot),
+        2.0 * vec_bytes / t_dot.median / gb,
+        ms(t_axpy),
+        3.0 * vec_bytes / t_axpy.median / gb,
+        ms(t_cg),
         floor_bytes / (copy_gbs * gb) * 1e3,
         floor_bytes / 1e6,
+        floor_bytes / (2.0 * (len * 8) as f64) * t_copy.cpu * 1e3,
         full.iterations,
-        t_full,
-        t_full / full.iterations as f64 * 1e3,
+        t_full.0,
+        t_full.0 / full.iterations as f64 * 1e3,
+        t_full.1 / threads as f64,
         full.relative_residual,
     );
 }

@@ -142,9 +142,13 @@ static NEXT_SOLVE: AtomicU64 = AtomicU64::new(0);
 /// on the operator's row set, `x` on its column set (one set and dim: the
 /// operator is square).
 ///
-/// Per iteration: one product with `A`, two passes of dots (`p . Ap`, and
-/// `r . z` with `r . r` fused), three `axpy`-like updates, and the Jacobi
-/// scaling (`z = r ./ diag(A)`) when preconditioned.
+/// Per iteration, two vector passes and a product: the new direction
+/// `p = z + beta p` (with `z = r ./ diag(A)` computed on the fly when
+/// preconditioned, never stored); `q = A p` with `p . q` added up in the
+/// product's pass ([`LinearOperator::apply_dot`]); and one pass for
+/// `x += alpha p`, `r -= alpha q` and the new `r . z` and `r . r`. Each
+/// pass computes what the separate operations would, in the same order;
+/// only `p . q` groups its additions as the product's rows do.
 ///
 /// ```
 /// use parloop::linalg::LinearOperator;
@@ -212,10 +216,12 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
     let len = b.set().total() * b.dim();
     let work = |role: &str| rt.dat(&format!("cg#{n}:{role}"), b.set(), b.dim(), vec![T::ZERO; len]);
     let (r, p, q) = (work("r")?, work("p")?, work("q")?);
-    let jacobi = match opts.preconditioner {
+    // 1 ./ diag(A); z = r .* dinv is computed where it is used, not stored.
+    let dinv = match opts.preconditioner {
         Preconditioner::None => None,
-        Preconditioner::Jacobi => Some((work("z")?, jacobi_inverse(rt, a, work("dinv")?, &name)?)),
+        Preconditioner::Jacobi => Some(jacobi_inverse(rt, a, work("dinv")?, &name)?),
     };
+    let dinv = dinv.as_ref();
 
     let mut report = CgReport {
         iterations: 0,
@@ -250,30 +256,10 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
         rt.axpy(-T::ONE, &q, r)?;
         Ok(rt.norm2(r)?.to_f64())
     };
-    // z = M^-1 r, and (r . z, r . r).
-    let precondition = |r: &Dat<T>| -> Result<(T, f64)> {
-        match &jacobi {
-            None => {
-                let rr = rt.dot(r, r)?;
-                Ok((rr, rr.to_f64().sqrt()))
-            }
-            Some((z, dinv)) => {
-                rt.pointwise_mult(z, r, dinv)?;
-                let (rz, rr) = rt.dot_and_sumsq(r, z)?;
-                Ok((rz, rr.to_f64().sqrt()))
-            }
-        }
-    };
-    let z_of = |r: &Dat<T>| -> Dat<T> {
-        match &jacobi {
-            None => r.clone(),
-            Some((z, _)) => z.clone(),
-        }
-    };
 
     let mut rnorm = residual(&r)?;
     report.residual_history.push(rnorm);
-    let (mut rz_new, _) = precondition(&r)?;
+    let (mut rz_new, _) = rt.cg_sums(&r, dinv)?;
     let mut rz = T::ZERO;
     let mut fresh = true; // p is to be (re)built from z alone
     loop {
@@ -300,7 +286,7 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
             }
             report.restarts += 1;
             rnorm = true_norm;
-            rz_new = precondition(&r)?.0;
+            rz_new = rt.cg_sums(&r, dinv)?.0;
             fresh = true;
             continue;
         }
@@ -316,17 +302,12 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
             return Err(fail(SolveFailure::Breakdown { quantity: "r . z", value: rz_f }, report, rnorm));
         }
         // p = z + beta p (p = z after a (re)start).
-        let z = z_of(&r);
-        if fresh {
-            rt.copy_from(&p, &z)?;
-            fresh = false;
-        } else {
-            rt.axpby(T::ONE, &z, rz_new / rz, &p)?;
-        }
+        let beta = if fresh { None } else { Some(rz_new / rz) };
+        rt.cg_direction(&r, dinv, beta, &p)?;
+        fresh = false;
         rz = rz_new;
-        // q = A p; alpha = r . z / p . q; x += alpha p; r -= alpha q.
-        a.apply(rt, &p, &q)?;
-        let pq = rt.dot(&p, &q)?;
+        // q = A p and p . q in one pass; alpha = r . z / p . q.
+        let pq = a.apply_dot(rt, &p, &q)?;
         let pq_f = pq.to_f64();
         if !pq_f.is_finite() {
             return Err(fail(SolveFailure::NotFinite { quantity: "p . Ap", value: pq_f }, report, rnorm));
@@ -335,11 +316,11 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
             return Err(fail(SolveFailure::Breakdown { quantity: "p . Ap", value: pq_f }, report, rnorm));
         }
         let alpha = rz / pq;
-        rt.axpy(alpha, &p, x)?;
-        rt.axpy(-alpha, &q, &r)?;
+        // x += alpha p, r -= alpha q, and the new (r . z, r . r): one pass.
+        let (rz_next, rr) = rt.cg_update(alpha, &p, &q, x, &r, dinv)?;
+        rz_new = rz_next;
+        rnorm = rr.to_f64().sqrt();
         report.iterations += 1;
-        // z = M^-1 r with r . z and ||r|| in the same pass.
-        (rz_new, rnorm) = precondition(&r)?;
         report.residual_history.push(rnorm);
     }
 }

@@ -376,3 +376,74 @@ fn the_device_backend_solves_as_the_host_does() {
     let diff = x_dev.iter().zip(&x_seq).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
     assert!(diff < 1e-7, "device and seq differ by {diff:e}");
 }
+
+/// Preconditioned CG written with the public operations one at a time (a
+/// product, then its dot; the axpys; `z = r .* dinv` stored, then its dots),
+/// as `cg` ran before its passes were fused: the reference the fused
+/// solver must follow. Returns the iterations and the residual history.
+fn unfused_cg(rt: &Runtime, a: &Mat<f64>, b: &Dat<f64>, x: &Dat<f64>, rtol: f64, jacobi: bool) -> (usize, Vec<f64>) {
+    let set = b.set();
+    let n = set.size();
+    let work = |name: &str| rt.dat(name, set, 1, vec![0.0; n]).unwrap();
+    let (r, p, q, z, d) = (work("ref:r"), work("ref:p"), work("ref:q"), work("ref:z"), work("ref:d"));
+    rt.diagonal(a, &d).unwrap();
+    let dinv = rt.dat("ref:dinv", set, 1, d.values().unwrap().iter().map(|v| 1.0 / v).collect()).unwrap();
+    let precondition = |r: &Dat<f64>| {
+        if jacobi {
+            rt.pointwise_mult(&z, r, &dinv).unwrap();
+        } else {
+            rt.copy_from(&z, r).unwrap();
+        }
+        rt.dot(r, &z).unwrap()
+    };
+    rt.mult(a, x, &q).unwrap();
+    rt.copy_from(&r, b).unwrap();
+    rt.axpy(-1.0, &q, &r).unwrap();
+    let tol = rtol * rt.norm2(b).unwrap();
+    let mut history = vec![rt.norm2(&r).unwrap()];
+    let mut rz = precondition(&r);
+    rt.copy_from(&p, &z).unwrap();
+    while *history.last().unwrap() > tol && history.len() < 10_000 {
+        rt.mult(a, &p, &q).unwrap();
+        let alpha = rz / rt.dot(&p, &q).unwrap();
+        rt.axpy(alpha, &p, x).unwrap();
+        rt.axpy(-alpha, &q, &r).unwrap();
+        let rz_new = precondition(&r);
+        history.push(rt.norm2(&r).unwrap());
+        rt.axpby(1.0, &z, rz_new / rz, &p).unwrap();
+        rz = rz_new;
+    }
+    (history.len() - 1, history)
+}
+
+#[test]
+fn fused_passes_follow_the_unfused_iteration_on_every_backend() {
+    // `cg` fuses the Jacobi scaling, the updates and the dots into fewer
+    // passes; the iterates are those of the operations run one by one, up
+    // to the grouping of the additions in `p . Ap`.
+    for backend in [Backend::Seq, Backend::Threads, device::device_backend()] {
+        for preconditioner in [Preconditioner::None, Preconditioner::Jacobi] {
+            let what = format!("{backend:?} {preconditioner:?}");
+            let rt = Runtime::with_backend(backend).unwrap();
+            let mut rng = Rng(0xfeed);
+            let (nodes, a) = random_spd(&rt, &mut rng, 3000, 0.05);
+            let bv: Vec<f64> = (0..3000).map(|_| rng.unit() - 0.3).collect();
+            let b = rt.dat("b", &nodes, 1, bv).unwrap();
+            let x = rt.dat("x", &nodes, 1, vec![0.0; 3000]).unwrap();
+            let x_ref = rt.dat("x_ref", &nodes, 1, vec![0.0; 3000]).unwrap();
+            let opts = CgOptions { rtol: 1e-10, preconditioner, ..CgOptions::default() };
+            let report = cg(&rt, &a, &b, &x, &opts).unwrap();
+            let jacobi = preconditioner == Preconditioner::Jacobi;
+            let (iterations, history) = unfused_cg(&rt, &a, &b, &x_ref, 1e-10, jacobi);
+            assert!(iterations > 20, "{what}: a test problem of {iterations} iterations proves little");
+            assert!(report.iterations.abs_diff(iterations) <= 1, "{what}: {} vs {iterations}", report.iterations);
+            for (k, (got, want)) in report.residual_history.iter().zip(&history).take(20).enumerate() {
+                assert!((got - want).abs() <= 1e-9 * want, "{what}: ||r|| after {k} iterations: {got:e} vs {want:e}");
+            }
+            let (xv, xr) = (x.values().unwrap(), x_ref.values().unwrap());
+            let scale = xr.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let diff = xv.iter().zip(&xr).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            assert!(diff <= 1e-7 * scale, "{what}: x differs by {diff:e} (max |x| {scale:e})");
+        }
+    }
+}

@@ -293,6 +293,52 @@ fn spmv_equals_a_dense_product_on_random_matrices() {
 }
 
 #[test]
+fn apply_dot_is_the_product_and_its_dot_on_every_backend() {
+    // `Mat::apply_dot` adds `x . y` up in the product's pass on the host
+    // (a device runs the product then a dot loop): the same `y` as `mult`,
+    // and the dot of `x` with it, for scalar and block rows.
+    use parloop::linalg::LinearOperator;
+    let mut rng = Rng(77);
+    for backend in backends() {
+        for (nodes_n, edges, dim) in [(1, 1, 1), (40, 150, 2), (5000, 20_000, 1)] {
+            let rt = Runtime::with_backend(backend).unwrap();
+            let nodes = rt.set("nodes", nodes_n).unwrap();
+            let (a, dense) = random_matrix(&rt, &mut rng, &nodes, edges, dim);
+            let size = nodes_n * dim;
+            let xv = rng.vec(size);
+            let x = rt.dat("x", &nodes, dim, xv.clone()).unwrap();
+            let y = rt.dat("y", &nodes, dim, vec![f64::NAN; size]).unwrap();
+            let got = a.apply_dot(&rt, &x, &y).unwrap();
+            let yv = y.values().unwrap();
+            let (mut want, mut scale) = (0.0, 0.0);
+            for r in 0..size {
+                let row = &dense[r * size..(r + 1) * size];
+                let yr: f64 = row.iter().zip(&xv).map(|(a, b)| a * b).sum();
+                let yscale: f64 = row.iter().zip(&xv).map(|(a, b)| (a * b).abs()).sum();
+                assert!((yv[r] - yr).abs() <= 1e-14 * yscale.max(1e-300), "{backend:?} dim {dim} row {r}");
+                want += xv[r] * yr;
+                scale += (xv[r] * yscale).abs();
+            }
+            let what = format!("{backend:?} {nodes_n} nodes dim {dim}");
+            assert!((got - want).abs() <= 1e-13 * scale, "{what}: x . Ax = {got} vs {want}");
+            // Against the separate operations on the same backend.
+            let y2 = rt.dat("y2", &nodes, dim, vec![0.0; size]).unwrap();
+            rt.mult(&a, &x, &y2).unwrap();
+            assert_eq!(y2.values().unwrap(), yv, "{what}: apply_dot's y is mult's y");
+            let dot = rt.dot(&x, &y2).unwrap();
+            assert!((got - dot).abs() <= 1e-13 * scale, "{what}: {got} vs dot {dot}");
+        }
+    }
+    // Errors as `mult`'s: x and y one dat.
+    let rt = Runtime::with_backend(Backend::Threads).unwrap();
+    let nodes = rt.set("nodes", 10).unwrap();
+    let (a, _) = random_matrix(&rt, &mut rng, &nodes, 20, 1);
+    let x = rt.dat("x", &nodes, 1, vec![1.0; 10]).unwrap();
+    let err = a.apply_dot(&rt, &x, &x).unwrap_err().to_string();
+    assert!(err.contains("both dat `x`"), "{err}");
+}
+
+#[test]
 fn spmv_is_bitwise_the_same_on_seq_and_threads() {
     // Each row's additions run in one fixed order on every thread count.
     let run = |backend| {

@@ -14,7 +14,6 @@ pub struct VecKernels {
     pub(crate) scale: &'static Kernel,
     pub(crate) dot: &'static Kernel,
     pub(crate) sumsq: &'static Kernel,
-    pub(crate) dot_sumsq: &'static Kernel,
     pub(crate) copy: &'static Kernel,
     pub(crate) fill: &'static Kernel,
     pub(crate) mul: &'static Kernel,
@@ -22,6 +21,10 @@ pub struct VecKernels {
     pub(crate) div: &'static Kernel,
     pub(crate) div_in: &'static Kernel,
     pub(crate) rdiv_in: &'static Kernel,
+    pub(crate) cg_update: &'static Kernel,
+    pub(crate) cg_update_jacobi: &'static Kernel,
+    pub(crate) cg_sums_jacobi: &'static Kernel,
+    pub(crate) cg_direction_jacobi: &'static Kernel,
 }
 
 /// Dims the vector operations support (block sizes of scalar, 2-D and 3-D
@@ -77,18 +80,6 @@ macro_rules! vector_kernels {
                 }
                 *s += acc;
             }
-            /// s[0] += x . y, s[1] += x . x (one pass for two sums)
-            #[parloop::kernel]
-            pub(crate) fn linalg_dot_sumsq(x: &[$t; $d], y: &[$t; $d], s: &mut [$t; 2]) {
-                let mut xy = x[0] * y[0];
-                let mut xx = x[0] * x[0];
-                for k in 1..$d {
-                    xy += x[k] * y[k];
-                    xx += x[k] * x[k];
-                }
-                s[0] += xy;
-                s[1] += xx;
-            }
             /// y = x
             #[parloop::kernel]
             pub(crate) fn linalg_copy(x: &[$t; $d], y: &mut [$t; $d]) {
@@ -139,13 +130,84 @@ macro_rules! vector_kernels {
                 }
             }
 
+            // The fused passes of CG (`crate::solve::cg`). Each computes
+            // what the unfused operations do, operation by operation in the
+            // same order (`r - a q` is `r + (-a) q` exactly), so that the
+            // fused solver's iterates equal the unfused ones; only the
+            // passes over memory are fewer.
+
+            /// x += a p; r -= a q; s += r . r (the new r)
+            #[parloop::kernel]
+            pub(crate) fn linalg_cg_update(
+                a: &$t,
+                p: &[$t; $d],
+                q: &[$t; $d],
+                x: &mut [$t; $d],
+                r: &mut [$t; $d],
+                s: &mut $t,
+            ) {
+                for k in 0..$d {
+                    x[k] += *a * p[k];
+                    r[k] -= *a * q[k];
+                }
+                let mut rr = r[0] * r[0];
+                for k in 1..$d {
+                    rr += r[k] * r[k];
+                }
+                *s += rr;
+            }
+            /// x += a p; r -= a q; s[0] += r . (r .* dinv), s[1] += r . r
+            /// (the Jacobi-preconditioned residual's two sums, without
+            /// storing z = r .* dinv)
+            #[parloop::kernel]
+            pub(crate) fn linalg_cg_update_jacobi(
+                a: &$t,
+                p: &[$t; $d],
+                q: &[$t; $d],
+                dinv: &[$t; $d],
+                x: &mut [$t; $d],
+                r: &mut [$t; $d],
+                s: &mut [$t; 2],
+            ) {
+                for k in 0..$d {
+                    x[k] += *a * p[k];
+                    r[k] -= *a * q[k];
+                }
+                let mut rz = r[0] * (r[0] * dinv[0]);
+                let mut rr = r[0] * r[0];
+                for k in 1..$d {
+                    rz += r[k] * (r[k] * dinv[k]);
+                    rr += r[k] * r[k];
+                }
+                s[0] += rz;
+                s[1] += rr;
+            }
+            /// s[0] += r . (r .* dinv), s[1] += r . r
+            #[parloop::kernel]
+            pub(crate) fn linalg_cg_sums_jacobi(r: &[$t; $d], dinv: &[$t; $d], s: &mut [$t; 2]) {
+                let mut rz = r[0] * (r[0] * dinv[0]);
+                let mut rr = r[0] * r[0];
+                for k in 1..$d {
+                    rz += r[k] * (r[k] * dinv[k]);
+                    rr += r[k] * r[k];
+                }
+                s[0] += rz;
+                s[1] += rr;
+            }
+            /// p = r .* dinv + b p
+            #[parloop::kernel]
+            pub(crate) fn linalg_cg_direction_jacobi(r: &[$t; $d], dinv: &[$t; $d], b: &$t, p: &mut [$t; $d]) {
+                for k in 0..$d {
+                    p[k] = r[k] * dinv[k] + *b * p[k];
+                }
+            }
+
             pub(crate) static TABLE: VecKernels = VecKernels {
                 axpy: linalg_axpy::KERNEL,
                 axpby: linalg_axpby::KERNEL,
                 scale: linalg_scale::KERNEL,
                 dot: linalg_dot::KERNEL,
                 sumsq: linalg_sumsq::KERNEL,
-                dot_sumsq: linalg_dot_sumsq::KERNEL,
                 copy: linalg_copy::KERNEL,
                 fill: linalg_fill::KERNEL,
                 mul: linalg_mul::KERNEL,
@@ -153,6 +215,10 @@ macro_rules! vector_kernels {
                 div: linalg_div::KERNEL,
                 div_in: linalg_div_in::KERNEL,
                 rdiv_in: linalg_rdiv_in::KERNEL,
+                cg_update: linalg_cg_update::KERNEL,
+                cg_update_jacobi: linalg_cg_update_jacobi::KERNEL,
+                cg_sums_jacobi: linalg_cg_sums_jacobi::KERNEL,
+                cg_direction_jacobi: linalg_cg_direction_jacobi::KERNEL,
             };
         }
     };

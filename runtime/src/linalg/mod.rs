@@ -17,6 +17,7 @@
 //! # Ok::<(), parloop::Error>(())
 //! ```
 
+mod fused;
 mod kernels;
 pub(crate) mod spmv;
 mod vector;

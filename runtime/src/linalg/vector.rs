@@ -146,19 +146,78 @@ impl Runtime {
         s.value()
     }
 
-    /// `(x . y, x . x)` in one pass over `x` and `y` (a solver's `r . z`
-    /// and `r . r`).
-    pub(crate) fn dot_and_sumsq<T: Real>(&self, x: &Dat<T>, y: &Dat<T>) -> Result<(T, T)> {
-        let k = kernels_for("dot", &[("x", x), ("y", y)])?;
-        if x.id() == y.id() {
-            let s = self.dot(x, x)?;
-            return Ok((s, s));
-        }
+    /// The fused update of a CG iteration, one pass: `x += alpha p`,
+    /// `r -= alpha q`, and of the new `r` the sums `(r . z, r . r)` with
+    /// `z = r .* dinv` (not stored; `z = r` without `dinv`). All dats on
+    /// one set with one dim, distinct.
+    pub(crate) fn cg_update<T: Real>(
+        &self,
+        alpha: T,
+        p: &Dat<T>,
+        q: &Dat<T>,
+        x: &Dat<T>,
+        r: &Dat<T>,
+        dinv: Option<&Dat<T>>,
+    ) -> Result<(T, T)> {
+        let mut dats = vec![("r", r), ("x", x), ("p", p), ("q", q)];
+        dats.extend(dinv.map(|d| ("dinv", d)));
+        let k = kernels_for("cg update", &dats)?;
+        let a = scalar(self, "cg", "alpha", alpha)?;
         let n = NEXT_GLOBAL.fetch_add(1, Ordering::Relaxed);
-        let s = self.global(&format!("dot#{n}:sums"), &[T::ZERO, T::ZERO])?;
-        self.vec_loop(k.dot_sumsq, x, &[x.arg(Access::READ), y.arg(Access::READ), s.arg(Access::INC)])?;
+        let (pa, qa, xa, ra) = (p.arg(Access::READ), q.arg(Access::READ), x.arg(Access::RW), r.arg(Access::RW));
+        match dinv {
+            None => {
+                let s = self.global(&format!("cg#{n}:rr"), &[T::ZERO])?;
+                self.vec_loop(k.cg_update, r, &[a.arg(Access::READ), pa, qa, xa, ra, s.arg(Access::INC)])?;
+                let rr = s.value()?;
+                Ok((rr, rr))
+            }
+            Some(d) => {
+                let s = self.global(&format!("cg#{n}:sums"), &[T::ZERO, T::ZERO])?;
+                let args = [a.arg(Access::READ), pa, qa, d.arg(Access::READ), xa, ra, s.arg(Access::INC)];
+                self.vec_loop(k.cg_update_jacobi, r, &args)?;
+                let v = s.values()?;
+                Ok((v[0], v[1]))
+            }
+        }
+    }
+
+    /// `(r . z, r . r)` with `z = r .* dinv` (not stored; `z = r` without
+    /// `dinv`), one pass.
+    pub(crate) fn cg_sums<T: Real>(&self, r: &Dat<T>, dinv: Option<&Dat<T>>) -> Result<(T, T)> {
+        let Some(d) = dinv else {
+            let rr = self.dot(r, r)?;
+            return Ok((rr, rr));
+        };
+        let k = kernels_for("cg sums", &[("r", r), ("dinv", d)])?;
+        let n = NEXT_GLOBAL.fetch_add(1, Ordering::Relaxed);
+        let s = self.global(&format!("cg#{n}:sums"), &[T::ZERO, T::ZERO])?;
+        self.vec_loop(k.cg_sums_jacobi, r, &[r.arg(Access::READ), d.arg(Access::READ), s.arg(Access::INC)])?;
         let v = s.values()?;
         Ok((v[0], v[1]))
+    }
+
+    /// CG's new search direction `p = z + beta p` with `z = r .* dinv`
+    /// computed on the fly (`z = r` without `dinv`); `p = z` when `beta` is
+    /// `None` (a (re)start: the old `p` is not read).
+    pub(crate) fn cg_direction<T: Real>(
+        &self,
+        r: &Dat<T>,
+        dinv: Option<&Dat<T>>,
+        beta: Option<T>,
+        p: &Dat<T>,
+    ) -> Result<()> {
+        match (dinv, beta) {
+            (None, None) => self.copy_from(p, r),
+            (None, Some(b)) => self.axpby(T::ONE, r, b, p),
+            (Some(d), None) => self.pointwise_mult(p, r, d),
+            (Some(d), Some(b)) => {
+                let k = kernels_for("cg direction", &[("p", p), ("r", r), ("dinv", d)])?;
+                let b = scalar(self, "cg", "beta", b)?;
+                let args = [r.arg(Access::READ), d.arg(Access::READ), b.arg(Access::READ), p.arg(Access::RW)];
+                self.vec_loop(k.cg_direction_jacobi, p, &args)
+            }
+        }
     }
 
     /// The Euclidean norm `sqrt(x . x)`.

@@ -1,0 +1,159 @@
+//! The product fused with the dot a solver takes of it right after
+//! (`p . Ap` in CG): the rows read `x[i]` (their diagonal column) and write
+//! `y[i]` anyway, so the dot costs no pass over memory of its own.
+//!
+//! Deterministic: each chunk of rows (the product's chunks,
+//! `CsrRef::chunks`) adds its terms in row order, and the chunks' sums are
+//! added in chunk order, on `seq` as on `threads`: the sum does not depend
+//! on the thread count, and the two backends agree bitwise. (It groups the
+//! additions unlike [`Runtime::dot`], so the two differ in the last bits.)
+
+use rayon::prelude::*;
+
+use super::spmv::{check_dat, host_parallelism, CsrRef};
+use super::Real;
+use crate::decl::Dat;
+use crate::error::{Error, Result};
+use crate::matrix::Mat;
+use crate::runtime::Runtime;
+
+impl<T: Real> CsrRef<'_, T> {
+    /// `y[i] = (A x)[i]` for the rows `rows` (`y` holds every row; the
+    /// others are left as they are), returning `sum x[i] y[i]` over them:
+    /// a square matrix, `x` at least `rows.end` long. In parallel over the
+    /// product's chunks of rows when `parallel`. Call [`CsrRef::check`]
+    /// first.
+    pub fn mult_range_dot(&self, rows: std::ops::Range<usize>, x: &[T], y: &mut [T], parallel: bool) -> T {
+        // The chunks of the whole matrix, cut to the range (as the product).
+        let mut cuts: Vec<usize> = self.chunks().into_iter().map(|c| c.clamp(rows.start, rows.end)).collect();
+        cuts.dedup();
+        let mut pieces: Vec<(usize, &mut [T])> = Vec::with_capacity(cuts.len());
+        let mut rest = &mut y[rows];
+        for w in cuts.windows(2) {
+            let (head, tail) = rest.split_at_mut(w[1] - w[0]);
+            pieces.push((w[0], head));
+            rest = tail;
+        }
+        let piece = |(first, ys): (usize, &mut [T])| -> T {
+            let xs = &x[first..first + ys.len()];
+            let mut sum = T::ZERO;
+            for (k, (yi, &xi)) in ys.iter_mut().zip(xs).enumerate() {
+                let v = self.row(first + k, x);
+                *yi = v;
+                sum = sum + xi * v;
+            }
+            sum
+        };
+        let sums: Vec<T> = if parallel {
+            pieces.into_par_iter().map(piece).collect()
+        } else {
+            pieces.into_iter().map(piece).collect()
+        };
+        sums.into_iter().fold(T::ZERO, |a, b| a + b)
+    }
+}
+
+impl Runtime {
+    /// `y = A x`, returning `x . y` ([`LinearOperator::apply_dot`] of a
+    /// [`Mat`]): in one pass over the matrix on `seq` and `threads` on one
+    /// rank; elsewhere (a device, several ranks, a matrix that is not
+    /// square) [`Runtime::mult`] then [`Runtime::dot`].
+    ///
+    /// [`LinearOperator::apply_dot`]: super::LinearOperator::apply_dot
+    pub(crate) fn mult_dot<T: Real>(&self, a: &Mat<T>, x: &Dat<T>, y: &Dat<T>) -> Result<T> {
+        let s = a.sparsity();
+        let what = a.name();
+        let square = s.row_set() == s.col_set() && s.row_dim() == s.col_dim();
+        if !square || self.device().is_some() || self.ranks() > 1 {
+            self.mult(a, x, y)?;
+            return self.dot(x, y);
+        }
+        check_dat("mult", what, "x", x, s.col_set(), s.col_dim())?;
+        check_dat("mult", what, "y", y, s.row_set(), s.row_dim())?;
+        if x.id() == y.id() {
+            return Err(Error::Incompatible {
+                op: format!("mult of matrix `{what}`"),
+                reason: format!("x and y are both dat `{}`; the product needs a dat of its own", x.name()),
+            });
+        }
+        let parallel = host_parallelism(self, what, "mult")?;
+        let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
+        // The dot runs over the owned values, which are the matrix's rows
+        // on one rank.
+        let owned = y.set().size() * y.dim();
+        a.values_dat().with_values(|vals| {
+            let csr = CsrRef { row_ptr, cols, vals };
+            x.with_values(|xv| {
+                csr.check(what, xv.len(), y.set().total() * y.dim())?;
+                if csr.rows() != owned || xv.len() < owned {
+                    return Err(Error::Incompatible {
+                        op: format!("mult of matrix `{what}`"),
+                        reason: format!(
+                            "{} rows for {owned} owned values of y and {} of x; a square matrix has one per value",
+                            csr.rows(),
+                            xv.len()
+                        ),
+                    });
+                }
+                y.with_values_mut(|yv| csr.mult_range_dot(0..owned, xv, yv, parallel))
+            })?
+        })?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A random square CSR matrix (sorted unique columns, rows of 0 to 30
+    /// entries).
+    fn random(n: usize, seed: u64) -> (Vec<usize>, Vec<u32>, Vec<f64>) {
+        let mut s = seed;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let (mut ptr, mut ci, mut vals) = (vec![0], Vec::new(), Vec::new());
+        for _ in 0..n {
+            let mut c: Vec<u32> = (0..next() % 31).map(|_| (next() % n as u64) as u32).collect();
+            c.sort_unstable();
+            c.dedup();
+            vals.extend(c.iter().map(|_| (next() % 2000) as f64 / 1000.0 - 1.0));
+            ci.extend(c);
+            ptr.push(ci.len());
+        }
+        (ptr, ci, vals)
+    }
+
+    #[test]
+    fn fused_dot_is_the_product_and_its_dot_on_any_range() {
+        for (n, seed) in [(1, 1), (9, 2), (700, 3), (20_000, 4)] {
+            let (ptr, ci, vals) = random(n, seed);
+            let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals };
+            csr.check("a", n, n).unwrap();
+            let x: Vec<f64> = (0..n).map(|j| (j as f64 * 0.37).sin()).collect();
+            let mut want = vec![0.0; n];
+            csr.mult(&x, &mut want, false);
+            for rows in [0..n, 0..n / 2, n / 3..n, n / 2..n / 2] {
+                let dot: f64 = rows.clone().map(|i| x[i] * want[i]).sum();
+                let mut sums = Vec::new();
+                for parallel in [false, true] {
+                    let mut y = vec![f64::NAN; n];
+                    let s = csr.mult_range_dot(rows.clone(), &x, &mut y, parallel);
+                    for i in 0..n {
+                        if rows.contains(&i) {
+                            assert_eq!(y[i], want[i], "n {n} row {i}: the product's own value");
+                        } else {
+                            assert!(y[i].is_nan(), "n {n} row {i} outside {rows:?} was written");
+                        }
+                    }
+                    assert!((s - dot).abs() <= 1e-12 * (1.0 + dot.abs()), "n {n} {rows:?}: {s} vs {dot}");
+                    sums.push(s);
+                }
+                assert_eq!(sums[0].to_bits(), sums[1].to_bits(), "n {n} {rows:?}: serial and parallel sums differ");
+            }
+        }
+    }
+}
