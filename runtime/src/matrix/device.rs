@@ -23,6 +23,7 @@
 //! in lane order: deterministic.
 
 use std::collections::HashMap;
+use std::sync::Weak;
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
@@ -56,8 +57,8 @@ pub(crate) struct DeviceCaches {
     patterns: Mutex<HashMap<usize, Arc<CsrOnDevice>>>,
 }
 
-/// A matrix argument's shape: the pattern (by address, kept alive by the
-/// tables), the maps, and the iteration set.
+/// A matrix argument's shape: the pattern (by address, reserved by the
+/// tables' weak reference), the maps, and the iteration set.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct ScatterKey {
     pattern: usize,
@@ -69,8 +70,11 @@ struct ScatterKey {
 
 /// Where element-matrix entries go, on the device.
 struct ScatterTables {
-    /// Keeps the pattern alive while its address is a key.
-    _pattern: Arc<super::sparsity::Pattern>,
+    /// The pattern: a weak reference keeps its address from being reused
+    /// while it is a key, and tells when the entry is garbage (the tables
+    /// and element matrices, often the largest device allocations, go with
+    /// the last matrix on the pattern, at the next insertion).
+    pattern: Weak<super::sparsity::Pattern>,
     /// Entries (elements x rows x cols).
     entries: usize,
     /// Position of each entry in the values (`NOT_OWNED` when none).
@@ -86,7 +90,8 @@ struct ScatterTables {
 
 /// A pattern's scalar CSR on the device.
 struct CsrOnDevice {
-    _pattern: Arc<super::sparsity::Pattern>,
+    /// As [`ScatterTables::pattern`].
+    pattern: Weak<super::sparsity::Pattern>,
     row_ptr: DeviceBuffer,
     col_indices: DeviceBuffer,
     /// Threads per row of the product.
@@ -237,12 +242,14 @@ impl DeviceCaches {
         // Enough lanes to cover a typical row in one or two strides.
         let threads_per_row = (average / 2.0).ceil().clamp(1.0, 32.0) as u32;
         let csr = Arc::new(CsrOnDevice {
-            _pattern: p.clone(),
+            pattern: Arc::downgrade(p),
             row_ptr: upload(device.as_ref(), &row_ptr)?,
             col_indices: upload(device.as_ref(), p.col_indices())?,
             threads_per_row: threads_per_row.next_power_of_two(),
         });
-        lock(&self.patterns).insert(key, csr.clone());
+        let mut patterns = lock(&self.patterns);
+        patterns.retain(|_, c| c.pattern.strong_count() > 0);
+        patterns.insert(key, csr.clone());
         Ok(csr)
     }
 }
@@ -311,7 +318,7 @@ fn scatter_tables(
         other => return Err(c_type(other).unwrap_err()),
     };
     Ok(ScatterTables {
-        _pattern: scatter.pattern.clone(),
+        pattern: Arc::downgrade(&scatter.pattern),
         entries,
         positions: upload(device.as_ref(), &positions)?,
         offsets: upload(device.as_ref(), &counts)?,
@@ -372,7 +379,9 @@ impl Runtime {
                 Some(t) if t.entries == elements * m.rows * m.cols => t,
                 _ => {
                     let t = Arc::new(scatter_tables(device, m, elements, set, elem, kernel.name())?);
-                    lock(&self.matrices.device.scatters).insert(key, t.clone());
+                    let mut scatters = lock(&self.matrices.device.scatters);
+                    scatters.retain(|_, t| t.pattern.strong_count() > 0);
+                    scatters.insert(key, t.clone());
                     t
                 }
             };
@@ -463,5 +472,49 @@ impl Runtime {
         library.launch(&format!("pl_lib_spmv_{}", suffix(T::TYPE)), grid, BLOCK, shared, &params)?;
         y.0.device_written();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Access, Backend, Runtime};
+
+    #[crate::kernel]
+    fn edge(a: &mut [[f64; 2]; 2]) {
+        a[0][0] += 1.0;
+        a[0][1] -= 1.0;
+        a[1][0] -= 1.0;
+        a[1][1] += 1.0;
+    }
+
+    /// The device tables of a dropped matrix's pattern go at the next
+    /// insertion (they held the pattern alive, and its element matrices,
+    /// for the runtime's life).
+    #[test]
+    fn device_tables_go_with_the_last_matrix_on_their_pattern() {
+        let rt = Runtime::with_backend(Backend::Emu).unwrap();
+        let nodes = rt.set("nodes", 4).unwrap();
+        let edges = rt.set("edges", 3).unwrap();
+        let first = rt.map("first", &edges, &nodes, 2, vec![0, 1, 1, 2, 2, 3]).unwrap();
+        let second = rt.map("second", &edges, &nodes, 2, vec![0, 2, 1, 3, 0, 3]).unwrap();
+        let entries = |rt: &Runtime| {
+            let d = &rt.matrices.device;
+            (crate::sync::lock(&d.scatters).len(), crate::sync::lock(&d.patterns).len())
+        };
+        let x = rt.dat("x", &nodes, 1, vec![1.0, 2.0, 3.0, 4.0]).unwrap();
+        let y = rt.dat("y", &nodes, 1, vec![0.0; 4]).unwrap();
+        for (k, map) in [&first, &second].into_iter().enumerate() {
+            let a = rt
+                .mat::<f64>(&format!("A{k}"), &rt.sparsity(&format!("s{k}"), &[(map, map)], (1, 1)).unwrap())
+                .unwrap();
+            rt.par_loop(edge::KERNEL, &edges, &[a.arg(map, map, Access::INC)]).unwrap();
+            rt.mult(&a, &x, &y).unwrap();
+            // The matrix (and its pattern) is dropped at the end of the
+            // iteration: the second one's insertions prune the first's.
+            assert_eq!(entries(&rt), (1, 1), "matrix {k}");
+        }
+        // Results stay right: the second matrix's product (edges 0-2, 1-3
+        // and 0-3, each adding [[1, -1], [-1, 1]]).
+        assert_eq!(y.values().unwrap(), vec![-5.0, -2.0, 2.0, 5.0]);
     }
 }
