@@ -15,8 +15,10 @@ use super::Real;
 use crate::backend::Backend;
 use crate::decl::{Dat, Set};
 use crate::error::{Error, Result};
+use crate::exec::lock_args;
 use crate::matrix::Mat;
 use crate::runtime::Runtime;
+use crate::types::Access;
 
 /// What the solvers need of a matrix: its shape, `y = A x` and its
 /// diagonal. Implemented by [`Mat`](crate::Mat); a solver written against
@@ -62,6 +64,14 @@ pub trait LinearOperator<T: Real> {
     fn apply(&self, rt: &Runtime, x: &Dat<T>, y: &Dat<T>) -> Result<()>;
     /// `d = diag(A)` (`d` on the row set; a square operator).
     fn diagonal(&self, rt: &Runtime, d: &Dat<T>) -> Result<()>;
+    /// `y = A x`, returning `x . y` (a solver's `p . Ap`; a square
+    /// operator), all-reduced under MPI. By default [`apply`](Self::apply)
+    /// then [`Runtime::dot`]; a [`Mat`] on the host adds the dot up in its
+    /// product's pass (`linalg::fused`).
+    fn apply_dot(&self, rt: &Runtime, x: &Dat<T>, y: &Dat<T>) -> Result<T> {
+        self.apply(rt, x, y)?;
+        rt.dot(x, y)
+    }
 }
 
 /// A CSR matrix's arrays as the host product reads them: `rows + 1` row
@@ -117,7 +127,7 @@ impl<T: Real> CsrRef<'_, T> {
 
     /// Row `i` of the product with `x`.
     #[inline(always)]
-    fn row(&self, i: usize, x: &[T]) -> T {
+    pub(super) fn row(&self, i: usize, x: &[T]) -> T {
         let (s, e) = (self.row_ptr[i], self.row_ptr[i + 1]);
         let (cols, vals) = (&self.cols[s..e], &self.vals[s..e]);
         // Four independent sums: a row's products are added without each
@@ -149,7 +159,7 @@ impl<T: Real> CsrRef<'_, T> {
 
     /// Row boundaries of chunks of about [`NNZ_PER_TASK`] entries (at least
     /// one row each), from 0 to `rows`.
-    fn chunks(&self) -> Vec<usize> {
+    pub(super) fn chunks(&self) -> Vec<usize> {
         let rows = self.rows();
         let nnz = self.row_ptr[rows];
         let mut cuts = vec![0];
@@ -170,14 +180,25 @@ impl<T: Real> CsrRef<'_, T> {
 
     /// `y[..rows] = A x`, in parallel over chunks of rows when `parallel`.
     /// Call [`CsrRef::check`] first.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn mult(&self, x: &[T], y: &mut [T], parallel: bool) {
-        let rows = self.rows();
-        let y = &mut y[..rows];
+        self.mult_range(0..self.rows(), x, y, parallel);
+    }
+
+    /// `y[i] = (A x)[i]` for the rows `rows` only (`y` holds every row),
+    /// in parallel over chunks of rows when `parallel`; `x` may be cut
+    /// short after the last column these rows read. A distributed product
+    /// computes the rows that read no halo entries of `x` while the halo is
+    /// exchanged, then the others. Call [`CsrRef::check`] first.
+    pub fn mult_range(&self, rows: std::ops::Range<usize>, x: &[T], y: &mut [T], parallel: bool) {
+        let y = &mut y[rows.clone()];
         if !parallel {
-            self.mult_rows(0, x, y);
+            self.mult_rows(rows.start, x, y);
             return;
         }
-        let cuts = self.chunks();
+        // The chunks of the whole matrix, cut to the range.
+        let mut cuts: Vec<usize> = self.chunks().into_iter().map(|c| c.clamp(rows.start, rows.end)).collect();
+        cuts.dedup();
         let mut pieces: Vec<(usize, &mut [T])> = Vec::with_capacity(cuts.len());
         let mut rest = y;
         for w in cuts.windows(2) {
@@ -237,8 +258,10 @@ impl Runtime {
     /// dim, `y` on its row set with its row dim (distinct dats). On
     /// `threads` the rows are shared by nonzeros between the cores; results
     /// do not depend on the thread count. On a device, a CSR kernel with a
-    /// few lanes per row (`matrix::device`), deterministic. Distributed runs
-    /// return an error (no column halo exchange yet).
+    /// few lanes per row (`matrix::device`), deterministic. Distributed
+    /// (seed 004): each rank computes its owned rows; the halo of `x` is
+    /// exchanged when stale, on the host while the rows that read no halo
+    /// column are computed, and `y`'s halo is stale afterwards.
     ///
     /// ```
     /// use parloop::{Access, Backend, Runtime};
@@ -272,19 +295,44 @@ impl Runtime {
                 reason: format!("x and y are both dat `{}`; the product needs a dat of its own", x.name()),
             });
         }
+        let args = [x.arg(Access::READ), y.arg(Access::WRITE)];
         if let Some(device) = self.device() {
-            self.single_rank(what, "mult")?;
-            return self.mult_on_device(device, a, x, y);
+            // The halo first, then the product (the device's product reads
+            // every row at once).
+            self.dist.refresh_device(device, &format!("mult of matrix `{what}`"), &args)?;
+            self.mult_on_device(device, a, x, y)?;
+            self.dist.written(&args);
+            return Ok(());
         }
         let parallel = host_parallelism(self, what, "mult")?;
-        self.single_rank(what, "mult")?;
         let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
+        let split = a.halo_rows_from();
         a.values_dat().with_values(|vals| {
             let csr = CsrRef { row_ptr, cols, vals };
-            x.with_values(|xv| {
-                csr.check(what, xv.len(), y.set().total() * y.dim())?;
-                y.with_values_mut(|yv| csr.mult(xv, yv, parallel))
-            })?
+            let locked = lock_args(&format!("mult of matrix `{what}`"), &args)?;
+            let (xv, yv) = (&locked.views[0], &locked.views[1]);
+            let (x_len, y_len) = (x.set().total() * x.dim(), y.set().total() * y.dim());
+            csr.check(what, x_len, y_len)?;
+            let owned_x = (x.set().size() * x.dim()).min(x_len);
+            // SAFETY: the views point at the locked values of `x` and `y`
+            // (distinct dats, checked above), `x_len` and `y_len` values
+            // long. While the halo is exchanged, MPI writes only `x`'s halo
+            // tail (from `owned_x` on), which the first slice leaves out;
+            // the rows before `split` read owned columns only.
+            let (x_owned, y_all) = unsafe {
+                (
+                    std::slice::from_raw_parts(xv.data.cast::<T>().cast_const(), owned_x),
+                    std::slice::from_raw_parts_mut(yv.data.cast::<T>(), y_len),
+                )
+            };
+            let op = format!("mult of matrix `{what}`");
+            self.dist.refresh(&op, &args, &locked.views, &mut || csr.mult_range(0..split, x_owned, y_all, parallel))?;
+            // SAFETY: as above; the exchange is over, nothing else writes `x`.
+            let x_all = unsafe { std::slice::from_raw_parts(xv.data.cast::<T>().cast_const(), x_len) };
+            csr.mult_range(split..csr.rows(), x_all, y_all, parallel);
+            drop(locked);
+            self.dist.written(&args);
+            Ok(())
         })?
     }
 
@@ -321,22 +369,13 @@ impl Runtime {
         check_dat("diagonal", what, "d", d, s.row_set(), s.row_dim())?;
         // On the host on every backend: a set-up step, once per solve (on a
         // device the values come down once and `d` goes up with its next use).
-        self.single_rank(what, "diagonal")?;
+        // The owned rows only: `d`'s halo is stale after it.
         let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
         a.values_dat().with_values(|vals| {
             let csr = CsrRef { row_ptr, cols, vals };
             d.with_values_mut(|dv| csr.diagonal(dv))
-        })?
-    }
-
-    /// An error for matrix operations that do not yet exchange halos.
-    fn single_rank(&self, what: &str, op: &str) -> Result<()> {
-        if self.ranks() > 1 {
-            return Err(Error::Distributed {
-                rank: self.rank(),
-                reason: format!("{op} of matrix `{what}` runs on one rank only for now (no column halo exchange yet)"),
-            });
-        }
+        })??;
+        self.dist.written(&[d.arg(Access::WRITE)]);
         Ok(())
     }
 }
@@ -362,6 +401,9 @@ impl<T: Real> LinearOperator<T> for Mat<T> {
     }
     fn diagonal(&self, rt: &Runtime, d: &Dat<T>) -> Result<()> {
         rt.diagonal(self, d)
+    }
+    fn apply_dot(&self, rt: &Runtime, x: &Dat<T>, y: &Dat<T>) -> Result<T> {
+        rt.mult_dot(self, x, y)
     }
 }
 
