@@ -77,6 +77,12 @@ fn clear(n: &mut [f64; 2]) {
     n[1] = 0.0;
 }
 
+#[parloop::kernel]
+fn count_and_sum(x: &[f64; 2], count: &mut f64, sum: &mut f64) {
+    *count += 1.0;
+    *sum += x[0] + 2.0 * x[1];
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-10 * a.abs().max(b.abs()).max(1e-300)
 }
@@ -495,6 +501,28 @@ fn fem(world: &parloop::mpi::SimpleCommunicator, backend: Backend, failures: &mu
         let local = p.mesh.vertices.total();
         let y = rt.dat("y", &p.mesh.vertices, 1, vec![0.0; local]).unwrap_or_else(|e| fail(&rt, e));
         rt.mult(&p.matrix, &p.rhs, &y).unwrap_or_else(|e| fail(&rt, e));
+        // A loop over the Dirichlet subset (declared before the partition)
+        // reduces across ranks: each boundary vertex counted once.
+        if let Some(boundary) = p.dirichlet.as_ref().filter(|_| mesh.dim == 2) {
+            let (count, sum) = (rt.global("count", &[0.0]).unwrap(), rt.global("sum", &[0.0]).unwrap());
+            let args = [p.mesh.coords.arg(Access::READ), count.arg(Access::INC), sum.arg(Access::INC)];
+            rt.par_loop(count_and_sum::KERNEL, boundary, &args).unwrap_or_else(|e| fail(&rt, e));
+            let (mut want_count, mut want_sum) = (0.0, 0.0);
+            let mut boundary_vertices: Vec<u32> = mesh.facets.clone();
+            boundary_vertices.sort_unstable();
+            boundary_vertices.dedup();
+            for &v in &boundary_vertices {
+                want_count += 1.0;
+                let x = &mesh.coords[v as usize * mesh.dim..];
+                want_sum += x[0] + 2.0 * x[1];
+            }
+            let (got_count, got_sum) = (count.value().unwrap(), sum.value().unwrap());
+            check(
+                got_count == want_count && (got_sum - want_sum).abs() <= 1e-12 * want_sum.abs(),
+                &format!("{backend:?}/{name}: loop over the Dirichlet subset: count {got_count} sum {got_sum}, want {want_count} {want_sum}"),
+                failures,
+            );
+        }
         let report = p.solve(1e-10).unwrap_or_else(|e| fail(&rt, e));
         let errors = p.errors(&exact).unwrap_or_else(|e| fail(&rt, e));
         let y = y.gather(0).unwrap_or_else(|e| fail(&rt, e));
