@@ -390,3 +390,83 @@ fn large_staged_plans_satisfy_every_invariant() {
     };
     check_case(&c, true).unwrap();
 }
+
+/// Times a host plan (block colours only) and the byte count of the P1
+/// Laplacian's loop on the Kuhn unit cube: `PARLOOP_CUBE=125 cargo test
+/// --release -p parloop-planner --test plan_properties host_plan_timing --
+/// --ignored --nocapture`. Prints times; asserts only that the plan is valid.
+#[test]
+#[ignore]
+fn host_plan_timing() {
+    let n: usize = std::env::var("PARLOOP_CUBE").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
+    let v = |i: usize, j: usize, k: usize| ((k * (n + 1) + j) * (n + 1) + i) as i32;
+    let perms = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+    let mut tets = Vec::with_capacity(24 * n * n * n);
+    for k in 0..n {
+        for j in 0..n {
+            for i in 0..n {
+                for p in perms {
+                    let mut c = [i, j, k];
+                    tets.push(v(c[0], c[1], c[2]));
+                    for axis in p {
+                        c[axis] += 1;
+                        tets.push(v(c[0], c[1], c[2]));
+                    }
+                }
+            }
+        }
+    }
+    let (cells, nodes) = (6 * n * n * n, (n + 1).pow(3));
+    let arg = |dat_id, conflicts| IndirectArg {
+        map: &tets,
+        arity: 4,
+        to_size: nodes,
+        columns: Columns::All,
+        map_id: 1,
+        dat_id,
+        bytes_per_entity: 8,
+        conflicts,
+    };
+    let args = [arg(1, false), arg(2, true)];
+    let sections = [cells];
+    for thread_colours in [false, true] {
+        let request = PlanRequest {
+            sections: &sections,
+            args: &args,
+            shared_memory_bytes: 48 * 1024,
+            part_size: Some(2048),
+            staging: false,
+            thread_colours,
+        };
+        let t = std::time::Instant::now();
+        let plan = build_plan(&request).unwrap();
+        let took = t.elapsed().as_secs_f64();
+        println!(
+            "n = {n}: {cells} cells, {} blocks, {} colours, thread colours {thread_colours}: {took:.3} s",
+            plan.blocks.len(),
+            plan.colours
+        );
+        if n <= 40 {
+            plan.check(&request).unwrap();
+        }
+    }
+    let bytes: Vec<parloop_planner::ByteArg> = args
+        .iter()
+        .map(|a| parloop_planner::ByteArg {
+            dat_id: a.dat_id,
+            kind: parloop_planner::ByteArgKind::Indirect {
+                map: a.map,
+                arity: 4,
+                to_size: nodes,
+                columns: Columns::All,
+                map_id: 1,
+            },
+            bytes_per_entity: 8,
+            reads: true,
+            writes: a.conflicts,
+        })
+        .collect();
+    let t = std::time::Instant::now();
+    let b = parloop_planner::min_bytes(cells, &bytes);
+    println!("min_bytes {b}: {:.3} s", t.elapsed().as_secs_f64());
+}

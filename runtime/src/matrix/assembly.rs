@@ -96,6 +96,15 @@ pub(crate) fn element_positions(scatter: &MatScatter, e: usize, out: &mut [Optio
 pub(crate) unsafe fn scatter<T: Scalar>(scatter: *const (), e: usize, local: *const T, data: *mut T, write: bool) {
     // SAFETY: forwarded contract.
     let s = unsafe { &*scatter.cast::<MatScatter>() };
+    // The column arities of P1 triangles and tetrahedra (and P2
+    // triangles) search their columns all at once (`ranks`).
+    // SAFETY (all three): forwarded contract.
+    match s.col_map.arity() {
+        3 => return unsafe { scatter_n::<T, 3>(s, e, local, data, write) },
+        4 => return unsafe { scatter_n::<T, 4>(s, e, local, data, write) },
+        6 => return unsafe { scatter_n::<T, 6>(s, e, local, data, write) },
+        _ => {}
+    }
     let p = &*s.pattern;
     let (rd, cd) = (p.row_dim, p.col_dim);
     let (ra, ca) = (s.row_map.arity(), s.col_map.arity());
@@ -118,6 +127,72 @@ pub(crate) unsafe fn scatter<T: Scalar>(scatter: *const (), e: usize, local: *co
                 for b in 0..cd {
                     // SAFETY: `base + b` lies in the row's entries, `src + b`
                     // in the element matrix (forwarded contract).
+                    unsafe {
+                        let v = *local.add(src + b);
+                        let d = data.add(base + b);
+                        *d = if write { v } else { (*d).inc(v) };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Where each of `cols` is in the sorted `row` (`None`: not there): the
+/// count of the row's entries below each column, for all columns in one
+/// pass over the row (the comparisons of one entry with the `N` columns
+/// are one vector operation), instead of one pass per column. For the
+/// n = 125 cube's rows of 15 entries and 4 columns, a quarter of the
+/// comparisons and no per-column loop overhead.
+#[inline(always)]
+fn ranks<const N: usize>(row: &[u32], cols: &[u32; N]) -> [Option<usize>; N] {
+    if row.len() > 64 {
+        return cols.map(|c| super::sparsity::find(row, c));
+    }
+    let mut below = [0u32; N];
+    for &x in row {
+        for j in 0..N {
+            below[j] += u32::from(x < cols[j]);
+        }
+    }
+    let mut out = [None; N];
+    for j in 0..N {
+        let k = below[j] as usize;
+        out[j] = (row.get(k) == Some(&cols[j])).then_some(k);
+    }
+    out
+}
+
+/// [`scatter`] for a column map of arity `N`.
+///
+/// # Safety
+/// As [`scatter`], with `s.col_map.arity() == N`.
+#[inline(always)]
+unsafe fn scatter_n<T: Scalar, const N: usize>(s: &MatScatter, e: usize, local: *const T, data: *mut T, write: bool) {
+    let p = &*s.pattern;
+    let (rd, cd) = (p.row_dim, p.col_dim);
+    let ra = s.row_map.arity();
+    let rrow = &s.row_map.values()[e * ra..(e + 1) * ra];
+    let crow: &[i32; N] = s.col_map.values()[e * N..(e + 1) * N].try_into().expect("the map's arity is N");
+    // Map values were validated: non-negative and below the column set's size.
+    let cols: [u32; N] = crow.map(|c| c as u32);
+    let (bptr, bcols) = p.block();
+    let row_ptr = p.row_ptr();
+    for (i, &r) in rrow.iter().enumerate() {
+        let r = r as usize;
+        if r >= p.row_entities {
+            continue; // another rank's row
+        }
+        let found = ranks(&bcols[bptr[r]..bptr[r + 1]], &cols);
+        for (j, k) in found.into_iter().enumerate() {
+            // The pattern was built from these maps' rows: the entry is there.
+            let Some(k) = k else { continue };
+            for a in 0..rd {
+                let base = row_ptr[r * rd + a] + k * cd;
+                let src = (i * rd + a) * s.cols + j * cd;
+                for b in 0..cd {
+                    // SAFETY: `base + b` lies in the row's entries, `src + b`
+                    // in the element matrix (the caller's contract).
                     unsafe {
                         let v = *local.add(src + b);
                         let d = data.add(base + b);
@@ -154,6 +229,36 @@ mod tests {
             }
         }
         tets
+    }
+
+    /// `ranks` finds what `find` finds, column by column: present and
+    /// absent columns, repeated ones, the ends of the row, long rows.
+    #[test]
+    fn ranks_agree_with_find() {
+        let mut seed = 12345u64;
+        let mut next = |m: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) % m) as u32
+        };
+        for len in [0usize, 1, 2, 15, 64, 65, 200] {
+            for _ in 0..200 {
+                let mut row: Vec<u32> = (0..len).map(|_| next(400)).collect();
+                row.sort_unstable();
+                row.dedup();
+                let pick = |next: &mut dyn FnMut(u64) -> u32| {
+                    if !row.is_empty() && next(2) == 0 {
+                        row[next(row.len() as u64) as usize]
+                    } else {
+                        next(402)
+                    }
+                };
+                let cols: [u32; 4] = std::array::from_fn(|_| pick(&mut next));
+                let want = cols.map(|c| crate::matrix::sparsity::find(&row, c));
+                assert_eq!(ranks(&row, &cols), want, "row {row:?}, columns {cols:?}");
+                let three = [cols[0], cols[0], cols[3]];
+                assert_eq!(ranks(&row, &three), three.map(|c| crate::matrix::sparsity::find(&row, c)));
+            }
+        }
     }
 
     /// Element positions agree with a search of the scalar CSR, for blocks too.

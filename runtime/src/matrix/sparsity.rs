@@ -8,7 +8,7 @@
 //! component `a` is row `r * row_dim + a`), which is what the values follow
 //! and what the linear algebra reads. With both dims 1 they are one array.
 
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -391,44 +391,66 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
 }
 
 /// Row entity -> elements whose row of `map` reaches it (owned rows only;
-/// an element appears once per column that reaches the row), as CSR.
+/// an element appears once per column that reaches the row), as CSR, the
+/// elements of each row in ascending order.
+///
+/// Each worker takes a contiguous run of elements and counts, then places,
+/// them in arrays of its own: worker `w`'s elements of row `r` go after
+/// those of the workers before it. No atomic read-modify-write per map
+/// value (47 million of them for the n = 125 cube, each a locked add when
+/// the counters were shared).
 fn incidence(name: &str, map: &Map, rows: usize) -> Result<(Vec<usize>, Vec<u32>)> {
-    let (values, arity) = (map.values(), map.arity());
-    let counts: Vec<AtomicU32> = {
-        let mut v = Vec::new();
-        v.try_reserve_exact(rows).map_err(|_| oom(name, "row counts", rows, 4))?;
-        v.extend((0..rows).map(|_| AtomicU32::new(0)));
-        v
-    };
-    values.par_chunks(arity.max(1) * 1024).for_each(|chunk| {
-        for &r in chunk {
+    let (values, arity) = (map.values(), map.arity().max(1));
+    if values.len() > u32::MAX as usize {
+        return Err(Error::SizeOverflow {
+            what: "sparsity",
+            name: name.into(),
+            detail: format!("map `{}` has {} values, more than u32 positions hold", map.name(), values.len()),
+        });
+    }
+    let elements = values.len() / arity;
+    // At most 8 workers: each holds a counter per row.
+    let workers = rayon::current_num_threads().clamp(1, 8).min(elements.div_ceil(16 * 1024).max(1));
+    let per = elements.div_ceil(workers).max(1);
+    let run = |w: usize| (w * per).min(elements)..((w + 1) * per).min(elements);
+    let mut cursors: Vec<Vec<u32>> =
+        (0..workers).map(|_| filled(name, "row counts", rows, 0u32)).collect::<Result<_>>()?;
+    cursors.par_iter_mut().enumerate().for_each(|(w, count)| {
+        let elems = run(w);
+        for &r in &values[elems.start * arity..elems.end * arity] {
             if (r as usize) < rows {
-                counts[r as usize].fetch_add(1, Ordering::Relaxed);
+                count[r as usize] += 1;
             }
         }
     });
+    // Counts become each worker's first position in each row.
     let mut ptr = filled(name, "incidence pointers", rows + 1, 0usize)?;
+    let mut at = 0u32;
     for r in 0..rows {
-        ptr[r + 1] = ptr[r] + counts[r].load(Ordering::Relaxed) as usize;
+        ptr[r] = at as usize;
+        for cursor in cursors.iter_mut() {
+            let n = cursor[r];
+            cursor[r] = at;
+            at += n;
+        }
     }
-    let total = ptr[rows];
-    let cursor: Vec<AtomicUsize> = ptr[..rows].iter().map(|&p| AtomicUsize::new(p)).collect();
+    let total = at as usize;
+    ptr[rows] = total;
     let elems: Vec<AtomicU32> = {
         let mut v = Vec::new();
         v.try_reserve_exact(total).map_err(|_| oom(name, "incidence", total, 4))?;
         v.extend((0..total).map(|_| AtomicU32::new(0)));
         v
     };
-    // The order within a row does not matter: columns are sorted afterwards.
-    let per = 1024;
-    (0..values.len().div_ceil(arity * per)).into_par_iter().for_each(|t| {
-        let first = t * per;
-        let last = ((t + 1) * per).min(values.len() / arity);
-        for e in first..last {
+    // Positions are disjoint between workers; relaxed stores are plain
+    // stores (the atomics only make the sharing safe).
+    cursors.par_iter_mut().enumerate().for_each(|(w, cursor)| {
+        for e in run(w) {
             for &r in &values[e * arity..(e + 1) * arity] {
                 if (r as usize) < rows {
-                    let at = cursor[r as usize].fetch_add(1, Ordering::Relaxed);
-                    elems[at].store(e as u32, Ordering::Relaxed);
+                    let at = &mut cursor[r as usize];
+                    elems[*at as usize].store(e as u32, Ordering::Relaxed);
+                    *at += 1;
                 }
             }
         }
