@@ -153,8 +153,8 @@ impl<K: Clone + Eq + std::hash::Hash, V: Clone> Bounded<K, V> {
     }
 
     fn insert(&mut self, key: K, value: V) {
-        if self.entries.contains_key(&key) {
-            self.entries.insert(key, value);
+        if let Some(old) = self.entries.get_mut(&key) {
+            *old = value;
             return;
         }
         if self.entries.len() >= self.capacity {

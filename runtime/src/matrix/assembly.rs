@@ -98,10 +98,12 @@ pub(crate) unsafe fn scatter<T: Scalar>(scatter: *const (), e: usize, local: *co
     let s = unsafe { &*scatter.cast::<MatScatter>() };
     // The column arities of P1 triangles and tetrahedra (and P2
     // triangles) search their columns all at once (`ranks`).
-    // SAFETY (all three): forwarded contract.
     match s.col_map.arity() {
+        // SAFETY: forwarded contract; the column map's arity is 3.
         3 => return unsafe { scatter_n::<T, 3>(s, e, local, data, write) },
+        // SAFETY: forwarded contract; the column map's arity is 4.
         4 => return unsafe { scatter_n::<T, 4>(s, e, local, data, write) },
+        // SAFETY: forwarded contract; the column map's arity is 6.
         6 => return unsafe { scatter_n::<T, 6>(s, e, local, data, write) },
         _ => {}
     }
