@@ -68,6 +68,25 @@ pub trait LinearOperator<T: Real> {
     /// operator), all-reduced under MPI. By default [`apply`](Self::apply)
     /// then [`Runtime::dot`]; a [`Mat`] on the host adds the dot up in its
     /// product's pass (`linalg::fused`).
+    ///
+    /// ```
+    /// use parloop::linalg::LinearOperator;
+    /// use parloop::{Access, Backend, Runtime};
+    /// #[parloop::kernel]
+    /// fn two(a: &mut f64) {
+    ///     *a += 2.0;
+    /// }
+    /// let rt = Runtime::with_backend(Backend::Threads)?;
+    /// let n = rt.set("n", 2)?;
+    /// let id = rt.map("id", &n, &n, 1, vec![0, 1])?;
+    /// let a = rt.mat::<f64>("A", &rt.sparsity("s", &[(&id, &id)], (1, 1))?)?;
+    /// rt.par_loop(two::KERNEL, &n, &[a.arg(&id, &id, Access::INC)])?; // A = 2 I
+    /// let x = rt.dat("x", &n, 1, vec![1.0, 2.0])?;
+    /// let y = rt.dat("y", &n, 1, vec![0.0; 2])?;
+    /// assert_eq!(a.apply_dot(&rt, &x, &y)?, 10.0); // x . 2x
+    /// assert_eq!(y.values()?, vec![2.0, 4.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     fn apply_dot(&self, rt: &Runtime, x: &Dat<T>, y: &Dat<T>) -> Result<T> {
         self.apply(rt, x, y)?;
         rt.dot(x, y)
