@@ -426,11 +426,11 @@ fn fused_passes_follow_the_unfused_iteration_on_every_backend() {
             let what = format!("{backend:?} {preconditioner:?}");
             let rt = Runtime::with_backend(backend).unwrap();
             let mut rng = Rng(0xfeed);
-            let (nodes, a) = random_spd(&rt, &mut rng, 3000, 0.05);
-            let bv: Vec<f64> = (0..3000).map(|_| rng.unit() - 0.3).collect();
+            let (nodes, a) = random_spd(&rt, &mut rng, 1000, 0.05);
+            let bv: Vec<f64> = (0..1000).map(|_| rng.unit() - 0.3).collect();
             let b = rt.dat("b", &nodes, 1, bv).unwrap();
-            let x = rt.dat("x", &nodes, 1, vec![0.0; 3000]).unwrap();
-            let x_ref = rt.dat("x_ref", &nodes, 1, vec![0.0; 3000]).unwrap();
+            let x = rt.dat("x", &nodes, 1, vec![0.0; 1000]).unwrap();
+            let x_ref = rt.dat("x_ref", &nodes, 1, vec![0.0; 1000]).unwrap();
             let opts = CgOptions { rtol: 1e-10, preconditioner, ..CgOptions::default() };
             let report = cg(&rt, &a, &b, &x, &opts).unwrap();
             let jacobi = preconditioner == Preconditioner::Jacobi;
