@@ -10,7 +10,7 @@
 
 use rayon::prelude::*;
 
-use super::spmv::{check_dat, host_parallelism, CsrRef};
+use super::spmv::{check_product, host_parallelism, CsrRef};
 use super::Real;
 use crate::decl::Dat;
 use crate::error::{Error, Result};
@@ -68,14 +68,7 @@ impl Runtime {
             self.mult(a, x, y)?;
             return self.dot(x, y);
         }
-        check_dat("mult", what, "x", x, s.col_set(), s.col_dim())?;
-        check_dat("mult", what, "y", y, s.row_set(), s.row_dim())?;
-        if x.id() == y.id() {
-            return Err(Error::Incompatible {
-                op: format!("mult of matrix `{what}`"),
-                reason: format!("x and y are both dat `{}`; the product needs a dat of its own", x.name()),
-            });
-        }
+        check_product(a, x, y)?;
         let parallel = host_parallelism(self, what, "mult")?;
         let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
         // The dot runs over the owned values, which are the matrix's rows

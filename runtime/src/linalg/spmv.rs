@@ -310,6 +310,21 @@ pub(crate) fn host_parallelism(rt: &Runtime, what: &str, op: &str) -> Result<boo
     }
 }
 
+/// Checks the operands of `y = A x`: `x` on the column set with the column
+/// dim, `y` on the row set with the row dim, distinct dats.
+pub(crate) fn check_product<T: Real>(a: &Mat<T>, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
+    let (s, what) = (a.sparsity(), a.name());
+    check_dat("mult", what, "x", x, s.col_set(), s.col_dim())?;
+    check_dat("mult", what, "y", y, s.row_set(), s.row_dim())?;
+    if x.id() == y.id() {
+        return Err(Error::Incompatible {
+            op: format!("mult of matrix `{what}`"),
+            reason: format!("x and y are both dat `{}`; the product needs a dat of its own", x.name()),
+        });
+    }
+    Ok(())
+}
+
 /// Checks that `x` lives on `set` with `dim`, for operation `op` on matrix
 /// `what` (`role`: "x", "y", ...).
 pub(crate) fn check_dat<T: Real>(op: &str, what: &str, role: &str, x: &Dat<T>, set: &Set, dim: usize) -> Result<()> {
@@ -362,14 +377,7 @@ impl Runtime {
     pub fn mult<T: Real>(&self, a: &Mat<T>, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
         let s = a.sparsity();
         let what = a.name();
-        check_dat("mult", what, "x", x, s.col_set(), s.col_dim())?;
-        check_dat("mult", what, "y", y, s.row_set(), s.row_dim())?;
-        if x.id() == y.id() {
-            return Err(Error::Incompatible {
-                op: format!("mult of matrix `{what}`"),
-                reason: format!("x and y are both dat `{}`; the product needs a dat of its own", x.name()),
-            });
-        }
+        check_product(a, x, y)?;
         let args = [x.arg(Access::READ), y.arg(Access::WRITE)];
         if let Some(device) = self.device() {
             // The halo first, then the product (the device's product reads
