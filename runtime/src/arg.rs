@@ -40,6 +40,16 @@ pub struct Arg {
     pub(crate) set: Option<Set>,
 }
 
+impl Drop for Arg {
+    /// An argument can be the last handle on its data: as for
+    /// [`Dat`]'s drop, recorded loops with it run first.
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.storage) == 1 {
+            self.storage.link().dropped(self.storage.id());
+        }
+    }
+}
+
 /// Whether any of a loop's arguments writes through a map: then the loop
 /// needs an increment strategy on a device, and its exec halo runs too
 /// (seed 004), redundantly.
@@ -83,7 +93,7 @@ impl Arg {
     /// ```
     pub fn index() -> Arg {
         let placeholder = Global::<i64>::new("pl_index", &[0]).expect("one value");
-        Arg { storage: placeholder.0, kind: ArgKind::Index, access: Access::Read, dim: 1, set: None }
+        Arg { storage: placeholder.0.clone(), kind: ArgKind::Index, access: Access::Read, dim: 1, set: None }
     }
 
     /// The matrix scatter of a matrix argument.

@@ -18,6 +18,7 @@
 //! | `PARLOOP_OVERLAP` | `0`, `1` | `1` |
 //! | `PARLOOP_CUDA_AWARE` | `0`, `1` | asked of the MPI library |
 //! | `PARLOOP_CHECK` | `0`, `1` (bounds checks in device code) | `0` |
+//! | `PARLOOP_LAZY` | `0`, `1` (record loops in the lazy trace, serial runs) | `0` |
 
 use crate::error::{Error, Result};
 

@@ -247,6 +247,27 @@ pub enum Error {
         /// What does not fit, naming the dats and values.
         reason: String,
     },
+    /// A loop recorded by the lazy trace (`PARLOOP_LAZY=1`) failed when a
+    /// later host access, flush or drop ran it; the loops recorded after
+    /// it were discarded.
+    #[error("loop `{kernel}` recorded at {location}: {source}")]
+    Deferred {
+        /// The kernel.
+        kernel: String,
+        /// `file:line:column` of the `par_loop`/`execute` that recorded it.
+        location: String,
+        /// What went wrong when it ran.
+        source: Box<Error>,
+    },
+    /// A recorded loop's dat or global was gone when the loop was to run
+    /// (its last handle was dropped while the trace ran other loops).
+    #[error("loop `{kernel}`: data #{id} it uses was dropped before it ran")]
+    DataDropped {
+        /// The kernel.
+        kernel: String,
+        /// The datum's id.
+        id: u64,
+    },
     /// An iterative solver stopped without a solution: the report says how
     /// far it got (its `x` is the last iterate, not a solution).
     #[error(

@@ -50,6 +50,12 @@ fn held_here(id: u64) -> Option<bool> {
     HELD.with(|h| h.borrow().iter().rev().find(|&&(i, _)| i == id).map(|&(_, w)| w))
 }
 
+/// Whether this thread holds any values now (inside a `with_values`
+/// closure, or running a loop).
+pub(crate) fn holds_any() -> bool {
+    HELD.with(|h| !h.borrow().is_empty())
+}
+
 /// Waits for a lock that other threads hold: spins briefly, then sleeps in
 /// growing steps up to a millisecond.
 fn wait<G>(mut attempt: impl FnMut() -> Option<G>) -> G {

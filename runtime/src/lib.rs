@@ -71,6 +71,7 @@ mod runtime;
 pub mod solve;
 mod strategy;
 mod sync;
+mod trace;
 mod types;
 mod validate;
 mod views;
@@ -88,6 +89,7 @@ pub use profile::LoopReport;
 pub use runtime::Runtime;
 /// Device increment strategies (see [`Runtime::set_strategy`]).
 pub use strategy::Strategy;
+pub use trace::{ForcingPoint, TraceStats};
 pub use types::{Access, ElemType, Scalar};
 
 /// Distributed runs: MPI set-up, partitioners and the partition report.

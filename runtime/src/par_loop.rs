@@ -78,6 +78,11 @@ impl ParLoop {
         }
     }
 
+    /// A loop from parts validated before (the lazy trace's recorded loops).
+    pub(crate) fn from_parts(kernel: &'static Kernel, set: Set, args: Vec<Arg>) -> ParLoop {
+        ParLoop { kernel, set, args }
+    }
+
     /// The kernel.
     pub fn kernel(&self) -> &'static Kernel {
         self.kernel

@@ -119,6 +119,29 @@ pub fn table(reports: &[LoopReport]) -> String {
     s
 }
 
+/// The lazy trace's counters and forcing points, as text (appended to
+/// the table when the trace is on).
+pub fn trace_table(stats: &crate::trace::TraceStats, points: &[crate::trace::ForcingPoint]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "lazy trace: {} loops recorded ({} computations, {} edges), {} run, {} forces ({} found nothing), {} eager, {} discarded",
+        stats.loops_recorded,
+        stats.computations_recorded,
+        stats.edges_recorded,
+        stats.loops_run,
+        stats.forces,
+        stats.forces_empty,
+        stats.eager_fallbacks,
+        stats.discarded
+    );
+    let _ = writeln!(s, "{:<48} {:>8} {:>10}", "forced at", "forces", "loops run");
+    for p in points {
+        let _ = writeln!(s, "{:<48} {:>8} {:>10}", p.location, p.count, p.loops);
+    }
+    s
+}
+
 /// The profile as JSON: `{"loops": [{"name", "calls", "seconds", ...}]}`.
 pub fn json(reports: &[LoopReport]) -> String {
     let loops: Vec<serde_json::Value> = reports

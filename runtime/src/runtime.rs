@@ -1,6 +1,7 @@
 //! The [`Runtime`]: the context object a solver holds. It declares sets,
 //! maps, dats and globals, and runs loops on its backend.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -74,17 +75,29 @@ enum ProfileOutput {
 /// assert_eq!(n.values().unwrap(), vec![1.0, 3.0, 2.0]);
 /// ```
 pub struct Runtime {
+    core: Arc<Core>,
+    /// The handle `Runtime::new` returned (not one the trace makes to run
+    /// forced loops): its drop flushes the trace and writes the profile.
+    owner: bool,
+}
+
+/// What a [`Runtime`] holds, shared with its lazy trace (which runs
+/// forced loops through a second, non-owning `Runtime` handle on it: the
+/// user's `Runtime` may move, the `Core` does not). Nothing public.
+#[doc(hidden)]
+pub struct Core {
     backend: Backend,
     /// The device of device backends.
     device: Option<Arc<dyn Device>>,
     /// `PARLOOP_STRATEGY`: the increment strategy device loops should use.
-    strategy: Option<Strategy>,
+    strategy: Mutex<Option<Strategy>>,
     /// `PARLOOP_DETERMINISTIC=1`: automatic choices only among
     /// deterministic strategies.
     deterministic: bool,
     /// `PARLOOP_SIMD`: CPU backends run kernels' lane-wise twins.
-    simd: bool,
-    part_size: Option<usize>,
+    simd: AtomicBool,
+    /// Elements per block of new plans; 0: the backend's default.
+    part_size: AtomicUsize,
     plans: Mutex<PlanCache>,
     profile: Mutex<Profile>,
     /// Serial, or the communicator and the distributed mesh under MPI.
@@ -96,6 +109,15 @@ pub struct Runtime {
     pub(crate) matrices: crate::matrix::Caches,
     /// Held while a loop executes: loops run one at a time.
     executing: Mutex<()>,
+    /// The lazy trace (`PARLOOP_LAZY=1`; `None`: loops run when submitted).
+    pub(crate) trace: Option<crate::trace::Trace>,
+}
+
+impl std::ops::Deref for Runtime {
+    type Target = Core;
+    fn deref(&self) -> &Core {
+        &self.core
+    }
 }
 
 use crate::config::{self, var as env};
@@ -124,9 +146,32 @@ impl Runtime {
         Runtime::build(backend, distribution::by_default)
     }
 
+    /// A runtime on `backend` whose loops are recorded in a lazy trace
+    /// (`lazy`) or run when submitted, whatever `PARLOOP_LAZY` says; other
+    /// settings come from the environment. The trace is used in serial
+    /// runs only (see [`Runtime::execute`]).
+    ///
+    /// ```
+    /// # use parloop::{Backend, Runtime};
+    /// let rt = Runtime::with_lazy(Backend::Seq, true)?;
+    /// assert!(rt.lazy());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn with_lazy(backend: Backend, lazy: bool) -> Result<Runtime> {
+        Runtime::build_with(backend, distribution::by_default, Some(lazy))
+    }
+
     /// A runtime on `backend`, distributed as `dist` says (after the
     /// environment is checked).
     fn build(backend: Backend, dist: impl FnOnce() -> Result<Arc<dyn Distribution>>) -> Result<Runtime> {
+        Runtime::build_with(backend, dist, None)
+    }
+
+    fn build_with(
+        backend: Backend,
+        dist: impl FnOnce() -> Result<Arc<dyn Distribution>>,
+        lazy: Option<bool>,
+    ) -> Result<Runtime> {
         config::check_others()?;
         let dist = dist()?;
         let part_size = config::number("PARLOOP_PART_SIZE", |n| n > 0, "a positive integer")?;
@@ -174,13 +219,20 @@ impl Runtime {
                 return Err(Error::Env { var: "PARLOOP_SIMD", value: v.into(), reason: "expected 0, 1 or avx2".into() })
             }
         };
-        Ok(Runtime {
+        // Lazy only in serial runs for now: under MPI every rank must run
+        // the same loops in the same order, and a rank-local host read
+        // (output on rank 0) would force loops on one rank only.
+        let lazy = match lazy {
+            Some(l) => l,
+            None => config::switch("PARLOOP_LAZY", false)?,
+        } && dist.ranks() == 1;
+        let core = Arc::new_cyclic(|me| Core {
             backend,
             device,
-            strategy,
+            strategy: Mutex::new(strategy),
             deterministic,
-            simd,
-            part_size,
+            simd: AtomicBool::new(simd),
+            part_size: AtomicUsize::new(part_size.unwrap_or(0)),
             plans: Mutex::new(PlanCache::new(PLAN_CACHE_CAPACITY)),
             dist,
             profile: Mutex::new(Profile::default()),
@@ -188,7 +240,15 @@ impl Runtime {
             names: Names::default(),
             matrices: Default::default(),
             executing: Mutex::new(()),
-        })
+            trace: lazy.then(|| crate::trace::Trace::new(me.clone())),
+        });
+        Ok(Runtime { core, owner: true })
+    }
+
+    /// A handle on `core` that does not own it (the trace runs forced
+    /// loops with it; its drop does nothing).
+    pub(crate) fn handle(core: Arc<Core>) -> Runtime {
+        Runtime { core, owner: false }
     }
 
     /// The backend loops run on.
@@ -201,12 +261,14 @@ impl Runtime {
     /// correctly (atomics on an indirect RW argument) is replaced by
     /// [`Strategy::Staged`] for that loop.
     pub fn set_strategy(&mut self, strategy: Option<Strategy>) {
-        self.strategy = strategy;
+        // Recorded loops run with the settings they were recorded under.
+        self.flush_quietly();
+        *lock(&self.strategy) = strategy;
     }
 
     /// The strategy device loops are asked to use (`None`: automatic).
     pub fn strategy(&self) -> Option<Strategy> {
-        self.strategy
+        *lock(&self.core.strategy)
     }
 
     /// Whether automatic choices keep to deterministic strategies
@@ -233,18 +295,25 @@ impl Runtime {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn set_simd(&mut self, simd: bool) {
-        self.simd = simd;
+        self.flush_quietly();
+        self.core.simd.store(simd, Ordering::Relaxed);
     }
 
     /// Whether kernels' lane-wise twins run (see [`Runtime::set_simd`]).
     pub fn simd(&self) -> bool {
-        self.simd
+        self.core.simd.load(Ordering::Relaxed)
     }
 
     /// Overrides the elements per block of new plans (`None`: 2048 for the
     /// `threads` backend, from the shared-memory budget on devices).
     pub fn set_part_size(&mut self, part_size: Option<usize>) {
-        self.part_size = part_size.filter(|&n| n > 0);
+        self.flush_quietly();
+        self.core.part_size.store(part_size.unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// Elements per block of new plans (`None`: the backend's default).
+    fn part_size(&self) -> Option<usize> {
+        Some(self.core.part_size.load(Ordering::Relaxed)).filter(|&n| n > 0)
     }
 
     /// Declares a set of `size` entities (a serial set: all core). Names
@@ -324,6 +393,9 @@ impl Runtime {
     /// kernel parameter. Arguments are validated first: on error nothing runs
     /// and no data changes. A loop over an empty set does nothing.
     /// `set` is a [`Set`] or a [`Subset`](crate::Subset) (see [`LoopSet`](crate::LoopSet)).
+    /// With `PARLOOP_LAZY=1` the loop is recorded and runs when something
+    /// needs its results (see [`Runtime::execute`]).
+    #[track_caller]
     pub fn par_loop<'s>(
         &self,
         kernel: &'static Kernel,
@@ -333,11 +405,113 @@ impl Runtime {
         self.execute(&ParLoop::new(kernel, set, args)?)
     }
 
-    /// Executes a validated loop now. Loops of one runtime run one at a
+    /// Executes a validated loop. Loops of one runtime run one at a
     /// time: a loop submitted from another thread meanwhile waits for this
     /// one (it is never refused for that), so a `Runtime` may be shared
     /// between threads.
+    ///
+    /// With `PARLOOP_LAZY=1` (serial runs) the loop is recorded in the
+    /// runtime's trace instead and runs when a host access needs what it
+    /// writes (a dat's or global's values, a matrix, file output), at
+    /// [`Runtime::flush`] or when the runtime is dropped; an error it
+    /// raises then is an [`Error::Deferred`] naming the loop and this
+    /// call's location, and the loops recorded after it are discarded.
+    /// Arguments are validated here either way. Inside a `with_values`
+    /// closure, loops run at once, as without the trace.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, ParLoop, Runtime};
+    /// #[parloop::kernel] fn double(a: &mut f64) { *a *= 2.0; }
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let s = rt.set("s", 2)?;
+    /// let a = rt.dat("a", &s, 1, vec![1.0, 2.0])?;
+    /// let lp = ParLoop::new(double::KERNEL, &s, &[a.arg(Access::RW)])?;
+    /// rt.execute(&lp)?;
+    /// rt.execute(&lp)?;
+    /// assert_eq!(a.values()?, vec![4.0, 8.0]); // forces both, if lazy
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    #[track_caller]
     pub fn execute(&self, lp: &ParLoop) -> Result<()> {
+        let at = std::panic::Location::caller();
+        if let Some(trace) = &self.trace {
+            if !crate::host_access::holds_any() && !crate::trace::forcing_here() && trace.record(self, lp, at)? {
+                return Ok(());
+            }
+            // Run now, after what it depends on.
+            trace.eager(self, lp, at)?;
+        }
+        self.execute_now(lp)
+    }
+
+    /// Runs every recorded loop (a no-op without `PARLOOP_LAZY=1`); the
+    /// first error stops the run and is returned (see
+    /// [`Runtime::execute`]).
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// rt.flush()?;
+    /// assert_eq!(rt.trace_stats().loops_recorded, 0);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn flush(&self) -> Result<()> {
+        match &self.trace {
+            Some(trace) => trace.force(std::panic::Location::caller(), None),
+            None => Ok(()),
+        }
+    }
+
+    /// Flushes where no error can be returned: it surfaces at the next
+    /// forcing point instead.
+    #[track_caller]
+    fn flush_quietly(&self) {
+        if let Some(trace) = &self.trace {
+            if let Err(e) = trace.force(std::panic::Location::caller(), None) {
+                trace.defer(e);
+            }
+        }
+    }
+
+    /// Whether loops are recorded (`PARLOOP_LAZY=1`) rather than run when
+    /// submitted.
+    pub fn lazy(&self) -> bool {
+        self.trace.is_some()
+    }
+
+    /// What the lazy trace has recorded, run, skipped and discarded so far
+    /// (all zero when loops run eagerly).
+    pub fn trace_stats(&self) -> crate::trace::TraceStats {
+        self.trace.as_ref().map(|t| t.stats()).unwrap_or_default()
+    }
+
+    /// Where the lazy trace was forced (source locations of the host
+    /// accesses, `par_loop` calls and flushes that ran recorded loops),
+    /// most frequent first: where a time step synchronises.
+    pub fn forcing_points(&self) -> Vec<crate::trace::ForcingPoint> {
+        self.trace.as_ref().map(|t| t.forcing_points()).unwrap_or_default()
+    }
+
+    /// Writes the pending computations of the lazy trace as a Graphviz
+    /// digraph (seed 000's labels: `kernel[core,owned]`, `HaloSend(dat)`,
+    /// ..., between `top` and `bot`; edges transitively reduced). Without
+    /// the trace, the graph is empty.
+    pub fn trace_dot(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        let path = path.as_ref();
+        std::fs::write(path, self.trace_dot_string())
+            .map_err(|source| Error::Io { path: path.display().to_string(), source })
+    }
+
+    /// The Graphviz text [`Runtime::trace_dot`] writes.
+    pub fn trace_dot_string(&self) -> String {
+        match &self.trace {
+            Some(t) => t.dot(),
+            None => crate::trace::dot::empty(),
+        }
+    }
+
+    /// Runs a validated loop now (what the trace calls for forced loops).
+    pub(crate) fn execute_now(&self, lp: &ParLoop) -> Result<()> {
         if let Some(device) = &self.device {
             if lp.args().iter().any(|a| matches!(a.kind, ArgKind::Mat(_))) {
                 // Element matrices first (a loop of its own), then their
@@ -351,13 +525,13 @@ impl Runtime {
         let sections = lp.sections();
         let needs_plan = self.backend == Backend::Threads && sections.exec_halo;
         let (plan, plan_time) =
-            self.loop_plan(kernel, lp.set(), &sections.sizes(), needs_plan, self.strategy, lp.args())?;
+            self.loop_plan(kernel, lp.set(), &sections.sizes(), needs_plan, self.strategy(), lp.args())?;
         let ran = match &self.device {
             Some(device) => {
                 let profiled = self.profile_output != ProfileOutput::None;
                 run::on_device(device, self.dist.as_ref(), &plan, profiled, lp, &sections)?
             }
-            None => run::on_host(self.backend, self.simd, self.dist.as_ref(), &plan, lp, &sections)?,
+            None => run::on_host(self.backend, self.simd(), self.dist.as_ref(), &plan, lp, &sections)?,
         };
         let mut profile = lock(&self.profile);
         profile.record(kernel.name(), ran.elapsed, plan_time, plan.bytes);
@@ -376,7 +550,7 @@ impl Runtime {
         args: &[Arg],
     ) -> Result<(Arc<LoopPlan>, Duration)> {
         let executed: usize = sections.iter().sum();
-        let key = LoopKey::new(kernel, set, executed, self.part_size, needs_plan, strategy, args);
+        let key = LoopKey::new(kernel, set, executed, self.part_size(), needs_plan, strategy, args);
         if let Some(p) = lock(&self.plans).get(&key) {
             return Ok((p, Duration::ZERO));
         }
@@ -408,7 +582,7 @@ impl Runtime {
                 sections,
                 args: &indirect,
                 shared_memory_bytes: CPU_BLOCK_BUDGET,
-                part_size: Some(self.part_size.unwrap_or(CPU_PART_SIZE)),
+                part_size: Some(self.part_size().unwrap_or(CPU_PART_SIZE)),
                 staging: false,
                 // The host runs a block's elements in order on one thread.
                 thread_colours: false,
@@ -446,7 +620,7 @@ impl Runtime {
         let device = match &self.device {
             Some(dev) => strategy::candidates(args, strategy, self.deterministic)
                 .into_iter()
-                .map(|s| device_loop::prepare(dev, kernel, args, sections, s, self.part_size))
+                .map(|s| device_loop::prepare(dev, kernel, args, sections, s, self.part_size()))
                 .collect::<Result<Vec<_>>>()?,
             None => Vec::new(),
         };
@@ -493,11 +667,12 @@ impl Runtime {
     pub fn cuda_loop_source(&self, lp: &ParLoop, strategy: Strategy) -> Result<String> {
         let sections = lp.sections().sizes();
         let strategy = strategy::choose(lp.args(), Some(strategy));
-        Ok(device_loop::build(lp.kernel(), lp.args(), &sections, strategy, self.part_size, 48 * 1024, false)?.source)
+        Ok(device_loop::build(lp.kernel(), lp.args(), &sections, strategy, self.part_size(), 48 * 1024, false)?.source)
     }
 
     /// Number of loop shapes in the plan cache.
     pub fn cached_plans(&self) -> usize {
+        self.flush_quietly();
         lock(&self.plans).len()
     }
 
@@ -528,13 +703,20 @@ impl Runtime {
     }
 
     /// Per-loop statistics so far, in order of first execution.
+    /// Recorded loops run first (with the lazy trace on).
+    #[track_caller]
     pub fn report(&self) -> Vec<LoopReport> {
+        self.flush_quietly();
         lock(&self.profile).reports()
     }
 
     /// The profile as a text table (what `PARLOOP_PROFILE=1` prints).
     pub fn report_table(&self) -> String {
-        profile::table(&self.report())
+        let mut table = profile::table(&self.report());
+        if let Some(t) = &self.trace {
+            table.push_str(&profile::trace_table(&t.stats(), &t.forcing_points()));
+        }
+        table
     }
 
     /// The profile as JSON (what `PARLOOP_PROFILE=json:FILE` writes).
@@ -545,6 +727,14 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        if !self.owner {
+            return;
+        }
+        if let Some(trace) = &self.trace {
+            if let Err(e) = trace.force(std::panic::Location::caller(), None) {
+                eprintln!("parloop: a recorded loop failed when the runtime was dropped: {e}");
+            }
+        }
         match &self.profile_output {
             ProfileOutput::None => {}
             ProfileOutput::Table => eprint!("parloop profile ({} backend)\n{}", self.backend, self.report_table()),
@@ -559,6 +749,6 @@ impl Drop for Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("backend", &self.backend).field("part_size", &self.part_size).finish()
+        f.debug_struct("Runtime").field("backend", &self.backend).field("part_size", &self.part_size()).finish()
     }
 }

@@ -10,6 +10,7 @@ use crate::coherence::MirrorSlot;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::host_access;
+use crate::trace::Link;
 use crate::types::{ElemType, Scalar};
 
 /// Values behind a lock, their device mirror and their identity: what dats
@@ -20,6 +21,9 @@ pub(crate) struct Stored<T, M> {
     pub(crate) values: RwLock<Vec<T>>,
     pub(crate) mirror: MirrorSlot,
     pub(crate) meta: M,
+    /// The lazy trace that recorded loops with these values (host
+    /// accesses force it first).
+    pub(crate) link: Link,
 }
 
 /// What a dat knows beyond its values.
@@ -34,13 +38,22 @@ pub(crate) type GlobalInner<T> = Stored<T, usize>;
 
 impl<T: Scalar, M> Stored<T, M> {
     fn new(name: &str, values: Vec<T>, meta: M) -> Stored<T, M> {
-        Stored { id: next_id(), name: name.into(), values: RwLock::new(values), mirror: MirrorSlot::default(), meta }
+        Stored {
+            id: next_id(),
+            name: name.into(),
+            values: RwLock::new(values),
+            mirror: MirrorSlot::default(),
+            meta,
+            link: Link::default(),
+        }
     }
 
     /// The values for reading on the host, downloaded first when a device
     /// loop wrote them last. Reads nest; a read inside this thread's
     /// `with_values_mut` is an [`Error::HostBusy`] (see `host_access`).
+    #[track_caller]
     fn read(&self) -> Result<host_access::ReadGuard<'_, Vec<T>>> {
+        self.link.force(self.id, false, false)?;
         loop {
             if self.mirror.device_newer() {
                 drop(self.write("read")?);
@@ -55,7 +68,9 @@ impl<T: Scalar, M> Stored<T, M> {
 
     /// The values for writing on the host (current first); callers that do
     /// write mark the device copy stale. `wanted` says what for, in errors.
+    #[track_caller]
     fn write(&self, wanted: &'static str) -> Result<host_access::WriteGuard<'_, Vec<T>>> {
+        self.link.force(self.id, true, false)?;
         let mut values = host_access::write(&self.values, self.id, &self.name, wanted)?;
         self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut values.guard))?;
         Ok(values)
@@ -131,14 +146,21 @@ impl<T: Scalar> Dat<T> {
     /// assert_eq!(d.values()?, vec![1.0, 2.0]);
     /// # Ok::<(), parloop::Error>(())
     /// ```
+    #[track_caller]
     pub fn values(&self) -> Result<Vec<T>> {
-        self.with_values(|v| v.to_vec())
+        Ok(self.0.read()?.guard.to_vec())
     }
 
     /// Calls `f` with the values, without copying. Reads nest (`values()`
     /// inside `f` works); loops that need this dat return [`Error::Busy`]
     /// while `f` runs, and writing it inside `f` is an [`Error::HostBusy`].
+    ///
+    /// With the lazy trace on, this runs every recorded loop first (the
+    /// closure may read anything); [`Dat::values`] runs only what this
+    /// dat depends on.
+    #[track_caller]
     pub fn with_values<R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+        self.0.link.force(self.0.id, false, true)?;
         Ok(f(&self.0.read()?.guard))
     }
 
@@ -154,7 +176,9 @@ impl<T: Scalar> Dat<T> {
     /// assert!(d.with_values_mut(|_| d.values()).unwrap().is_err());
     /// # Ok::<(), parloop::Error>(())
     /// ```
+    #[track_caller]
     pub fn with_values_mut<R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+        self.0.link.force(self.0.id, true, true)?;
         let mut guard = self.0.write("written")?;
         let r = f(&mut guard.guard);
         self.0.mirror.host_written();
@@ -162,6 +186,7 @@ impl<T: Scalar> Dat<T> {
     }
 
     /// Replaces all values; the length must be `set.total() * dim`.
+    #[track_caller]
     pub fn set_values(&self, values: &[T]) -> Result<()> {
         let mut v = self.0.write("written")?;
         let v = &mut v.guard;
@@ -254,6 +279,7 @@ impl<T: Scalar> Global<T> {
         self.0.meta
     }
     /// All values (downloaded when a device loop reduced last).
+    #[track_caller]
     pub fn values(&self) -> Result<Vec<T>> {
         Ok(self.0.read()?.guard.clone())
     }
@@ -265,10 +291,12 @@ impl<T: Scalar> Global<T> {
     /// assert_eq!(g.value()?, 1.5);
     /// # Ok::<(), parloop::Error>(())
     /// ```
+    #[track_caller]
     pub fn value(&self) -> Result<T> {
         Ok(self.0.read()?.guard[0])
     }
     /// Replaces the values; the count must not change.
+    #[track_caller]
     pub fn set_values(&self, values: &[T]) -> Result<()> {
         let mut v = self.0.write("written")?;
         let v = &mut v.guard;
@@ -311,6 +339,8 @@ pub(crate) trait Storage: Send + Sync {
     fn device_written(&self);
     /// Records that a host loop wrote the values.
     fn host_written(&self);
+    /// The lazy trace's link.
+    fn link(&self) -> &Link;
 }
 
 /// Values locked for the duration of a loop.
@@ -351,5 +381,27 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
     }
     fn host_written(&self) {
         self.mirror.host_written();
+    }
+    fn link(&self) -> &Link {
+        &self.link
+    }
+}
+
+impl<T: Scalar> Drop for Dat<T> {
+    /// The last handle going: loops recorded with this dat run now
+    /// (seed 003: the trace keeps no dat alive; see `trace::Link::dropped`).
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.0) == 1 {
+            self.0.link.dropped(self.0.id);
+        }
+    }
+}
+
+impl<T: Scalar> Drop for Global<T> {
+    /// As for dats.
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.0) == 1 {
+            self.0.link.dropped(self.0.id);
+        }
     }
 }

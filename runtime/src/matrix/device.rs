@@ -344,7 +344,7 @@ fn element_dat<T: Scalar>(set: &Set, per_element: usize, scatter: &MatScatter) -
     })?;
     zeros.resize(len, T::default());
     let dat = Dat::new(&format!("pl_elemat_{}_{}", scatter.sparsity_name, set.name()), set, per_element, zeros)?;
-    Ok(dat.0)
+    Ok(dat.0.clone())
 }
 
 /// Whether matrix scatters on this runtime add atomically (the user asked

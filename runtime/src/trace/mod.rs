@@ -1,0 +1,564 @@
+//! The lazy execution trace (seeds 000, 001, 003; issue 15).
+//!
+//! With `PARLOOP_LAZY=1`, [`Runtime::execute`](crate::Runtime::execute)
+//! (and so `par_loop`) validates a loop and *records* it here instead of
+//! running it. A recorded loop becomes the seed's computations
+//! (`Compute(loop, core|owned|exec)`, `HaloSend(d)`, `HaloRecv(d)`,
+//! `ReduceBegin(g)`, `ReduceEnd(g)`), each with read and write sets over
+//! tokens `CORE(d)`, `OWNED(d)`, `HALOEXEC(d)`, `HALOIMPORT(d)`, `NET(d)`,
+//! one token per global and one per matrix ([`tokens`]). The dependency
+//! rule is the seed's: `c` precedes `a` when `R_a ∩ W_c ∪ W_a ∩ R_c ∪ W_a ∩
+//! W_c` is not empty; insertion keeps, per token, the last writer and the
+//! readers since, so it costs O(arguments), never a walk of the trace.
+//!
+//! Host observations force what they depend on (seed 001's backward
+//! propagation, here a walk of the ancestors of the tokens' last writers
+//! and readers); the loops found run oldest first through the ordinary
+//! execution path (`Runtime::execute_now`: `run::on_host`,
+//! `run::on_device`, the distribution's exchange), so the trace decides
+//! *when* loops run, never *how*. A loop runs whole: when any of its
+//! computations is needed, all of them run, in the order `run.rs` runs
+//! them.
+//!
+//! The trace holds no strong reference to user data (seed 003's lesson):
+//! recorded arguments keep a `Weak` to their dat, global or matrix. When
+//! the last handle to a datum with pending computations is dropped, the
+//! computations that read or write it run first (see `Link::dropped`), so
+//! a pending loop never finds its data gone.
+
+pub(crate) mod dot;
+mod tokens;
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::panic::Location;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use petgraph::stable_graph::{NodeIndex, StableGraph};
+use petgraph::Direction;
+
+use crate::arg::{Arg, ArgKind};
+use crate::decl::{Set, Storage};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::par_loop::ParLoop;
+use crate::runtime::{Core, Runtime};
+use crate::sync::lock;
+use crate::types::Access;
+
+pub(crate) use tokens::Token;
+use tokens::{data_tokens, Section};
+
+/// Pending loops at most: past this, recording flushes the trace, so a
+/// time loop that never reads on the host does not grow it without bound.
+const TRACE_LIMIT: usize = 1024;
+
+thread_local! {
+    /// Whether this thread is running forced loops: host accesses and
+    /// drops inside them (the library's own) do not force again.
+    static FORCING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread is running forced loops now.
+pub(crate) fn forcing_here() -> bool {
+    FORCING.with(Cell::get)
+}
+
+/// What the trace has done, for tests and the profile: proof that
+/// recording and forcing happened (or did not).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceStats {
+    /// Loops recorded instead of run.
+    pub loops_recorded: u64,
+    /// Computations recorded (compute sections, halo sends and receives,
+    /// reduction begins and ends).
+    pub computations_recorded: u64,
+    /// Dependency edges recorded.
+    pub edges_recorded: u64,
+    /// Recorded loops that have run.
+    pub loops_run: u64,
+    /// Forcing points that ran at least one loop.
+    pub forces: u64,
+    /// Forcing points that found nothing to run.
+    pub forces_empty: u64,
+    /// Loops run eagerly although the trace is on (inside a host access
+    /// closure, while forcing, or data of another runtime's trace).
+    pub eager_fallbacks: u64,
+    /// Flushes because the trace reached its limit of pending loops.
+    pub limit_flushes: u64,
+    /// Forces because the last handle to pending data was dropped.
+    pub drop_forces: u64,
+    /// Recorded loops discarded because an earlier one failed.
+    pub discarded: u64,
+}
+
+/// One forcing point: where in the user's code the trace was forced, how
+/// often, and how many loops those forces ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForcingPoint {
+    /// `file:line:column` of the call that forced (or what forced it:
+    /// `Runtime::flush`, a drop, the trace limit).
+    pub location: String,
+    /// Forces from there.
+    pub count: u64,
+    /// Loops those forces ran.
+    pub loops: u64,
+}
+
+/// How a recorded argument holds its data.
+enum Held {
+    /// User data: a dat, global or matrix (seed 003: never kept alive).
+    Weak(Weak<dyn Storage>),
+    /// The element-index placeholder, private to the argument.
+    Strong(Arc<dyn Storage>),
+}
+
+/// An argument as the trace keeps it.
+struct RecordedArg {
+    held: Held,
+    id: u64,
+    kind: ArgKind,
+    access: Access,
+    dim: usize,
+    set: Option<Set>,
+}
+
+/// A recorded loop, waiting.
+struct Pending {
+    kernel: &'static Kernel,
+    set: Set,
+    args: Vec<RecordedArg>,
+    /// Where `par_loop`/`execute` recorded it.
+    location: &'static Location<'static>,
+    nodes: Vec<NodeIndex>,
+    /// Tokens its computations touch (to forget them once it runs).
+    tokens: Vec<Token>,
+}
+
+impl Pending {
+    /// The loop with its data, or the id of a datum that is gone.
+    fn upgrade(&self) -> std::result::Result<ParLoop, u64> {
+        let args = self
+            .args
+            .iter()
+            .map(|a| {
+                let storage = match &a.held {
+                    Held::Weak(w) => w.upgrade().ok_or(a.id)?,
+                    Held::Strong(s) => s.clone(),
+                };
+                Ok(Arg { storage, kind: a.kind.clone(), access: a.access, dim: a.dim, set: a.set.clone() })
+            })
+            .collect::<std::result::Result<Vec<_>, u64>>()?;
+        Ok(ParLoop::from_parts(self.kernel, self.set.clone(), args))
+    }
+}
+
+/// What a computation does (seed 000's `LazyComputation` kinds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum What {
+    /// The loop over sections `core ..= last` (a loop without halo
+    /// receives runs core and owned as one computation, as in the seed).
+    Compute { first: Section, last: Section },
+    /// Sends the halo of the dat of argument `arg`.
+    HaloSend { arg: usize },
+    /// Receives it.
+    HaloRecv { arg: usize },
+    /// Starts the reduction of the global of argument `arg` across ranks.
+    ReduceBegin { arg: usize },
+    /// Ends it.
+    ReduceEnd { arg: usize },
+}
+
+/// A computation: its loop (by sequence number) and what it does.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Node {
+    pub seq: u64,
+    pub what: What,
+}
+
+/// Per token: the last writer and the readers since (seed 000's rule in
+/// O(1) per token).
+#[derive(Default)]
+struct TokenState {
+    writer: Option<NodeIndex>,
+    readers: Vec<NodeIndex>,
+}
+
+/// Tokens are small integers (`id << 3 | kind`); a multiplicative hash
+/// is enough and much cheaper than SipHash on this path.
+#[derive(Default)]
+struct TokenHasher(u64);
+
+impl Hasher for TokenHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+}
+
+type TokenMap<V> = HashMap<Token, V, BuildHasherDefault<TokenHasher>>;
+
+/// The trace's state, behind one lock.
+#[derive(Default)]
+struct State {
+    graph: StableGraph<Node, ()>,
+    pending: BTreeMap<u64, Pending>,
+    tokens: TokenMap<TokenState>,
+    next_seq: u64,
+    stats: TraceStats,
+    points: HashMap<&'static Location<'static>, (u64, u64)>,
+    /// An error from a force nobody could return it to (a drop): it
+    /// surfaces at the next forcing point.
+    deferred: Option<Error>,
+}
+
+/// A runtime's trace.
+pub(crate) struct Trace {
+    state: Mutex<State>,
+    /// Held while forced loops run: one force at a time, so that a read on
+    /// another thread waits for loops already taken out of the trace.
+    running: Mutex<()>,
+    /// The runtime's core, to run loops with (weak: the core owns the
+    /// trace).
+    core: Weak<Core>,
+}
+
+/// A dat's or global's link to the runtime whose trace recorded a loop
+/// with it (set then, once).
+#[derive(Default)]
+pub(crate) struct Link(OnceLock<Weak<Core>>);
+
+/// The runtime's core behind a link, while the runtime lives and has a trace.
+struct Linked(Arc<Core>);
+
+impl std::ops::Deref for Linked {
+    type Target = Trace;
+    fn deref(&self) -> &Trace {
+        self.0.trace.as_ref().expect("linked cores have a trace")
+    }
+}
+
+impl Link {
+    /// The trace, if any, still alive.
+    fn trace(&self) -> Option<Linked> {
+        self.0.get()?.upgrade().filter(|c| c.trace.is_some()).map(Linked)
+    }
+
+    /// Forces what a host access to datum `id` depends on: its writers
+    /// (to read), also its readers (to write); `all`: the whole trace
+    /// (closure accessors, which may touch anything inside).
+    #[track_caller]
+    pub(crate) fn force(&self, id: u64, write: bool, all: bool) -> Result<()> {
+        let Some(trace) = self.trace() else { return Ok(()) };
+        let at = Location::caller();
+        if all && !crate::host_access::holds_any() {
+            trace.force(at, None)
+        } else {
+            trace.force(at, Some((&data_tokens(id), write)))
+        }
+    }
+
+    /// The last handle to datum `id` is being dropped: what reads or
+    /// writes it runs now (errors surface at the next forcing point).
+    pub(crate) fn dropped(&self, id: u64) {
+        let Some(trace) = self.trace() else { return };
+        if forcing_here() || !trace.touches(id) {
+            return;
+        }
+        lock(&trace.state).stats.drop_forces += 1;
+        if let Err(e) = trace.force(Location::caller(), Some((&data_tokens(id), true))) {
+            trace.defer(e);
+        }
+    }
+}
+
+impl Trace {
+    pub(crate) fn new(core: Weak<Core>) -> Trace {
+        Trace { state: Mutex::default(), running: Mutex::new(()), core }
+    }
+
+    /// Keeps `e` for the next forcing point (from where no error can be
+    /// returned).
+    pub(crate) fn defer(&self, e: Error) {
+        lock(&self.state).deferred.get_or_insert(e);
+    }
+
+    /// Before running `lp` eagerly although the trace is on: runs what
+    /// it depends on (its reads' writers, its writes' readers and writers).
+    pub(crate) fn eager(&self, _rt: &Runtime, lp: &ParLoop, at: &'static Location<'static>) -> Result<()> {
+        lock(&self.state).stats.eager_fallbacks += 1;
+        let mut all = Vec::new();
+        for a in lp.args() {
+            all.extend(data_tokens(a.data_id()));
+        }
+        self.force(at, Some((&all, true)))
+    }
+
+    /// Whether a pending computation touches datum `id`.
+    fn touches(&self, id: u64) -> bool {
+        let st = lock(&self.state);
+        data_tokens(id).iter().any(|t| st.tokens.get(t).is_some_and(|s| s.writer.is_some() || !s.readers.is_empty()))
+    }
+
+    /// Records `lp` (validated). Returns `false` when it must run eagerly
+    /// instead: one of its data belongs to another runtime's trace.
+    pub(crate) fn record(&self, rt: &Runtime, lp: &ParLoop, location: &'static Location<'static>) -> Result<bool> {
+        for a in lp.args() {
+            let linked = a.storage.link().0.get_or_init(|| self.core.clone());
+            if !Weak::ptr_eq(linked, &self.core) {
+                return Ok(false);
+            }
+        }
+        let full = {
+            let mut st = lock(&self.state);
+            st.insert(rt, lp, location);
+            st.pending.len() >= TRACE_LIMIT
+        };
+        if full {
+            lock(&self.state).stats.limit_flushes += 1;
+            self.force(Location::caller(), None)?;
+        }
+        Ok(true)
+    }
+
+    /// Forces the computations that `tokens` (read, or also written)
+    /// depend on, or everything (`None`). Runs them oldest first; the
+    /// first error stops the run, discards the loops recorded after the
+    /// failing one and is returned, naming the loop and where it was
+    /// recorded.
+    pub(crate) fn force(&self, at: &'static Location<'static>, tokens: Option<(&[Token], bool)>) -> Result<()> {
+        if forcing_here() {
+            return Ok(());
+        }
+        let _one = lock(&self.running);
+        let taken = {
+            let mut st = lock(&self.state);
+            if let Some(e) = st.deferred.take() {
+                return Err(e);
+            }
+            let seqs = match tokens {
+                None => st.pending.keys().copied().collect(),
+                Some((tokens, write)) => st.needed(tokens, write),
+            };
+            let taken: Vec<(u64, Pending)> = seqs.iter().map(|&s| (s, st.take(s))).collect();
+            let point = st.points.entry(at).or_default();
+            point.0 += 1;
+            point.1 += taken.len() as u64;
+            if taken.is_empty() {
+                st.stats.forces_empty += 1;
+            } else {
+                st.stats.forces += 1;
+            }
+            taken
+        };
+        if taken.is_empty() {
+            return Ok(());
+        }
+        let Some(core) = self.core.upgrade() else { return Ok(()) };
+        let rt = Runtime::handle(core);
+        FORCING.with(|f| f.set(true));
+        let mut failed = None;
+        let mut ran = 0u64;
+        for (i, (seq, p)) in taken.iter().enumerate() {
+            let result = match p.upgrade() {
+                Ok(lp) => rt.execute_now(&lp),
+                Err(id) => Err(Error::DataDropped { kernel: p.kernel.name().into(), id }),
+            };
+            if let Err(e) = result {
+                failed = Some((
+                    *seq,
+                    (taken.len() - i - 1) as u64,
+                    Error::Deferred {
+                        kernel: p.kernel.name().into(),
+                        location: p.location.to_string(),
+                        source: Box::new(e),
+                    },
+                ));
+                break;
+            }
+            ran += 1;
+        }
+        FORCING.with(|f| f.set(false));
+        lock(&self.state).stats.loops_run += ran;
+        match failed {
+            None => Ok(()),
+            Some((seq, skipped, e)) => {
+                self.discard_after(seq, skipped);
+                Err(e)
+            }
+        }
+    }
+
+    /// Drops the pending loops recorded after `seq` (nothing after a
+    /// failed loop runs); `already` were taken out and not run.
+    fn discard_after(&self, seq: u64, already: u64) {
+        let mut st = lock(&self.state);
+        let later: Vec<u64> = st.pending.range(seq + 1..).map(|(&s, _)| s).collect();
+        for s in &later {
+            st.take(*s);
+        }
+        st.stats.discarded += already + later.len() as u64;
+    }
+
+    pub(crate) fn stats(&self) -> TraceStats {
+        lock(&self.state).stats.clone()
+    }
+
+    pub(crate) fn forcing_points(&self) -> Vec<ForcingPoint> {
+        let st = lock(&self.state);
+        let mut v: Vec<ForcingPoint> = st
+            .points
+            .iter()
+            .map(|(l, &(count, loops))| ForcingPoint { location: l.to_string(), count, loops })
+            .collect();
+        v.sort_by(|a, b| b.count.cmp(&a.count).then(a.location.cmp(&b.location)));
+        v
+    }
+
+    /// The pending DAG, transitively reduced, with the seed's labels.
+    pub(crate) fn dot(&self) -> String {
+        let st = lock(&self.state);
+        dot::render(&st.graph, |seq| st.pending.get(&seq).map(|p| (p.kernel.name(), dot::arg_names(&p.args))))
+    }
+}
+
+impl State {
+    /// Adds the computations of `lp` (seed 000's table), their edges by
+    /// the dependency rule, and updates the token table.
+    fn insert(&mut self, rt: &Runtime, lp: &ParLoop, location: &'static Location<'static>) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let comps = tokens::computations(rt, lp);
+        let mut nodes = Vec::with_capacity(comps.len());
+        let mut touched: Vec<Token> = Vec::new();
+        let mut preds: Vec<NodeIndex> = Vec::new();
+        let mut last_compute: Option<NodeIndex> = None;
+        for c in comps {
+            let n = self.graph.add_node(Node { seq, what: c.what });
+            preds.clear();
+            // The sections of one loop run in order (core before owned
+            // before exec, as `run.rs` runs them).
+            if let What::Compute { .. } = c.what {
+                preds.extend(last_compute);
+                last_compute = Some(n);
+            }
+            for t in &c.reads {
+                if let Some(w) = self.tokens.get(t).and_then(|s| s.writer) {
+                    preds.push(w);
+                }
+            }
+            for t in &c.writes {
+                if let Some(s) = self.tokens.get(t) {
+                    preds.extend(s.writer);
+                    preds.extend(s.readers.iter().copied());
+                }
+            }
+            preds.sort_unstable();
+            preds.dedup();
+            for &p in preds.iter().filter(|&&p| p != n) {
+                self.graph.add_edge(p, n, ());
+                self.stats.edges_recorded += 1;
+            }
+            for t in &c.reads {
+                if !c.writes.contains(t) {
+                    let s = self.tokens.entry(*t).or_default();
+                    if s.readers.last() != Some(&n) {
+                        s.readers.push(n);
+                    }
+                }
+            }
+            for t in &c.writes {
+                let s = self.tokens.entry(*t).or_default();
+                s.writer = Some(n);
+                s.readers.clear();
+            }
+            touched.extend(c.reads.iter().chain(&c.writes));
+            nodes.push(n);
+            self.stats.computations_recorded += 1;
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        let args = lp
+            .args()
+            .iter()
+            .map(|a| RecordedArg {
+                held: match a.kind {
+                    ArgKind::Index => Held::Strong(a.storage.clone()),
+                    _ => Held::Weak(Arc::downgrade(&a.storage)),
+                },
+                id: a.data_id(),
+                kind: a.kind.clone(),
+                access: a.access,
+                dim: a.dim,
+                set: a.set.clone(),
+            })
+            .collect();
+        self.pending.insert(
+            seq,
+            Pending { kernel: lp.kernel(), set: lp.set().clone(), args, location, nodes, tokens: touched },
+        );
+        self.stats.loops_recorded += 1;
+    }
+
+    /// The loops a host access to `tokens` needs (seed 001's evaluate):
+    /// the last writers of the tokens (and their readers since, to
+    /// write), then every ancestor of any computation of those loops;
+    /// sorted oldest first.
+    fn needed(&self, tokens: &[Token], write: bool) -> Vec<u64> {
+        let mut work: Vec<u64> = Vec::new();
+        for t in tokens {
+            if let Some(s) = self.tokens.get(t) {
+                work.extend(s.writer.map(|n| self.graph[n].seq));
+                if write {
+                    work.extend(s.readers.iter().map(|&n| self.graph[n].seq));
+                }
+            }
+        }
+        work.sort_unstable();
+        work.dedup();
+        let mut seen: std::collections::HashSet<u64> = work.iter().copied().collect();
+        let mut out = Vec::new();
+        while let Some(seq) = work.pop() {
+            let Some(p) = self.pending.get(&seq) else { continue };
+            out.push(seq);
+            for &n in &p.nodes {
+                for pred in self.graph.neighbors_directed(n, Direction::Incoming) {
+                    let s = self.graph[pred].seq;
+                    if seen.insert(s) {
+                        work.push(s);
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// Removes loop `seq` from the graph and the token table.
+    fn take(&mut self, seq: u64) -> Pending {
+        let p = self.pending.remove(&seq).expect("a pending loop");
+        for t in &p.tokens {
+            if let Some(s) = self.tokens.get_mut(t) {
+                if s.writer.is_some_and(|w| p.nodes.contains(&w)) {
+                    s.writer = None;
+                }
+                s.readers.retain(|r| !p.nodes.contains(r));
+                if s.writer.is_none() && s.readers.is_empty() {
+                    self.tokens.remove(t);
+                }
+            }
+        }
+        for &n in &p.nodes {
+            self.graph.remove_node(n);
+        }
+        p
+    }
+}

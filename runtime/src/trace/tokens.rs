@@ -1,0 +1,185 @@
+//! Seed 000's read and write sets: the computations one loop becomes and
+//! the tokens each reads and writes.
+
+use crate::arg::{Arg, ArgKind};
+use crate::par_loop::ParLoop;
+use crate::runtime::Runtime;
+use crate::types::Access;
+
+use super::What;
+
+/// A token: a datum's id and which part of it (`id << 3 | kind`).
+pub(crate) type Token = u64;
+
+const CORE: u64 = 0;
+const OWNED: u64 = 1;
+const HALOEXEC: u64 = 2;
+const HALOIMPORT: u64 = 3;
+const NET: u64 = 4;
+const GLOBAL: u64 = 5;
+const MAT: u64 = 6;
+
+fn token(id: u64, kind: u64) -> Token {
+    id << 3 | kind
+}
+
+/// Every token of datum `id` a host access touches (all but `NET`).
+pub(crate) fn data_tokens(id: u64) -> [Token; 6] {
+    [CORE, OWNED, HALOEXEC, HALOIMPORT, GLOBAL, MAT].map(|k| token(id, k))
+}
+
+/// A section of the iteration set (seed 004's numbering).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Section {
+    Core,
+    Owned,
+    Exec,
+}
+
+impl Section {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Section::Core => "core",
+            Section::Owned => "owned",
+            Section::Exec => "exec",
+        }
+    }
+}
+
+/// One computation with its read and write sets.
+pub(crate) struct Computation {
+    pub what: What,
+    pub reads: Vec<Token>,
+    pub writes: Vec<Token>,
+}
+
+impl Computation {
+    fn new(what: What) -> Computation {
+        Computation { what, reads: Vec::new(), writes: Vec::new() }
+    }
+
+    /// Adds argument `a`'s tokens over `section`.
+    fn arg(&mut self, a: &Arg, section: Section) {
+        let id = a.data_id();
+        let kinds: &[u64] = match (&a.kind, section) {
+            (ArgKind::Index, _) => &[],
+            (ArgKind::Global, _) => {
+                let t = token(id, GLOBAL);
+                if a.access == Access::Read {
+                    self.reads.push(t);
+                } else if section != Section::Exec {
+                    // The exec halo is not counted in reductions.
+                    self.reads.push(t);
+                    self.writes.push(t);
+                }
+                return;
+            }
+            (ArgKind::Mat(_), _) => &[MAT],
+            (ArgKind::Direct, Section::Core) => &[CORE],
+            (ArgKind::Direct, Section::Owned) => &[OWNED],
+            (ArgKind::Direct, Section::Exec) => &[HALOEXEC],
+            (_, Section::Core) => &[CORE, OWNED],
+            (_, Section::Owned) => &[CORE, OWNED, HALOEXEC],
+            (_, Section::Exec) => &[CORE, OWNED, HALOEXEC, HALOIMPORT],
+        };
+        for &k in kinds {
+            if a.access.reads() {
+                self.reads.push(token(id, k));
+            }
+            if a.access.writes() {
+                self.writes.push(token(id, k));
+            }
+        }
+    }
+
+    fn dedup(mut self) -> Computation {
+        self.reads.sort_unstable();
+        self.reads.dedup();
+        self.writes.sort_unstable();
+        self.writes.dedup();
+        self
+    }
+}
+
+/// Whether argument `a` reads halo data through a map (its halo must be
+/// exchanged first: seed 004's stale halos, all of them until halo
+/// skipping knows which are clean).
+fn reads_halo(a: &Arg) -> bool {
+    let has_halo = a.set.as_ref().is_some_and(|s| {
+        let s = s.sections();
+        s.exec + s.non_exec > 0
+    });
+    a.is_indirect() && a.access.reads() && !matches!(a.kind, ArgKind::Mat(_)) && has_halo
+}
+
+/// The computations of `lp`, in the order `run.rs` runs them: halo sends,
+/// the core section, halo receives, the owned section, the exec halo,
+/// reductions. A loop without halo receives has one computation for its
+/// core and owned sections (seed 000's `phi_expr[core,owned]`); a serial
+/// run has only core sections and no halo or reduction computations.
+pub(crate) fn computations(_rt: &Runtime, lp: &ParLoop) -> Vec<Computation> {
+    let args = lp.args();
+    let sections = lp.sections();
+    let set = lp.set().sections();
+    let distributed = set.owned + set.exec + set.non_exec > 0;
+    let mut out = Vec::with_capacity(2);
+    let mut halos: Vec<usize> = Vec::new();
+    if distributed {
+        for (i, a) in args.iter().enumerate() {
+            if reads_halo(a) && !halos.iter().any(|&j| args[j].data_id() == a.data_id()) {
+                halos.push(i);
+            }
+        }
+    }
+    for &i in &halos {
+        let id = args[i].data_id();
+        let mut c = Computation::new(What::HaloSend { arg: i });
+        c.reads.extend([token(id, CORE), token(id, OWNED)]);
+        c.writes.push(token(id, NET));
+        out.push(c);
+    }
+    let compute = |first: Section, last: Section| {
+        let mut c = Computation::new(What::Compute { first, last });
+        for s in [Section::Core, Section::Owned, Section::Exec].into_iter().filter(|s| (first..=last).contains(s)) {
+            for a in args {
+                c.arg(a, s);
+            }
+        }
+        c.dedup()
+    };
+    if !distributed {
+        // A serial set is all core.
+        out.push(compute(Section::Core, Section::Core));
+    } else if halos.is_empty() {
+        out.push(compute(Section::Core, Section::Owned));
+    } else {
+        out.push(compute(Section::Core, Section::Core));
+        for &i in &halos {
+            let id = args[i].data_id();
+            let mut c = Computation::new(What::HaloRecv { arg: i });
+            c.reads.push(token(id, NET));
+            c.writes.extend([token(id, HALOEXEC), token(id, HALOIMPORT)]);
+            out.push(c);
+        }
+        out.push(compute(Section::Owned, Section::Owned));
+    }
+    if sections.exec_halo && set.exec > 0 {
+        out.push(compute(Section::Exec, Section::Exec));
+    }
+    if distributed {
+        for (i, a) in args.iter().enumerate() {
+            if a.is_global() && a.access.is_reduction() {
+                let id = a.data_id();
+                let mut begin = Computation::new(What::ReduceBegin { arg: i });
+                begin.reads.push(token(id, GLOBAL));
+                begin.writes.push(token(id, NET));
+                out.push(begin);
+                let mut end = Computation::new(What::ReduceEnd { arg: i });
+                end.reads.push(token(id, NET));
+                end.writes.push(token(id, GLOBAL));
+                out.push(end);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,525 @@
+//! The lazy trace (issue 15): recorded loops give bitwise the results of
+//! eager ones, no host read sees a stale value, forcing runs what a read
+//! depends on and no more, errors surface at the forcing point naming the
+//! loop and where it was recorded, dropped data runs its pending loops,
+//! and the DAG is seed 000's.
+
+#[path = "support/device.rs"]
+mod device;
+
+use parloop::{Access, Backend, Dat, Error, Map, ParLoop, Runtime, Sections, Set};
+use proptest::prelude::*;
+
+#[parloop::kernel]
+fn axpy(x: &f64, y: &mut f64) {
+    *y = 0.5 * *y + *x + 1.0;
+}
+
+#[parloop::kernel]
+fn square(x: &f64, y: &mut f64) {
+    *y = *x * *x - 1.0;
+}
+
+#[parloop::kernel]
+fn spread(w: &f64, a: &mut f64, b: &mut f64) {
+    *a += 0.25 * *w;
+    *b += 0.75 * *w;
+}
+
+#[parloop::kernel]
+fn difference(a: &f64, b: &f64, e: &mut f64) {
+    *e = *a - 0.5 * *b;
+}
+
+#[parloop::kernel]
+fn total(x: &f64, s: &mut f64) {
+    *s += *x;
+}
+
+#[parloop::kernel]
+fn largest(x: &f64, m: &mut f64) {
+    if *x > *m {
+        *m = *x;
+    }
+}
+
+#[parloop::kernel]
+fn scale(c: &f64, x: &mut f64) {
+    *x = *x * *c + 0.125;
+}
+
+#[parloop::kernel]
+fn fails_at_three(i: &i64, x: &mut f64) {
+    // Integer division by zero at element 3.
+    *x = (6 / (*i - 3)) as f64;
+}
+
+/// A random mesh: nodes, edges, an edge-to-node map.
+#[derive(Clone, Debug)]
+struct Mesh {
+    nodes: usize,
+    edges: usize,
+    map: Vec<i32>,
+}
+
+/// One step of a random program.
+#[derive(Clone, Debug)]
+enum Op {
+    /// `axpy` or `square` from node dat `x` into node dat `y` (RW or WRITE).
+    Nodes {
+        square: bool,
+        x: usize,
+        y: usize,
+    },
+    /// The same on edge dats.
+    Edges {
+        square: bool,
+        x: usize,
+        y: usize,
+    },
+    /// Edge dat `w` INC into node dat `n` through both map columns.
+    Spread {
+        w: usize,
+        n: usize,
+    },
+    /// Node dats READ through the map into edge dat `e` (WRITE).
+    Difference {
+        a: usize,
+        b: usize,
+        e: usize,
+    },
+    /// Global INC (`largest`: MAX) reduction of node dat `x`.
+    Reduce {
+        max: bool,
+        x: usize,
+    },
+    /// Node dat `x` scaled by the READ global `c`.
+    Scale {
+        x: usize,
+    },
+    /// Host read of a node (edge) dat.
+    ReadNodes(usize),
+    ReadEdges(usize),
+    /// Host read of the reduced globals.
+    ReadGlobals,
+    /// Host write of a node dat (`set_values`, or `with_values_mut`).
+    WriteNodes {
+        x: usize,
+        value: f64,
+        closure: bool,
+    },
+    /// Host write of the READ global.
+    WriteConstant(f64),
+}
+
+fn mesh() -> impl Strategy<Value = Mesh> {
+    (1usize..60, 0usize..120).prop_flat_map(|(nodes, edges)| {
+        proptest::collection::vec(0..nodes as i32, edges * 2).prop_map(move |map| Mesh { nodes, edges, map })
+    })
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let d = 0usize..3;
+    prop_oneof![
+        (any::<bool>(), d.clone(), d.clone()).prop_map(|(square, x, y)| Op::Nodes { square, x, y }),
+        (any::<bool>(), d.clone(), d.clone()).prop_map(|(square, x, y)| Op::Edges { square, x, y }),
+        (d.clone(), d.clone()).prop_map(|(w, n)| Op::Spread { w, n }),
+        (d.clone(), d.clone(), d.clone()).prop_map(|(a, b, e)| Op::Difference { a, b, e }),
+        (any::<bool>(), d.clone()).prop_map(|(max, x)| Op::Reduce { max, x }),
+        d.clone().prop_map(|x| Op::Scale { x }),
+        d.clone().prop_map(Op::ReadNodes),
+        d.clone().prop_map(Op::ReadEdges),
+        Just(Op::ReadGlobals),
+        (d.clone(), -2.0f64..2.0, any::<bool>()).prop_map(|(x, value, closure)| Op::WriteNodes { x, value, closure }),
+        (0.1f64..1.5).prop_map(Op::WriteConstant),
+    ]
+}
+
+/// Everything the host saw, in order, as bits, then the final values.
+type Seen = Vec<Vec<u64>>;
+
+fn bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// Runs `program` on a fresh runtime; returns what every host read saw and
+/// the final values, and the runtime's trace statistics.
+fn run(backend: Backend, lazy: bool, m: &Mesh, program: &[Op]) -> (Seen, parloop::TraceStats) {
+    let rt = Runtime::with_lazy(backend, lazy).unwrap();
+    let nodes = rt.set("nodes", m.nodes).unwrap();
+    let edges = rt.set("edges", m.edges).unwrap();
+    let e2n = rt.map("e2n", &edges, &nodes, 2, m.map.clone()).unwrap();
+    let nd: Vec<Dat<f64>> = (0..3)
+        .map(|k| {
+            rt.dat(&format!("n{k}"), &nodes, 1, (0..m.nodes).map(|i| (i * (k + 1)) as f64 * 0.1).collect()).unwrap()
+        })
+        .collect();
+    let ed: Vec<Dat<f64>> = (0..3)
+        .map(|k| {
+            rt.dat(&format!("e{k}"), &edges, 1, (0..m.edges).map(|i| 1.0 - (i + k) as f64 * 0.01).collect()).unwrap()
+        })
+        .collect();
+    let sum = rt.global("sum", &[0.0f64]).unwrap();
+    let max = rt.global("max", &[f64::MIN]).unwrap();
+    let c = rt.global("c", &[0.5f64]).unwrap();
+    let mut seen = Seen::new();
+    let (r, w, rw, inc) = (Access::READ, Access::WRITE, Access::RW, Access::INC);
+    for op in program {
+        match *op {
+            Op::Nodes { square: sq, x, y } | Op::Edges { square: sq, x, y } => {
+                let (set, d) = if matches!(op, Op::Nodes { .. }) { (&nodes, &nd) } else { (&edges, &ed) };
+                if x == y {
+                    continue; // a dat cannot be both READ and written
+                }
+                let k = if sq { square::KERNEL } else { axpy::KERNEL };
+                rt.par_loop(k, set, &[d[x].arg(r), d[y].arg(if sq { w } else { rw })]).unwrap();
+            }
+            Op::Spread { w: e, n } => {
+                rt.par_loop(
+                    spread::KERNEL,
+                    &edges,
+                    &[ed[e].arg(r), nd[n].arg_via(&e2n, 0, inc), nd[n].arg_via(&e2n, 1, inc)],
+                )
+                .unwrap();
+            }
+            Op::Difference { a, b, e } => {
+                rt.par_loop(
+                    difference::KERNEL,
+                    &edges,
+                    &[nd[a].arg_via(&e2n, 0, r), nd[b].arg_via(&e2n, 1, r), ed[e].arg(w)],
+                )
+                .unwrap();
+            }
+            Op::Reduce { max: true, x } => {
+                rt.par_loop(largest::KERNEL, &nodes, &[nd[x].arg(r), max.arg(Access::MAX)]).unwrap()
+            }
+            Op::Reduce { max: false, x } => rt.par_loop(total::KERNEL, &nodes, &[nd[x].arg(r), sum.arg(inc)]).unwrap(),
+            Op::Scale { x } => rt.par_loop(scale::KERNEL, &nodes, &[c.arg(r), nd[x].arg(rw)]).unwrap(),
+            Op::ReadNodes(x) => seen.push(bits(&nd[x].values().unwrap())),
+            Op::ReadEdges(x) => seen.push(bits(&ed[x].values().unwrap())),
+            Op::ReadGlobals => seen.push(bits(&[sum.value().unwrap(), max.value().unwrap()])),
+            Op::WriteNodes { x, value, closure: false } => nd[x].set_values(&vec![value; m.nodes]).unwrap(),
+            Op::WriteNodes { x, value, closure: true } => nd[x].with_values_mut(|v| v[0] = value).unwrap(),
+            Op::WriteConstant(v) => c.set_values(&[v]).unwrap(),
+        }
+    }
+    let stats = rt.trace_stats();
+    for d in nd.iter().chain(&ed) {
+        seen.push(bits(&d.values().unwrap()));
+    }
+    seen.push(bits(&[sum.value().unwrap(), max.value().unwrap(), c.value().unwrap()]));
+    (seen, stats)
+}
+
+fn lazy_equals_eager(backend: Backend, m: &Mesh, program: &[Op]) -> Result<(), TestCaseError> {
+    let (eager, none) = run(backend, false, m, program);
+    let (lazy, stats) = run(backend, true, m, program);
+    prop_assert_eq!(none, parloop::TraceStats::default());
+    let loops = program
+        .iter()
+        .filter(|o| {
+            !matches!(
+                o,
+                Op::ReadNodes(_) | Op::ReadEdges(_) | Op::ReadGlobals | Op::WriteNodes { .. } | Op::WriteConstant(_)
+            )
+        })
+        .filter(|o| !matches!(o, Op::Nodes { x, y, .. } | Op::Edges { x, y, .. } if x == y))
+        .count() as u64;
+    prop_assert_eq!(stats.loops_recorded + stats.eager_fallbacks, loops);
+    // Every host read saw what the eager run saw at the same point: none
+    // saw a stale value.
+    prop_assert_eq!(eager, lazy);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn lazy_equals_eager_bitwise_on_seq(m in mesh(), program in proptest::collection::vec(op(), 1..40)) {
+        lazy_equals_eager(Backend::Seq, &m, &program)?;
+    }
+
+    #[test]
+    fn lazy_equals_eager_bitwise_on_threads(m in mesh(), program in proptest::collection::vec(op(), 1..40)) {
+        lazy_equals_eager(Backend::Threads, &m, &program)?;
+    }
+}
+
+proptest! {
+    // Each distinct kernel compiles once per process on the emulator.
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    #[test]
+    fn lazy_equals_eager_bitwise_on_the_device(m in mesh(), program in proptest::collection::vec(op(), 1..24)) {
+        lazy_equals_eager(device::device_backend(), &m, &program)?;
+    }
+}
+
+fn lazy_rt() -> Runtime {
+    Runtime::with_lazy(Backend::Seq, true).unwrap()
+}
+
+#[test]
+fn a_read_forces_what_it_depends_on_and_nothing_else() {
+    let rt = lazy_rt();
+    let s = rt.set("s", 4).unwrap();
+    let x = rt.dat("x", &s, 1, vec![1.0; 4]).unwrap();
+    let y = rt.dat("y", &s, 1, vec![0.0; 4]).unwrap();
+    let z = rt.dat("z", &s, 1, vec![0.0; 4]).unwrap();
+    rt.par_loop(axpy::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+    rt.par_loop(square::KERNEL, &s, &[y.arg(Access::READ), z.arg(Access::WRITE)]).unwrap();
+    rt.par_loop(square::KERNEL, &s, &[x.arg(Access::READ), x.arg(Access::WRITE)]).unwrap_err();
+    let other = rt.dat("other", &s, 1, vec![2.0; 4]).unwrap();
+    rt.par_loop(axpy::KERNEL, &s, &[x.arg(Access::READ), other.arg(Access::RW)]).unwrap();
+    let st = rt.trace_stats();
+    assert_eq!((st.loops_recorded, st.computations_recorded, st.loops_run), (3, 3, 0));
+    // y = 0.5 * 0 + 1 + 1 = 2; z needs y's loop too.
+    assert_eq!(z.values().unwrap(), vec![3.0; 4]);
+    assert_eq!(rt.trace_stats().loops_run, 2);
+    assert_eq!(rt.trace_stats().edges_recorded, 1);
+    assert_eq!(other.values().unwrap(), vec![3.0; 4]);
+    assert_eq!(rt.trace_stats().loops_run, 3);
+}
+
+#[test]
+fn a_host_write_runs_the_pending_readers_first() {
+    let rt = lazy_rt();
+    let s = rt.set("s", 3).unwrap();
+    let x = rt.dat("x", &s, 1, vec![1.0, 2.0, 3.0]).unwrap();
+    let y = rt.dat("y", &s, 1, vec![0.0; 3]).unwrap();
+    rt.par_loop(square::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::WRITE)]).unwrap();
+    x.set_values(&[10.0; 3]).unwrap();
+    assert_eq!(rt.trace_stats().loops_run, 1, "the reader of x ran before x changed");
+    assert_eq!(y.values().unwrap(), vec![0.0, 3.0, 8.0]);
+    // A READ global: the loop sees the value it was recorded with.
+    let c = rt.global("c", &[2.0f64]).unwrap();
+    rt.par_loop(scale::KERNEL, &s, &[c.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+    c.set_values(&[100.0]).unwrap();
+    assert_eq!(y.values().unwrap(), vec![0.125, 6.125, 16.125]);
+}
+
+#[test]
+fn the_last_handle_dropped_runs_the_loops_pending_on_it() {
+    // Decision (seed 003): the trace keeps only weak references to data;
+    // dropping the last handle of a dat with pending loops runs them (their
+    // other effects, here a reduction, must not be lost).
+    let rt = lazy_rt();
+    let s = rt.set("s", 5).unwrap();
+    let sum = rt.global("sum", &[0.0f64]).unwrap();
+    {
+        let t = rt.dat("t", &s, 1, vec![2.0; 5]).unwrap();
+        rt.par_loop(total::KERNEL, &s, &[t.arg(Access::READ), sum.arg(Access::INC)]).unwrap();
+        assert_eq!(rt.trace_stats().loops_run, 0);
+    }
+    let st = rt.trace_stats();
+    assert_eq!((st.drop_forces, st.loops_run), (1, 1));
+    assert_eq!(sum.value().unwrap(), 10.0);
+    // A dat whose handle is dropped with nothing pending forces nothing.
+    drop(rt.dat("u", &s, 1, vec![0.0; 5]).unwrap());
+    assert_eq!(rt.trace_stats().drop_forces, 1);
+    // A kept Arg is a handle too: the data lives until it goes.
+    let arg = {
+        let t = rt.dat("t2", &s, 1, vec![1.0; 5]).unwrap();
+        rt.par_loop(total::KERNEL, &s, &[t.arg(Access::READ), sum.arg(Access::INC)]).unwrap();
+        t.arg(Access::READ)
+    };
+    assert_eq!(rt.trace_stats().drop_forces, 1);
+    drop(arg);
+    assert_eq!(rt.trace_stats().drop_forces, 2);
+    assert_eq!(sum.value().unwrap(), 15.0);
+}
+
+#[test]
+fn an_error_surfaces_at_the_forcing_point_naming_the_loop_and_nothing_after_it_runs() {
+    let rt = lazy_rt();
+    let s = rt.set("s", 6).unwrap();
+    let x = rt.dat("x", &s, 1, vec![0.0; 6]).unwrap();
+    let y = rt.dat("y", &s, 1, vec![5.0; 6]).unwrap();
+    let line = line!() + 1;
+    rt.par_loop(fails_at_three::KERNEL, &s, &[parloop::Arg::index(), x.arg(Access::WRITE)]).unwrap();
+    rt.par_loop(axpy::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+    // Validation errors are still returned by par_loop itself.
+    assert!(rt.par_loop(axpy::KERNEL, &s, &[x.arg(Access::READ)]).is_err());
+    assert_eq!(rt.trace_stats().loops_recorded, 2);
+    let err = y.values().unwrap_err();
+    let Error::Deferred { kernel, location, source } = &err else { panic!("{err}") };
+    assert_eq!(kernel, "fails_at_three");
+    assert!(location.ends_with(&format!("lazy.rs:{line}:8")), "{location}");
+    assert!(matches!(**source, Error::KernelPanicked { element: 3, .. }), "{source}");
+    assert_eq!(rt.trace_stats().discarded, 1);
+    // The loop after it never ran: y is as declared.
+    assert_eq!(y.values().unwrap(), vec![5.0; 6]);
+}
+
+#[test]
+fn forcing_points_are_counted_by_source_location() {
+    let rt = lazy_rt();
+    let s = rt.set("s", 2).unwrap();
+    let x = rt.dat("x", &s, 1, vec![1.0; 2]).unwrap();
+    let y = rt.dat("y", &s, 1, vec![1.0; 2]).unwrap();
+    let mut lines = Vec::new();
+    for _ in 0..3 {
+        rt.par_loop(axpy::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+        lines.push(line!() + 1);
+        y.values().unwrap();
+    }
+    rt.par_loop(axpy::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+    let flush_line = line!() + 1;
+    rt.flush().unwrap();
+    let points = rt.forcing_points();
+    let at = |line: u32| points.iter().find(|p| p.location.contains(&format!("lazy.rs:{line}:"))).cloned();
+    let read = at(lines[0]).expect("the read is a forcing point");
+    assert_eq!((read.count, read.loops), (3, 3));
+    assert_eq!(at(flush_line).map(|p| (p.count, p.loops)), Some((1, 1)));
+    assert!(rt.report_table().contains(&format!("lazy.rs:{}", lines[0])));
+}
+
+#[test]
+fn loops_inside_a_host_closure_run_at_once() {
+    let rt = lazy_rt();
+    let s = rt.set("s", 2).unwrap();
+    let x = rt.dat("x", &s, 1, vec![1.0; 2]).unwrap();
+    let y = rt.dat("y", &s, 1, vec![1.0; 2]).unwrap();
+    let z = rt.dat("z", &s, 1, vec![1.0; 2]).unwrap();
+    rt.par_loop(axpy::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+    let inside = x.with_values(|_| {
+        // Everything recorded ran when the closure began.
+        assert_eq!(rt.trace_stats().loops_run, 1);
+        (
+            rt.par_loop(axpy::KERNEL, &s, &[z.arg(Access::READ), y.arg(Access::RW)]),
+            rt.par_loop(square::KERNEL, &s, &[y.arg(Access::READ), x.arg(Access::WRITE)]),
+        )
+    });
+    let (ok, busy) = inside.unwrap();
+    ok.unwrap();
+    // As without the trace: x is held by the closure.
+    assert!(matches!(busy, Err(Error::Busy { .. })), "{busy:?}");
+    assert_eq!(y.values().unwrap(), vec![3.25; 2]);
+    assert_eq!(rt.trace_stats().eager_fallbacks, 2);
+}
+
+#[test]
+fn a_time_loop_that_never_reads_keeps_the_trace_bounded() {
+    let rt = lazy_rt();
+    let s = rt.set("s", 1).unwrap();
+    let x = rt.dat("x", &s, 1, vec![0.0]).unwrap();
+    let y = rt.dat("y", &s, 1, vec![0.0]).unwrap();
+    let lp = ParLoop::new(axpy::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+    for _ in 0..2500 {
+        rt.execute(&lp).unwrap();
+    }
+    let st = rt.trace_stats();
+    assert_eq!(st.limit_flushes, 2);
+    assert_eq!(st.loops_run, 2048);
+    assert_eq!(y.values().unwrap()[0], 2.0);
+    assert_eq!(rt.trace_stats().loops_run, 2500);
+}
+
+/// The seed's DAG as a set of labelled edges, from our Graphviz text.
+fn edges_of(dot: &str) -> Vec<(String, String)> {
+    let mut labels = std::collections::HashMap::new();
+    let mut edges = Vec::new();
+    for line in dot.lines().map(str::trim) {
+        if let Some((id, rest)) = line.split_once(" [ label = \"") {
+            labels.insert(id.to_string(), rest.split('"').next().unwrap().to_string());
+        } else if let Some((a, b)) = line.split_once(" -> ") {
+            edges.push((a.to_string(), b.split_whitespace().next().unwrap().to_string()));
+        }
+    }
+    let mut out: Vec<(String, String)> =
+        edges.into_iter().map(|(a, b)| (labels[&a].clone(), labels[&b].clone())).collect();
+    out.sort();
+    out
+}
+
+fn expect(edges: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = edges.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+    v.sort();
+    v
+}
+
+#[parloop::kernel]
+fn phi_expr(p: &f64, phi: &mut f64) {
+    *phi -= 0.5 * *p;
+}
+
+#[parloop::kernel]
+fn zero(t: &mut f64) {
+    *t = 0.0;
+}
+
+#[parloop::kernel]
+fn assemble1(v: &f64, phi: &f64, t: &mut f64) {
+    *t = *v * *phi;
+}
+
+/// The first three loops of the wave step (seed 000) on `verts`/`cells`.
+fn first_three(rt: &Runtime, verts: &Set, cells: &Set, c2v: &Map) -> [Dat<f64>; 4] {
+    let p = rt.dat("p", verts, 1, vec![1.0; verts.total()]).unwrap();
+    let phi = rt.dat("phi", verts, 1, vec![0.0; verts.total()]).unwrap();
+    let v = rt.dat("v", verts, 1, vec![1.0; verts.total()]).unwrap();
+    let t1 = rt.dat("t1", cells, 1, vec![0.0; cells.total()]).unwrap();
+    rt.par_loop(phi_expr::KERNEL, verts, &[p.arg(Access::READ), phi.arg(Access::INC)]).unwrap();
+    rt.par_loop(zero::KERNEL, cells, &[t1.arg(Access::WRITE)]).unwrap();
+    rt.par_loop(
+        assemble1::KERNEL,
+        cells,
+        &[v.arg_via(c2v, 0, Access::READ), phi.arg_via(c2v, 1, Access::READ), t1.arg(Access::WRITE)],
+    )
+    .unwrap();
+    let dot = rt.trace_dot_string();
+    let path = std::env::temp_dir().join(format!("parloop-lazy-{}.dot", std::process::id()));
+    rt.trace_dot(&path).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), dot);
+    std::fs::remove_file(&path).unwrap();
+    // Kept alive until the DAG is read: dropping them would force.
+    [p, phi, v, t1]
+}
+
+#[test]
+fn the_first_three_wave_loops_give_the_seed_dag_serially() {
+    let rt = lazy_rt();
+    let verts = rt.set("verts", 4).unwrap();
+    let cells = rt.set("cells", 2).unwrap();
+    let c2v = rt.map("c2v", &cells, &verts, 2, vec![0, 1, 2, 3]).unwrap();
+    let _data = first_three(&rt, &verts, &cells, &c2v);
+    assert_eq!(
+        edges_of(&rt.trace_dot_string()),
+        expect(&[
+            ("top", "phi_expr[core]"),
+            ("top", "zero[core]"),
+            ("phi_expr[core]", "assemble1[core]"),
+            ("zero[core]", "assemble1[core]"),
+            ("assemble1[core]", "bot"),
+        ])
+    );
+}
+
+#[test]
+fn the_first_three_wave_loops_give_the_seed_dag_with_halos() {
+    // One rank's view of a partitioned mesh (seed 004's sections): the
+    // halo computations and their edges are those of seed 000's figure.
+    let rt = lazy_rt();
+    let verts = rt.set_with_sections("verts", Sections { core: 2, owned: 2, exec: 1, non_exec: 1 }).unwrap();
+    let cells = rt.set_with_sections("cells", Sections { core: 1, owned: 1, exec: 1, non_exec: 0 }).unwrap();
+    let c2v = rt.map("c2v", &cells, &verts, 2, vec![0, 1, 2, 4, 3, 5]).unwrap();
+    let _data = first_three(&rt, &verts, &cells, &c2v);
+    assert_eq!(
+        edges_of(&rt.trace_dot_string()),
+        expect(&[
+            ("top", "phi_expr[core,owned]"),
+            ("top", "zero[core,owned]"),
+            ("top", "HaloSend(v)"),
+            ("phi_expr[core,owned]", "HaloSend(phi)"),
+            ("phi_expr[core,owned]", "assemble1[core]"),
+            ("zero[core,owned]", "assemble1[core]"),
+            ("HaloSend(phi)", "HaloRecv(phi)"),
+            ("HaloSend(v)", "HaloRecv(v)"),
+            ("assemble1[core]", "assemble1[owned]"),
+            ("HaloRecv(phi)", "assemble1[owned]"),
+            ("HaloRecv(v)", "assemble1[owned]"),
+            ("assemble1[owned]", "bot"),
+        ])
+    );
+}
