@@ -435,13 +435,30 @@ impl Runtime {
     pub fn execute(&self, lp: &ParLoop) -> Result<()> {
         let at = std::panic::Location::caller();
         if let Some(trace) = &self.trace {
-            if !crate::host_access::holds_any() && !crate::trace::forcing_here() && trace.record(self, lp, at)? {
-                return Ok(());
+            if !crate::host_access::holds_any() && !crate::trace::forcing_here() {
+                // What planning checks (write races, sizes) is validation:
+                // returned here, not when the loop runs.
+                self.plan_for(lp)?;
+                if trace.record(self, lp, at)? {
+                    return Ok(());
+                }
             }
             // Run now, after what it depends on.
             trace.eager(self, lp, at)?;
         }
         self.execute_now(lp)
+    }
+
+    /// The plan `execute_now` will use for `lp` (built and cached on first
+    /// use); nothing for matrix loops on a device, which plan their parts.
+    fn plan_for(&self, lp: &ParLoop) -> Result<()> {
+        if self.device.is_some() && lp.args().iter().any(|a| matches!(a.kind, ArgKind::Mat(_))) {
+            return Ok(());
+        }
+        let sections = lp.sections();
+        let needs_plan = self.backend == Backend::Threads && sections.exec_halo;
+        self.loop_plan(lp.kernel(), lp.set(), &sections.sizes(), needs_plan, self.strategy(), lp.args())?;
+        Ok(())
     }
 
     /// Runs every recorded loop (a no-op without `PARLOOP_LAZY=1`); the

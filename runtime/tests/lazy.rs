@@ -145,7 +145,12 @@ fn bits(v: &[f64]) -> Vec<u64> {
 /// Runs `program` on a fresh runtime; returns what every host read saw and
 /// the final values, and the runtime's trace statistics.
 fn run(backend: Backend, lazy: bool, m: &Mesh, program: &[Op]) -> (Seen, parloop::TraceStats) {
-    let rt = Runtime::with_lazy(backend, lazy).unwrap();
+    let mut rt = Runtime::with_lazy(backend, lazy).unwrap();
+    if rt.device_name().is_some() {
+        // The automatic choice times candidates: a deterministic strategy,
+        // so that two runs can be compared bitwise.
+        rt.set_strategy(Some(parloop::Strategy::Staged));
+    }
     let nodes = rt.set("nodes", m.nodes).unwrap();
     let edges = rt.set("edges", m.edges).unwrap();
     let e2n = rt.map("e2n", &edges, &nodes, 2, m.map.clone()).unwrap();

@@ -366,6 +366,11 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
         T::TYPE
     }
     fn lock(&self) -> Option<Result<Box<dyn LockedValues + '_>>> {
+        // Loops the trace runs skip this; other users of the raw values
+        // (eager loops, device products) need the recorded loops first.
+        if let Err(e) = self.link.force(self.id, true, false) {
+            return Some(Err(e));
+        }
         let mut guard = self.try_exclusive()?;
         if let Err(e) = self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut guard.guard)) {
             return Some(Err(e));
@@ -373,6 +378,9 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
         Some(Ok(Box::new(guard)))
     }
     fn on_device(&self, device: &Arc<dyn Device>) -> Option<Result<u64>> {
+        if let Err(e) = self.link.force(self.id, true, false) {
+            return Some(Err(e));
+        }
         let mut values = self.try_exclusive()?;
         Some(self.mirror.on_device(device, bytemuck::cast_slice_mut(&mut values.guard)))
     }

@@ -374,6 +374,7 @@ impl Runtime {
     /// assert_eq!(y.values()?, vec![0.0, 3.0]);
     /// # Ok::<(), parloop::Error>(())
     /// ```
+    #[track_caller]
     pub fn mult<T: Real>(&self, a: &Mat<T>, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
         let s = a.sparsity();
         let what = a.name();
@@ -434,6 +435,7 @@ impl Runtime {
     /// assert_eq!(d.values()?, vec![0.0; 2]);
     /// # Ok::<(), parloop::Error>(())
     /// ```
+    #[track_caller]
     pub fn diagonal<T: Real>(&self, a: &Mat<T>, d: &Dat<T>) -> Result<()> {
         let s = a.sparsity();
         let what = a.name();

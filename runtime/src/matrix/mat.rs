@@ -115,6 +115,7 @@ impl<T: Scalar> Mat<T> {
     }
 
     /// A copy of the values, in CSR order (see [`Mat::to_csr`]).
+    #[track_caller]
     pub fn values(&self) -> Result<Vec<T>> {
         self.values.values()
     }
@@ -130,6 +131,7 @@ impl<T: Scalar> Mat<T> {
     /// assert_eq!((csr.row_ptr, csr.cols, csr.vals), (vec![0, 1, 2], vec![0, 1], vec![0.0, 0.0]));
     /// # Ok::<(), parloop::Error>(())
     /// ```
+    #[track_caller]
     pub fn to_csr(&self) -> Result<Csr<T>> {
         Ok(Csr {
             row_ptr: self.sparsity.row_ptr().to_vec(),
@@ -239,6 +241,7 @@ impl<T: Scalar> Mat<T> {
     /// # std::fs::remove_file(&path).ok();
     /// # Ok::<(), parloop::Error>(())
     /// ```
+    #[track_caller]
     pub fn write_matrix_market(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
         let path = path.as_ref();
         let io = |source| Error::Io { path: path.display().to_string(), source };

@@ -257,6 +257,9 @@ impl Link {
     /// (closure accessors, which may touch anything inside).
     #[track_caller]
     pub(crate) fn force(&self, id: u64, write: bool, all: bool) -> Result<()> {
+        if self.0.get().is_none() || forcing_here() {
+            return Ok(());
+        }
         let Some(trace) = self.trace() else { return Ok(()) };
         let at = Location::caller();
         if all && !crate::host_access::holds_any() {
