@@ -65,6 +65,23 @@ pub(crate) fn forcing_here() -> bool {
     FORCING.with(Cell::get)
 }
 
+/// Marks this thread as running forced loops until dropped (also when
+/// unwinding: a panic must not leave later host reads unforced).
+struct Forcing;
+
+impl Forcing {
+    fn start() -> Forcing {
+        FORCING.with(|f| f.set(true));
+        Forcing
+    }
+}
+
+impl Drop for Forcing {
+    fn drop(&mut self) {
+        FORCING.with(|f| f.set(false));
+    }
+}
+
 /// What the trace has done, for tests and the profile: proof that
 /// recording and forcing happened (or did not).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -214,7 +231,9 @@ struct State {
     tokens: TokenMap<TokenState>,
     next_seq: u64,
     stats: TraceStats,
-    points: HashMap<&'static Location<'static>, (u64, u64)>,
+    /// Forcing points by the address of their location (one static per
+    /// call site: cheaper to hash than the file name): forces, loops run.
+    points: HashMap<usize, (&'static Location<'static>, u64, u64)>,
     /// An error from a force nobody could return it to (a drop): it
     /// surfaces at the next forcing point.
     deferred: Option<Error>,
@@ -352,9 +371,9 @@ impl Trace {
                 Some((tokens, write)) => st.needed(tokens, write),
             };
             let taken: Vec<(u64, Pending)> = seqs.iter().map(|&s| (s, st.take(s))).collect();
-            let point = st.points.entry(at).or_default();
-            point.0 += 1;
-            point.1 += taken.len() as u64;
+            let point = st.points.entry(at as *const Location as usize).or_insert((at, 0, 0));
+            point.1 += 1;
+            point.2 += taken.len() as u64;
             if taken.is_empty() {
                 st.stats.forces_empty += 1;
             } else {
@@ -367,7 +386,7 @@ impl Trace {
         }
         let Some(core) = self.core.upgrade() else { return Ok(()) };
         let rt = Runtime::handle(core);
-        FORCING.with(|f| f.set(true));
+        let forcing = Forcing::start();
         let mut failed = None;
         let mut ran = 0u64;
         for (i, (seq, p)) in taken.iter().enumerate() {
@@ -389,7 +408,7 @@ impl Trace {
             }
             ran += 1;
         }
-        FORCING.with(|f| f.set(false));
+        drop(forcing);
         lock(&self.state).stats.loops_run += ran;
         match failed {
             None => Ok(()),
@@ -417,11 +436,15 @@ impl Trace {
 
     pub(crate) fn forcing_points(&self) -> Vec<ForcingPoint> {
         let st = lock(&self.state);
-        let mut v: Vec<ForcingPoint> = st
-            .points
-            .iter()
-            .map(|(l, &(count, loops))| ForcingPoint { location: l.to_string(), count, loops })
-            .collect();
+        // Merged by text: a generic caller may have one location per instance.
+        let mut merged: HashMap<String, (u64, u64)> = HashMap::new();
+        for &(l, count, loops) in st.points.values() {
+            let e = merged.entry(l.to_string()).or_default();
+            e.0 += count;
+            e.1 += loops;
+        }
+        let mut v: Vec<ForcingPoint> =
+            merged.into_iter().map(|(location, (count, loops))| ForcingPoint { location, count, loops }).collect();
         v.sort_by(|a, b| b.count.cmp(&a.count).then(a.location.cmp(&b.location)));
         v
     }
