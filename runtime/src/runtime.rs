@@ -438,8 +438,8 @@ impl Runtime {
             if !crate::host_access::holds_any() && !crate::trace::forcing_here() {
                 // What planning checks (write races, sizes) is validation:
                 // returned here, not when the loop runs.
-                self.plan_for(lp)?;
-                if trace.record(self, lp, at)? {
+                let plan = self.plan_for(lp)?;
+                if trace.record(self, lp, plan, at)? {
                     return Ok(());
                 }
             }
@@ -451,14 +451,13 @@ impl Runtime {
 
     /// The plan `execute_now` will use for `lp` (built and cached on first
     /// use); nothing for matrix loops on a device, which plan their parts.
-    fn plan_for(&self, lp: &ParLoop) -> Result<()> {
+    fn plan_for(&self, lp: &ParLoop) -> Result<Option<(Arc<LoopPlan>, Duration)>> {
         if self.device.is_some() && lp.args().iter().any(|a| matches!(a.kind, ArgKind::Mat(_))) {
-            return Ok(());
+            return Ok(None);
         }
         let sections = lp.sections();
         let needs_plan = self.backend == Backend::Threads && sections.exec_halo;
-        self.loop_plan(lp.kernel(), lp.set(), &sections.sizes(), needs_plan, self.strategy(), lp.args())?;
-        Ok(())
+        self.loop_plan(lp.kernel(), lp.set(), &sections.sizes(), needs_plan, self.strategy(), lp.args()).map(Some)
     }
 
     /// Runs every recorded loop (a no-op without `PARLOOP_LAZY=1`); the
@@ -529,6 +528,12 @@ impl Runtime {
 
     /// Runs a validated loop now (what the trace calls for forced loops).
     pub(crate) fn execute_now(&self, lp: &ParLoop) -> Result<()> {
+        self.execute_planned(lp, None)
+    }
+
+    /// As `execute_now`, with the plan looked up when the loop was
+    /// recorded (the trace's loops: one plan-cache lookup per loop, not two).
+    pub(crate) fn execute_planned(&self, lp: &ParLoop, planned: Option<(Arc<LoopPlan>, Duration)>) -> Result<()> {
         if let Some(device) = &self.device {
             if lp.args().iter().any(|a| matches!(a.kind, ArgKind::Mat(_))) {
                 // Element matrices first (a loop of its own), then their
@@ -540,9 +545,13 @@ impl Runtime {
         let kernel = lp.kernel();
         let _range = Range::new(kernel.name());
         let sections = lp.sections();
-        let needs_plan = self.backend == Backend::Threads && sections.exec_halo;
-        let (plan, plan_time) =
-            self.loop_plan(kernel, lp.set(), &sections.sizes(), needs_plan, self.strategy(), lp.args())?;
+        let (plan, plan_time) = match planned {
+            Some(p) => p,
+            None => {
+                let needs_plan = self.backend == Backend::Threads && sections.exec_halo;
+                self.loop_plan(kernel, lp.set(), &sections.sizes(), needs_plan, self.strategy(), lp.args())?
+            }
+        };
         let ran = match &self.device {
             Some(device) => {
                 let profiled = self.profile_output != ProfileOutput::None;

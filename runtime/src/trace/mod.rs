@@ -34,6 +34,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::Location;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
 
 use petgraph::stable_graph::{NodeIndex, StableGraph};
 use petgraph::Direction;
@@ -43,6 +44,7 @@ use crate::decl::{Set, Storage};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::par_loop::ParLoop;
+use crate::plan_cache::LoopPlan;
 use crate::runtime::{Core, Runtime};
 use crate::sync::lock;
 use crate::types::Access;
@@ -148,6 +150,8 @@ struct Pending {
     args: Vec<RecordedArg>,
     /// Where `par_loop`/`execute` recorded it.
     location: &'static Location<'static>,
+    /// Its plan and the time building it took, looked up when recorded.
+    plan: Option<(Arc<LoopPlan>, Duration)>,
     nodes: Vec<NodeIndex>,
     /// Tokens its computations touch (to forget them once it runs).
     tokens: Vec<Token>,
@@ -233,7 +237,7 @@ struct State {
     stats: TraceStats,
     /// Forcing points by the address of their location (one static per
     /// call site: cheaper to hash than the file name): forces, loops run.
-    points: HashMap<usize, (&'static Location<'static>, u64, u64)>,
+    points: TokenMap<(&'static Location<'static>, u64, u64)>,
     /// An error from a force nobody could return it to (a drop): it
     /// surfaces at the next forcing point.
     deferred: Option<Error>,
@@ -332,7 +336,13 @@ impl Trace {
 
     /// Records `lp` (validated). Returns `false` when it must run eagerly
     /// instead: one of its data belongs to another runtime's trace.
-    pub(crate) fn record(&self, rt: &Runtime, lp: &ParLoop, location: &'static Location<'static>) -> Result<bool> {
+    pub(crate) fn record(
+        &self,
+        rt: &Runtime,
+        lp: &ParLoop,
+        plan: Option<(Arc<LoopPlan>, Duration)>,
+        location: &'static Location<'static>,
+    ) -> Result<bool> {
         for a in lp.args() {
             let linked = a.storage.link().0.get_or_init(|| self.core.clone());
             if !Weak::ptr_eq(linked, &self.core) {
@@ -341,7 +351,7 @@ impl Trace {
         }
         let full = {
             let mut st = lock(&self.state);
-            st.insert(rt, lp, location);
+            st.insert(rt, lp, plan, location);
             st.pending.len() >= TRACE_LIMIT
         };
         if full {
@@ -371,7 +381,7 @@ impl Trace {
                 Some((tokens, write)) => st.needed(tokens, write),
             };
             let taken: Vec<(u64, Pending)> = seqs.iter().map(|&s| (s, st.take(s))).collect();
-            let point = st.points.entry(at as *const Location as usize).or_insert((at, 0, 0));
+            let point = st.points.entry(at as *const Location as u64).or_insert((at, 0, 0));
             point.1 += 1;
             point.2 += taken.len() as u64;
             if taken.is_empty() {
@@ -391,7 +401,7 @@ impl Trace {
         let mut ran = 0u64;
         for (i, (seq, p)) in taken.iter().enumerate() {
             let result = match p.upgrade() {
-                Ok(lp) => rt.execute_now(&lp),
+                Ok(lp) => rt.execute_planned(&lp, p.plan.clone()),
                 Err(id) => Err(Error::DataDropped { kernel: p.kernel.name().into(), id }),
             };
             if let Err(e) = result {
@@ -459,7 +469,13 @@ impl Trace {
 impl State {
     /// Adds the computations of `lp` (seed 000's table), their edges by
     /// the dependency rule, and updates the token table.
-    fn insert(&mut self, rt: &Runtime, lp: &ParLoop, location: &'static Location<'static>) {
+    fn insert(
+        &mut self,
+        rt: &Runtime,
+        lp: &ParLoop,
+        plan: Option<(Arc<LoopPlan>, Duration)>,
+        location: &'static Location<'static>,
+    ) {
         let seq = self.next_seq;
         self.next_seq += 1;
         let comps = tokens::computations(rt, lp);
@@ -529,7 +545,7 @@ impl State {
             .collect();
         self.pending.insert(
             seq,
-            Pending { kernel: lp.kernel(), set: lp.set().clone(), args, location, nodes, tokens: touched },
+            Pending { kernel: lp.kernel(), set: lp.set().clone(), args, location, plan, nodes, tokens: touched },
         );
         self.stats.loops_recorded += 1;
     }
@@ -550,7 +566,7 @@ impl State {
         }
         work.sort_unstable();
         work.dedup();
-        let mut seen: std::collections::HashSet<u64> = work.iter().copied().collect();
+        let mut seen: std::collections::HashSet<u64, BuildHasherDefault<TokenHasher>> = work.iter().copied().collect();
         let mut out = Vec::new();
         while let Some(seq) = work.pop() {
             let Some(p) = self.pending.get(&seq) else { continue };
