@@ -79,8 +79,8 @@ impl ParLoop {
     }
 
     /// A loop from parts validated before (the lazy trace's recorded loops).
-    pub(crate) fn from_parts(kernel: &'static Kernel, set: Set, args: Vec<Arg>) -> ParLoop {
-        ParLoop { kernel, set, args }
+    pub(crate) fn from_parts(kernel: &'static Kernel, set: Set, args: Vec<Arg>, exec_halo: bool) -> ParLoop {
+        ParLoop { kernel, set, args, exec_halo }
     }
 
     /// The kernel.

@@ -150,6 +150,8 @@ struct Pending {
     args: Vec<RecordedArg>,
     /// Where `par_loop`/`execute` recorded it.
     location: &'static Location<'static>,
+    /// Whether its exec halo runs (as the loop said when recorded).
+    exec_halo: bool,
     /// Its plan and the time building it took, looked up when recorded.
     plan: Option<(Arc<LoopPlan>, Duration)>,
     nodes: Vec<NodeIndex>,
@@ -171,7 +173,7 @@ impl Pending {
                 Ok(Arg { storage, kind: a.kind.clone(), access: a.access, dim: a.dim, set: a.set.clone() })
             })
             .collect::<std::result::Result<Vec<_>, u64>>()?;
-        Ok(ParLoop::from_parts(self.kernel, self.set.clone(), args))
+        Ok(ParLoop::from_parts(self.kernel, self.set.clone(), args, self.exec_halo))
     }
 }
 
@@ -545,7 +547,16 @@ impl State {
             .collect();
         self.pending.insert(
             seq,
-            Pending { kernel: lp.kernel(), set: lp.set().clone(), args, location, plan, nodes, tokens: touched },
+            Pending {
+                kernel: lp.kernel(),
+                set: lp.set().clone(),
+                args,
+                location,
+                exec_halo: lp.sections().exec_halo,
+                plan,
+                nodes,
+                tokens: touched,
+            },
         );
         self.stats.loops_recorded += 1;
     }
