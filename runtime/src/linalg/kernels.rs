@@ -173,6 +173,9 @@ macro_rules! vector_kernels {
                     x[k] += *a * p[k];
                     r[k] -= *a * q[k];
                 }
+                // The sums of `linalg_cg_sums_jacobi`, repeated: a call to a
+                // `#[parloop::device]` helper would cost this kernel its
+                // lane-wise twin (the host's fast path; see the test below).
                 let mut rz = r[0] * (r[0] * dinv[0]);
                 let mut rr = r[0] * r[0];
                 for k in 1..$d {
@@ -253,4 +256,47 @@ pub(crate) fn f32_table(dim: usize) -> Option<&'static VecKernels> {
         4 => &f32_4::TABLE,
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    impl VecKernels {
+        fn all(&self) -> [&'static Kernel; 16] {
+            [
+                self.axpy,
+                self.axpby,
+                self.scale,
+                self.dot,
+                self.sumsq,
+                self.copy,
+                self.fill,
+                self.mul,
+                self.mul_in,
+                self.div,
+                self.div_in,
+                self.rdiv_in,
+                self.cg_update,
+                self.cg_update_jacobi,
+                self.cg_sums_jacobi,
+                self.cg_direction_jacobi,
+            ]
+        }
+    }
+
+    /// Every vector kernel keeps its lane-wise twin (the host's fast path:
+    /// a kernel loses it, silently, by calling a `#[parloop::device]`
+    /// helper) and its CUDA translation.
+    #[test]
+    fn every_vector_kernel_has_lanes_and_a_translation() {
+        for dim in 1..=MAX_DIM {
+            for table in [f64_table(dim).unwrap(), f32_table(dim).unwrap()] {
+                for k in table.all() {
+                    assert!(k.has_lanes(), "{} (dim {dim}) lost its lane-wise twin", k.name());
+                    assert!(k.cuda_source().is_some(), "{} has no translation", k.name());
+                }
+            }
+        }
+    }
 }
