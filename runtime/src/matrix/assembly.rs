@@ -108,7 +108,6 @@ pub(crate) unsafe fn scatter<T: Scalar>(scatter: *const (), e: usize, local: *co
         _ => {}
     }
     let p = &*s.pattern;
-    let (rd, cd) = (p.row_dim, p.col_dim);
     let (ra, ca) = (s.row_map.arity(), s.col_map.arity());
     let rrow = &s.row_map.values()[e * ra..(e + 1) * ra];
     let crow = &s.col_map.values()[e * ca..(e + 1) * ca];
@@ -123,19 +122,9 @@ pub(crate) unsafe fn scatter<T: Scalar>(scatter: *const (), e: usize, local: *co
         for (j, &c) in crow.iter().enumerate() {
             // The pattern was built from these maps' rows: the entry is there.
             let Some(k) = super::sparsity::find(block_row, c as u32) else { continue };
-            for a in 0..rd {
-                let base = row_ptr[r * rd + a] + k * cd;
-                let src = (i * rd + a) * s.cols + j * cd;
-                for b in 0..cd {
-                    // SAFETY: `base + b` lies in the row's entries, `src + b`
-                    // in the element matrix (forwarded contract).
-                    unsafe {
-                        let v = *local.add(src + b);
-                        let d = data.add(base + b);
-                        *d = if write { v } else { (*d).inc(v) };
-                    }
-                }
-            }
+            // SAFETY: `k` is block row `r`'s entry for column `c`; `i`, `j`
+            // index the element matrix (forwarded contract).
+            unsafe { add_block(s, row_ptr, (r, k), (i, j), local, data, write) };
         }
     }
 }
@@ -172,7 +161,6 @@ fn ranks<const N: usize>(row: &[u32], cols: &[u32; N]) -> [Option<usize>; N] {
 #[inline(always)]
 unsafe fn scatter_n<T: Scalar, const N: usize>(s: &MatScatter, e: usize, local: *const T, data: *mut T, write: bool) {
     let p = &*s.pattern;
-    let (rd, cd) = (p.row_dim, p.col_dim);
     let ra = s.row_map.arity();
     let rrow = &s.row_map.values()[e * ra..(e + 1) * ra];
     let crow: &[i32; N] = s.col_map.values()[e * N..(e + 1) * N].try_into().expect("the map's arity is N");
@@ -189,18 +177,41 @@ unsafe fn scatter_n<T: Scalar, const N: usize>(s: &MatScatter, e: usize, local: 
         for (j, k) in found.into_iter().enumerate() {
             // The pattern was built from these maps' rows: the entry is there.
             let Some(k) = k else { continue };
-            for a in 0..rd {
-                let base = row_ptr[r * rd + a] + k * cd;
-                let src = (i * rd + a) * s.cols + j * cd;
-                for b in 0..cd {
-                    // SAFETY: `base + b` lies in the row's entries, `src + b`
-                    // in the element matrix (the caller's contract).
-                    unsafe {
-                        let v = *local.add(src + b);
-                        let d = data.add(base + b);
-                        *d = if write { v } else { (*d).inc(v) };
-                    }
-                }
+            // SAFETY: as in `scatter`.
+            unsafe { add_block(s, row_ptr, (r, k), (i, j), local, data, write) };
+        }
+    }
+}
+
+/// Adds (or writes) the `row_dim x col_dim` block of the element matrix
+/// at block (`i`, `j`) into block entry `k` of block row `r` of the CSR
+/// values: the innermost step both scatter paths share.
+///
+/// # Safety
+/// `k` is an entry of block row `r` of `s.pattern`, (`i`, `j`) a block of
+/// the element matrix at `local`, and `data` the pattern's values (the
+/// contract of [`scatter`]).
+#[inline(always)]
+unsafe fn add_block<T: Scalar>(
+    s: &MatScatter,
+    row_ptr: &[usize],
+    (r, k): (usize, usize),
+    (i, j): (usize, usize),
+    local: *const T,
+    data: *mut T,
+    write: bool,
+) {
+    let (rd, cd) = (s.pattern.row_dim, s.pattern.col_dim);
+    for a in 0..rd {
+        let base = row_ptr[r * rd + a] + k * cd;
+        let src = (i * rd + a) * s.cols + j * cd;
+        for b in 0..cd {
+            // SAFETY: `base + b` lies in the row's entries, `src + b` in the
+            // element matrix (the contract above).
+            unsafe {
+                let v = *local.add(src + b);
+                let d = data.add(base + b);
+                *d = if write { v } else { (*d).inc(v) };
             }
         }
     }
