@@ -259,6 +259,15 @@ fn random_matrix(rt: &Runtime, rng: &mut Rng, nodes: &Set, edges: usize, dim: us
     (a, dense)
 }
 
+/// Row `r` of the dense `size x size` matrix times `x`, and the sum of the
+/// terms' magnitudes (the scale of its rounding error).
+fn dense_row_product(dense: &[f64], size: usize, r: usize, x: &[f64]) -> (f64, f64) {
+    let row = &dense[r * size..(r + 1) * size];
+    let product = row.iter().zip(x).map(|(a, b)| a * b).sum();
+    let scale = row.iter().zip(x).map(|(a, b)| (a * b).abs()).sum();
+    (product, scale)
+}
+
 #[test]
 fn spmv_equals_a_dense_product_on_random_matrices() {
     let mut rng = Rng(2024);
@@ -274,9 +283,7 @@ fn spmv_equals_a_dense_product_on_random_matrices() {
             rt.mult(&a, &x, &y).unwrap();
             let got = y.values().unwrap();
             for r in 0..size {
-                let row = &dense[r * size..(r + 1) * size];
-                let want: f64 = row.iter().zip(&xv).map(|(a, b)| a * b).sum();
-                let scale: f64 = row.iter().zip(&xv).map(|(a, b)| (a * b).abs()).sum();
+                let (want, scale) = dense_row_product(&dense, size, r, &xv);
                 assert!(
                     (got[r] - want).abs() <= 1e-14 * scale.max(1e-300),
                     "{backend:?} {nodes_n} nodes dim {dim}: row {r}: {} vs {want}",
@@ -312,9 +319,7 @@ fn apply_dot_is_the_product_and_its_dot_on_every_backend() {
             let yv = y.values().unwrap();
             let (mut want, mut scale) = (0.0, 0.0);
             for r in 0..size {
-                let row = &dense[r * size..(r + 1) * size];
-                let yr: f64 = row.iter().zip(&xv).map(|(a, b)| a * b).sum();
-                let yscale: f64 = row.iter().zip(&xv).map(|(a, b)| (a * b).abs()).sum();
+                let (yr, yscale) = dense_row_product(&dense, size, r, &xv);
                 assert!((yv[r] - yr).abs() <= 1e-14 * yscale.max(1e-300), "{backend:?} dim {dim} row {r}");
                 want += xv[r] * yr;
                 scale += (xv[r] * yscale).abs();
