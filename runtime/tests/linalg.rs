@@ -282,12 +282,11 @@ fn spmv_equals_a_dense_product_on_random_matrices() {
             let y = rt.dat("y", &nodes, dim, vec![f64::NAN; size]).unwrap();
             rt.mult(&a, &x, &y).unwrap();
             let got = y.values().unwrap();
-            for r in 0..size {
+            for (r, &got) in got.iter().enumerate() {
                 let (want, scale) = dense_row_product(&dense, size, r, &xv);
                 assert!(
-                    (got[r] - want).abs() <= 1e-14 * scale.max(1e-300),
-                    "{backend:?} {nodes_n} nodes dim {dim}: row {r}: {} vs {want}",
-                    got[r]
+                    (got - want).abs() <= 1e-14 * scale.max(1e-300),
+                    "{backend:?} {nodes_n} nodes dim {dim}: row {r}: {got} vs {want}"
                 );
             }
             // The diagonal, on the same matrix.
