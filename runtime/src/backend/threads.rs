@@ -154,13 +154,25 @@ pub(crate) fn run(job: &HostJob, range: std::ops::Range<usize>, reduce: bool) ->
         Work::Chunks { .. } if inline => (0..items.len()).for_each(run_item),
         Work::Chunks { .. } => (0..items.len()).into_par_iter().for_each(run_item),
         Work::Plan(plan) => {
-            for c in 0..plan.colours {
-                let blocks = plan.colour_blocks(c);
-                if inline || blocks.len() == 1 {
-                    blocks.iter().for_each(|&b| run_item(b as usize));
-                } else {
-                    blocks.par_iter().for_each(|&b| run_item(b as usize));
+            let colours = || {
+                for c in 0..plan.colours {
+                    let blocks = plan.colour_blocks(c);
+                    if inline || blocks.len() == 1 {
+                        blocks.iter().for_each(|&b| run_item(b as usize));
+                    } else {
+                        blocks.par_iter().for_each(|&b| run_item(b as usize));
+                    }
                 }
+            };
+            if inline {
+                colours();
+            } else {
+                // All colours inside one job of the pool: the caller (not a
+                // pool thread) hands the loop over and sleeps once, instead
+                // of once per colour (a futex wait and wake-up each, ~10 us:
+                // the wave demo's assembly loops have several colours and
+                // run 10 000 times).
+                rayon::scope(|_| colours());
             }
         }
     }
