@@ -51,6 +51,9 @@ pub struct ParLoop {
     /// Runs the exec halo whatever the arguments (a device assembly's
     /// loop, whose matrix argument became a direct element-matrix dat).
     exec_halo: bool,
+    /// Descriptive tags, comma-joined (`None`: untagged): shown in the
+    /// profile and NVTX ranges, never part of what the loop computes.
+    tags: Option<Arc<str>>,
 }
 
 impl ParLoop {
@@ -68,19 +71,67 @@ impl ParLoop {
                     // Where the view finds the global numbers (`exec`).
                     a.set = Some(set.clone());
                 }
-                Ok(ParLoop { kernel, set: set.clone(), args, exec_halo: false })
+                Ok(ParLoop { kernel, set: set.clone(), args, exec_halo: false, tags: None })
             }
             LoopSet::Subset(subset) => {
                 crate::validate::validate(kernel, subset.parent(), args)?;
                 let args = args.iter().map(|a| through_subset(subset, a)).collect::<Result<Vec<_>>>()?;
-                Ok(ParLoop { kernel, set: subset.iter_set().clone(), args, exec_halo: false })
+                Ok(ParLoop { kernel, set: subset.iter_set().clone(), args, exec_halo: false, tags: None })
             }
         }
     }
 
     /// A loop from parts validated before (the lazy trace's recorded loops).
     pub(crate) fn from_parts(kernel: &'static Kernel, set: Set, args: Vec<Arg>, exec_halo: bool) -> ParLoop {
-        ParLoop { kernel, set, args, exec_halo }
+        ParLoop { kernel, set, args, exec_halo, tags: None }
+    }
+
+    /// This loop with descriptive tags (seed 003): the profile reports
+    /// tagged loops in rows of their own (`kernel [tag,tag]`) and NVTX
+    /// ranges carry them, so that one kernel used in several places of a
+    /// time step can be told apart. Tags never change what a loop
+    /// computes. Each tag is non-empty, without commas or control
+    /// characters.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, ParLoop, Runtime};
+    /// #[parloop::kernel] fn zero(a: &mut f64) { *a = 0.0; }
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let s = rt.set("s", 3)?;
+    /// let a = rt.dat("a", &s, 1, vec![1.0; 3])?;
+    /// let lp = ParLoop::new(zero::KERNEL, &s, &[a.arg(Access::WRITE)])?.with_tags(&["setup"])?;
+    /// rt.execute(&lp)?;
+    /// assert_eq!(rt.report()[0].tags, "setup");
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn with_tags(mut self, tags: &[&str]) -> Result<ParLoop> {
+        for t in tags {
+            if t.is_empty() || t.contains(',') || t.chars().any(char::is_control) {
+                return Err(crate::Error::InvalidDeclaration {
+                    what: "loop",
+                    name: self.kernel.name().into(),
+                    reason: format!("tag {t:?}: tags are non-empty, without commas or control characters"),
+                });
+            }
+        }
+        self.tags = (!tags.is_empty()).then(|| Arc::from(tags.join(",")));
+        Ok(self)
+    }
+
+    /// The tags, comma-joined (empty when untagged).
+    pub fn tags(&self) -> &str {
+        self.tags.as_deref().unwrap_or("")
+    }
+
+    /// The tags as shared (what the trace keeps).
+    pub(crate) fn tags_shared(&self) -> Option<Arc<str>> {
+        self.tags.clone()
+    }
+
+    /// This loop with `tags` as kept by [`ParLoop::tags_shared`].
+    pub(crate) fn with_shared_tags(mut self, tags: Option<Arc<str>>) -> ParLoop {
+        self.tags = tags;
+        self
     }
 
     /// The kernel.

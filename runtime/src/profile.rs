@@ -9,6 +9,9 @@ use std::time::Duration;
 pub struct LoopReport {
     /// Kernel name.
     pub name: String,
+    /// The loop's tags, comma-joined (empty when untagged): a kernel run
+    /// with different tags has a row per tag list.
+    pub tags: String,
     /// Executions.
     pub calls: u64,
     /// Total time executing, plan construction excluded, in seconds.
@@ -26,6 +29,12 @@ pub struct LoopReport {
 }
 
 impl LoopReport {
+    /// The loop's name in tables and NVTX ranges: `kernel` or
+    /// `kernel [tag,tag]`.
+    pub fn label(&self) -> String {
+        label(&self.name, &self.tags)
+    }
+
     /// Mean time per execution, in seconds.
     pub fn mean_seconds(&self) -> f64 {
         if self.calls == 0 {
@@ -52,11 +61,12 @@ pub(crate) struct Profile {
 }
 
 impl Profile {
-    pub fn record(&mut self, name: &str, run: Duration, plan: Duration, bytes: u64) {
-        let entry = match self.loops.iter().position(|l| l.name == name) {
+    /// Adds one execution of loop (`name`, `tags`).
+    pub fn record(&mut self, (name, tags): (&str, &str), run: Duration, plan: Duration, bytes: u64) {
+        let entry = match self.loops.iter().position(|l| l.name == name && l.tags == tags) {
             Some(i) => &mut self.loops[i],
             None => {
-                self.loops.push(LoopReport { name: name.into(), ..LoopReport::default() });
+                self.loops.push(LoopReport { name: name.into(), tags: tags.into(), ..LoopReport::default() });
                 self.loops.last_mut().expect("just pushed")
             }
         };
@@ -66,9 +76,10 @@ impl Profile {
         entry.bytes += bytes;
     }
 
-    /// Adds one execution's halo traffic to loop `name` (recorded before).
-    pub(crate) fn record_halo(&mut self, name: &str, t: crate::distribution::HaloTraffic) {
-        let Some(entry) = self.loops.iter_mut().find(|l| l.name == name) else { return };
+    /// Adds one execution's halo traffic to loop (`name`, `tags`)
+    /// (recorded before).
+    pub(crate) fn record_halo(&mut self, (name, tags): (&str, &str), t: crate::distribution::HaloTraffic) {
+        let Some(entry) = self.loops.iter_mut().find(|l| l.name == name && l.tags == tags) else { return };
         entry.halo_messages += t.messages;
         entry.mpi_wait_seconds += t.wait.as_secs_f64();
         for (dat, b) in t.bytes {
@@ -84,6 +95,15 @@ impl Profile {
     }
 }
 
+/// `kernel` or `kernel [tags]`.
+pub(crate) fn label(name: &str, tags: &str) -> String {
+    if tags.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} [{tags}]")
+    }
+}
+
 /// The profile as a text table.
 pub fn table(reports: &[LoopReport]) -> String {
     let mut s = String::new();
@@ -96,7 +116,7 @@ pub fn table(reports: &[LoopReport]) -> String {
         let _ = writeln!(
             s,
             "{:<16} {:>8} {:>11.4} {:>11.2} {:>10.3} {:>9.2}",
-            r.name,
+            r.label(),
             r.calls,
             r.seconds,
             r.mean_seconds() * 1e6,
@@ -149,6 +169,7 @@ pub fn json(reports: &[LoopReport]) -> String {
         .map(|r| {
             serde_json::json!({
                 "name": r.name,
+                "tags": r.tags,
                 "calls": r.calls,
                 "seconds": r.seconds,
                 "mean_seconds": r.mean_seconds(),

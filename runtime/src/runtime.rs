@@ -543,7 +543,10 @@ impl Runtime {
         }
         let _one_at_a_time = lock(&self.executing);
         let kernel = lp.kernel();
-        let _range = Range::new(kernel.name());
+        let _range = match lp.tags() {
+            "" => Range::new(kernel.name()),
+            tags => Range::lazy(|| crate::profile::label(kernel.name(), tags)),
+        };
         let sections = lp.sections();
         let (plan, plan_time) = match planned {
             Some(p) => p,
@@ -560,8 +563,8 @@ impl Runtime {
             None => run::on_host(self.backend, self.simd(), self.dist.as_ref(), &plan, lp, &sections)?,
         };
         let mut profile = lock(&self.profile);
-        profile.record(kernel.name(), ran.elapsed, plan_time, plan.bytes);
-        profile.record_halo(kernel.name(), ran.halo);
+        profile.record((kernel.name(), lp.tags()), ran.elapsed, plan_time, plan.bytes);
+        profile.record_halo((kernel.name(), lp.tags()), ran.halo);
         Ok(())
     }
 

@@ -152,6 +152,8 @@ struct Pending {
     location: &'static Location<'static>,
     /// Whether its exec halo runs (as the loop said when recorded).
     exec_halo: bool,
+    /// Its tags (profile and NVTX names only).
+    tags: Option<Arc<str>>,
     /// Its plan and the time building it took, looked up when recorded.
     plan: Option<(Arc<LoopPlan>, Duration)>,
     nodes: Vec<NodeIndex>,
@@ -173,7 +175,7 @@ impl Pending {
                 Ok(Arg { storage, kind: a.kind.clone(), access: a.access, dim: a.dim, set: a.set.clone() })
             })
             .collect::<std::result::Result<Vec<_>, u64>>()?;
-        Ok(ParLoop::from_parts(self.kernel, self.set.clone(), args, self.exec_halo))
+        Ok(ParLoop::from_parts(self.kernel, self.set.clone(), args, self.exec_halo).with_shared_tags(self.tags.clone()))
     }
 }
 
@@ -553,6 +555,7 @@ impl State {
                 args,
                 location,
                 exec_halo: lp.sections().exec_halo,
+                tags: lp.tags_shared(),
                 plan,
                 nodes,
                 tokens: touched,
