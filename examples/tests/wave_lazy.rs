@@ -72,3 +72,34 @@ fn lazy_steps_are_bitwise_eager_steps() {
         assert_eq!(stats.loops_run, 140, "{backend}");
     }
 }
+
+#[test]
+fn parloop_trace_dot_writes_the_first_forced_step() {
+    let path = std::env::temp_dir().join(format!("parloop-wave-trace-{}.dot", std::process::id()));
+    let run = |dot: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_wave"))
+            .args(["--mesh-size", "4", "--steps", "2", "--backend", "seq", "--quiet"])
+            .env("PARLOOP_LAZY", "1")
+            .env("PARLOOP_TRACE_DOT", dot)
+            .output()
+            .unwrap()
+    };
+    let out = run(&path);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dot = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let edges = edges_of(&dot);
+    // One whole step, serially: the seven loops in their dependency order.
+    for (a, b) in [
+        ("phi_expr[core]", "assemble1[core]"),
+        ("assemble1[core]", "expr[core]"),
+        ("assemble2[core]", "expr[core]"),
+        ("expr[core]", "phi_expr[core]"),
+    ] {
+        assert!(edges.contains(&(a.to_string(), b.to_string())), "{a} -> {b} missing:\n{dot}");
+    }
+    // A path that cannot be written is an error naming the variable.
+    let out = run(std::path::Path::new("/nonexistent-dir/trace.dot"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("PARLOOP_TRACE_DOT") && !err.contains("panicked"), "{err}");
+}

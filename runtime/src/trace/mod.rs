@@ -256,6 +256,10 @@ pub(crate) struct Trace {
     /// The runtime's core, to run loops with (weak: the core owns the
     /// trace).
     core: Weak<Core>,
+    /// `PARLOOP_TRACE_DOT`: where to write the DAG pending at the first
+    /// forcing point that finds loops to run (the first time step's DAG
+    /// when a program forces once per step); taken when written.
+    dot_path: Mutex<Option<std::path::PathBuf>>,
 }
 
 /// A dat's or global's link to the runtime whose trace recorded a loop
@@ -312,7 +316,8 @@ impl Link {
 
 impl Trace {
     pub(crate) fn new(core: Weak<Core>) -> Trace {
-        Trace { state: Mutex::default(), running: Mutex::new(()), core }
+        let dot_path = std::env::var_os("PARLOOP_TRACE_DOT").filter(|p| !p.is_empty()).map(Into::into);
+        Trace { state: Mutex::default(), running: Mutex::new(()), core, dot_path: Mutex::new(dot_path) }
     }
 
     /// Keeps `e` for the next forcing point (from where no error can be
@@ -375,6 +380,7 @@ impl Trace {
             return Ok(());
         }
         let _one = lock(&self.running);
+        self.write_dot_once()?;
         let taken = {
             let mut st = lock(&self.state);
             if let Some(e) = st.deferred.take() {
@@ -431,6 +437,18 @@ impl Trace {
                 Err(e)
             }
         }
+    }
+
+    /// Writes the pending DAG to `PARLOOP_TRACE_DOT`'s path, once, when
+    /// loops are pending.
+    fn write_dot_once(&self) -> Result<()> {
+        let mut path = lock(&self.dot_path);
+        if path.is_none() || lock(&self.state).pending.is_empty() {
+            return Ok(());
+        }
+        let path = path.take().expect("checked above");
+        std::fs::write(&path, self.dot())
+            .map_err(|source| Error::Io { path: format!("PARLOOP_TRACE_DOT={}", path.display()), source })
     }
 
     /// Drops the pending loops recorded after `seq` (nothing after a
