@@ -142,6 +142,18 @@ pub(crate) trait Distribution: Any + Send + Sync {
     /// entities only: their halos are stale.
     fn written(&self, _args: &[Arg]) {}
 
+    /// Whether the halo of dat `id` on `set` is out of date (`None`: the
+    /// set has no halo here, nothing to exchange). The lazy trace asks when
+    /// it records a loop (halo skipping), before what it has pending.
+    fn halo_stale(&self, _set: &Set, _id: u64) -> Option<bool> {
+        None
+    }
+
+    /// What to run before communicating outside the lazy trace's loops
+    /// (the runtime's flush; see `dist::Comm::before_collective`).
+    #[cfg(feature = "mpi")]
+    fn set_flush(&self, _flush: crate::dist::Flush) {}
+
     /// This rank's index among the ranks on its node (GPUs are shared
     /// round-robin by it). Collective: every rank calls it.
     fn local_rank(&self) -> usize {

@@ -145,7 +145,7 @@ pub fn trace_table(stats: &crate::trace::TraceStats, points: &[crate::trace::For
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "lazy trace: {} loops recorded ({} computations, {} edges), {} run, {} forces ({} found nothing), {} eager, {} discarded",
+        "lazy trace: {} loops recorded ({} computations, {} edges), {} run, {} forces ({} found nothing), {} eager, {} discarded, {} halo exchanges skipped, {} removed",
         stats.loops_recorded,
         stats.computations_recorded,
         stats.edges_recorded,
@@ -153,7 +153,9 @@ pub fn trace_table(stats: &crate::trace::TraceStats, points: &[crate::trace::For
         stats.forces,
         stats.forces_empty,
         stats.eager_fallbacks,
-        stats.discarded
+        stats.discarded,
+        stats.exchanges_skipped,
+        stats.exchanges_removed
     );
     let _ = writeln!(s, "{:<48} {:>8} {:>10}", "forced at", "forces", "loops run");
     for p in points {

@@ -140,6 +140,27 @@ impl Runtime {
         Runtime::build(backend, || distribution::over(comm))
     }
 
+    /// [`Runtime::with_communicator`] with the lazy trace on or off
+    /// (`lazy`), whatever `PARLOOP_LAZY` says. Under MPI a forcing point
+    /// runs every recorded loop, and communication outside loops (gather,
+    /// partition, the matrix product) runs them first; call
+    /// [`Runtime::flush`] before your own MPI calls (see `ARCHITECTURE.md`).
+    ///
+    /// ```no_run
+    /// # let universe = parloop::mpi::initialize()?;
+    /// let rt = parloop::Runtime::with_communicator_lazy(parloop::Backend::Seq, &universe.world(), true)?;
+    /// assert!(rt.lazy());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    #[cfg(feature = "mpi")]
+    pub fn with_communicator_lazy(
+        backend: Backend,
+        comm: &mpi::topology::SimpleCommunicator,
+        lazy: bool,
+    ) -> Result<Runtime> {
+        Runtime::build_with(backend, || distribution::over(comm), Some(lazy))
+    }
+
     /// A runtime on `backend`; other settings come from the environment.
     /// Under MPI (with the `mpi` feature) its communicator is the world.
     pub fn with_backend(backend: Backend) -> Result<Runtime> {
@@ -148,8 +169,8 @@ impl Runtime {
 
     /// A runtime on `backend` whose loops are recorded in a lazy trace
     /// (`lazy`) or run when submitted, whatever `PARLOOP_LAZY` says; other
-    /// settings come from the environment. The trace is used in serial
-    /// runs only (see [`Runtime::execute`]).
+    /// settings come from the environment (see [`Runtime::execute`]; under
+    /// MPI, [`Runtime::with_communicator_lazy`]).
     ///
     /// ```
     /// # use parloop::{Backend, Runtime};
@@ -219,13 +240,16 @@ impl Runtime {
                 return Err(Error::Env { var: "PARLOOP_SIMD", value: v.into(), reason: "expected 0, 1 or avx2".into() })
             }
         };
-        // Lazy only in serial runs for now: under MPI every rank must run
-        // the same loops in the same order, and a rank-local host read
-        // (output on rank 0) would force loops on one rank only.
+        // Under MPI every forcing point runs the whole trace, in recording
+        // order (`Trace::force`), and communication outside loops flushes
+        // first (`dist::Comm::before_collective`): a rank-local host read
+        // runs loops early on one rank, whose exchanges then wait for the
+        // other ranks to reach them, as in an eager run.
         let lazy = match lazy {
             Some(l) => l,
             None => config::switch("PARLOOP_LAZY", false)?,
-        } && dist.ranks() == 1;
+        };
+        let whole = dist.ranks() > 1;
         let core = Arc::new_cyclic(|me| Core {
             backend,
             device,
@@ -240,8 +264,16 @@ impl Runtime {
             names: Names::default(),
             matrices: Default::default(),
             executing: Mutex::new(()),
-            trace: lazy.then(|| crate::trace::Trace::new(me.clone())),
+            trace: lazy.then(|| crate::trace::Trace::new(me.clone(), whole)),
         });
+        #[cfg(feature = "mpi")]
+        if core.trace.is_some() {
+            let weak = Arc::downgrade(&core);
+            core.dist.set_flush(Box::new(move || match weak.upgrade() {
+                Some(core) => Runtime::handle(core).flush(),
+                None => Ok(()),
+            }));
+        }
         Ok(Runtime { core, owner: true })
     }
 
@@ -499,6 +531,27 @@ impl Runtime {
     /// (all zero when loops run eagerly).
     pub fn trace_stats(&self) -> crate::trace::TraceStats {
         self.trace.as_ref().map(|t| t.stats()).unwrap_or_default()
+    }
+
+    /// Turns halo skipping on (the default) or off: with it, a loop's
+    /// halo exchange is recorded only when the halo is stale (written since
+    /// it was last exchanged, by a loop run or recorded); without it every
+    /// halo a loop reads is recorded (seed 000's DAGs before its
+    /// simplifications). Runs make the same exchanges either way: the
+    /// distribution exchanges stale halos only. Counters:
+    /// [`TraceStats::exchanges_skipped`](crate::trace::TraceStats::exchanges_skipped),
+    /// `exchanges_removed`.
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_lazy(parloop::Backend::Seq, true)?;
+    /// rt.set_halo_skipping(false);
+    /// assert_eq!(rt.trace_stats().exchanges_skipped, 0);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn set_halo_skipping(&self, on: bool) {
+        if let Some(t) = &self.trace {
+            t.set_halo_skipping(on);
+        }
     }
 
     /// Where the lazy trace was forced (source locations of the host

@@ -16,6 +16,12 @@
 //!   the error integrals; Dirichlet rows through a subset declared before
 //!   the partition) and the L2 projection, gathered against serial runs
 //!   (1e-10 relative to the largest value);
+//! - the lazy trace (issue 15): the airfoil (a 30x20 grid), the wave
+//!   demo with a host read on one rank alone mid-run, and the Poisson
+//!   assembly with its CG solve, lazy against eager on these ranks,
+//!   bitwise; the trace's counters of halo exchanges skipped and removed;
+//!   on 2 ranks, the wave demo's DAGs against seed 000's figures
+//!   (`--lazy` runs this alone);
 //! - with `--reference`, instead: 1000 steps of the 100x150 grid with METIS
 //!   and block partitions against OP2's reference residuals (1e-10).
 //!
@@ -261,6 +267,10 @@ fn main() {
         None => vec![Backend::Seq, Backend::Threads, Backend::Emu],
     };
     let mut failures = Vec::new();
+    if args.iter().any(|a| a == "--lazy") {
+        lazy(&world, &mut failures);
+        return finish(universe, &failures);
+    }
     if args.iter().any(|a| a == "--fem") {
         // The FEM demos alone.
         for &backend in &backends {
@@ -382,6 +392,7 @@ fn main() {
     for &backend in &backends {
         fem(&world, backend, &mut failures);
     }
+    lazy(&world, &mut failures);
     // More ranks than entities: some ranks own nothing, the run is still right.
     {
         let rt = Runtime::with_communicator(Backend::Seq, &world).expect("runtime");
@@ -560,5 +571,265 @@ fn finish(universe: parloop::mpi::Universe, failures: &[String]) {
     }
     if rank == 0 {
         println!("parloop-mpi-check: all distributed runs match serial on {size} ranks");
+    }
+}
+
+/// The DAG of a Graphviz text as sorted (from, to) label pairs.
+fn dag_edges(dot: &str) -> Vec<(String, String)> {
+    let mut labels = std::collections::HashMap::new();
+    let mut edges = Vec::new();
+    for line in dot.lines().map(str::trim) {
+        if let Some((id, rest)) = line.split_once(" [ label = \"") {
+            labels.insert(id.to_string(), rest.split('"').next().unwrap_or_default().to_string());
+        } else if let Some((a, b)) = line.split_once(" -> ") {
+            edges.push((a.to_string(), b.split_whitespace().next().unwrap_or_default().to_string()));
+        }
+    }
+    let mut out: Vec<(String, String)> = edges
+        .into_iter()
+        .map(|(a, b)| (labels.get(&a).cloned().unwrap_or(a), labels.get(&b).cloned().unwrap_or(b)))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Label pairs, `x` standing for the coordinates' name (the seed's `v`).
+fn pairs(list: &[(&str, &str)], x: &str) -> Vec<(String, String)> {
+    let name = |s: &str| s.replace("(x)", &format!("({x})"));
+    let mut out: Vec<(String, String)> = list.iter().map(|(a, b)| (name(a), name(b))).collect();
+    out.sort();
+    out
+}
+
+/// The lazy trace under MPI (issue 15): lazy runs give bitwise the eager
+/// runs' results on these ranks (forcing runs every pending loop in
+/// recording order on every rank, and communication outside loops flushes
+/// first, so the exchanges match as in eager runs); the counters show the
+/// halo exchanges skipped; on 2 ranks the wave demo's DAGs are seed 000's.
+fn lazy(world: &parloop::mpi::SimpleCommunicator, failures: &mut Vec<String>) {
+    let (rank, size) = (world.rank() as usize, world.size() as usize);
+    let fail = |rt: &Runtime, e: parloop::Error| -> ! { panic!("{}", rt.fail(e)) };
+    let bits = |v: Option<Vec<f64>>| v.map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>());
+
+    // The airfoil: the rms of every step (a reduction read per step) and
+    // the gathered q.
+    let grid = Grid::generate(30, 20).expect("the 30x20 grid");
+    let airfoil = |lazy: bool| {
+        let rt = Runtime::with_communicator_lazy(Backend::Seq, world, lazy).expect("runtime");
+        let mut a = Airfoil::new(&rt, &grid).unwrap_or_else(|e| fail(&rt, e));
+        rt.partition(&a.cells, &a.pecell, Partitioner::Metis).unwrap_or_else(|e| fail(&rt, e));
+        let rms: Vec<u64> = (0..4).map(|_| a.step().unwrap_or_else(|e| fail(&rt, e)).to_bits()).collect();
+        let q = bits(a.q.gather(0).unwrap_or_else(|e| fail(&rt, e)));
+        (rms, q, rt.trace_stats())
+    };
+    let (eager, lazy_run) = (airfoil(false), airfoil(true));
+    check(eager.0 == lazy_run.0 && eager.1 == lazy_run.1, "lazy airfoil: rms and q bitwise eager's", failures);
+    check(
+        lazy_run.2.loops_recorded == 4 * 9 && lazy_run.2.loops_run == 4 * 9,
+        "lazy airfoil: 36 loops recorded and run",
+        failures,
+    );
+
+    // The wave demo: a host read on the last rank alone after step 3
+    // forces the trace there only; the other ranks run their loops at the
+    // gather.
+    let mesh = parloop_mesh::unit_square(12, 12).expect("mesh");
+    let steps = 6;
+    let wave = |backend: Backend, lazy: bool| {
+        let mut rt = Runtime::with_communicator_lazy(backend, world, lazy).expect("runtime");
+        // A deterministic device strategy (the automatic choice times
+        // candidates, and atomics add in any order).
+        rt.set_strategy(Some(parloop::Strategy::Staged));
+        // A dat no loop uses (so no host access to it forces the trace).
+        let unused = std::cell::OnceCell::new();
+        let distribute = |m: &DeclaredMesh| {
+            let n = m.vertices.total();
+            let _ = unused.set(rt.dat("unused", &m.vertices, 1, (0..n).map(|i| i as f64).collect())?);
+            rt.partition(&m.cells, &m.cell_vertices, Partitioner::Metis).map(drop)
+        };
+        let mut w = Wave::new_distributed(&rt, &mesh, 0.001, &distribute).unwrap_or_else(|e| fail(&rt, e));
+        for step in 1..=steps {
+            w.step().unwrap_or_else(|e| fail(&rt, e));
+            if step == 3 && rank == size - 1 {
+                w.phi.values().unwrap_or_else(|e| fail(&rt, e));
+            }
+        }
+        // The last rank ran steps 1-3, whose exchanges wait for the other
+        // ranks: the gather (a collective, which the root waits in) runs
+        // their pending loops first, or rank 0 would wait forever.
+        let unused = unused.get().expect("declared");
+        let gathered = unused.gather(0).unwrap_or_else(|e| fail(&rt, e));
+        let want: Vec<f64> = (0..mesh.vertices()).map(|i| i as f64).collect();
+        assert!(gathered.is_none_or(|g| g == want), "gathered `unused`");
+        let p = bits(w.p.gather(0).unwrap_or_else(|e| fail(&rt, e)));
+        let phi = bits(w.phi.gather(0).unwrap_or_else(|e| fail(&rt, e)));
+        (p, phi, rt.trace_stats())
+    };
+    for backend in [Backend::Seq, Backend::Threads, Backend::Emu] {
+        let (eager, lazy_run) = (wave(backend, false), wave(backend, true));
+        check(
+            eager.0 == lazy_run.0 && eager.1 == lazy_run.1,
+            &format!("{backend:?}/lazy wave: p and phi bitwise eager's"),
+            failures,
+        );
+        let st = &lazy_run.2;
+        check(
+            st.loops_recorded == 7 * steps as u64,
+            &format!("{backend:?}/lazy wave: {} loops recorded", st.loops_recorded),
+            failures,
+        );
+        if size > 1 {
+            // Per step, assemble1's and assemble2's coordinates (never
+            // written: their halos stay clean) are skipped; phi's is
+            // recorded.
+            check(
+                st.exchanges_skipped == 2 * steps as u64 && st.exchanges_removed == 0,
+                &format!(
+                    "{backend:?}/lazy wave: {} exchanges skipped, {} removed",
+                    st.exchanges_skipped, st.exchanges_removed
+                ),
+                failures,
+            );
+        }
+    }
+
+    // Assembly of a matrix and its CG solve.
+    let square = parloop_mesh::unit_square(8, 8).expect("mesh");
+    let poisson = |lazy: bool| {
+        let rt = Runtime::with_communicator_lazy(Backend::Seq, world, lazy).expect("runtime");
+        let mode = Mode::Poisson { dirichlet: "boundary".into() };
+        let mut p = Problem::new_distributed(&rt, &square, mode, &metis(&rt)).unwrap_or_else(|e| fail(&rt, e));
+        p.assemble(&Function::manufactured_rhs(2)).unwrap_or_else(|e| fail(&rt, e));
+        let report = p.solve(1e-10).unwrap_or_else(|e| fail(&rt, e));
+        let u = bits(p.u.gather(0).unwrap_or_else(|e| fail(&rt, e)));
+        (report.iterations, u, rt.trace_stats().loops_recorded)
+    };
+    let (eager, lazy_run) = (poisson(false), poisson(true));
+    check(
+        eager.0 == lazy_run.0 && eager.1 == lazy_run.1 && lazy_run.2 > 0,
+        &format!("lazy poisson: {} CG iterations ({} eager), u bitwise eager's", lazy_run.0, eager.0),
+        failures,
+    );
+
+    // Halo skipping and successive exchanges: assemble1 twice after
+    // phi_expr exchanges phi once (the second exchange would only follow
+    // the first's receive); the coordinates never.
+    {
+        let rt = Runtime::with_communicator_lazy(Backend::Seq, world, true).expect("runtime");
+        let w = Wave::new_distributed(&rt, &mesh, 0.001, &metis(&rt)).unwrap_or_else(|e| fail(&rt, e));
+        let [phi_expr, _, assemble1, ..] = w.loops();
+        for lp in [phi_expr, assemble1, assemble1] {
+            rt.execute(lp).unwrap_or_else(|e| fail(&rt, e));
+        }
+        let st = rt.trace_stats();
+        let sends = rt.trace_dot_string().matches("HaloSend(phi)").count();
+        if size > 1 {
+            check(
+                (st.exchanges_skipped, st.exchanges_removed, sends) == (2, 1, 1),
+                &format!(
+                    "successive exchanges: {} skipped, {} removed, {sends} sends of phi",
+                    st.exchanges_skipped, st.exchanges_removed
+                ),
+                failures,
+            );
+        }
+        rt.flush().unwrap_or_else(|e| fail(&rt, e));
+    }
+
+    if size != 2 {
+        return;
+    }
+    // Seed 000's figures on 2 ranks (labels: `x` is the seed's `v`, the
+    // coordinates; `zero` of t1 and t2, `expr` the seed's `p_expr`).
+    // parloop differs from the seed in two ways: the loops that increment
+    // through a map run their exec halo as a computation of its own
+    // (`assemble1[exec]` after `assemble1[owned]`), and the seed's
+    // assemble2 reads phi in its final figure (HaloSend/HaloRecv(phi) a
+    // second time, phi_expr -> assemble2[core]) though its loop list and
+    // the wave demo read the coordinates only.
+    let first_three = [
+        ("top", "phi_expr[core,owned]"),
+        ("top", "zero[core,owned]"),
+        ("top", "HaloSend(x)"),
+        ("phi_expr[core,owned]", "HaloSend(phi)"),
+        ("phi_expr[core,owned]", "assemble1[core]"),
+        ("zero[core,owned]", "assemble1[core]"),
+        ("HaloSend(phi)", "HaloRecv(phi)"),
+        ("HaloSend(x)", "HaloRecv(x)"),
+        ("assemble1[core]", "assemble1[owned]"),
+        ("HaloRecv(phi)", "assemble1[owned]"),
+        ("HaloRecv(x)", "assemble1[owned]"),
+        ("assemble1[owned]", "assemble1[exec]"),
+        ("assemble1[exec]", "bot"),
+    ];
+    let whole_step = [
+        ("top", "phi_expr[core,owned]"),
+        ("top", "zero[core,owned]"),
+        ("top", "zero[core,owned]"),
+        ("top", "HaloSend(x)"),
+        ("phi_expr[core,owned]", "HaloSend(phi)"),
+        ("phi_expr[core,owned]", "assemble1[core]"),
+        ("zero[core,owned]", "assemble1[core]"),
+        ("HaloSend(phi)", "HaloRecv(phi)"),
+        ("HaloSend(x)", "HaloRecv(x)"),
+        ("assemble1[core]", "assemble1[owned]"),
+        ("HaloRecv(phi)", "assemble1[owned]"),
+        ("HaloRecv(x)", "assemble1[owned]"),
+        ("assemble1[owned]", "assemble1[exec]"),
+        ("HaloRecv(x)", "HaloSend(x)"),
+        ("zero[core,owned]", "assemble2[core]"),
+        ("HaloSend(x)", "HaloRecv(x)"),
+        ("assemble1[exec]", "HaloRecv(x)"),
+        ("assemble2[core]", "assemble2[owned]"),
+        ("HaloRecv(x)", "assemble2[owned]"),
+        ("assemble2[owned]", "assemble2[exec]"),
+        ("assemble2[exec]", "expr[core,owned]"),
+        ("expr[core,owned]", "phi_expr[core,owned]"),
+        ("phi_expr[core,owned]", "bot"),
+    ];
+    for skipping in [false, true] {
+        for (what, count, want) in
+            [("the first three loops", 3, &first_three[..]), ("a whole step", 7, &whole_step[..])]
+        {
+            let rt = Runtime::with_communicator_lazy(Backend::Seq, world, true).expect("runtime");
+            rt.set_halo_skipping(skipping);
+            let w = Wave::new_distributed(&rt, &mesh, 0.001, &metis(&rt)).unwrap_or_else(|e| fail(&rt, e));
+            for lp in &w.loops()[..count] {
+                rt.execute(lp).unwrap_or_else(|e| fail(&rt, e));
+            }
+            let x = w.mesh.coords.name().to_string();
+            let got = dag_edges(&rt.trace_dot_string());
+            let mut want = pairs(want, &x);
+            if skipping {
+                // The coordinates' exchanges (the seed's red and blue
+                // nodes) are gone; without the path through them,
+                // assemble1's exec halo precedes expr directly, and
+                // assemble2, with no halo to receive, runs its core and
+                // owned sections as one computation (the seed's rule for
+                // loops without receives).
+                want.retain(|(a, b)| !a.contains(&format!("({x})")) && !b.contains(&format!("({x})")));
+                if count == 7 {
+                    want.retain(|(a, b)| (a.as_str(), b.as_str()) != ("assemble2[core]", "assemble2[owned]"));
+                    for (a, b) in want.iter_mut() {
+                        for end in [a, b] {
+                            if end.starts_with("assemble2[core") || end.starts_with("assemble2[owned") {
+                                *end = "assemble2[core,owned]".into();
+                            }
+                        }
+                    }
+                    want.push(("assemble1[exec]".into(), "expr[core,owned]".into()));
+                    want.sort();
+                }
+            }
+            check(
+                got == want,
+                &format!("rank {rank}: {what} (skipping {skipping}): DAG {got:?}, seed's {want:?}"),
+                failures,
+            );
+            rt.flush().unwrap_or_else(|e| fail(&rt, e));
+        }
+    }
+    if rank == 0 {
+        println!("lazy trace on {size} ranks: airfoil, wave, poisson bitwise eager; the wave's DAGs are seed 000's");
     }
 }

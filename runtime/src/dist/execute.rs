@@ -218,6 +218,10 @@ impl Mpi {
     /// rank check of `PARLOOP_CHECK_RANKS`, and counted as a loop (a
     /// partition must come first).
     fn library_op(&self, op: &str, set: &Set) -> Result<()> {
+        if let Some(comm) = &self.comm {
+            // Pending loops first: this communicates outside the trace.
+            comm.before_collective()?;
+        }
         let n = self.loops.fetch_add(1, Ordering::Relaxed);
         if let Some(comm) = self.comm.as_ref().filter(|_| self.check_ranks) {
             let desc = format!("{op}/{}", set.name());
@@ -353,6 +357,19 @@ impl Distribution for Mpi {
 
     fn written(&self, args: &[Arg]) {
         self.mark_written(args);
+    }
+
+    fn halo_stale(&self, set: &Set, id: u64) -> Option<bool> {
+        if self.comm.is_none() || !set.is_distributed() || !lock(&self.halos).contains_key(&set.id()) {
+            return None;
+        }
+        Some(lock(&self.stale).contains(&id))
+    }
+
+    fn set_flush(&self, flush: crate::dist::Flush) {
+        if let Some(comm) = &self.comm {
+            comm.set_flush(flush);
+        }
     }
 
     fn local_rank(&self) -> usize {

@@ -48,7 +48,13 @@ pub struct Comm {
     inner: Mutex<SimpleCommunicator>,
     rank: usize,
     size: usize,
+    /// Runs the runtime's lazy trace (set when the runtime has one): see
+    /// [`Comm::before_collective`].
+    flush: std::sync::OnceLock<Flush>,
 }
+
+/// What [`Comm::before_collective`] calls: the runtime's `flush`.
+pub(crate) type Flush = Box<dyn Fn() -> Result<()> + Send + Sync>;
 
 // SAFETY: MPI is initialised with `Threading::Single`-compatible use: parloop
 // makes MPI calls only while holding `inner`'s lock, one thread at a time.
@@ -60,7 +66,28 @@ impl Comm {
     pub(crate) fn new(comm: &SimpleCommunicator) -> Comm {
         let dup = comm.duplicate();
         let (rank, size) = (dup.rank() as usize, dup.size() as usize);
-        Comm { inner: Mutex::new(dup), rank, size }
+        Comm { inner: Mutex::new(dup), rank, size, flush: std::sync::OnceLock::new() }
+    }
+
+    /// Before any communication outside the lazy trace's loops (a gather,
+    /// the partition, a matrix product's halo refresh): every rank runs
+    /// its pending loops first. Loops exchange halos in the order they
+    /// were recorded, the same on every rank; a host read on one rank may
+    /// run them there early, and they then wait for the other ranks'
+    /// matching exchanges, which those ranks reach here at the latest (a
+    /// collective the first rank would otherwise wait in forever).
+    /// Nothing inside forced loops (they are the trace's own).
+    pub(crate) fn before_collective(&self) -> Result<()> {
+        match self.flush.get() {
+            Some(flush) if !crate::trace::forcing_here() => flush(),
+            _ => Ok(()),
+        }
+    }
+
+    /// Sets what [`Comm::before_collective`] runs (once, when the runtime
+    /// is built with a trace).
+    pub(crate) fn set_flush(&self, flush: Flush) {
+        let _ = self.flush.set(flush);
     }
 
     pub(crate) fn rank(&self) -> usize {
@@ -339,6 +366,7 @@ impl<T: crate::Scalar> Dat<T> {
     pub fn gather(&self, root: usize) -> Result<Option<Vec<T>>> {
         let Some(part) = self.set().0.local.get() else { return Ok(Some(self.values()?)) };
         let comm = &part.comm;
+        comm.before_collective()?;
         if root >= comm.size() {
             return Err(comm.error(format!("gather of `{}`: root {root} is not a rank", self.name())));
         }

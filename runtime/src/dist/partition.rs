@@ -46,6 +46,10 @@ impl Runtime {
             rank: 0,
             reason: "partition needs a communicator: create the runtime under MPI (parloop::mpi::initialize)".into(),
         })?;
+        // Recorded loops run first (they were recorded over the sets as
+        // declared): the check below then refuses them as it refuses
+        // loops run eagerly.
+        self.flush()?;
         if mpi.loops.load(std::sync::atomic::Ordering::Relaxed) > 0 {
             return Err(comm.error("partition must come before the first loop"));
         }

@@ -110,6 +110,15 @@ pub struct TraceStats {
     pub drop_forces: u64,
     /// Recorded loops discarded because an earlier one failed.
     pub discarded: u64,
+    /// Halo exchanges (send and receive pairs) not recorded because the
+    /// halo was up to date when the loop was recorded (seed 000's early
+    /// halo skips, its red nodes).
+    pub exchanges_skipped: u64,
+    /// Halo exchanges not recorded because a pending exchange of the same
+    /// dat, with no write since, brings the halo up to date first (seed
+    /// 000's successive exchanges: a send that would depend only on the
+    /// previous receive).
+    pub exchanges_removed: u64,
 }
 
 /// One forcing point: where in the user's code the trace was forced, how
@@ -245,6 +254,8 @@ struct State {
     /// An error from a force nobody could return it to (a drop): it
     /// surfaces at the next forcing point.
     deferred: Option<Error>,
+    /// Which halos the pending loops leave stale or refresh (halo skipping).
+    halos: tokens::Halos,
 }
 
 /// A runtime's trace.
@@ -260,6 +271,9 @@ pub(crate) struct Trace {
     /// forcing point that finds loops to run (the first time step's DAG
     /// when a program forces once per step); taken when written.
     dot_path: Mutex<Option<std::path::PathBuf>>,
+    /// Every force runs the whole trace (more than one rank: see
+    /// `Trace::force`).
+    whole: bool,
 }
 
 /// A dat's or global's link to the runtime whose trace recorded a loop
@@ -315,9 +329,15 @@ impl Link {
 }
 
 impl Trace {
-    pub(crate) fn new(core: Weak<Core>) -> Trace {
+    pub(crate) fn new(core: Weak<Core>, whole: bool) -> Trace {
         let dot_path = std::env::var_os("PARLOOP_TRACE_DOT").filter(|p| !p.is_empty()).map(Into::into);
-        Trace { state: Mutex::default(), running: Mutex::new(()), core, dot_path: Mutex::new(dot_path) }
+        Trace { state: Mutex::default(), running: Mutex::new(()), core, dot_path: Mutex::new(dot_path), whole }
+    }
+
+    /// Records every halo exchange the loops read (`false`), or only those
+    /// of stale halos (`true`, the default).
+    pub(crate) fn set_halo_skipping(&self, on: bool) {
+        lock(&self.state).halos.record_all = !on;
     }
 
     /// Keeps `e` for the next forcing point (from where no error can be
@@ -379,6 +399,12 @@ impl Trace {
         if forcing_here() {
             return Ok(());
         }
+        // Under MPI a force runs everything, in recording order: every
+        // rank records the same loops, so their exchanges and reductions
+        // match as in an eager run, only later; a force of part of the
+        // trace on one rank (a host read there alone) could run a later
+        // loop's exchange before an earlier one's on another rank.
+        let tokens = if self.whole { None } else { tokens };
         let _one = lock(&self.running);
         self.write_dot_once()?;
         let taken = {
@@ -500,7 +526,7 @@ impl State {
     ) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let comps = tokens::computations(rt, lp);
+        let comps = tokens::computations(rt, lp, &mut self.halos, &mut self.stats);
         let mut nodes = Vec::with_capacity(comps.len());
         let mut touched: Vec<Token> = Vec::new();
         let mut preds: Vec<NodeIndex> = Vec::new();
@@ -632,6 +658,10 @@ impl State {
         }
         for &n in &p.nodes {
             self.graph.remove_node(n);
+        }
+        if self.pending.is_empty() {
+            // The distribution knows the halos again.
+            self.halos.clear();
         }
         p
     }

@@ -1,12 +1,14 @@
 //! Seed 000's read and write sets: the computations one loop becomes and
 //! the tokens each reads and writes.
 
+use std::collections::HashMap;
+
 use crate::arg::{Arg, ArgKind};
 use crate::par_loop::ParLoop;
 use crate::runtime::Runtime;
 use crate::types::Access;
 
-use super::What;
+use super::{TraceStats, What};
 
 /// A token: a datum's id and which part of it (`id << 3 | kind`).
 pub(crate) type Token = u64;
@@ -101,15 +103,82 @@ impl Computation {
     }
 }
 
-/// Whether argument `a` reads halo data through a map (its halo must be
-/// exchanged first: seed 004's stale halos, all of them until halo
-/// skipping knows which are clean).
-fn reads_halo(a: &Arg) -> bool {
-    let has_halo = a.set.as_ref().is_some_and(|s| {
-        let s = s.sections();
-        s.exec + s.non_exec > 0
-    });
-    a.is_indirect() && a.access.reads() && !matches!(a.kind, ArgKind::Mat(_)) && has_halo
+/// Whether argument `a` reads its dat's halo, so that the halo must be
+/// exchanged first when stale: as `dist::Mpi::stale_reads` decides when
+/// the loop runs (READ or RW, through a map, or directly where the exec
+/// halo runs).
+fn reads_halo(a: &Arg, exec_halo: bool) -> bool {
+    let data = matches!(a.kind, ArgKind::Direct) || a.is_indirect();
+    data && a.set.is_some() && matches!(a.access, Access::Read | Access::ReadWrite) && (a.is_indirect() || exec_halo)
+}
+
+/// A halo as the pending loops leave it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Halo {
+    /// A pending loop writes the dat: stale after it.
+    Written,
+    /// A pending exchange refreshes it, no write since.
+    Received,
+}
+
+/// Halo skipping (seed 000's future work, done at recording): which halos
+/// the pending loops leave stale or refresh, in recording order, over what
+/// the distribution knows of the loops already run. Every rank records the
+/// same loops over the same staleness, so every rank skips the same
+/// exchanges; the distribution, which decides when a loop runs, exchanges
+/// exactly the halos recorded here (the same rule over the same order).
+#[derive(Default)]
+pub(crate) struct Halos {
+    pending: HashMap<u64, Halo>,
+    /// Halo skipping off: every halo a loop reads is exchanged in the DAG
+    /// (`Runtime::set_halo_skipping(false)`, for the seed's figures).
+    pub record_all: bool,
+}
+
+impl Halos {
+    /// The trace ran or dropped every pending loop: the distribution's
+    /// record is current again.
+    pub(crate) fn clear(&mut self) {
+        self.pending.clear();
+    }
+
+    /// The arguments of `lp` whose halos must be exchanged (one per dat, in
+    /// argument order); counts the exchanges skipped and removed; records
+    /// what the loop does to halos.
+    fn exchanges(&mut self, rt: &Runtime, lp: &ParLoop, stats: &mut TraceStats) -> Vec<usize> {
+        let args = lp.args();
+        if !lp.set().is_distributed() {
+            // Every rank runs the loop whole: no exchange, no stale halos
+            // (as `dist::Mpi`'s begin and end).
+            return Vec::new();
+        }
+        let exec_halo = lp.sections().exec_halo;
+        let mut out: Vec<usize> = Vec::new();
+        let mut seen: Vec<u64> = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            let id = a.data_id();
+            if !reads_halo(a, exec_halo) || seen.contains(&id) {
+                continue;
+            }
+            seen.push(id);
+            let Some(stale) = a.set.as_ref().and_then(|s| rt.dist.halo_stale(s, id)) else { continue };
+            match (self.pending.get(&id), self.record_all) {
+                (Some(Halo::Written), _) | (_, true) => out.push(i),
+                (Some(Halo::Received), false) => stats.exchanges_removed += 1,
+                (None, false) if stale => out.push(i),
+                (None, false) => stats.exchanges_skipped += 1,
+            }
+        }
+        for &i in &out {
+            self.pending.insert(args[i].data_id(), Halo::Received);
+        }
+        for a in args.iter().filter(|a| a.access.writes() && !a.is_global()) {
+            if a.set.as_ref().is_some_and(|s| s.is_distributed()) {
+                self.pending.insert(a.data_id(), Halo::Written);
+            }
+        }
+        out
+    }
 }
 
 /// The computations of `lp`, in the order `run.rs` runs them: halo sends,
@@ -117,19 +186,20 @@ fn reads_halo(a: &Arg) -> bool {
 /// reductions. A loop without halo receives has one computation for its
 /// core and owned sections (seed 000's `phi_expr[core,owned]`); a serial
 /// run has only core sections and no halo or reduction computations.
-pub(crate) fn computations(_rt: &Runtime, lp: &ParLoop) -> Vec<Computation> {
+pub(crate) fn computations(
+    rt: &Runtime,
+    lp: &ParLoop,
+    halo_state: &mut Halos,
+    stats: &mut TraceStats,
+) -> Vec<Computation> {
     let args = lp.args();
     let sections = lp.sections();
     let set = lp.set().sections();
     let distributed = set.owned + set.exec + set.non_exec > 0;
     let mut out = Vec::with_capacity(2);
-    let mut halos: Vec<usize> = Vec::new();
-    if distributed {
-        for (i, a) in args.iter().enumerate() {
-            if reads_halo(a) && !halos.iter().any(|&j| args[j].data_id() == a.data_id()) {
-                halos.push(i);
-            }
-        }
+    let mut halos = halo_state.exchanges(rt, lp, stats);
+    if !distributed {
+        halos.clear();
     }
     for &i in &halos {
         let id = args[i].data_id();
