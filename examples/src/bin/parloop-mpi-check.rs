@@ -711,6 +711,25 @@ fn lazy(world: &parloop::mpi::SimpleCommunicator, failures: &mut Vec<String>) {
         failures,
     );
 
+    // A loop recorded before the partition runs at it (the partition
+    // flushes), and the partition refuses it as it refuses a loop run
+    // eagerly (without the flush it would renumber the loop's data under it).
+    {
+        let rt = Runtime::with_communicator_lazy(Backend::Seq, world, true).expect("runtime");
+        let cells = rt.set("early_cells", 2).expect("set");
+        let edges = rt.set("early_edges", 1).expect("set");
+        let m = rt.map("early_map", &edges, &cells, 2, vec![0, 1]).expect("map");
+        let x = rt.dat("early_x", &cells, 2, vec![1.0; 4]).expect("dat");
+        rt.par_loop(clear::KERNEL, &cells, &[x.arg(Access::WRITE)]).unwrap_or_else(|e| fail(&rt, e));
+        let got = rt.partition(&cells, &m, Partitioner::Block).map(drop);
+        check(
+            matches!(&got, Err(e) if e.to_string().contains("partition must come before the first loop"))
+                && rt.trace_stats().loops_run == 1,
+            &format!("a loop recorded before the partition: {got:?}"),
+            failures,
+        );
+    }
+
     // Halo skipping and successive exchanges: assemble1 twice after
     // phi_expr exchanges phi once (the second exchange would only follow
     // the first's receive); the coordinates never.

@@ -147,7 +147,11 @@ impl Halos {
     /// what the loop does to halos.
     fn exchanges(&mut self, rt: &Runtime, lp: &ParLoop, stats: &mut TraceStats) -> Vec<usize> {
         let args = lp.args();
-        if !lp.set().is_distributed() {
+        // Without a communicator (sets declared with sections: one rank's
+        // view of a partitioned mesh) nothing knows the halos: every halo
+        // counts as stale until a pending exchange refreshes it.
+        let collective = rt.dist.collective();
+        if collective && !lp.set().is_distributed() {
             // Every rank runs the loop whole: no exchange, no stale halos
             // (as `dist::Mpi`'s begin and end).
             return Vec::new();
@@ -161,7 +165,12 @@ impl Halos {
                 continue;
             }
             seen.push(id);
-            let Some(stale) = a.set.as_ref().and_then(|s| rt.dist.halo_stale(s, id)) else { continue };
+            let stale = match &a.set {
+                Some(s) if collective => rt.dist.halo_stale(s, id),
+                Some(s) => Some(s.sections().exec + s.sections().non_exec > 0).filter(|&h| h),
+                None => None,
+            };
+            let Some(stale) = stale else { continue };
             match (self.pending.get(&id), self.record_all) {
                 (Some(Halo::Written), _) | (_, true) => out.push(i),
                 (Some(Halo::Received), false) => stats.exchanges_removed += 1,
@@ -173,7 +182,7 @@ impl Halos {
             self.pending.insert(args[i].data_id(), Halo::Received);
         }
         for a in args.iter().filter(|a| a.access.writes() && !a.is_global()) {
-            if a.set.as_ref().is_some_and(|s| s.is_distributed()) {
+            if a.set.as_ref().is_some_and(|s| s.is_distributed() || !collective) {
                 self.pending.insert(a.data_id(), Halo::Written);
             }
         }
