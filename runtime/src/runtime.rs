@@ -170,7 +170,7 @@ impl Runtime {
     /// A runtime on `backend` whose loops are recorded in a lazy trace
     /// (`lazy`) or run when submitted, whatever `PARLOOP_LAZY` says; other
     /// settings come from the environment (see [`Runtime::execute`]; under
-    /// MPI, [`Runtime::with_communicator_lazy`]).
+    /// MPI, `Runtime::with_communicator_lazy` (feature `mpi`)).
     ///
     /// ```
     /// # use parloop::{Backend, Runtime};
