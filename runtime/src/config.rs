@@ -19,6 +19,7 @@
 //! | `PARLOOP_CUDA_AWARE` | `0`, `1` | asked of the MPI library |
 //! | `PARLOOP_CHECK` | `0`, `1` (bounds checks in device code) | `0` |
 //! | `PARLOOP_LAZY` | `0`, `1` (record loops in the lazy trace, serial runs) | `0` |
+//! | `PARLOOP_REPLAY` | `0`, `1` (with the lazy trace: replay recurring loop sequences without building the DAG) | `1` |
 
 use crate::error::{Error, Result};
 

@@ -145,7 +145,7 @@ pub fn trace_table(stats: &crate::trace::TraceStats, points: &[crate::trace::For
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "lazy trace: {} loops recorded ({} computations, {} edges), {} run, {} forces ({} found nothing), {} eager, {} discarded, {} halo exchanges skipped, {} removed",
+        "lazy trace: {} loops recorded ({} computations, {} edges), {} run, {} forces ({} found nothing), {} eager, {} discarded, {} halo exchanges skipped, {} removed, {} replays ({} loops, {} fallbacks)",
         stats.loops_recorded,
         stats.computations_recorded,
         stats.edges_recorded,
@@ -155,7 +155,10 @@ pub fn trace_table(stats: &crate::trace::TraceStats, points: &[crate::trace::For
         stats.eager_fallbacks,
         stats.discarded,
         stats.exchanges_skipped,
-        stats.exchanges_removed
+        stats.exchanges_removed,
+        stats.replays,
+        stats.loops_replayed,
+        stats.replay_fallbacks
     );
     let _ = writeln!(s, "{:<48} {:>8} {:>10}", "forced at", "forces", "loops run");
     for p in points {

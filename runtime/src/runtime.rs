@@ -250,6 +250,9 @@ impl Runtime {
             None => config::switch("PARLOOP_LAZY", false)?,
         };
         let whole = dist.ranks() > 1;
+        // Replay of recurring windows (`trace::replay`), on with the trace
+        // (serial sets only: replay never tapes a distributed loop).
+        let replay = lazy && config::switch("PARLOOP_REPLAY", true)?;
         let core = Arc::new_cyclic(|me| Core {
             backend,
             device,
@@ -264,7 +267,7 @@ impl Runtime {
             names: Names::default(),
             matrices: Default::default(),
             executing: Mutex::new(()),
-            trace: lazy.then(|| crate::trace::Trace::new(me.clone(), whole)),
+            trace: lazy.then(|| crate::trace::Trace::new(me.clone(), whole, replay)),
         });
         #[cfg(feature = "mpi")]
         if core.trace.is_some() {
@@ -344,7 +347,7 @@ impl Runtime {
     }
 
     /// Elements per block of new plans (`None`: the backend's default).
-    fn part_size(&self) -> Option<usize> {
+    pub(crate) fn part_size(&self) -> Option<usize> {
         Some(self.core.part_size.load(Ordering::Relaxed)).filter(|&n| n > 0)
     }
 
@@ -470,8 +473,7 @@ impl Runtime {
             if !crate::host_access::holds_any() && !crate::trace::forcing_here() {
                 // What planning checks (write races, sizes) is validation:
                 // returned here, not when the loop runs.
-                let plan = self.plan_for(lp)?;
-                if trace.record(self, lp, plan, at)? {
+                if trace.record(self, lp, || self.plan_for(lp), at)? {
                     return Ok(());
                 }
             }
@@ -525,6 +527,39 @@ impl Runtime {
     /// submitted.
     pub fn lazy(&self) -> bool {
         self.trace.is_some()
+    }
+
+    /// Turns replay of recurring loop sequences on or off (on by default
+    /// with the lazy trace; `PARLOOP_REPLAY=0` turns it off). A sequence
+    /// of loops and forcing points that recurs from an empty trace (a
+    /// time step) is run with the schedule and plans kept from its first
+    /// run, without building the DAG; anything that differs takes the full
+    /// path. Results are the same either way; a no-op without the trace.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    /// #[parloop::kernel] fn inc(a: &mut f64) { *a += 1.0; }
+    /// let rt = Runtime::with_lazy(Backend::Seq, true)?;
+    /// rt.set_replay(true);
+    /// let s = rt.set("s", 2)?;
+    /// let a = rt.dat("a", &s, 1, vec![0.0; 2])?;
+    /// for _ in 0..3 {
+    ///     rt.par_loop(inc::KERNEL, &s, &[a.arg(Access::RW)])?;
+    ///     a.values()?; // the forcing point ending each step
+    /// }
+    /// assert_eq!(a.values()?, vec![3.0, 3.0]);
+    /// assert_eq!(rt.trace_stats().loops_replayed, 2); // steps 2 and 3
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn set_replay(&self, on: bool) {
+        if let Some(t) = &self.trace {
+            t.set_replay(on);
+        }
+    }
+
+    /// Loop sequences kept for replay (see [`Runtime::set_replay`]).
+    pub fn replay_segments(&self) -> usize {
+        self.trace.as_ref().map(|t| t.replay_segments()).unwrap_or(0)
     }
 
     /// What the lazy trace has recorded, run, skipped and discarded so far

@@ -27,6 +27,7 @@
 //! a pending loop never finds its data gone.
 
 pub(crate) mod dot;
+mod replay;
 mod tokens;
 
 use std::cell::Cell;
@@ -119,6 +120,14 @@ pub struct TraceStats {
     /// 000's successive exchanges: a send that would depend only on the
     /// previous receive).
     pub exchanges_removed: u64,
+    /// Forces that ran a replayed window (loops taped against a kept
+    /// segment: no DAG, no plan lookups; see `trace::replay`).
+    pub replays: u64,
+    /// Loops those replays ran.
+    pub loops_replayed: u64,
+    /// Tapes that went into the DAG after all (a loop or force that
+    /// differed from every kept segment).
+    pub replay_fallbacks: u64,
 }
 
 /// One forcing point: where in the user's code the trace was forced, how
@@ -171,6 +180,36 @@ struct Pending {
 }
 
 impl Pending {
+    /// `lp` as the trace keeps it (not yet in the DAG).
+    fn new(lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>) -> Pending {
+        let args = lp
+            .args()
+            .iter()
+            .map(|a| RecordedArg {
+                held: match a.kind {
+                    ArgKind::Index => Held::Strong(a.storage.clone()),
+                    _ => Held::Weak(Arc::downgrade(&a.storage)),
+                },
+                id: a.data_id(),
+                kind: a.kind.clone(),
+                access: a.access,
+                dim: a.dim,
+                set: a.set.clone(),
+            })
+            .collect();
+        Pending {
+            kernel: lp.kernel(),
+            set: lp.set().clone(),
+            args,
+            location,
+            exec_halo: lp.sections().exec_halo,
+            tags: lp.tags_shared(),
+            plan,
+            nodes: Vec::new(),
+            tokens: Vec::new(),
+        }
+    }
+
     /// The loop with its data, or the id of a datum that is gone.
     fn upgrade(&self) -> std::result::Result<ParLoop, u64> {
         let args = self
@@ -241,8 +280,9 @@ impl Hasher for TokenHasher {
 type TokenMap<V> = HashMap<Token, V, BuildHasherDefault<TokenHasher>>;
 
 /// The trace's state, behind one lock.
-#[derive(Default)]
 struct State {
+    /// Replay of recurring windows (`replay`).
+    replay: replay::Replay,
     graph: StableGraph<Node, ()>,
     pending: BTreeMap<u64, Pending>,
     tokens: TokenMap<TokenState>,
@@ -329,15 +369,36 @@ impl Link {
 }
 
 impl Trace {
-    pub(crate) fn new(core: Weak<Core>, whole: bool) -> Trace {
+    pub(crate) fn new(core: Weak<Core>, whole: bool, replay: bool) -> Trace {
         let dot_path = std::env::var_os("PARLOOP_TRACE_DOT").filter(|p| !p.is_empty()).map(Into::into);
-        Trace { state: Mutex::default(), running: Mutex::new(()), core, dot_path: Mutex::new(dot_path), whole }
+        let state = State {
+            replay: replay::Replay::new(replay),
+            graph: StableGraph::default(),
+            pending: BTreeMap::new(),
+            tokens: TokenMap::default(),
+            next_seq: 0,
+            stats: TraceStats::default(),
+            points: TokenMap::default(),
+            deferred: None,
+            halos: tokens::Halos::default(),
+        };
+        Trace { state: Mutex::new(state), running: Mutex::new(()), core, dot_path: Mutex::new(dot_path), whole }
     }
 
     /// Records every halo exchange the loops read (`false`), or only those
     /// of stale halos (`true`, the default).
     pub(crate) fn set_halo_skipping(&self, on: bool) {
         lock(&self.state).halos.record_all = !on;
+    }
+
+    /// Turns replay on or off (off: every loop goes into the DAG).
+    pub(crate) fn set_replay(&self, on: bool) {
+        lock(&self.state).replay.enabled = on;
+    }
+
+    /// Segments kept for replay.
+    pub(crate) fn replay_segments(&self) -> usize {
+        lock(&self.state).replay.segments()
     }
 
     /// Keeps `e` for the next forcing point (from where no error can be
@@ -360,16 +421,21 @@ impl Trace {
     /// Whether a pending computation touches datum `id`.
     fn touches(&self, id: u64) -> bool {
         let st = lock(&self.state);
-        data_tokens(id).iter().any(|t| st.tokens.get(t).is_some_and(|s| s.writer.is_some() || !s.readers.is_empty()))
+        st.replay.tape_touches(id)
+            || data_tokens(id)
+                .iter()
+                .any(|t| st.tokens.get(t).is_some_and(|s| s.writer.is_some() || !s.readers.is_empty()))
     }
 
     /// Records `lp` (validated). Returns `false` when it must run eagerly
     /// instead: one of its data belongs to another runtime's trace.
+    /// `plan` looks its plan up (and validates what planning checks); a
+    /// replayed loop takes the kept one instead.
     pub(crate) fn record(
         &self,
         rt: &Runtime,
         lp: &ParLoop,
-        plan: Option<(Arc<LoopPlan>, Duration)>,
+        plan: impl FnOnce() -> Result<replay::Plan>,
         location: &'static Location<'static>,
     ) -> Result<bool> {
         for a in lp.args() {
@@ -380,11 +446,27 @@ impl Trace {
         }
         let full = {
             let mut st = lock(&self.state);
-            st.insert(rt, lp, plan, location);
-            st.pending.len() >= TRACE_LIMIT
+            match st.replay.on_loop(lp, || (rt.part_size(), rt.strategy())) {
+                Some(kept) => st.tape(lp, kept, location),
+                None => {
+                    if st.replay.taping() && !st.materialise(&self.core) {
+                        drop(st);
+                        self.force(location, None)?;
+                        st = lock(&self.state);
+                    }
+                    st.replay.stop_taping();
+                    let plan = plan()?;
+                    st.replay.learnt_loop(&plan);
+                    st.insert(rt, lp, plan, location);
+                }
+            }
+            st.pending.len() + st.replay.tape.len() >= TRACE_LIMIT
         };
         if full {
-            lock(&self.state).stats.limit_flushes += 1;
+            let mut st = lock(&self.state);
+            st.stats.limit_flushes += 1;
+            st.replay.spoil();
+            drop(st);
             self.force(Location::caller(), None)?;
         }
         Ok(true)
@@ -412,11 +494,39 @@ impl Trace {
             if let Some(e) = st.deferred.take() {
                 return Err(e);
             }
-            let seqs = match tokens {
-                None => st.pending.keys().copied().collect(),
-                Some((tokens, write)) => st.needed(tokens, write),
+            let mut decision = st.replay.on_force(tokens);
+            if let replay::Decision::Materialise = decision {
+                if !st.materialise(&self.core) {
+                    // A taped loop's data is gone: run everything (more
+                    // than needed is never stale).
+                    decision = replay::Decision::All;
+                }
+            }
+            let taken: Vec<(u64, Pending)> = match decision {
+                replay::Decision::Nothing => Vec::new(),
+                replay::Decision::All => {
+                    let tape = std::mem::take(&mut st.replay.tape);
+                    st.stats.replays += 1;
+                    st.stats.loops_replayed += tape.len() as u64;
+                    tape
+                }
+                replay::Decision::Some(seqs) => {
+                    let taken = st.replay.take(&seqs);
+                    st.stats.replays += 1;
+                    st.stats.loops_replayed += taken.len() as u64;
+                    taken
+                }
+                replay::Decision::Full | replay::Decision::Materialise => {
+                    let seqs = match tokens {
+                        None => st.pending.keys().copied().collect(),
+                        Some((tokens, write)) => st.needed(tokens, write),
+                    };
+                    let pending = st.pending.len();
+                    st.replay.learnt_force(tokens, &seqs, pending);
+                    seqs.iter().map(|&s| (s, st.take(s))).collect()
+                }
             };
-            let taken: Vec<(u64, Pending)> = seqs.iter().map(|&s| (s, st.take(s))).collect();
+            st.settle();
             let point = st.points.entry(at as *const Location as u64).or_insert((at, 0, 0));
             point.1 += 1;
             point.2 += taken.len() as u64;
@@ -469,7 +579,7 @@ impl Trace {
     /// loops are pending.
     fn write_dot_once(&self) -> Result<()> {
         let mut path = lock(&self.dot_path);
-        if path.is_none() || lock(&self.state).pending.is_empty() {
+        if path.is_none() || lock(&self.state).is_empty() {
             return Ok(());
         }
         let path = path.take().expect("checked above");
@@ -485,7 +595,12 @@ impl Trace {
         for s in &later {
             st.take(*s);
         }
-        st.stats.discarded += already + later.len() as u64;
+        let taped = st.replay.tape.len();
+        st.replay.tape.retain(|(s, _)| *s <= seq);
+        let taped = (taped - st.replay.tape.len()) as u64;
+        st.stats.discarded += already + later.len() as u64 + taped;
+        st.replay.spoil();
+        st.settle();
     }
 
     pub(crate) fn stats(&self) -> TraceStats {
@@ -509,7 +624,11 @@ impl Trace {
 
     /// The pending DAG, transitively reduced, with the seed's labels.
     pub(crate) fn dot(&self) -> String {
-        let st = lock(&self.state);
+        let mut st = lock(&self.state);
+        if st.replay.taping() && !st.replay.tape.is_empty() {
+            // The tape is not in the DAG: put it there to draw it.
+            st.materialise(&self.core);
+        }
         dot::render(&st.graph, |seq| st.pending.get(&seq).map(|p| (p.kernel.name(), dot::arg_names(&p.args))))
     }
 }
@@ -526,6 +645,54 @@ impl State {
     ) {
         let seq = self.next_seq;
         self.next_seq += 1;
+        let p = Pending::new(lp, plan, location);
+        self.link(rt, seq, lp, p);
+        self.stats.loops_recorded += 1;
+    }
+
+    /// Puts `lp` on the replay tape with its kept plan (not in the DAG).
+    fn tape(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let p = Pending::new(lp, plan, location);
+        self.replay.tape.push((seq, p));
+        self.stats.loops_recorded += 1;
+    }
+
+    /// Puts the replay tape into the DAG, in order, as if its loops had
+    /// been recorded there; `false` (and nothing done) if a taped loop's
+    /// data is gone (then the caller runs the whole tape instead).
+    fn materialise(&mut self, core: &Weak<Core>) -> bool {
+        let Some(core) = core.upgrade() else { return true };
+        let loops: Option<Vec<ParLoop>> = self.replay.tape.iter().map(|(_, p)| p.upgrade().ok()).collect();
+        let Some(loops) = loops else { return false };
+        self.replay.stop_taping();
+        if !loops.is_empty() {
+            self.stats.replay_fallbacks += 1;
+        }
+        let rt = Runtime::handle(core);
+        let tape = std::mem::take(&mut self.replay.tape);
+        for ((seq, p), lp) in tape.into_iter().zip(&loops) {
+            self.link(&rt, seq, lp, p);
+        }
+        true
+    }
+
+    /// Whether no loop is pending (in the DAG or on the replay tape).
+    fn is_empty(&self) -> bool {
+        self.pending.is_empty() && self.replay.tape.is_empty()
+    }
+
+    /// A new replay window starts whenever the trace is empty.
+    fn settle(&mut self) {
+        if self.is_empty() {
+            self.replay.window_start(self.next_seq);
+        }
+    }
+
+    /// Adds the computations of pending loop `p` (of `lp`, numbered
+    /// `seq`) to the DAG and the token table, and keeps it pending.
+    fn link(&mut self, rt: &Runtime, seq: u64, lp: &ParLoop, mut p: Pending) {
         let comps = tokens::computations(rt, lp, &mut self.halos, &mut self.stats);
         let mut nodes = Vec::with_capacity(comps.len());
         let mut touched: Vec<Token> = Vec::new();
@@ -576,36 +743,9 @@ impl State {
         }
         touched.sort_unstable();
         touched.dedup();
-        let args = lp
-            .args()
-            .iter()
-            .map(|a| RecordedArg {
-                held: match a.kind {
-                    ArgKind::Index => Held::Strong(a.storage.clone()),
-                    _ => Held::Weak(Arc::downgrade(&a.storage)),
-                },
-                id: a.data_id(),
-                kind: a.kind.clone(),
-                access: a.access,
-                dim: a.dim,
-                set: a.set.clone(),
-            })
-            .collect();
-        self.pending.insert(
-            seq,
-            Pending {
-                kernel: lp.kernel(),
-                set: lp.set().clone(),
-                args,
-                location,
-                exec_halo: lp.sections().exec_halo,
-                tags: lp.tags_shared(),
-                plan,
-                nodes,
-                tokens: touched,
-            },
-        );
-        self.stats.loops_recorded += 1;
+        p.nodes = nodes;
+        p.tokens = touched;
+        self.pending.insert(seq, p);
     }
 
     /// The loops a host access to `tokens` needs (seed 001's evaluate):
