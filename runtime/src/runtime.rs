@@ -249,7 +249,7 @@ impl Runtime {
             Some(l) => l,
             None => config::switch("PARLOOP_LAZY", false)?,
         };
-        let whole = dist.ranks() > 1;
+        let ranks = (dist.ranks(), dist.rank());
         // Replay of recurring windows (`trace::replay`), on with the trace
         // (serial sets only: replay never tapes a distributed loop).
         let replay = lazy && config::switch("PARLOOP_REPLAY", true)?;
@@ -267,7 +267,7 @@ impl Runtime {
             names: Names::default(),
             matrices: Default::default(),
             executing: Mutex::new(()),
-            trace: lazy.then(|| crate::trace::Trace::new(me.clone(), whole, replay)),
+            trace: lazy.then(|| crate::trace::Trace::new(me.clone(), ranks, replay)),
         });
         #[cfg(feature = "mpi")]
         if core.trace.is_some() {

@@ -34,6 +34,7 @@ use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::Location;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
@@ -311,6 +312,9 @@ pub(crate) struct Trace {
     /// forcing point that finds loops to run (the first time step's DAG
     /// when a program forces once per step); taken when written.
     dot_path: Mutex<Option<std::path::PathBuf>>,
+    /// Whether `dot_path` still waits to be written (checked on every
+    /// force without taking the lock).
+    dot_pending: AtomicBool,
     /// Every force runs the whole trace (more than one rank: see
     /// `Trace::force`).
     whole: bool,
@@ -368,9 +372,28 @@ impl Link {
     }
 }
 
+/// Where `PARLOOP_TRACE_DOT=value` writes the DAG: the path itself on one
+/// rank, `value.rank<r>` on rank `r` of several (each rank has its own
+/// DAG: its sections and exchanges).
+fn dot_path_for(value: Option<std::ffi::OsString>, ranks: usize, rank: usize) -> Option<std::path::PathBuf> {
+    let value = value.filter(|v| !v.is_empty())?;
+    let mut path = std::path::PathBuf::from(value);
+    if ranks > 1 {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".rank{rank}"));
+        path.set_file_name(name);
+    }
+    Some(path)
+}
+
 impl Trace {
-    pub(crate) fn new(core: Weak<Core>, whole: bool, replay: bool) -> Trace {
-        let dot_path = std::env::var_os("PARLOOP_TRACE_DOT").filter(|p| !p.is_empty()).map(Into::into);
+    /// `ranks`/`rank`: the communicator's size and this rank (under MPI
+    /// `PARLOOP_TRACE_DOT=path` writes `path.rank<r>` on each rank, not one
+    /// file that every rank overwrites).
+    pub(crate) fn new(core: Weak<Core>, (ranks, rank): (usize, usize), replay: bool) -> Trace {
+        let whole = ranks > 1;
+        let dot_path = dot_path_for(std::env::var_os("PARLOOP_TRACE_DOT"), ranks, rank);
+        let dot_pending = AtomicBool::new(dot_path.is_some());
         let state = State {
             replay: replay::Replay::new(replay),
             graph: StableGraph::default(),
@@ -382,7 +405,14 @@ impl Trace {
             deferred: None,
             halos: tokens::Halos::default(),
         };
-        Trace { state: Mutex::new(state), running: Mutex::new(()), core, dot_path: Mutex::new(dot_path), whole }
+        Trace {
+            state: Mutex::new(state),
+            running: Mutex::new(()),
+            core,
+            dot_path: Mutex::new(dot_path),
+            dot_pending,
+            whole,
+        }
     }
 
     /// Records every halo exchange the loops read (`false`), or only those
@@ -578,11 +608,15 @@ impl Trace {
     /// Writes the pending DAG to `PARLOOP_TRACE_DOT`'s path, once, when
     /// loops are pending.
     fn write_dot_once(&self) -> Result<()> {
+        if !self.dot_pending.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         let mut path = lock(&self.dot_path);
         if path.is_none() || lock(&self.state).is_empty() {
             return Ok(());
         }
         let path = path.take().expect("checked above");
+        self.dot_pending.store(false, Ordering::Relaxed);
         std::fs::write(&path, self.dot())
             .map_err(|source| Error::Io { path: format!("PARLOOP_TRACE_DOT={}", path.display()), source })
     }
@@ -804,5 +838,21 @@ impl State {
             self.halos.clear();
         }
         p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dot_path_for;
+    use std::path::PathBuf;
+
+    #[test]
+    fn trace_dot_paths_are_one_per_rank_under_mpi() {
+        assert_eq!(dot_path_for(None, 1, 0), None);
+        assert_eq!(dot_path_for(Some("".into()), 2, 0), None);
+        assert_eq!(dot_path_for(Some("out/dag.dot".into()), 1, 0), Some(PathBuf::from("out/dag.dot")));
+        // Two ranks writing one file would leave whichever came last.
+        assert_eq!(dot_path_for(Some("out/dag.dot".into()), 2, 0), Some(PathBuf::from("out/dag.dot.rank0")));
+        assert_eq!(dot_path_for(Some("out/dag.dot".into()), 2, 1), Some(PathBuf::from("out/dag.dot.rank1")));
     }
 }
