@@ -8,13 +8,19 @@ use crate::decl::LockedValues;
 use crate::error::{Error, Result};
 use crate::types::{Access, ElemType, Scalar};
 use crate::views::{ArgView, ViewKind};
+use smallvec::SmallVec;
+
+/// Arguments a loop has without its views spilling to the heap: locking
+/// runs once per loop, and a loop of a time step that costs little (the
+/// trace's replays, small sets) should not pay an allocation per vector.
+const INLINE_ARGS: usize = 8;
 
 /// A loop's data, locked for the duration of the loop, and its views.
 pub(crate) struct LockedArgs<'a> {
     /// Keeps the locks (one per distinct dat or global).
-    _guards: Vec<Box<dyn LockedValues + 'a>>,
+    _guards: SmallVec<[Box<dyn LockedValues + 'a>; INLINE_ARGS]>,
     /// One view per argument.
-    pub views: Vec<ArgView>,
+    pub views: SmallVec<[ArgView; INLINE_ARGS]>,
 }
 
 /// Locks every distinct dat and global of `args` and builds their views.
@@ -29,9 +35,9 @@ pub(crate) fn lock_args_where<'a>(
     args: &'a [Arg],
     pick: impl Fn(&Arg) -> bool,
 ) -> Result<LockedArgs<'a>> {
-    let mut guards: Vec<Box<dyn LockedValues + 'a>> = Vec::new();
-    let mut bases: Vec<(u64, *mut u8)> = Vec::new();
-    let mut views = Vec::with_capacity(args.len());
+    let mut guards: SmallVec<[Box<dyn LockedValues + 'a>; INLINE_ARGS]> = SmallVec::new();
+    let mut bases: SmallVec<[(u64, *mut u8); INLINE_ARGS]> = SmallVec::new();
+    let mut views = SmallVec::with_capacity(args.len());
     for arg in args {
         let id = arg.data_id();
         let data = match bases.iter().find(|(b, _)| *b == id) {
