@@ -8,6 +8,7 @@
 
 pub(crate) mod device_loop;
 pub(crate) mod seq;
+pub(crate) mod share;
 pub(crate) mod threads;
 
 /// A host loop ready to run, what every host backend's `run(job, range,

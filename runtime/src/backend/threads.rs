@@ -2,7 +2,8 @@
 //!
 //! Loops without conflicting indirect writes run fixed-size chunks in
 //! parallel. Loops with them follow their plan: block colours one after
-//! another, the blocks of one colour in parallel. Each block or chunk reduces
+//! another, the blocks of one colour in parallel, shared between the
+//! calling thread and the pool (`share`). Each block or chunk reduces
 //! into its own partial result; partials are combined in block order, so
 //! results do not depend on the thread count or on scheduling.
 
@@ -153,28 +154,12 @@ pub(crate) fn run(job: &HostJob, range: std::ops::Range<usize>, reduce: bool) ->
     match work {
         Work::Chunks { .. } if inline => (0..items.len()).for_each(run_item),
         Work::Chunks { .. } => (0..items.len()).into_par_iter().for_each(run_item),
-        Work::Plan(plan) => {
-            let colours = || {
-                for c in 0..plan.colours {
-                    let blocks = plan.colour_blocks(c);
-                    if inline || blocks.len() == 1 {
-                        blocks.iter().for_each(|&b| run_item(b as usize));
-                    } else {
-                        blocks.par_iter().for_each(|&b| run_item(b as usize));
-                    }
-                }
-            };
-            if inline {
-                colours();
-            } else {
-                // All colours inside one job of the pool: the caller (not a
-                // pool thread) hands the loop over and sleeps once, instead
-                // of once per colour (a futex wait and wake-up each, ~10 us:
-                // the wave demo's assembly loops have several colours and
-                // run 10 000 times).
-                rayon::scope(|_| colours());
-            }
-        }
+        Work::Plan(plan) if inline => plan.blocks_by_colour.iter().for_each(|&b| run_item(b as usize)),
+        // The caller and the pool share the blocks, colour after colour
+        // (see `share`): one hand-over per loop, and the caller never
+        // sleeps waiting for a worker (the wave demo's assembly loops run
+        // 10 000 times each, a few blocks per colour).
+        Work::Plan(plan) => super::share::run_coloured(&plan.blocks_by_colour, &plan.colour_offsets[1..], &run_item),
     }
     if let Some(p) = panicked.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(p.into_error(kernel));

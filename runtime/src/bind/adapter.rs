@@ -7,6 +7,19 @@
 /// the twin `$twin` of `$width` lanes over every whole group of
 /// `start..end`, compiled for the CPU features `$features`; returns where
 /// the scalar tail starts.
+///
+/// Software-pipelined: group `g + 1` is gathered and computed before the
+/// increments of group `g` are added, so that the out-of-order core
+/// overlaps `g`'s chain of read-modify-writes (neighbouring elements share
+/// targets, so each add waits for the store before it) with `g + 1`'s loads
+/// and arithmetic. Increments still land group after group, lane after
+/// lane, argument after argument: every target receives its contributions
+/// in element order, as in the scalar adapter, so results are bitwise the
+/// same. Computing `g + 1` first is sound because no kernel reads what a
+/// mapped increment writes: validation rejects a dat that is incremented
+/// and otherwise accessed in one loop (`validate::check_conflicts`), mapped
+/// increments start from zero, and direct writes touch only their own
+/// element (stored before the next group is gathered).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __lane_groups {
@@ -16,36 +29,82 @@ macro_rules! __lane_groups {
         #[allow(unused_mut, unused_variables, clippy::too_many_arguments)]
         unsafe fn $name(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
             const W: usize = $width;
-            let mut first = start;
-            while first + W <= end {
-                // Binders live for one group, so that LLVM can keep
-                // their lanes in registers.
-                let mut group = views.iter();
-                $(
-                    let mut $param = $crate::__private::LaneBinder::<
-                        <$ty as $crate::__private::KernelParam>::Shape, W,
-                    >::new(*group.next().expect("validated argument count"));
-                )*
-                // SAFETY: the HostFn contract, `lanes_usable` held, and the
-                // caller detected `$features`.
-                unsafe {
-                    $( $param.load(first); )*
-                    // The lanes of a group share every integer value, so a
-                    // panic is the group's first element's.
-                    let guard = $crate::__private::ElementGuard(first);
-                    $twin( $( <$ty as $crate::__private::KernelParam>::bind_lanes(&mut $param) ),* );
-                    ::core::mem::forget(guard);
-                    // Only `&mut` parameters write; the others' checks
-                    // are compiled out rather than made per lane.
-                    $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.store_direct(first); } )*
-                    $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.finish(); } )*
-                    for l in 0..W {
-                        $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param.store_lane(l, first); } )*
+            if start + W > end {
+                return start;
+            }
+            // Two binders per argument, used in turn when pipelined: one
+            // holds the group computed and not yet added, the other the next
+            // group.
+            let mut group = views.iter();
+            $(
+                let view = *group.next().expect("validated argument count");
+                let mut $param = [
+                    $crate::__private::LaneBinder::<<$ty as $crate::__private::KernelParam>::Shape, W>::new(view),
+                    $crate::__private::LaneBinder::<<$ty as $crate::__private::KernelParam>::Shape, W>::new(view),
+                ];
+            )*
+            // Gathers group `$first` into binders `$b`, runs the twin, stores
+            // direct results and turns increments into rows.
+            macro_rules! compute {
+                ($b:literal, $first:expr) => {{
+                    let first = $first;
+                    // SAFETY: the HostFn contract, `lanes_usable` held, and
+                    // the caller detected `$features`.
+                    unsafe {
+                        $( $param[$b].load(first); )*
+                        // The lanes of a group share every integer value, so a
+                        // panic is the group's first element's.
+                        let guard = $crate::__private::ElementGuard(first);
+                        $twin( $( <$ty as $crate::__private::KernelParam>::bind_lanes(&mut $param[$b]) ),* );
+                        ::core::mem::forget(guard);
+                        // Only `&mut` parameters write; the others' checks
+                        // are compiled out rather than made per lane.
+                        $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param[$b].store_direct(first); } )*
+                        $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { $param[$b].finish(); } )*
                     }
+                }};
+            }
+            // Adds the increments of group `$first`, held by binders `$b`,
+            // lane by lane and argument by argument (the scalar order).
+            macro_rules! add {
+                ($b:literal, $first:expr) => {{
+                    let first = $first;
+                    for l in 0..W {
+                        // SAFETY: as in `compute`, after it for this group.
+                        $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { unsafe { $param[$b].store_lane(l, first) }; } )*
+                    }
+                }};
+            }
+            let mut first = start;
+            if !$crate::__private::lanes_pipelined(views) {
+                // Nothing to overlap (no mapped increment): one group at a
+                // time.
+                while first + W <= end {
+                    compute!(0, first);
+                    add!(0, first);
+                    first += W;
                 }
+                return first;
+            }
+            compute!(0, first);
+            loop {
+                // Binders 0 hold group `first`.
+                if first + 2 * W > end {
+                    add!(0, first);
+                    return first + W;
+                }
+                compute!(1, first + W);
+                add!(0, first);
+                first += W;
+                // Binders 1 hold group `first`.
+                if first + 2 * W > end {
+                    add!(1, first);
+                    return first + W;
+                }
+                compute!(0, first + W);
+                add!(1, first);
                 first += W;
             }
-            first
         }
     };
 }

@@ -26,6 +26,15 @@ pub fn usable(views: &[ArgView], exact_inc: &[bool]) -> bool {
     })
 }
 
+/// Whether the lane-wise group loop pipelines groups (computes a group
+/// before adding the previous group's increments): where some argument is
+/// a mapped increment, whose read-modify-writes chain through targets that
+/// neighbouring elements share. Elsewhere there is nothing to overlap.
+#[doc(hidden)]
+pub fn pipelined(views: &[ArgView]) -> bool {
+    views.iter().any(|v| v.access == Access::Inc && matches!(v.kind, ViewKind::Indirect | ViewKind::Vector))
+}
+
 /// Gathers one argument of a group of `W` elements into lanes and
 /// scatters the results back: the lane-wise counterpart of
 /// [`super::Binder`], used where [`usable`] holds.

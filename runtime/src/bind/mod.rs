@@ -13,7 +13,7 @@ mod adapter;
 mod lanes;
 mod scalar;
 
-pub use lanes::{usable, LaneBinder};
+pub use lanes::{pipelined, usable, LaneBinder};
 pub use scalar::{Binder, BATCH};
 
 use crate::kernel::ParamSig;
