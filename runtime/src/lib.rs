@@ -112,7 +112,9 @@ struct ReadmeExample;
 /// Items used by `#[parloop::kernel]`'s expansion; not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::bind::{pipelined as lanes_pipelined, usable as lanes_usable, Binder, KernelParam, LaneBinder, Shape, BATCH};
+    pub use crate::bind::{
+        pipelined as lanes_pipelined, usable as lanes_usable, Binder, KernelParam, LaneBinder, Shape, BATCH,
+    };
     pub use crate::kernel_panic::ElementGuard;
     pub use crate::lanes::{avx2, vector_isa, Lanes, VectorIsa, LANES};
     pub use crate::views::{ArgView, ViewKind};

@@ -146,7 +146,8 @@ mod tests {
         // Colours of 3, 1, 5 and 2 blocks.
         let order: Vec<u32> = vec![4, 0, 7, 1, 9, 2, 5, 10, 3, 6, 8];
         let colour_end = [3, 4, 9, 11];
-        let colour_of = |b: usize| colour_end.partition_point(|&e| e <= order.iter().position(|&o| o as usize == b).unwrap());
+        let colour_of =
+            |b: usize| colour_end.partition_point(|&e| e <= order.iter().position(|&o| o as usize == b).unwrap());
         for threads in 1..=4 {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             let log = Mutex::new(Vec::new());
@@ -166,7 +167,11 @@ mod tests {
             let mut log = log.into_inner().unwrap();
             assert!(log.iter().all(|&(_, ready)| ready), "{threads} threads: a block started early: {log:?}");
             log.sort();
-            assert_eq!(log.iter().map(|&(b, _)| b).collect::<Vec<_>>(), (0..11).collect::<Vec<_>>(), "{threads} threads");
+            assert_eq!(
+                log.iter().map(|&(b, _)| b).collect::<Vec<_>>(),
+                (0..11).collect::<Vec<_>>(),
+                "{threads} threads"
+            );
         }
     }
 }
