@@ -59,6 +59,20 @@ impl MirrorSlot {
         *crate::sync::lock(&self.0) = None;
     }
 
+    /// Takes the device copy out (a temporary's buffer going back to
+    /// the pool, `decl::temporary`).
+    pub fn take(&self) -> Option<Mirror> {
+        crate::sync::lock(&self.0).take()
+    }
+
+    /// Puts a device copy from the pool back; its contents are not the
+    /// values (a temporary is written before it is read), so neither
+    /// side counts as newer.
+    pub fn put(&self, mut mirror: Mirror) {
+        mirror.state = State::InSync;
+        *crate::sync::lock(&self.0) = Some(mirror);
+    }
+
     /// Records a host write.
     pub fn host_written(&self) {
         if let Some(m) = crate::sync::lock(&self.0).as_mut() {

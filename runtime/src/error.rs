@@ -259,6 +259,17 @@ pub enum Error {
         /// What went wrong when it ran.
         source: Box<Error>,
     },
+    /// A temporary ([`Runtime::temporary`](crate::Runtime::temporary)) was
+    /// read before anything wrote it, or first written by something that
+    /// may not cover every entity (its values would be another
+    /// temporary's or zeros).
+    #[error("temporary `{name}` read before it was written, by {by} (its first write must be `set_values` or a direct WRITE argument over its set)")]
+    UnwrittenTemporary {
+        /// The temporary.
+        name: String,
+        /// What read it: a loop and argument, or a host access.
+        by: String,
+    },
     /// A recorded loop's dat or global was gone when the loop was to run
     /// (its last handle was dropped while the trace ran other loops).
     #[error("loop `{kernel}`: data #{id} it uses was dropped before it ran")]

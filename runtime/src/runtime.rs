@@ -111,6 +111,8 @@ pub struct Core {
     executing: Mutex<()>,
     /// The lazy trace (`PARLOOP_LAZY=1`; `None`: loops run when submitted).
     pub(crate) trace: Option<crate::trace::Trace>,
+    /// Released temporaries' buffers (`decl::temporary`).
+    pub(crate) temporaries: Arc<crate::decl::temporary::Pool>,
 }
 
 impl std::ops::Deref for Runtime {
@@ -268,6 +270,7 @@ impl Runtime {
             matrices: Default::default(),
             executing: Mutex::new(()),
             trace: lazy.then(|| crate::trace::Trace::new(me.clone(), ranks, replay)),
+            temporaries: Default::default(),
         });
         #[cfg(feature = "mpi")]
         if core.trace.is_some() {
@@ -468,6 +471,14 @@ impl Runtime {
     /// ```
     #[track_caller]
     pub fn execute(&self, lp: &ParLoop) -> Result<()> {
+        crate::decl::temporary::check_loop(lp)?;
+        self.execute_checked(lp)?;
+        crate::decl::temporary::mark_loop(lp);
+        Ok(())
+    }
+
+    #[track_caller]
+    fn execute_checked(&self, lp: &ParLoop) -> Result<()> {
         let at = std::panic::Location::caller();
         if let Some(trace) = &self.trace {
             if !crate::host_access::holds_any() && !crate::trace::forcing_here() {
@@ -565,7 +576,9 @@ impl Runtime {
     /// What the lazy trace has recorded, run, skipped and discarded so far
     /// (all zero when loops run eagerly).
     pub fn trace_stats(&self) -> crate::trace::TraceStats {
-        self.trace.as_ref().map(|t| t.stats()).unwrap_or_default()
+        let mut stats = self.trace.as_ref().map(|t| t.stats()).unwrap_or_default();
+        stats.temporaries_reused = self.temporaries.reused();
+        stats
     }
 
     /// Turns halo skipping on (the default) or off: with it, a loop's
@@ -831,7 +844,7 @@ impl Runtime {
     pub fn report_table(&self) -> String {
         let mut table = profile::table(&self.report());
         if let Some(t) = &self.trace {
-            table.push_str(&profile::trace_table(&t.stats(), &t.forcing_points()));
+            table.push_str(&profile::trace_table(&self.trace_stats(), &t.forcing_points()));
         }
         table
     }

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
+use super::temporary::Temp;
 use super::{checked_len, next_id, Set};
 use crate::coherence::MirrorSlot;
 use crate::device::Device;
@@ -15,7 +16,7 @@ use crate::types::{ElemType, Scalar};
 
 /// Values behind a lock, their device mirror and their identity: what dats
 /// and globals share. `M` is what else each knows (a dat's set and dim).
-pub(crate) struct Stored<T, M> {
+pub(crate) struct Stored<T: Scalar, M> {
     pub(crate) id: u64,
     pub(crate) name: String,
     pub(crate) values: RwLock<Vec<T>>,
@@ -24,6 +25,9 @@ pub(crate) struct Stored<T, M> {
     /// The lazy trace that recorded loops with these values (host
     /// accesses force it first).
     pub(crate) link: Link,
+    /// What makes a dat a temporary (`decl::temporary`): values allocated
+    /// when first written, returned to a pool when dropped.
+    pub(crate) temp: Option<Box<Temp>>,
 }
 
 /// What a dat knows beyond its values.
@@ -45,6 +49,7 @@ impl<T: Scalar, M> Stored<T, M> {
             mirror: MirrorSlot::default(),
             meta,
             link: Link::default(),
+            temp: None,
         }
     }
 
@@ -53,6 +58,9 @@ impl<T: Scalar, M> Stored<T, M> {
     /// `with_values_mut` is an [`Error::HostBusy`] (see `host_access`).
     #[track_caller]
     fn read(&self) -> Result<host_access::ReadGuard<'_, Vec<T>>> {
+        if let Some(t) = &self.temp {
+            t.check_read(&self.name, "a host read")?;
+        }
         self.link.force(self.id, false, false)?;
         loop {
             if self.mirror.device_newer() {
@@ -72,6 +80,9 @@ impl<T: Scalar, M> Stored<T, M> {
     fn write(&self, wanted: &'static str) -> Result<host_access::WriteGuard<'_, Vec<T>>> {
         self.link.force(self.id, true, false)?;
         let mut values = host_access::write(&self.values, self.id, &self.name, wanted)?;
+        if let Some(t) = &self.temp {
+            t.allocate(&mut values.guard, &self.mirror);
+        }
         self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut values.guard))?;
         Ok(values)
     }
@@ -178,6 +189,9 @@ impl<T: Scalar> Dat<T> {
     /// ```
     #[track_caller]
     pub fn with_values_mut<R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+        if let Some(t) = &self.0.temp {
+            t.check_read(&self.0.name, "`with_values_mut`")?;
+        }
         self.0.link.force(self.0.id, true, true)?;
         let mut guard = self.0.write("written")?;
         let r = f(&mut guard.guard);
@@ -201,6 +215,9 @@ impl<T: Scalar> Dat<T> {
         }
         v.copy_from_slice(values);
         self.0.mirror.host_written();
+        if let Some(t) = &self.0.temp {
+            t.mark_written();
+        }
         Ok(())
     }
 }
@@ -225,6 +242,11 @@ impl<T: Scalar> Redistribute for DatInner<T> {
         let dim = self.meta.dim;
         let mut values = self.write("redistributed").expect("partitioning runs outside any host access");
         let values = &mut *values.guard;
+        if self.temp.is_some() && values.is_empty() {
+            // An unwritten temporary: nothing to keep (it allocates for
+            // the partitioned set when first written).
+            return;
+        }
         let local: Vec<T> = global.iter().flat_map(|&g| values[g * dim..(g + 1) * dim].iter().copied()).collect();
         *values = crate::pages::on_huge_pages(local);
         self.mirror.forget();
@@ -341,6 +363,8 @@ pub(crate) trait Storage: Send + Sync {
     fn host_written(&self);
     /// The lazy trace's link.
     fn link(&self) -> &Link;
+    /// What makes it a temporary, if it is one.
+    fn temp(&self) -> Option<&Temp>;
 }
 
 /// Values locked for the duration of a loop.
@@ -372,6 +396,9 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
             return Some(Err(e));
         }
         let mut guard = self.try_exclusive()?;
+        if let Some(t) = &self.temp {
+            t.allocate(&mut guard.guard, &self.mirror);
+        }
         if let Err(e) = self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut guard.guard)) {
             return Some(Err(e));
         }
@@ -382,6 +409,9 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
             return Some(Err(e));
         }
         let mut values = self.try_exclusive()?;
+        if let Some(t) = &self.temp {
+            t.allocate(&mut values.guard, &self.mirror);
+        }
         Some(self.mirror.on_device(device, bytemuck::cast_slice_mut(&mut values.guard)))
     }
     fn device_written(&self) {
@@ -392,6 +422,20 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
     }
     fn link(&self) -> &Link {
         &self.link
+    }
+    fn temp(&self) -> Option<&Temp> {
+        self.temp.as_deref()
+    }
+}
+
+impl<T: Scalar, M> Drop for Stored<T, M> {
+    /// A temporary's memory goes back to its runtime's pool (the trace
+    /// holds temporaries strongly, so no pending loop uses it now).
+    fn drop(&mut self) {
+        if let Some(t) = self.temp.take() {
+            let values = std::mem::take(self.values.get_mut().unwrap_or_else(|e| e.into_inner()));
+            t.release(values, self.mirror.take());
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 mod data;
 pub(crate) mod map;
 mod subset;
+pub(crate) mod temporary;
 
 pub(crate) use data::DatInner;
 pub use data::{Dat, Global};

@@ -129,6 +129,10 @@ pub struct TraceStats {
     /// Tapes that went into the DAG after all (a loop or force that
     /// differed from every kept segment).
     pub replay_fallbacks: u64,
+    /// Temporaries ([`Runtime::temporary`]) that took a released
+    /// temporary's buffer instead of allocating (counted with or without
+    /// the trace).
+    pub temporaries_reused: u64,
 }
 
 /// One forcing point: where in the user's code the trace was forced, how
@@ -189,6 +193,10 @@ impl Pending {
             .map(|a| RecordedArg {
                 held: match a.kind {
                     ArgKind::Index => Held::Strong(a.storage.clone()),
+                    // A temporary lives until its last pending use has
+                    // run, then its memory goes back to the pool
+                    // (seed 000's `LazyFree`; the user cannot see it).
+                    _ if a.storage.temp().is_some() => Held::Strong(a.storage.clone()),
                     _ => Held::Weak(Arc::downgrade(&a.storage)),
                 },
                 id: a.data_id(),
@@ -575,15 +583,19 @@ impl Trace {
         let forcing = Forcing::start();
         let mut failed = None;
         let mut ran = 0u64;
-        for (i, (seq, p)) in taken.iter().enumerate() {
+        let count = taken.len();
+        // By value: a loop's record goes as soon as it has run, so a
+        // temporary whose last use it was returns to the pool before the
+        // next loop allocates one.
+        for (i, (seq, p)) in taken.into_iter().enumerate() {
             let result = match p.upgrade() {
                 Ok(lp) => rt.execute_planned(&lp, p.plan.clone()),
                 Err(id) => Err(Error::DataDropped { kernel: p.kernel.name().into(), id }),
             };
             if let Err(e) = result {
                 failed = Some((
-                    *seq,
-                    (taken.len() - i - 1) as u64,
+                    seq,
+                    (count - i - 1) as u64,
                     Error::Deferred {
                         kernel: p.kernel.name().into(),
                         location: p.location.to_string(),

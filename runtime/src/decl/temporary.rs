@@ -1,0 +1,228 @@
+//! Temporaries (seed 000's `LazyMalloc`/`LazyFree`, issue 15): dats whose
+//! memory exists only between their first write and their last use.
+//!
+//! A temporary is a [`Dat`] made by [`Runtime::temporary`]. It holds no
+//! memory until it is first written (by a loop or `set_values`); the
+//! allocation happens when that write *runs* (in `Storage::lock` /
+//! `Storage::on_device`, or the host write), so with the lazy trace on a
+//! recorded loop allocates nothing until it is forced. Its memory goes
+//! back when the dat itself goes: when the user's last handle is dropped
+//! and no pending loop uses it (the trace holds temporaries strongly, so
+//! "the last read has run" is exactly "the last `Arc` is gone"). The
+//! buffer, with its device mirror, returns to the runtime's [`Pool`], keyed
+//! by (element type, length, device), and the next temporary of that
+//! shape takes it instead of allocating ([`TraceStats::temporaries_reused`]).
+//!
+//! Whether a temporary has been written is known in program order (when
+//! `par_loop` records or runs the loop, or `set_values` runs), so reading
+//! one that was never written is refused at once, in both modes, with
+//! [`Error::UnwrittenTemporary`]: a pooled buffer holds another
+//! temporary's values, and a fresh one zeros, neither of which a program
+//! may see. The first write must therefore cover every entity: a direct
+//! `WRITE` argument of a loop over the temporary's set, or `set_values`.
+//!
+//! [`TraceStats::temporaries_reused`]: crate::TraceStats::temporaries_reused
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use super::data::{DatMeta, Stored};
+use super::{checked_len, Dat, Set};
+use crate::arg::ArgKind;
+use crate::coherence::{Mirror, MirrorSlot};
+use crate::error::{Error, Result};
+use crate::par_loop::ParLoop;
+use crate::runtime::Runtime;
+use crate::sync::lock;
+use crate::trace::Link;
+use crate::types::{Access, Scalar};
+
+/// What the pool keys buffers by: element type, number of values, and
+/// the device the mirror lives on (0: none, a host backend).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+struct Key {
+    ty: TypeId,
+    len: usize,
+    device: usize,
+}
+
+/// A released temporary's memory: its host values and device mirror.
+struct Buffer<T> {
+    values: Vec<T>,
+    mirror: Option<Mirror>,
+}
+
+/// A runtime's free temporary buffers.
+#[derive(Default)]
+pub(crate) struct Pool {
+    free: Mutex<HashMap<Key, Vec<Box<dyn Any + Send>>>>,
+    reused: AtomicU64,
+}
+
+impl Pool {
+    /// Temporaries that took a released buffer instead of allocating.
+    pub(crate) fn reused(&self) -> u64 {
+        self.reused.load(Ordering::Relaxed)
+    }
+}
+
+/// What makes a dat a temporary.
+pub(crate) struct Temp {
+    pool: Arc<Pool>,
+    /// The runtime's device (its address; 0 on a host backend).
+    device: usize,
+    /// Values per entity (the length is the set's, when allocated: under
+    /// MPI the partition changes it).
+    dim: usize,
+    set: Set,
+    /// Written, in program order (a loop writing it was recorded or run,
+    /// or `set_values` ran).
+    written: AtomicBool,
+}
+
+impl Temp {
+    fn key<T: 'static>(&self, len: usize) -> Key {
+        Key { ty: TypeId::of::<T>(), len, device: self.device }
+    }
+
+    /// Gives `values` (empty while unallocated) its memory, a pooled
+    /// buffer of the same shape when there is one (with its device mirror,
+    /// put into `mirror`).
+    pub(crate) fn allocate<T: Scalar>(&self, values: &mut Vec<T>, mirror: &MirrorSlot) {
+        let len = self.set.total() * self.dim;
+        if values.len() == len {
+            return;
+        }
+        let pooled = lock(&self.pool.free).get_mut(&self.key::<T>(len)).and_then(Vec::pop);
+        match pooled.and_then(|b| b.downcast::<Buffer<T>>().ok()) {
+            Some(b) => {
+                self.pool.reused.fetch_add(1, Ordering::Relaxed);
+                *values = b.values;
+                if let Some(m) = b.mirror {
+                    mirror.put(m);
+                }
+            }
+            None => *values = crate::pages::on_huge_pages(vec![T::default(); len]),
+        }
+    }
+
+    /// Returns a dropped temporary's memory to the pool.
+    pub(crate) fn release<T: Scalar>(&self, values: Vec<T>, mirror: Option<Mirror>) {
+        if values.is_empty() {
+            return;
+        }
+        let key = self.key::<T>(values.len());
+        let buffer: Box<dyn Any + Send> = Box::new(Buffer { values, mirror });
+        lock(&self.pool.free).entry(key).or_default().push(buffer);
+    }
+
+    /// Whether it has been written (in program order).
+    pub(crate) fn written(&self) -> bool {
+        self.written.load(Ordering::Relaxed)
+    }
+
+    /// Records a write (after `set_values`, or a loop writing it recorded or run).
+    pub(crate) fn mark_written(&self) {
+        self.written.store(true, Ordering::Relaxed);
+    }
+
+    /// Refuses a host read of an unwritten temporary.
+    pub(crate) fn check_read(&self, name: &str, by: &str) -> Result<()> {
+        if self.written() {
+            return Ok(());
+        }
+        Err(Error::UnwrittenTemporary { name: name.into(), by: by.into() })
+    }
+}
+
+/// Refuses a loop that reads a temporary never written, or whose first
+/// write might not cover every entity (anything but a direct `WRITE`).
+pub(crate) fn check_loop(lp: &ParLoop) -> Result<()> {
+    for (i, a) in lp.args().iter().enumerate() {
+        let Some(t) = a.storage.temp() else { continue };
+        if t.written() || (a.access == Access::Write && matches!(a.kind, ArgKind::Direct)) {
+            continue;
+        }
+        let by = format!(
+            "loop `{}` over `{}`, argument {i} ({:?}{})",
+            lp.kernel().name(),
+            lp.set().name(),
+            a.access,
+            if matches!(a.kind, ArgKind::Direct) { "" } else { ", not direct" }
+        );
+        return Err(Error::UnwrittenTemporary { name: a.storage.name().into(), by });
+    }
+    Ok(())
+}
+
+/// After `lp` was recorded or ran: the temporaries it writes are written.
+pub(crate) fn mark_loop(lp: &ParLoop) {
+    for a in lp.args() {
+        if let Some(t) = a.storage.temp() {
+            if a.access.writes() {
+                t.mark_written();
+            }
+        }
+    }
+}
+
+impl Runtime {
+    /// Declares a temporary: a dat of `dim` values per entity of `set`
+    /// whose memory is allocated when it is first written and returned to
+    /// the runtime's pool when it is dropped and no pending loop uses it
+    /// (seed 000's `LazyMalloc`/`LazyFree`). The next temporary of the
+    /// same type, length and device takes that buffer instead of
+    /// allocating ([`TraceStats::temporaries_reused`](crate::TraceStats::temporaries_reused)),
+    /// so a time step that makes its temporaries afresh allocates only in
+    /// its first step.
+    ///
+    /// Its first write must cover every entity: `set_values`, or a loop
+    /// with a direct `WRITE` argument on it. Anything that reads it before
+    /// (a loop's READ, RW or INC argument, `values`, `with_values_mut`) is
+    /// an [`Error::UnwrittenTemporary`] naming it, never zeros or stale
+    /// values. Its name is for messages only: temporaries do not take
+    /// names from the runtime's namespace, so every time step may call its
+    /// temporary `t1`.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    /// #[parloop::kernel] fn zero(t: &mut f64) { *t = 0.0; }
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let s = rt.set("s", 4)?;
+    /// for _ in 0..2 {
+    ///     let t = rt.temporary::<f64>("t", &s, 1)?;
+    ///     assert!(t.values().is_err()); // not written yet
+    ///     rt.par_loop(zero::KERNEL, &s, &[t.arg(Access::WRITE)])?;
+    ///     assert_eq!(t.values()?, vec![0.0; 4]);
+    /// } // dropped: its buffer goes back to the pool
+    /// assert_eq!(rt.trace_stats().temporaries_reused, 1);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn temporary<T: Scalar>(&self, name: &str, set: &Set, dim: usize) -> Result<Dat<T>> {
+        if dim == 0 {
+            return Err(Error::InvalidDeclaration {
+                what: "temporary",
+                name: name.into(),
+                reason: "dim must be at least 1".into(),
+            });
+        }
+        checked_len("temporary", name, set.total(), dim, "dim", std::mem::size_of::<T>())?;
+        let device = self.device().map_or(0, |d| Arc::as_ptr(d) as *const () as usize);
+        let temp =
+            Temp { pool: self.temporaries.clone(), device, dim, set: set.clone(), written: AtomicBool::new(false) };
+        let inner = Stored {
+            id: super::next_id(),
+            name: name.into(),
+            values: RwLock::new(Vec::new()),
+            mirror: MirrorSlot::default(),
+            meta: DatMeta { set: set.clone(), dim },
+            link: Link::default(),
+            temp: Some(Box::new(temp)),
+        };
+        let dat = Dat(Arc::new(inner));
+        self.dist.declared_dat(Arc::downgrade(&dat.0) as _);
+        Ok(dat)
+    }
+}

@@ -1,0 +1,205 @@
+//! Temporaries (issue 15, seed 000's `LazyMalloc`/`LazyFree`): values
+//! bitwise those of ordinary dats, eager and lazy, on every backend; the
+//! pool reuses a step's buffers in the next step (counted); reading a
+//! temporary before it is written is an error naming it.
+
+#[path = "support/device.rs"]
+mod device;
+
+use parloop::{Access, Backend, Dat, Error, Map, Runtime, Set};
+
+#[parloop::kernel]
+fn zero(t: &mut f64) {
+    *t = 0.0;
+}
+
+#[parloop::kernel]
+fn spread(w: &f64, a: &mut f64, b: &mut f64) {
+    *a += 0.25 * *w;
+    *b += 0.75 * *w + 1.0;
+}
+
+#[parloop::kernel]
+fn update(t1: &f64, t2: &f64, p: &mut f64) {
+    *p += *t1 / *t2;
+}
+
+#[parloop::kernel]
+fn tweak(p: &f64, w: &mut f64) {
+    *w = 0.5 * *w + 0.1 * *p;
+}
+
+struct Mesh {
+    nodes: Set,
+    edges: Set,
+    e2n: Map,
+}
+
+fn mesh(rt: &Runtime, n: usize) -> Mesh {
+    let nodes = rt.set("nodes", n).unwrap();
+    let edges = rt.set("edges", n).unwrap();
+    // A ring with a chord pattern: node i to i+1 and to (3i) mod n.
+    let map: Vec<i32> = (0..n).flat_map(|i| [i as i32, ((i * 3 + 1) % n) as i32]).collect();
+    let e2n = rt.map("e2n", &edges, &nodes, 2, map).unwrap();
+    Mesh { nodes, edges, e2n }
+}
+
+/// `steps` time steps of the wave's pattern (zero, INC through the map,
+/// a direct update reading both), with `t1`, `t2` made afresh each step as
+/// temporaries or as ordinary dats; returns `p`'s and `w`'s bits.
+fn run(backend: Backend, lazy: bool, temporaries: bool, steps: usize) -> (Vec<u64>, Vec<u64>, parloop::TraceStats) {
+    let rt = Runtime::with_lazy(backend, lazy).unwrap();
+    let n = 37;
+    let m = mesh(&rt, n);
+    let p = rt.dat("p", &m.nodes, 1, (0..n).map(|i| 1.0 + i as f64 * 0.01).collect()).unwrap();
+    let w = rt.dat("w", &m.edges, 1, (0..n).map(|i| (i as f64).sin()).collect()).unwrap();
+    for step in 0..steps {
+        let (t1, t2): (Dat<f64>, Dat<f64>) = if temporaries {
+            (rt.temporary("t1", &m.nodes, 1).unwrap(), rt.temporary("t2", &m.nodes, 1).unwrap())
+        } else {
+            (rt.dat("t1", &m.nodes, 1, vec![7.0; n]).unwrap(), rt.dat("t2", &m.nodes, 1, vec![7.0; n]).unwrap())
+        };
+        rt.par_loop(zero::KERNEL, &m.nodes, &[t1.arg(Access::WRITE)]).unwrap();
+        rt.par_loop(zero::KERNEL, &m.nodes, &[t2.arg(Access::WRITE)]).unwrap();
+        rt.par_loop(
+            spread::KERNEL,
+            &m.edges,
+            &[w.arg(Access::READ), t1.arg_via(&m.e2n, 0, Access::INC), t2.arg_via(&m.e2n, 1, Access::INC)],
+        )
+        .unwrap();
+        rt.par_loop(update::KERNEL, &m.nodes, &[t1.arg(Access::READ), t2.arg(Access::READ), p.arg(Access::RW)])
+            .unwrap();
+        rt.par_loop(tweak::KERNEL, &m.edges, &[p.arg_via(&m.e2n, 1, Access::READ), w.arg(Access::RW)]).unwrap();
+        if step % 3 == 2 {
+            // A host read inside the time loop (lazy: forces this far).
+            p.values().unwrap();
+        }
+    }
+    let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
+    (bits(p.values().unwrap()), bits(w.values().unwrap()), rt.trace_stats())
+}
+
+fn backends() -> [Backend; 3] {
+    [Backend::Seq, Backend::Threads, device::device_backend()]
+}
+
+#[test]
+fn temporaries_give_bitwise_the_values_of_ordinary_dats_and_reuse_each_steps_buffers() {
+    let steps = 8;
+    for backend in backends() {
+        let (p0, w0, s0) = run(backend, false, false, steps);
+        assert_eq!(s0.temporaries_reused, 0, "{backend:?}: no temporaries, nothing reused");
+        for lazy in [false, true] {
+            let (p, w, stats) = run(backend, lazy, true, steps);
+            assert_eq!(p, p0, "{backend:?} lazy={lazy}: p");
+            assert_eq!(w, w0, "{backend:?} lazy={lazy}: w");
+            // Two temporaries a step; only the first step allocates.
+            assert_eq!(stats.temporaries_reused, 2 * (steps as u64 - 1), "{backend:?} lazy={lazy}");
+            if lazy {
+                assert_eq!(stats.drop_forces, 0, "{backend:?}: dropping a temporary forces nothing");
+                assert!(stats.loops_recorded >= 5 * steps as u64);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_buffer_is_reused_only_by_a_temporary_of_the_same_type_and_length() {
+    for lazy in [false, true] {
+        let rt = Runtime::with_lazy(Backend::Seq, lazy).unwrap();
+        let m = mesh(&rt, 10);
+        let a: Dat<f64> = rt.temporary("a", &m.nodes, 1).unwrap();
+        a.set_values(&[2.5; 10]).unwrap();
+        assert_eq!(a.values().unwrap(), vec![2.5; 10]);
+        drop(a);
+        // Another length, another type: fresh memory.
+        let b: Dat<f64> = rt.temporary("b", &m.nodes, 2).unwrap();
+        b.set_values(&[1.0; 20]).unwrap();
+        let c: Dat<f32> = rt.temporary("c", &m.nodes, 2).unwrap();
+        c.set_values(&[1.0; 20]).unwrap();
+        assert_eq!(rt.trace_stats().temporaries_reused, 0, "lazy={lazy}");
+        // The same shape: `a`'s buffer, written before read as always.
+        let d: Dat<f64> = rt.temporary("a", &m.nodes, 1).unwrap();
+        assert!(matches!(d.values(), Err(Error::UnwrittenTemporary { .. })), "lazy={lazy}: unwritten again");
+        rt.par_loop(zero::KERNEL, &m.nodes, &[d.arg(Access::WRITE)]).unwrap();
+        assert_eq!(d.values().unwrap(), vec![0.0; 10]);
+        assert_eq!(rt.trace_stats().temporaries_reused, 1, "lazy={lazy}");
+    }
+}
+
+#[test]
+fn reading_a_temporary_before_it_is_written_is_an_error_naming_it() {
+    for lazy in [false, true] {
+        let rt = Runtime::with_lazy(Backend::Seq, lazy).unwrap();
+        let m = mesh(&rt, 10);
+        let p = rt.dat("p", &m.nodes, 1, vec![1.0; 10]).unwrap();
+        let w = rt.dat("w", &m.edges, 1, vec![1.0; 10]).unwrap();
+        let q = rt.dat("q", &m.nodes, 1, vec![1.0; 10]).unwrap();
+        let t: Dat<f64> = rt.temporary("scratch", &m.nodes, 1).unwrap();
+        let named = |e: Error, what: &str| {
+            let msg = e.to_string();
+            assert!(matches!(e, Error::UnwrittenTemporary { .. }), "lazy={lazy} {what}: {msg}");
+            assert!(msg.contains("`scratch`"), "lazy={lazy} {what}: {msg}");
+            msg
+        };
+        named(t.values().unwrap_err(), "values");
+        named(t.with_values(|v| v.len()).unwrap_err(), "with_values");
+        named(t.with_values_mut(|v| v.len()).unwrap_err(), "with_values_mut");
+        // A loop reading it, incrementing it, or writing only some
+        // entities (through a map) first: refused, nothing recorded.
+        let msg = named(
+            rt.par_loop(update::KERNEL, &m.nodes, &[t.arg(Access::READ), q.arg(Access::READ), p.arg(Access::RW)])
+                .unwrap_err(),
+            "READ",
+        );
+        assert!(msg.contains("update") && msg.contains("argument 0"), "{msg}");
+        named(
+            rt.par_loop(
+                spread::KERNEL,
+                &m.edges,
+                &[w.arg(Access::READ), t.arg_via(&m.e2n, 0, Access::INC), p.arg_via(&m.e2n, 1, Access::INC)],
+            )
+            .unwrap_err(),
+            "INC",
+        );
+        let msg = named(
+            rt.par_loop(tweak::KERNEL, &m.edges, &[p.arg_via(&m.e2n, 0, Access::READ), w.arg(Access::RW)])
+                .and_then(|_| rt.par_loop(zero::KERNEL, &m.edges, &[t.arg_via(&m.e2n, 0, Access::WRITE)]))
+                .unwrap_err(),
+            "WRITE through a map",
+        );
+        assert!(msg.contains("not direct"), "{msg}");
+        assert_eq!(rt.trace_stats().loops_recorded, if lazy { 1 } else { 0 });
+        // Written by set_values, then readable by loops and the host.
+        t.set_values(&[3.0; 10]).unwrap();
+        rt.par_loop(update::KERNEL, &m.nodes, &[t.arg(Access::READ), t.arg(Access::READ), p.arg(Access::RW)]).unwrap();
+        assert_eq!(p.values().unwrap(), vec![2.0; 10]);
+        assert_eq!(t.values().unwrap(), vec![3.0; 10]);
+    }
+}
+
+#[test]
+fn a_pending_temporary_dropped_by_the_user_is_released_after_its_last_use_runs() {
+    let rt = Runtime::with_lazy(Backend::Seq, true).unwrap();
+    let m = mesh(&rt, 12);
+    let p = rt.dat("p", &m.nodes, 1, vec![1.0; 12]).unwrap();
+    let q = rt.dat("q", &m.nodes, 1, vec![1.0; 12]).unwrap();
+    {
+        let t: Dat<f64> = rt.temporary("t", &m.nodes, 1).unwrap();
+        rt.par_loop(zero::KERNEL, &m.nodes, &[t.arg(Access::WRITE)]).unwrap();
+        rt.par_loop(update::KERNEL, &m.nodes, &[q.arg(Access::READ), q.arg(Access::READ), t.arg(Access::RW)]).unwrap();
+        rt.par_loop(update::KERNEL, &m.nodes, &[t.arg(Access::READ), q.arg(Access::READ), p.arg(Access::RW)]).unwrap();
+    } // dropped with three loops pending: nothing runs yet
+    let stats = rt.trace_stats();
+    assert_eq!((stats.loops_run, stats.drop_forces), (0, 0));
+    // Not released yet: a new temporary of the same shape cannot have its buffer.
+    let u: Dat<f64> = rt.temporary("u", &m.nodes, 1).unwrap();
+    u.set_values(&[0.0; 12]).unwrap();
+    assert_eq!(rt.trace_stats().temporaries_reused, 0);
+    // t = 0 + 1/1 = 1, p = 1 + 1/1 = 2.
+    assert_eq!(p.values().unwrap(), vec![2.0; 12]);
+    assert_eq!(rt.trace_stats().loops_run, 3);
+    let v: Dat<f64> = rt.temporary("v", &m.nodes, 1).unwrap();
+    v.set_values(&[0.0; 12]).unwrap();
+    assert_eq!(rt.trace_stats().temporaries_reused, 1, "t's buffer, released once its loops ran");
+}
