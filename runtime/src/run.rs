@@ -60,6 +60,7 @@ pub(crate) fn on_host(
             Some(plan) => threads::Work::Plan(plan),
             None => threads::Work::Chunks { sections: &sizes },
         },
+        then: &[],
     };
     let run: HostRun = match backend {
         Backend::Threads => threads::run,
@@ -99,7 +100,7 @@ pub(crate) fn on_host(
 
 /// The reduced globals' values, to put back if a kernel panics (`seq`
 /// reduces into the globals directly).
-fn save(reductions: &[Reduction], views: &[crate::views::ArgView]) -> Vec<Vec<u64>> {
+pub(crate) fn save(reductions: &[Reduction], views: &[crate::views::ArgView]) -> Vec<Vec<u64>> {
     reductions
         .iter()
         .map(|r| {
@@ -111,7 +112,7 @@ fn save(reductions: &[Reduction], views: &[crate::views::ArgView]) -> Vec<Vec<u6
         .collect()
 }
 
-fn restore(reductions: &[Reduction], views: &[crate::views::ArgView], saved: &[Vec<u64>]) {
+pub(crate) fn restore(reductions: &[Reduction], views: &[crate::views::ArgView], saved: &[Vec<u64>]) {
     for (r, words) in reductions.iter().zip(saved) {
         // SAFETY: as `copy_current`, the other way; the global is locked.
         unsafe { r.restore(views, words) };

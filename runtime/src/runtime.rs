@@ -99,7 +99,7 @@ pub struct Core {
     /// Elements per block of new plans; 0: the backend's default.
     part_size: AtomicUsize,
     plans: Mutex<PlanCache>,
-    profile: Mutex<Profile>,
+    pub(crate) profile: Mutex<Profile>,
     /// Serial, or the communicator and the distributed mesh under MPI.
     pub(crate) dist: Arc<dyn Distribution>,
     profile_output: ProfileOutput,
@@ -108,9 +108,11 @@ pub struct Core {
     /// Sparsity patterns built so far (`matrix`).
     pub(crate) matrices: crate::matrix::Caches,
     /// Held while a loop executes: loops run one at a time.
-    executing: Mutex<()>,
+    pub(crate) executing: Mutex<()>,
     /// The lazy trace (`PARLOOP_LAZY=1`; `None`: loops run when submitted).
     pub(crate) trace: Option<crate::trace::Trace>,
+    /// Whether the trace fuses direct loops (`trace::fuse`, `PARLOOP_FUSION`).
+    pub(crate) fusion: AtomicBool,
     /// Released temporaries' buffers (`decl::temporary`).
     pub(crate) temporaries: Arc<crate::decl::temporary::Pool>,
 }
@@ -255,6 +257,7 @@ impl Runtime {
         // Replay of recurring windows (`trace::replay`), on with the trace
         // (serial sets only: replay never tapes a distributed loop).
         let replay = lazy && config::switch("PARLOOP_REPLAY", true)?;
+        let fusion = config::switch("PARLOOP_FUSION", true)?;
         let core = Arc::new_cyclic(|me| Core {
             backend,
             device,
@@ -270,6 +273,7 @@ impl Runtime {
             matrices: Default::default(),
             executing: Mutex::new(()),
             trace: lazy.then(|| crate::trace::Trace::new(me.clone(), ranks, replay)),
+            fusion: AtomicBool::new(fusion),
             temporaries: Default::default(),
         });
         #[cfg(feature = "mpi")]

@@ -26,6 +26,61 @@ pub(crate) struct HostJob<'a> {
     /// How `threads` cuts the elements: a coloured plan, or chunks that
     /// never straddle a section boundary.
     pub work: threads::Work<'a>,
+    /// Loops fused after this one (`trace::fuse`): each runs over the
+    /// same elements right after it, with its own slice of `views`.
+    pub then: &'a [Stage],
+}
+
+/// A direct loop fused into a host job: its adapter and which of the
+/// job's views are its arguments.
+pub(crate) struct Stage {
+    pub host: crate::kernel::HostFn,
+    pub views: std::ops::Range<usize>,
+}
+
+impl HostJob<'_> {
+    /// Runs elements `start..end` of the job: the kernel, then each fused
+    /// stage, `threads::CHUNK` elements at a time (the chunks `threads`
+    /// cuts, so a fused pass keeps a chunk's values in cache between the
+    /// bodies and its results do not depend on the backend).
+    ///
+    /// # Safety
+    /// As [`crate::kernel::HostFn`]: `views` (this job's views, or a copy
+    /// with reductions redirected) describe data locked for the loop.
+    pub(crate) unsafe fn call(&self, views: &[crate::views::ArgView], start: usize, end: usize) {
+        // SAFETY: forwarded contract.
+        unsafe { call(self.host, self.then, views, start, end) }
+    }
+}
+
+/// [`HostJob::call`] by parts (what `threads`' workers share: the views
+/// are not `Sync`).
+///
+/// # Safety
+/// As [`HostJob::call`].
+pub(crate) unsafe fn call(
+    host: crate::kernel::HostFn,
+    then: &[Stage],
+    views: &[crate::views::ArgView],
+    start: usize,
+    end: usize,
+) {
+    if then.is_empty() {
+        // SAFETY: forwarded contract.
+        return unsafe { host(views, start, end) };
+    }
+    let mut s = start;
+    while s < end {
+        let e = (s + threads::CHUNK).min(end);
+        // SAFETY: forwarded contract; each stage gets its own views.
+        unsafe {
+            host(views, s, e);
+            for stage in then {
+                (stage.host)(&views[stage.views.clone()], s, e);
+            }
+        }
+        s = e;
+    }
 }
 
 /// The signature every host backend runs a section with: elements `range`,

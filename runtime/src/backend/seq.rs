@@ -11,14 +11,15 @@ use crate::kernel_panic::catch;
 /// elements other ranks own and count). A kernel panic stops the range
 /// and is returned.
 pub(crate) fn run(job: &HostJob, range: Range<usize>, reduce: bool) -> Result<()> {
-    let HostJob { host, views, reductions, kernel, .. } = *job;
+    let HostJob { views, reductions, kernel, .. } = *job;
     if range.is_empty() {
         return Ok(());
     }
     if reduce || reductions.is_empty() {
         // SAFETY: `views` come from `exec::lock_args` over validated arguments,
         // whose data stays locked while this runs; a single thread touches it.
-        return catch(range.start, || unsafe { host(views, range.start, range.end) }).map_err(|p| p.into_error(kernel));
+        return catch(range.start, || unsafe { job.call(views, range.start, range.end) })
+            .map_err(|p| p.into_error(kernel));
     }
     let mut scratch: Vec<Vec<u64>> = Vec::new();
     let mut local = views.to_vec();
@@ -30,5 +31,5 @@ pub(crate) fn run(job: &HostJob, range: Range<usize>, reduce: bool) -> Result<()
         scratch.push(words);
     }
     // SAFETY: as above; reduction views point into `scratch`, alive here.
-    catch(range.start, || unsafe { host(&local, range.start, range.end) }).map_err(|p| p.into_error(kernel))
+    catch(range.start, || unsafe { job.call(&local, range.start, range.end) }).map_err(|p| p.into_error(kernel))
 }

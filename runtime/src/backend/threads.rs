@@ -75,7 +75,7 @@ impl Shared<'_> {
 /// start, reductions are not combined) and the panic of the lowest element
 /// caught is returned.
 pub(crate) fn run(job: &HostJob, range: std::ops::Range<usize>, reduce: bool) -> Result<()> {
-    let HostJob { host, views, reductions, kernel, work } = *job;
+    let HostJob { host, views, reductions, kernel, work, then } = *job;
     if range.is_empty() {
         return Ok(());
     }
@@ -139,7 +139,7 @@ pub(crate) fn run(job: &HostJob, range: std::ops::Range<usize>, reduce: bool) ->
         };
         if reductions.is_empty() {
             // SAFETY: see `Shared`.
-            caught(catch(start, || unsafe { host(shared.views(), start, end) }));
+            caught(catch(start, || unsafe { super::call(host, then, shared.views(), start, end) }));
             return;
         }
         let mut local: Vec<ArgView> = shared.views().to_vec();
@@ -148,7 +148,7 @@ pub(crate) fn run(job: &HostJob, range: std::ops::Range<usize>, reduce: bool) ->
             local[r.arg].data = shared.partial(i, words, off);
         }
         // SAFETY: see `Shared`.
-        caught(catch(start, || unsafe { host(&local, start, end) }));
+        caught(catch(start, || unsafe { super::call(host, then, &local, start, end) }));
     };
     let inline = range.len() < INLINE_BELOW;
     match work {

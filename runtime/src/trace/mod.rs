@@ -27,6 +27,7 @@
 //! a pending loop never finds its data gone.
 
 pub(crate) mod dot;
+mod fuse;
 mod replay;
 mod tokens;
 
@@ -129,6 +130,9 @@ pub struct TraceStats {
     /// Tapes that went into the DAG after all (a loop or force that
     /// differed from every kept segment).
     pub replay_fallbacks: u64,
+    /// Loops that ran inside a fused launch with at least one other
+    /// (`Runtime::set_fusion`): a launch of three loops counts three.
+    pub loops_fused: u64,
     /// Temporaries ([`Runtime::temporary`]) that took a released
     /// temporary's buffer instead of allocating (counted with or without
     /// the trace).
@@ -583,31 +587,46 @@ impl Trace {
         let forcing = Forcing::start();
         let mut failed = None;
         let mut ran = 0u64;
-        let count = taken.len();
+        let mut fused = 0u64;
+        let fuses = rt.fuses();
+        let mut left = taken.len();
         // By value: a loop's record goes as soon as it has run, so a
         // temporary whose last use it was returns to the pool before the
         // next loop allocates one.
-        for (i, (seq, p)) in taken.into_iter().enumerate() {
-            let result = match p.upgrade() {
-                Ok(lp) => rt.execute_planned(&lp, p.plan.clone()),
-                Err(id) => Err(Error::DataDropped { kernel: p.kernel.name().into(), id }),
+        let mut taken = taken.into_iter().peekable();
+        while let Some(first) = taken.next() {
+            let mut group = vec![first];
+            if fuses && fuse::candidate(&group[0].1) {
+                while let Some(next) = taken.next_if(|(_, q)| fuse::joins(&group, q)) {
+                    group.push(next);
+                }
+            }
+            left -= group.len();
+            let result = match &group[..] {
+                [(_, p)] => match p.upgrade() {
+                    Ok(lp) => rt.execute_planned(&lp, p.plan.clone()),
+                    Err(id) => Err(Error::DataDropped { kernel: p.kernel.name().into(), id }),
+                },
+                _ => fuse::run(&rt, &group),
             };
             if let Err(e) = result {
-                failed = Some((
-                    seq,
-                    (count - i - 1) as u64,
-                    Error::Deferred {
-                        kernel: p.kernel.name().into(),
-                        location: p.location.to_string(),
-                        source: Box::new(e),
-                    },
-                ));
+                let last = group.last().expect("a group has a loop").0;
+                let kernel = group.iter().map(|(_, p)| p.kernel.name()).collect::<Vec<_>>().join("+");
+                let location = group[0].1.location.to_string();
+                failed = Some((last, left as u64, Error::Deferred { kernel, location, source: Box::new(e) }));
                 break;
             }
-            ran += 1;
+            ran += group.len() as u64;
+            if group.len() > 1 {
+                fused += group.len() as u64;
+            }
         }
         drop(forcing);
-        lock(&self.state).stats.loops_run += ran;
+        {
+            let mut st = lock(&self.state);
+            st.stats.loops_run += ran;
+            st.stats.loops_fused += fused;
+        }
         match failed {
             None => Ok(()),
             Some((seq, skipped, e)) => {

@@ -1,0 +1,180 @@
+//! Fusion of direct loops (issue 15; seed 000's "soft kernel loop
+//! fusion"): loops that a force runs one after the other, over the same
+//! set, every argument direct or a global, run as one pass over the
+//! elements: per chunk of `threads::CHUNK` elements, the first loop's
+//! body, then the next one's (`backend::HostJob::then`). Siblings and
+//! directly dependent loops alike: the second may read what the first
+//! writes, because a direct loop's element `i` touches only entity `i`,
+//! which the first loop has finished when the second reaches it.
+//!
+//! What keeps the results bitwise those of running the loops apart:
+//! - only direct arguments (no maps: an element never sees another
+//!   element's entity), no element index, no exec halo;
+//! - a global reduced by one loop appears in no other loop of the group
+//!   (neither read before the reduction has ended nor reduced twice in a
+//!   new order); each reduction still sees its elements in the same chunks
+//!   and order, so its partial results combine as before;
+//! - chunks are those `threads` cuts, on `seq` too.
+//!
+//! Where: host backends (`seq`, `threads`) in a serial run. Device
+//! backends and distributed runs run the group loop by loop (not fused,
+//! not counted): one generated device kernel calling both bodies is not
+//! built yet. Off with [`Runtime::set_fusion`] or `PARLOOP_FUSION=0`.
+//!
+//! A kernel panic in a fused launch stops it like any loop's; the loops
+//! fused with the failing one may then have run on some chunks (the error
+//! names the group, `a+b`, and where its first loop was recorded).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::Pending;
+use crate::arg::{Arg, ArgKind};
+use crate::backend::{seq, threads, Backend, HostJob, HostRun, Stage};
+use crate::error::{Error, Result};
+use crate::exec::{lock_args, Reduction};
+use crate::par_loop::ParLoop;
+use crate::plan_cache::LoopPlan;
+use crate::profile::Range;
+use crate::runtime::Runtime;
+use crate::sync::lock;
+use crate::types::Access;
+
+/// Loops in one fused launch at most (bounds the views of one job).
+const MAX_GROUP: usize = 16;
+
+/// Whether `p` can be in a fused launch at all: direct and global
+/// arguments only, no exec halo.
+pub(super) fn candidate(p: &Pending) -> bool {
+    !p.exec_halo && p.args.iter().all(|a| matches!(a.kind, ArgKind::Direct | ArgKind::Global))
+}
+
+/// Whether `next` may join `group` (candidates over one set, in run order).
+pub(super) fn joins(group: &[(u64, Pending)], next: &Pending) -> bool {
+    if group.len() >= MAX_GROUP || !candidate(next) || group[0].1.set != next.set {
+        return false;
+    }
+    // A global reduced by one loop is in no other loop of the group.
+    let reduced = |p: &Pending, id: u64| {
+        p.args.iter().any(|a| a.id == id && matches!(a.kind, ArgKind::Global) && a.access != Access::Read)
+    };
+    next.args.iter().filter(|a| matches!(a.kind, ArgKind::Global)).all(|a| {
+        group.iter().all(|(_, p)| {
+            let mine = a.access != Access::Read;
+            let uses = p.args.iter().any(|b| b.id == a.id);
+            if mine {
+                !uses
+            } else {
+                !reduced(p, a.id)
+            }
+        })
+    })
+}
+
+/// Runs `group` (two or more loops `joins` accepted, oldest first) as one
+/// launch.
+pub(super) fn run(rt: &Runtime, group: &[(u64, Pending)]) -> Result<()> {
+    let mut lps = Vec::with_capacity(group.len());
+    for (_, p) in group {
+        let lp = p.upgrade().map_err(|id| Error::DataDropped { kernel: p.kernel.name().into(), id })?;
+        lps.push(lp);
+    }
+    let plans: Vec<_> = group.iter().map(|(_, p)| p.plan.clone()).collect();
+    rt.execute_fused(&lps, &plans)
+}
+
+impl Runtime {
+    /// Turns fusion of direct loops in the lazy trace on (the default;
+    /// `PARLOOP_FUSION=0` starts with it off) or off. With it, loops that
+    /// a force runs one after the other over the same set, with direct
+    /// and global arguments only, run as one pass over the elements (both
+    /// bodies per chunk of elements), with the results of running them
+    /// apart, bitwise; counted in
+    /// [`TraceStats::loops_fused`](crate::TraceStats::loops_fused). Host
+    /// backends in serial runs only; elsewhere loops run apart. Without
+    /// the lazy trace this changes nothing.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    /// #[parloop::kernel] fn zero(t: &mut f64) { *t = 0.0; }
+    /// #[parloop::kernel] fn add_one(t: &f64, u: &mut f64) { *u = *t + 1.0; }
+    /// let rt = Runtime::with_lazy(Backend::Seq, true)?;
+    /// let s = rt.set("s", 3)?;
+    /// let (t, u) = (rt.dat("t", &s, 1, vec![5.0; 3])?, rt.dat("u", &s, 1, vec![0.0; 3])?);
+    /// rt.par_loop(zero::KERNEL, &s, &[t.arg(Access::WRITE)])?;
+    /// rt.par_loop(add_one::KERNEL, &s, &[t.arg(Access::READ), u.arg(Access::WRITE)])?;
+    /// assert_eq!(u.values()?, vec![1.0; 3]);
+    /// assert_eq!(rt.trace_stats().loops_fused, 2);
+    /// rt.set_fusion(false);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn set_fusion(&self, on: bool) {
+        self.fusion.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether the lazy trace fuses direct loops (see [`Runtime::set_fusion`]).
+    pub fn fusion(&self) -> bool {
+        self.fusion.load(Ordering::Relaxed)
+    }
+
+    /// Whether a force of this runtime's trace may fuse loops now.
+    pub(crate) fn fuses(&self) -> bool {
+        self.fusion() && self.device().is_none() && self.dist.ranks() == 1
+    }
+
+    /// Runs validated direct loops over one set as one pass (host
+    /// backends, serial): their arguments locked together, one host job
+    /// whose stages are the loops' bodies, each loop's profile row getting
+    /// its share of the time.
+    fn execute_fused(&self, lps: &[ParLoop], plans: &[Option<(Arc<LoopPlan>, Duration)>]) -> Result<()> {
+        let _one_at_a_time = lock(&self.executing);
+        let name = lps.iter().map(|l| l.kernel().name()).collect::<Vec<_>>().join("+");
+        let _range = Range::new(&name);
+        let args: Vec<Arg> = lps.iter().flat_map(|l| l.args().iter().cloned()).collect();
+        let sections = lps[0].sections();
+        let sizes = sections.sizes();
+        let simd = self.simd();
+        let mut stages = Vec::with_capacity(lps.len() - 1);
+        let mut off = lps[0].args().len();
+        for lp in &lps[1..] {
+            let n = lp.args().len();
+            stages.push(Stage { host: lp.kernel().host(simd), views: off..off + n });
+            off += n;
+        }
+        let locked = lock_args(&name, &args)?;
+        let start = Instant::now();
+        let views = &locked.views;
+        let reductions = Reduction::of(&args);
+        let saved = crate::run::save(&reductions, views);
+        let job = HostJob {
+            host: lps[0].kernel().host(simd),
+            views,
+            reductions: &reductions,
+            kernel: &name,
+            work: threads::Work::Chunks { sections: &sizes },
+            then: &stages,
+        };
+        let run: HostRun = match self.backend() {
+            Backend::Threads => threads::run,
+            _ => seq::run,
+        };
+        let result = run(&job, sections.core(), true).and_then(|()| run(&job, sections.owned(), true));
+        let elapsed = start.elapsed();
+        if result.is_err() {
+            crate::run::restore(&reductions, views, &saved);
+        }
+        drop(locked);
+        for a in args.iter().filter(|a| a.access.writes()) {
+            a.storage.host_written();
+        }
+        result?;
+        let share = elapsed / lps.len() as u32;
+        let mut profile = lock(&self.profile);
+        for (lp, plan) in lps.iter().zip(plans) {
+            let (plan_time, bytes) = plan.as_ref().map_or((Duration::ZERO, 0), |(p, t)| (*t, p.bytes));
+            profile.record((lp.kernel().name(), lp.tags()), share, plan_time, bytes);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,254 @@
+//! Fusion of direct loops in the lazy trace (issue 15): random chains of
+//! direct loops (every direct access mode, globals read and reduced, host
+//! reads between, indirect loops breaking chains) give bitwise the values
+//! of the eager run on seq, threads and the device backend; the counter
+//! says how many loops ran fused, exactly, and what must not fuse does not.
+
+#[path = "support/device.rs"]
+mod device;
+
+use parloop::{Access, Backend, Dat, Global, Runtime};
+use proptest::prelude::*;
+
+#[parloop::kernel]
+fn axpy(x: &f64, y: &mut f64) {
+    *y = 0.5 * *y + *x + 1.0;
+}
+
+#[parloop::kernel]
+fn square(x: &f64, y: &mut f64) {
+    *y = *x * *x - 1.0;
+}
+
+#[parloop::kernel]
+fn add(x: &f64, y: &mut f64) {
+    *y += 0.375 * *x;
+}
+
+#[parloop::kernel]
+fn total(x: &f64, s: &mut f64) {
+    *s += *x;
+}
+
+#[parloop::kernel]
+fn largest(x: &f64, m: &mut f64) {
+    if *x > *m {
+        *m = *x;
+    }
+}
+
+#[parloop::kernel]
+fn scale(c: &f64, x: &mut f64) {
+    *x = *x * *c + 0.125;
+}
+
+#[parloop::kernel]
+fn spread(w: &f64, a: &mut f64, b: &mut f64) {
+    *a += 0.25 * *w;
+    *b += 0.75 * *w;
+}
+
+/// One step of a random program. `on` picks the set (0: nodes, 1: edges);
+/// dats are numbered within their set, globals 0 and 1.
+#[derive(Clone, Debug)]
+enum Op {
+    /// `axpy` (RW), `square` (WRITE) or `add` (INC), dat `x` into dat `y`.
+    Direct { on: usize, kind: usize, x: usize, y: usize },
+    /// Dat `x` summed (INC) or maxed (MAX) into global `g`.
+    Reduce { on: usize, max: bool, x: usize, g: usize },
+    /// Dat `x` scaled by global `g` (READ).
+    Scale { on: usize, g: usize, x: usize },
+    /// Edge dat `w` INC into node dat `n` through the map (indirect).
+    Spread { w: usize, n: usize },
+    /// A host read of a dat (forces what it depends on).
+    Read { on: usize, d: usize },
+    /// A host read of a global.
+    ReadGlobal { g: usize },
+}
+
+const DATS: usize = 3;
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0..2usize, 0..3usize, 0..DATS, 1..DATS).prop_map(|(on, kind, x, k)| Op::Direct { on, kind, x, y: (x + k) % DATS }),
+        2 => (0..2usize, any::<bool>(), 0..DATS, 0..2usize).prop_map(|(on, max, x, g)| Op::Reduce { on, max, x, g }),
+        2 => (0..2usize, 0..2usize, 0..DATS).prop_map(|(on, g, x)| Op::Scale { on, g, x }),
+        1 => (0..DATS, 0..DATS).prop_map(|(w, n)| Op::Spread { w, n }),
+        1 => (0..2usize, 0..DATS).prop_map(|(on, d)| Op::Read { on, d }),
+        1 => (0..2usize).prop_map(|g| Op::ReadGlobal { g }),
+    ]
+}
+
+type Bits = Vec<Vec<u64>>;
+
+fn bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// Runs `program` on sets of `sizes` (nodes, edges); returns every dat's
+/// and global's final bits, what the host reads saw, and the counters.
+fn run(
+    backend: Backend,
+    lazy: bool,
+    fusion: bool,
+    sizes: (usize, usize),
+    program: &[Op],
+) -> (Bits, parloop::TraceStats) {
+    let rt = Runtime::with_lazy(backend, lazy).unwrap();
+    rt.set_fusion(fusion);
+    let (nn, ne) = sizes;
+    let nodes = rt.set("nodes", nn).unwrap();
+    let edges = rt.set("edges", ne).unwrap();
+    let map: Vec<i32> = (0..ne).flat_map(|i| [(i % nn) as i32, ((i * 7 + 3) % nn) as i32]).collect();
+    let e2n = rt.map("e2n", &edges, &nodes, 2, map).unwrap();
+    let sets = [&nodes, &edges];
+    let dats: Vec<Vec<Dat<f64>>> = (0..2)
+        .map(|s| {
+            let n = [nn, ne][s];
+            (0..DATS)
+                .map(|d| {
+                    let values = (0..n).map(|i| ((i * (d + 2) + s) % 17) as f64 * 0.0625 - 0.5).collect();
+                    rt.dat(&format!("d{s}{d}"), sets[s], 1, values).unwrap()
+                })
+                .collect()
+        })
+        .collect();
+    let globals: Vec<Global<f64>> = (0..2).map(|g| rt.global(&format!("g{g}"), &[0.5 + g as f64]).unwrap()).collect();
+    let mut seen: Bits = Vec::new();
+    for op in program {
+        match *op {
+            Op::Direct { on, kind, x, y } => {
+                let (k, access) = match kind {
+                    0 => (axpy::KERNEL, Access::RW),
+                    1 => (square::KERNEL, Access::WRITE),
+                    _ => (add::KERNEL, Access::INC),
+                };
+                rt.par_loop(k, sets[on], &[dats[on][x].arg(Access::READ), dats[on][y].arg(access)]).unwrap();
+            }
+            Op::Reduce { on, max, x, g } => {
+                let (k, access) = if max { (largest::KERNEL, Access::MAX) } else { (total::KERNEL, Access::INC) };
+                rt.par_loop(k, sets[on], &[dats[on][x].arg(Access::READ), globals[g].arg(access)]).unwrap();
+            }
+            Op::Scale { on, g, x } => {
+                rt.par_loop(scale::KERNEL, sets[on], &[globals[g].arg(Access::READ), dats[on][x].arg(Access::RW)])
+                    .unwrap();
+            }
+            Op::Spread { w, n } => {
+                let (a, b) = (dats[0][n].arg_via(&e2n, 0, Access::INC), dats[0][n].arg_via(&e2n, 1, Access::INC));
+                rt.par_loop(spread::KERNEL, &edges, &[dats[1][w].arg(Access::READ), a, b]).unwrap();
+            }
+            Op::Read { on, d } => seen.push(bits(&dats[on][d].values().unwrap())),
+            Op::ReadGlobal { g } => seen.push(bits(&globals[g].values().unwrap())),
+        }
+    }
+    // Everything left, in recording order (then the reads below find
+    // nothing to force).
+    rt.flush().unwrap();
+    for set in &dats {
+        for d in set {
+            seen.push(bits(&d.values().unwrap()));
+        }
+    }
+    for g in &globals {
+        seen.push(bits(&g.values().unwrap()));
+    }
+    (seen, rt.trace_stats())
+}
+
+fn fused_equals_eager(backend: Backend, sizes: (usize, usize), program: &[Op]) -> Result<(), TestCaseError> {
+    let (eager, _) = run(backend, false, false, sizes, program);
+    let (fused, stats) = run(backend, true, true, sizes, program);
+    prop_assert!(fused == eager, "{backend:?}: lazy with fusion differs from eager");
+    if backend == Backend::Seq || backend == Backend::Threads {
+        prop_assert!(stats.loops_fused <= stats.loops_run);
+    } else {
+        prop_assert_eq!(stats.loops_fused, 0, "device backends do not fuse");
+    }
+    Ok(())
+}
+
+fn sizes() -> impl Strategy<Value = (usize, usize)> {
+    // Small, several chunks, and more than `threads` runs inline.
+    prop_oneof![Just((7, 11)), Just((2100, 4500)), Just((20000, 300))]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #[test]
+    fn random_direct_chains_fused_equal_eager_on_host_backends(
+        sizes in sizes(),
+        program in prop::collection::vec(op(), 1..24),
+    ) {
+        fused_equals_eager(Backend::Seq, sizes, &program)?;
+        fused_equals_eager(Backend::Threads, sizes, &program)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+    #[test]
+    fn random_direct_chains_lazy_equal_eager_on_the_device(program in prop::collection::vec(op(), 1..16)) {
+        fused_equals_eager(device::device_backend(), (9, 13), &program)?;
+    }
+}
+
+#[test]
+fn the_counter_counts_exactly_the_loops_that_ran_fused() {
+    use Op::*;
+    let program = [
+        // Three direct node loops, dependent (d00 -> d01 -> d02 -> d02
+        // scaled by g0): one launch.
+        Direct { on: 0, kind: 1, x: 0, y: 1 },
+        Direct { on: 0, kind: 0, x: 1, y: 2 },
+        Scale { on: 0, g: 0, x: 2 },
+        // An indirect loop: not fusable, ends the chain.
+        Spread { w: 0, n: 0 },
+        // A sum into g1, then a loop reading g1: not one launch.
+        Reduce { on: 0, max: false, x: 0, g: 1 },
+        Scale { on: 0, g: 1, x: 1 },
+        // Edge loops (another set): siblings and a max into g0, one launch.
+        Direct { on: 1, kind: 2, x: 0, y: 1 },
+        Direct { on: 1, kind: 0, x: 0, y: 2 },
+        Reduce { on: 1, max: true, x: 0, g: 0 },
+        // Two node loops: one launch.
+        Direct { on: 0, kind: 2, x: 0, y: 1 },
+        Reduce { on: 0, max: true, x: 2, g: 1 },
+    ];
+    for sizes in [(5, 8), (40000, 3000)] {
+        for backend in [Backend::Seq, Backend::Threads] {
+            let (eager, s0) = run(backend, false, true, sizes, &program);
+            assert_eq!(s0.loops_fused, 0, "no trace, no fusion");
+            let (fused, stats) = run(backend, true, true, sizes, &program);
+            assert_eq!(fused, eager, "{backend:?} {sizes:?}");
+            assert_eq!(stats.loops_fused, 3 + 3 + 2, "{backend:?} {sizes:?}: {stats:?}");
+            assert_eq!(stats.loops_run, 11);
+            let (apart, off) = run(backend, true, false, sizes, &program);
+            assert_eq!(apart, eager, "{backend:?} {sizes:?}: fusion off");
+            assert_eq!(off.loops_fused, 0, "{backend:?}: fusion off");
+            assert_eq!(off.loops_run, 11);
+        }
+    }
+    let (_, emu) = run(device::device_backend(), true, true, (5, 8), &program);
+    assert_eq!(emu.loops_fused, 0, "device backends run loops apart");
+    assert_eq!(emu.loops_run, 11);
+}
+
+#[test]
+fn a_panicking_kernel_in_a_fused_launch_is_a_deferred_error_naming_the_group() {
+    #[parloop::kernel]
+    fn fails_at_three(x: &f64, y: &mut f64) {
+        let i = *x as i64;
+        // Integer division by zero where x is 3.
+        *y = (6 / (i - 3)) as f64;
+    }
+    let rt = Runtime::with_lazy(Backend::Seq, true).unwrap();
+    let s = rt.set("s", 6).unwrap();
+    let x = rt.dat("x", &s, 1, (0..6).map(|i| i as f64).collect()).unwrap();
+    let y = rt.dat("y", &s, 1, vec![0.0; 6]).unwrap();
+    let z = rt.dat("z", &s, 1, vec![0.0; 6]).unwrap();
+    rt.par_loop(axpy::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+    rt.par_loop(fails_at_three::KERNEL, &s, &[x.arg(Access::READ), z.arg(Access::WRITE)]).unwrap();
+    let err = rt.flush().unwrap_err().to_string();
+    assert!(err.contains("axpy+fails_at_three") && err.contains("fusion.rs"), "{err}");
+    assert_eq!(rt.trace_stats().loops_fused, 0, "a failed launch is not counted");
+}
