@@ -252,3 +252,37 @@ fn a_panicking_kernel_in_a_fused_launch_is_a_deferred_error_naming_the_group() {
     assert!(err.contains("axpy+fails_at_three") && err.contains("fusion.rs"), "{err}");
     assert_eq!(rt.trace_stats().loops_fused, 0, "a failed launch is not counted");
 }
+
+#[test]
+fn replayed_windows_run_fused_launches_too() {
+    for backend in [Backend::Seq, Backend::Threads] {
+        let go = |lazy: bool, fusion: bool| {
+            let rt = Runtime::with_lazy(backend, lazy).unwrap();
+            rt.set_replay(true);
+            rt.set_fusion(fusion);
+            let s = rt.set("s", 3000).unwrap();
+            let a = rt.dat("a", &s, 1, (0..3000).map(|i| (i % 11) as f64 * 0.25).collect()).unwrap();
+            let b = rt.dat("b", &s, 1, vec![0.5; 3000]).unwrap();
+            let c = rt.dat("c", &s, 1, vec![0.0; 3000]).unwrap();
+            let g = rt.global("g", &[0.0f64]).unwrap();
+            let mut seen = Vec::new();
+            for _ in 0..5 {
+                rt.par_loop(axpy::KERNEL, &s, &[a.arg(Access::READ), b.arg(Access::RW)]).unwrap();
+                rt.par_loop(square::KERNEL, &s, &[b.arg(Access::READ), c.arg(Access::WRITE)]).unwrap();
+                rt.par_loop(total::KERNEL, &s, &[c.arg(Access::READ), g.arg(Access::INC)]).unwrap();
+                // The step's forcing point: the three loops, one launch.
+                seen.push(g.value().unwrap().to_bits());
+            }
+            seen.push(bits(&c.values().unwrap())[17]);
+            (seen, rt.trace_stats())
+        };
+        let (eager, _) = go(false, true);
+        let (fused, stats) = go(true, true);
+        assert_eq!(fused, eager, "{backend:?}");
+        assert_eq!(stats.loops_fused, 15, "{backend:?}: {stats:?}");
+        assert!(stats.loops_replayed >= 9, "{backend:?}: steps 2 to 5 replay at least: {stats:?}");
+        let (apart, off) = go(true, false);
+        assert_eq!(apart, eager, "{backend:?}");
+        assert_eq!((off.loops_fused, off.loops_replayed), (0, stats.loops_replayed), "{backend:?}");
+    }
+}
