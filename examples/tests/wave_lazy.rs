@@ -103,3 +103,30 @@ fn parloop_trace_dot_writes_the_first_forced_step() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("PARLOOP_TRACE_DOT") && !err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn lazy_steps_fuse_the_vertex_loops_with_the_eager_results() {
+    // Fusion (issue 15): forced in recording order, each step boundary's
+    // expr, phi_expr | phi_expr, zero_t1 run as one launch, and a force's
+    // first phi_expr, zero_t1 and last expr, phi_expr as one each.
+    let run = |lazy: bool, fusion: bool| {
+        let rt = Runtime::with_lazy(Backend::Threads, lazy).unwrap();
+        rt.set_fusion(fusion);
+        let mesh = unit_square(6, 5).unwrap();
+        let mut wave = Wave::new(&rt, &mesh, DT).unwrap();
+        for _ in 0..7 {
+            wave.step().unwrap();
+        }
+        let phi: Vec<u64> = wave.phi.values().unwrap().iter().map(|x| x.to_bits()).collect();
+        let p: Vec<u64> = wave.p.values().unwrap().iter().map(|x| x.to_bits()).collect();
+        ((phi, p), rt.trace_stats())
+    };
+    let (eager, _) = run(false, true);
+    let (fused, stats) = run(true, true);
+    assert_eq!(fused, eager);
+    // 2 + 6 step boundaries x 4 + 2.
+    assert_eq!((stats.loops_run, stats.loops_fused), (49, 28), "{stats:?}");
+    let (apart, off) = run(true, false);
+    assert_eq!(apart, eager);
+    assert_eq!(off.loops_fused, 0);
+}

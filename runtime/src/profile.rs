@@ -145,7 +145,7 @@ pub fn trace_table(stats: &crate::trace::TraceStats, points: &[crate::trace::For
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "lazy trace: {} loops recorded ({} computations, {} edges), {} run, {} forces ({} found nothing), {} eager, {} discarded, {} halo exchanges skipped, {} removed, {} replays ({} loops, {} fallbacks), {} temporaries reused",
+        "lazy trace: {} loops recorded ({} computations, {} edges), {} run, {} forces ({} found nothing), {} eager, {} discarded, {} halo exchanges skipped, {} removed, {} replays ({} loops, {} fallbacks), {} loops fused, {} temporaries reused",
         stats.loops_recorded,
         stats.computations_recorded,
         stats.edges_recorded,
@@ -159,6 +159,7 @@ pub fn trace_table(stats: &crate::trace::TraceStats, points: &[crate::trace::For
         stats.replays,
         stats.loops_replayed,
         stats.replay_fallbacks,
+        stats.loops_fused,
         stats.temporaries_reused
     );
     let _ = writeln!(s, "{:<48} {:>8} {:>10}", "forced at", "forces", "loops run");
