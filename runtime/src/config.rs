@@ -18,8 +18,10 @@
 //! | `PARLOOP_OVERLAP` | `0`, `1` | `1` |
 //! | `PARLOOP_CUDA_AWARE` | `0`, `1` | asked of the MPI library |
 //! | `PARLOOP_CHECK` | `0`, `1` (bounds checks in device code) | `0` |
-//! | `PARLOOP_LAZY` | `0`, `1` (record loops in the lazy trace, serial runs) | `0` |
+//! | `PARLOOP_LAZY` | `0`, `1` (record loops in the lazy trace; under MPI too) | `0` |
 //! | `PARLOOP_REPLAY` | `0`, `1` (with the lazy trace: replay recurring loop sequences without building the DAG) | `1` |
+//! | `PARLOOP_FUSION` | `0`, `1` (with the lazy trace: consecutive direct loops over one set as one host launch) | `1` |
+//! | `PARLOOP_TRACE_DOT` | a path (with the lazy trace: the first forced DAG as Graphviz; `path.rank<r>` under MPI) | unset |
 
 use crate::error::{Error, Result};
 
