@@ -7,7 +7,7 @@ use parloop_examples::wave::{Wave, DT};
 use parloop_mesh::unit_square;
 
 /// The DAG as sorted (from, to) label pairs, from the Graphviz text.
-fn edges_of(dot: &str) -> Vec<(String, String)> {
+fn edges_in_dot_file(dot: &str) -> Vec<(String, String)> {
     let mut labels = std::collections::HashMap::new();
     let mut edges = Vec::new();
     for line in dot.lines().map(str::trim) {
@@ -41,7 +41,7 @@ fn the_first_three_loops_give_the_seed_dag() {
     .map(|(a, b)| (a.to_string(), b.to_string()))
     .collect();
     want.sort();
-    assert_eq!(edges_of(&rt.trace_dot_string()), want);
+    assert_eq!(rt.trace_edges(), want);
     let st = rt.trace_stats();
     assert_eq!((st.loops_recorded, st.computations_recorded, st.loops_run), (3, 3, 0));
 }
@@ -88,7 +88,7 @@ fn parloop_trace_dot_writes_the_first_forced_step() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let dot = std::fs::read_to_string(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
-    let edges = edges_of(&dot);
+    let edges = edges_in_dot_file(&dot);
     // One whole step, serially: the seven loops in their dependency order.
     for (a, b) in [
         ("phi_expr[core]", "assemble1[core]"),

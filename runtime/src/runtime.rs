@@ -631,6 +631,36 @@ impl Runtime {
         }
     }
 
+    /// The pending computations of the lazy trace as the edges of the DAG
+    /// [`Runtime::trace_dot`] draws: (from, to) label pairs, sorted, with
+    /// `top` and `bot`, transitively reduced. Without the trace (or with
+    /// nothing pending) it is `[("top", "bot")]`.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    /// #[parloop::kernel]
+    /// fn halve(x: &mut f64) {
+    ///     *x *= 0.5;
+    /// }
+    /// let rt = Runtime::with_lazy(Backend::Seq, true)?;
+    /// let cells = rt.set("cells", 4)?;
+    /// let x = rt.dat("x", &cells, 1, vec![1.0; 4])?;
+    /// rt.par_loop(halve::KERNEL, &cells, &[x.arg(Access::RW)])?;
+    /// rt.par_loop(halve::KERNEL, &cells, &[x.arg(Access::RW)])?;
+    /// let edge = |a: &str, b: &str| (a.to_string(), b.to_string());
+    /// assert_eq!(
+    ///     rt.trace_edges(),
+    ///     [edge("halve[core]", "bot"), edge("halve[core]", "halve[core]"), edge("top", "halve[core]")]
+    /// );
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn trace_edges(&self) -> Vec<(String, String)> {
+        match &self.trace {
+            Some(t) => t.reduced().edges(),
+            None => crate::trace::dot::empty_edges(),
+        }
+    }
+
     /// Runs a validated loop now (what the trace calls for forced loops).
     pub(crate) fn execute_now(&self, lp: &ParLoop) -> Result<()> {
         self.execute_planned(lp, None)

@@ -6,47 +6,12 @@
 
 #[path = "support/device.rs"]
 mod device;
+#[path = "support/programs.rs"]
+mod programs;
 
 use parloop::{Access, Backend, Dat, Global, Runtime};
+use programs::{add, axpy, bits, largest, scale, spread, square, total};
 use proptest::prelude::*;
-
-#[parloop::kernel]
-fn axpy(x: &f64, y: &mut f64) {
-    *y = 0.5 * *y + *x + 1.0;
-}
-
-#[parloop::kernel]
-fn square(x: &f64, y: &mut f64) {
-    *y = *x * *x - 1.0;
-}
-
-#[parloop::kernel]
-fn add(x: &f64, y: &mut f64) {
-    *y += 0.375 * *x;
-}
-
-#[parloop::kernel]
-fn total(x: &f64, s: &mut f64) {
-    *s += *x;
-}
-
-#[parloop::kernel]
-fn largest(x: &f64, m: &mut f64) {
-    if *x > *m {
-        *m = *x;
-    }
-}
-
-#[parloop::kernel]
-fn scale(c: &f64, x: &mut f64) {
-    *x = *x * *c + 0.125;
-}
-
-#[parloop::kernel]
-fn spread(w: &f64, a: &mut f64, b: &mut f64) {
-    *a += 0.25 * *w;
-    *b += 0.75 * *w;
-}
 
 /// One step of a random program. `on` picks the set (0: nodes, 1: edges);
 /// dats are numbered within their set, globals 0 and 1.
@@ -80,10 +45,6 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 type Bits = Vec<Vec<u64>>;
-
-fn bits(v: &[f64]) -> Vec<u64> {
-    v.iter().map(|x| x.to_bits()).collect()
-}
 
 /// Runs `program` on sets of `sizes` (nodes, edges); returns every dat's
 /// and global's final bits, what the host reads saw, and the counters.

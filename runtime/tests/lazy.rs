@@ -6,110 +6,17 @@
 
 #[path = "support/device.rs"]
 mod device;
+#[path = "support/programs.rs"]
+mod programs;
 
 use parloop::{Access, Backend, Dat, Error, Map, ParLoop, Runtime, Sections, Set};
+use programs::*;
 use proptest::prelude::*;
-
-#[parloop::kernel]
-fn axpy(x: &f64, y: &mut f64) {
-    *y = 0.5 * *y + *x + 1.0;
-}
-
-#[parloop::kernel]
-fn square(x: &f64, y: &mut f64) {
-    *y = *x * *x - 1.0;
-}
-
-#[parloop::kernel]
-fn spread(w: &f64, a: &mut f64, b: &mut f64) {
-    *a += 0.25 * *w;
-    *b += 0.75 * *w;
-}
-
-#[parloop::kernel]
-fn difference(a: &f64, b: &f64, e: &mut f64) {
-    *e = *a - 0.5 * *b;
-}
-
-#[parloop::kernel]
-fn total(x: &f64, s: &mut f64) {
-    *s += *x;
-}
-
-#[parloop::kernel]
-fn largest(x: &f64, m: &mut f64) {
-    if *x > *m {
-        *m = *x;
-    }
-}
-
-#[parloop::kernel]
-fn scale(c: &f64, x: &mut f64) {
-    *x = *x * *c + 0.125;
-}
 
 #[parloop::kernel]
 fn fails_at_three(i: &i64, x: &mut f64) {
     // Integer division by zero at element 3.
     *x = (6 / (*i - 3)) as f64;
-}
-
-/// A random mesh: nodes, edges, an edge-to-node map.
-#[derive(Clone, Debug)]
-struct Mesh {
-    nodes: usize,
-    edges: usize,
-    map: Vec<i32>,
-}
-
-/// One step of a random program.
-#[derive(Clone, Debug)]
-enum Op {
-    /// `axpy` or `square` from node dat `x` into node dat `y` (RW or WRITE).
-    Nodes {
-        square: bool,
-        x: usize,
-        y: usize,
-    },
-    /// The same on edge dats.
-    Edges {
-        square: bool,
-        x: usize,
-        y: usize,
-    },
-    /// Edge dat `w` INC into node dat `n` through both map columns.
-    Spread {
-        w: usize,
-        n: usize,
-    },
-    /// Node dats READ through the map into edge dat `e` (WRITE).
-    Difference {
-        a: usize,
-        b: usize,
-        e: usize,
-    },
-    /// Global INC (`largest`: MAX) reduction of node dat `x`.
-    Reduce {
-        max: bool,
-        x: usize,
-    },
-    /// Node dat `x` scaled by the READ global `c`.
-    Scale {
-        x: usize,
-    },
-    /// Host read of a node (edge) dat.
-    ReadNodes(usize),
-    ReadEdges(usize),
-    /// Host read of the reduced globals.
-    ReadGlobals,
-    /// Host write of a node dat (`set_values`, or `with_values_mut`).
-    WriteNodes {
-        x: usize,
-        value: f64,
-        closure: bool,
-    },
-    /// Host write of the READ global.
-    WriteConstant(f64),
 }
 
 fn mesh() -> impl Strategy<Value = Mesh> {
@@ -138,10 +45,6 @@ fn op() -> impl Strategy<Value = Op> {
 /// Everything the host saw, in order, as bits, then the final values.
 type Seen = Vec<Vec<u64>>;
 
-fn bits(v: &[f64]) -> Vec<u64> {
-    v.iter().map(|x| x.to_bits()).collect()
-}
-
 /// Runs `program` on a fresh runtime; returns what every host read saw and
 /// the final values, and the runtime's trace statistics.
 fn run(backend: Backend, lazy: bool, m: &Mesh, program: &[Op]) -> (Seen, parloop::TraceStats) {
@@ -151,68 +54,13 @@ fn run(backend: Backend, lazy: bool, m: &Mesh, program: &[Op]) -> (Seen, parloop
         // so that two runs can be compared bitwise.
         rt.set_strategy(Some(parloop::Strategy::Staged));
     }
-    let nodes = rt.set("nodes", m.nodes).unwrap();
-    let edges = rt.set("edges", m.edges).unwrap();
-    let e2n = rt.map("e2n", &edges, &nodes, 2, m.map.clone()).unwrap();
-    let nd: Vec<Dat<f64>> = (0..3)
-        .map(|k| {
-            rt.dat(&format!("n{k}"), &nodes, 1, (0..m.nodes).map(|i| (i * (k + 1)) as f64 * 0.1).collect()).unwrap()
-        })
-        .collect();
-    let ed: Vec<Dat<f64>> = (0..3)
-        .map(|k| {
-            rt.dat(&format!("e{k}"), &edges, 1, (0..m.edges).map(|i| 1.0 - (i + k) as f64 * 0.01).collect()).unwrap()
-        })
-        .collect();
-    let sum = rt.global("sum", &[0.0f64]).unwrap();
-    let max = rt.global("max", &[f64::MIN]).unwrap();
-    let c = rt.global("c", &[0.5f64]).unwrap();
+    let data = Program::new(&rt, m);
     let mut seen = Seen::new();
-    let (r, w, rw, inc) = (Access::READ, Access::WRITE, Access::RW, Access::INC);
     for op in program {
-        match *op {
-            Op::Nodes { square: sq, x, y } | Op::Edges { square: sq, x, y } => {
-                let (set, d) = if matches!(op, Op::Nodes { .. }) { (&nodes, &nd) } else { (&edges, &ed) };
-                if x == y {
-                    continue; // a dat cannot be both READ and written
-                }
-                let k = if sq { square::KERNEL } else { axpy::KERNEL };
-                rt.par_loop(k, set, &[d[x].arg(r), d[y].arg(if sq { w } else { rw })]).unwrap();
-            }
-            Op::Spread { w: e, n } => {
-                rt.par_loop(
-                    spread::KERNEL,
-                    &edges,
-                    &[ed[e].arg(r), nd[n].arg_via(&e2n, 0, inc), nd[n].arg_via(&e2n, 1, inc)],
-                )
-                .unwrap();
-            }
-            Op::Difference { a, b, e } => {
-                rt.par_loop(
-                    difference::KERNEL,
-                    &edges,
-                    &[nd[a].arg_via(&e2n, 0, r), nd[b].arg_via(&e2n, 1, r), ed[e].arg(w)],
-                )
-                .unwrap();
-            }
-            Op::Reduce { max: true, x } => {
-                rt.par_loop(largest::KERNEL, &nodes, &[nd[x].arg(r), max.arg(Access::MAX)]).unwrap()
-            }
-            Op::Reduce { max: false, x } => rt.par_loop(total::KERNEL, &nodes, &[nd[x].arg(r), sum.arg(inc)]).unwrap(),
-            Op::Scale { x } => rt.par_loop(scale::KERNEL, &nodes, &[c.arg(r), nd[x].arg(rw)]).unwrap(),
-            Op::ReadNodes(x) => seen.push(bits(&nd[x].values().unwrap())),
-            Op::ReadEdges(x) => seen.push(bits(&ed[x].values().unwrap())),
-            Op::ReadGlobals => seen.push(bits(&[sum.value().unwrap(), max.value().unwrap()])),
-            Op::WriteNodes { x, value, closure: false } => nd[x].set_values(&vec![value; m.nodes]).unwrap(),
-            Op::WriteNodes { x, value, closure: true } => nd[x].with_values_mut(|v| v[0] = value).unwrap(),
-            Op::WriteConstant(v) => c.set_values(&[v]).unwrap(),
-        }
+        data.apply(&rt, op, &mut seen);
     }
     let stats = rt.trace_stats();
-    for d in nd.iter().chain(&ed) {
-        seen.push(bits(&d.values().unwrap()));
-    }
-    seen.push(bits(&[sum.value().unwrap(), max.value().unwrap(), c.value().unwrap()]));
+    data.read_all(&mut seen);
     (seen, stats)
 }
 
@@ -220,16 +68,7 @@ fn lazy_equals_eager(backend: Backend, m: &Mesh, program: &[Op]) -> Result<(), T
     let (eager, none) = run(backend, false, m, program);
     let (lazy, stats) = run(backend, true, m, program);
     prop_assert_eq!(none, parloop::TraceStats::default());
-    let loops = program
-        .iter()
-        .filter(|o| {
-            !matches!(
-                o,
-                Op::ReadNodes(_) | Op::ReadEdges(_) | Op::ReadGlobals | Op::WriteNodes { .. } | Op::WriteConstant(_)
-            )
-        })
-        .filter(|o| !matches!(o, Op::Nodes { x, y, .. } | Op::Edges { x, y, .. } if x == y))
-        .count() as u64;
+    let loops = program.iter().filter(|o| o.is_loop()).count() as u64;
     prop_assert_eq!(stats.loops_recorded + stats.eager_fallbacks, loops);
     // Every host read saw what the eager run saw at the same point: none
     // saw a stale value.
@@ -421,23 +260,6 @@ fn a_time_loop_that_never_reads_keeps_the_trace_bounded() {
     assert_eq!(rt.trace_stats().loops_run, 2500);
 }
 
-/// The seed's DAG as a set of labelled edges, from our Graphviz text.
-fn edges_of(dot: &str) -> Vec<(String, String)> {
-    let mut labels = std::collections::HashMap::new();
-    let mut edges = Vec::new();
-    for line in dot.lines().map(str::trim) {
-        if let Some((id, rest)) = line.split_once(" [ label = \"") {
-            labels.insert(id.to_string(), rest.split('"').next().unwrap().to_string());
-        } else if let Some((a, b)) = line.split_once(" -> ") {
-            edges.push((a.to_string(), b.split_whitespace().next().unwrap().to_string()));
-        }
-    }
-    let mut out: Vec<(String, String)> =
-        edges.into_iter().map(|(a, b)| (labels[&a].clone(), labels[&b].clone())).collect();
-    out.sort();
-    out
-}
-
 fn expect(edges: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = edges.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
     v.sort();
@@ -490,7 +312,7 @@ fn the_first_three_wave_loops_give_the_seed_dag_serially() {
     let c2v = rt.map("c2v", &cells, &verts, 2, vec![0, 1, 2, 3]).unwrap();
     let _data = first_three(&rt, &verts, &cells, &c2v);
     assert_eq!(
-        edges_of(&rt.trace_dot_string()),
+        rt.trace_edges(),
         expect(&[
             ("top", "phi_expr[core]"),
             ("top", "zero[core]"),
@@ -511,7 +333,7 @@ fn the_first_three_wave_loops_give_the_seed_dag_with_halos() {
     let c2v = rt.map("c2v", &cells, &verts, 2, vec![0, 1, 2, 4, 3, 5]).unwrap();
     let _data = first_three(&rt, &verts, &cells, &c2v);
     assert_eq!(
-        edges_of(&rt.trace_dot_string()),
+        rt.trace_edges(),
         expect(&[
             ("top", "phi_expr[core,owned]"),
             ("top", "zero[core,owned]"),

@@ -5,46 +5,12 @@
 //! loops run at each), and anything that differs falls back to the full
 //! path.
 
-use parloop::{Access, Backend, Dat, ForcingPoint, Runtime, TraceStats};
+#[path = "support/programs.rs"]
+mod programs;
+
+use parloop::{Access, Backend, ForcingPoint, Runtime, TraceStats};
+use programs::*;
 use proptest::prelude::*;
-
-#[parloop::kernel]
-fn axpy(x: &f64, y: &mut f64) {
-    *y = 0.5 * *y + *x + 1.0;
-}
-
-#[parloop::kernel]
-fn square(x: &f64, y: &mut f64) {
-    *y = *x * *x - 1.0;
-}
-
-#[parloop::kernel]
-fn spread(w: &f64, a: &mut f64, b: &mut f64) {
-    *a += 0.25 * *w;
-    *b += 0.75 * *w;
-}
-
-#[parloop::kernel]
-fn difference(a: &f64, b: &f64, e: &mut f64) {
-    *e = *a - 0.5 * *b;
-}
-
-#[parloop::kernel]
-fn total(x: &f64, s: &mut f64) {
-    *s += *x;
-}
-
-#[parloop::kernel]
-fn largest(x: &f64, m: &mut f64) {
-    if *x > *m {
-        *m = *x;
-    }
-}
-
-#[parloop::kernel]
-fn scale(c: &f64, x: &mut f64) {
-    *x = *x * *c + 0.125;
-}
 
 /// How a run is made.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -58,30 +24,6 @@ fn runtime(backend: Backend, mode: Mode) -> Runtime {
     let rt = Runtime::with_lazy(backend, mode != Mode::Eager).unwrap();
     rt.set_replay(mode == Mode::Replay);
     rt
-}
-
-/// A random mesh: nodes, edges, an edge-to-node map.
-#[derive(Clone, Debug)]
-struct Mesh {
-    nodes: usize,
-    edges: usize,
-    map: Vec<i32>,
-}
-
-/// One operation of a random time step.
-#[derive(Clone, Debug)]
-enum Op {
-    Nodes { square: bool, x: usize, y: usize },
-    Edges { square: bool, x: usize, y: usize },
-    Spread { w: usize, n: usize },
-    Difference { a: usize, b: usize, e: usize },
-    Reduce { max: bool, x: usize },
-    Scale { x: usize },
-    ReadNodes(usize),
-    ReadEdges(usize),
-    ReadGlobals,
-    WriteNodes { x: usize, value: f64, closure: bool },
-    WriteConstant(f64),
 }
 
 fn mesh() -> impl Strategy<Value = Mesh> {
@@ -107,10 +49,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn bits(v: &[f64]) -> Vec<u64> {
-    v.iter().map(|x| x.to_bits()).collect()
-}
-
 /// What a run saw: every host read (as bits), the trace's statistics and
 /// its forcing points.
 struct Seen {
@@ -123,82 +61,19 @@ struct Seen {
 /// `at`), each step ending with a read of every dat.
 fn run(backend: Backend, mode: Mode, m: &Mesh, step: &[Op], steps: usize, last: Option<(usize, &Op)>) -> Seen {
     let rt = runtime(backend, mode);
-    let nodes = rt.set("nodes", m.nodes).unwrap();
-    let edges = rt.set("edges", m.edges).unwrap();
-    let e2n = rt.map("e2n", &edges, &nodes, 2, m.map.clone()).unwrap();
-    let nd: Vec<Dat<f64>> = (0..3)
-        .map(|k| {
-            rt.dat(&format!("n{k}"), &nodes, 1, (0..m.nodes).map(|i| (i * (k + 1)) as f64 * 0.1).collect()).unwrap()
-        })
-        .collect();
-    let ed: Vec<Dat<f64>> = (0..3)
-        .map(|k| {
-            rt.dat(&format!("e{k}"), &edges, 1, (0..m.edges).map(|i| 1.0 - (i + k) as f64 * 0.01).collect()).unwrap()
-        })
-        .collect();
-    let sum = rt.global("sum", &[0.0f64]).unwrap();
-    let max = rt.global("max", &[f64::MIN]).unwrap();
-    let c = rt.global("c", &[0.5f64]).unwrap();
+    let data = Program::new(&rt, m);
     let mut reads = Vec::new();
-    let (r, w, rw, inc) = (Access::READ, Access::WRITE, Access::RW, Access::INC);
     for s in 0..steps {
         let mut ops: Vec<&Op> = step.iter().collect();
         if let (true, Some((at, op))) = (s + 1 == steps, last) {
             ops.insert(at.min(ops.len()), op);
         }
         for op in ops {
-            match *op {
-                Op::Nodes { square: sq, x, y } | Op::Edges { square: sq, x, y } => {
-                    let (set, d) = if matches!(op, Op::Nodes { .. }) { (&nodes, &nd) } else { (&edges, &ed) };
-                    if x == y {
-                        continue;
-                    }
-                    let k = if sq { square::KERNEL } else { axpy::KERNEL };
-                    rt.par_loop(k, set, &[d[x].arg(r), d[y].arg(if sq { w } else { rw })]).unwrap();
-                }
-                Op::Spread { w: e, n } => rt
-                    .par_loop(
-                        spread::KERNEL,
-                        &edges,
-                        &[ed[e].arg(r), nd[n].arg_via(&e2n, 0, inc), nd[n].arg_via(&e2n, 1, inc)],
-                    )
-                    .unwrap(),
-                Op::Difference { a, b, e } => rt
-                    .par_loop(
-                        difference::KERNEL,
-                        &edges,
-                        &[nd[a].arg_via(&e2n, 0, r), nd[b].arg_via(&e2n, 1, r), ed[e].arg(w)],
-                    )
-                    .unwrap(),
-                Op::Reduce { max: true, x } => {
-                    rt.par_loop(largest::KERNEL, &nodes, &[nd[x].arg(r), max.arg(Access::MAX)]).unwrap()
-                }
-                Op::Reduce { max: false, x } => {
-                    rt.par_loop(total::KERNEL, &nodes, &[nd[x].arg(r), sum.arg(inc)]).unwrap()
-                }
-                Op::Scale { x } => rt.par_loop(scale::KERNEL, &nodes, &[c.arg(r), nd[x].arg(rw)]).unwrap(),
-                Op::ReadNodes(x) => reads.push(bits(&nd[x].values().unwrap())),
-                Op::ReadEdges(x) => reads.push(bits(&ed[x].values().unwrap())),
-                Op::ReadGlobals => reads.push(bits(&[sum.value().unwrap(), max.value().unwrap()])),
-                Op::WriteNodes { x, value, closure: false } => nd[x].set_values(&vec![value; m.nodes]).unwrap(),
-                Op::WriteNodes { x, value, closure: true } => nd[x].with_values_mut(|v| v[0] = value).unwrap(),
-                Op::WriteConstant(v) => c.set_values(&[v]).unwrap(),
-            }
+            data.apply(&rt, op, &mut reads);
         }
-        for d in nd.iter().chain(&ed) {
-            reads.push(bits(&d.values().unwrap()));
-        }
-        reads.push(bits(&[sum.value().unwrap(), max.value().unwrap(), c.value().unwrap()]));
+        data.read_all(&mut reads);
     }
     Seen { reads, stats: rt.trace_stats(), points: rt.forcing_points() }
-}
-
-fn is_loop(op: &Op) -> bool {
-    match op {
-        Op::Nodes { x, y, .. } | Op::Edges { x, y, .. } => x != y,
-        Op::Spread { .. } | Op::Difference { .. } | Op::Reduce { .. } | Op::Scale { .. } => true,
-        _ => false,
-    }
 }
 
 fn replay_equals_full_path(
@@ -223,7 +98,7 @@ fn replay_equals_full_path(
     prop_assert_eq!(lazy.stats.loops_run, replay.stats.loops_run);
     prop_assert_eq!(lazy.stats.loops_recorded, replay.stats.loops_recorded);
     prop_assert_eq!((lazy.stats.replays, lazy.stats.loops_replayed), (0, 0));
-    if step.iter().any(is_loop) {
+    if step.iter().any(Op::is_loop) {
         prop_assert!(replay.stats.replays >= 2, "{:?}", replay.stats);
         prop_assert!(replay.stats.loops_replayed >= 2, "{:?}", replay.stats);
         // Replayed loops are not in the DAG.

@@ -574,25 +574,6 @@ fn finish(universe: parloop::mpi::Universe, failures: &[String]) {
     }
 }
 
-/// The DAG of a Graphviz text as sorted (from, to) label pairs.
-fn dag_edges(dot: &str) -> Vec<(String, String)> {
-    let mut labels = std::collections::HashMap::new();
-    let mut edges = Vec::new();
-    for line in dot.lines().map(str::trim) {
-        if let Some((id, rest)) = line.split_once(" [ label = \"") {
-            labels.insert(id.to_string(), rest.split('"').next().unwrap_or_default().to_string());
-        } else if let Some((a, b)) = line.split_once(" -> ") {
-            edges.push((a.to_string(), b.split_whitespace().next().unwrap_or_default().to_string()));
-        }
-    }
-    let mut out: Vec<(String, String)> = edges
-        .into_iter()
-        .map(|(a, b)| (labels.get(&a).cloned().unwrap_or(a), labels.get(&b).cloned().unwrap_or(b)))
-        .collect();
-    out.sort();
-    out
-}
-
 /// Label pairs, `x` standing for the coordinates' name (the seed's `v`).
 fn pairs(list: &[(&str, &str)], x: &str) -> Vec<(String, String)> {
     let name = |s: &str| s.replace("(x)", &format!("({x})"));
@@ -817,7 +798,7 @@ fn lazy(world: &parloop::mpi::SimpleCommunicator, failures: &mut Vec<String>) {
                 rt.execute(lp).unwrap_or_else(|e| fail(&rt, e));
             }
             let x = w.mesh.coords.name().to_string();
-            let got = dag_edges(&rt.trace_dot_string());
+            let got = rt.trace_edges();
             let mut want = pairs(want, &x);
             if skipping {
                 // The coordinates' exchanges (the seed's red and blue

@@ -19,15 +19,6 @@ pub(super) fn arg_names(args: &[RecordedArg]) -> Vec<String> {
         .collect()
 }
 
-/// An empty trace.
-pub(crate) fn empty() -> String {
-    let mut g: Graph<String, &str> = Graph::new();
-    let top = g.add_node("top".into());
-    let bot = g.add_node("bot".into());
-    g.add_edge(top, bot, "");
-    format!("{}", Dot::with_config(&g, &[Config::EdgeNoLabel]))
-}
-
 fn label(what: What, kernel: &str, names: &[String]) -> String {
     match what {
         What::Compute { first, last } => {
@@ -45,12 +36,54 @@ fn label(what: What, kernel: &str, names: &[String]) -> String {
     }
 }
 
-/// Renders `graph`; `info(seq)` gives a pending loop's kernel name and
+/// The pending DAG as the seed draws it: labels (`top` first, `bot`
+/// last) and the edges between them, transitively reduced.
+pub(crate) struct Reduced {
+    labels: Vec<String>,
+    edges: Vec<(usize, usize)>,
+}
+
+impl Reduced {
+    /// An empty trace: `top -> bot`.
+    fn empty() -> Reduced {
+        Reduced { labels: vec!["top".into(), "bot".into()], edges: vec![(0, 1)] }
+    }
+
+    /// The edges as label pairs, sorted.
+    pub(crate) fn edges(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> =
+            self.edges.iter().map(|&(a, b)| (self.labels[a].clone(), self.labels[b].clone())).collect();
+        out.sort();
+        out
+    }
+
+    /// Graphviz text, through petgraph's `Dot`.
+    pub(crate) fn render(&self) -> String {
+        let mut g: Graph<String, &str> = Graph::new();
+        let ids: Vec<_> = self.labels.iter().map(|l| g.add_node(l.clone())).collect();
+        for &(a, b) in &self.edges {
+            g.add_edge(ids[a], ids[b], "");
+        }
+        format!("{}", Dot::with_config(&g, &[Config::EdgeNoLabel]))
+    }
+}
+
+/// An empty trace's Graphviz text.
+pub(crate) fn empty() -> String {
+    Reduced::empty().render()
+}
+
+/// An empty trace's edges.
+pub(crate) fn empty_edges() -> Vec<(String, String)> {
+    Reduced::empty().edges()
+}
+
+/// Reduces `graph`; `info(seq)` gives a pending loop's kernel name and
 /// argument names.
-pub(super) fn render(
+pub(super) fn reduce(
     graph: &StableGraph<Node, ()>,
     info: impl Fn(u64) -> Option<(&'static str, Vec<String>)>,
-) -> String {
+) -> Reduced {
     // Nodes in recording order: a topological order (edges only go from
     // older computations to newer ones).
     let mut order: Vec<NodeIndex> = graph.node_indices().collect();
@@ -79,40 +112,40 @@ pub(super) fn render(
             }
         }
     }
-    let mut g: Graph<String, &str> = Graph::new();
-    let top = g.add_node("top".into());
+    // Labels: `top` is 0, the computations 1..=k in order, `bot` k + 1.
+    let mut labels = Vec::with_capacity(k + 2);
+    labels.push("top".to_string());
     let mut names_of = std::collections::HashMap::new();
-    let ids: Vec<_> = order
-        .iter()
-        .map(|&n| {
-            let node = graph[n];
-            let (kernel, names) =
-                names_of.entry(node.seq).or_insert_with(|| info(node.seq).unwrap_or(("?", Vec::new()))).clone();
-            g.add_node(label(node.what, kernel, &names))
-        })
-        .collect();
-    let bot = g.add_node("bot".into());
+    for &n in &order {
+        let node = graph[n];
+        let (kernel, names) =
+            names_of.entry(node.seq).or_insert_with(|| info(node.seq).unwrap_or(("?", Vec::new()))).clone();
+        labels.push(label(node.what, kernel, &names));
+    }
+    labels.push("bot".to_string());
+    let (top, bot) = (0, k + 1);
+    let mut edges = Vec::new();
     let mut has_pred = vec![false; k];
-    for i in 0..k {
-        for &j in &succ[i] {
+    for (i, out) in succ.iter().enumerate() {
+        for &j in out {
             // Kept unless another successor of i reaches j.
-            let implied = succ[i].iter().any(|&m| m != j && reach[m][j / 64] >> (j % 64) & 1 == 1);
+            let implied = out.iter().any(|&m| m != j && reach[m][j / 64] >> (j % 64) & 1 == 1);
             if !implied {
-                g.add_edge(ids[i], ids[j], "");
+                edges.push((i + 1, j + 1));
             }
             has_pred[j] = true;
         }
     }
-    for i in 0..k {
+    for (i, out) in succ.iter().enumerate() {
         if !has_pred[i] {
-            g.add_edge(top, ids[i], "");
+            edges.push((top, i + 1));
         }
-        if succ[i].is_empty() {
-            g.add_edge(ids[i], bot, "");
+        if out.is_empty() {
+            edges.push((i + 1, bot));
         }
     }
     if k == 0 {
-        g.add_edge(top, bot, "");
+        edges.push((top, bot));
     }
-    format!("{}", Dot::with_config(&g, &[Config::EdgeNoLabel]))
+    Reduced { labels, edges }
 }

@@ -688,13 +688,18 @@ impl Trace {
     }
 
     /// The pending DAG, transitively reduced, with the seed's labels.
-    pub(crate) fn dot(&self) -> String {
+    pub(crate) fn reduced(&self) -> dot::Reduced {
         let mut st = lock(&self.state);
         if st.replay.taping() && !st.replay.tape.is_empty() {
             // The tape is not in the DAG: put it there to draw it.
             st.materialise(&self.core);
         }
-        dot::render(&st.graph, |seq| st.pending.get(&seq).map(|p| (p.kernel.name(), dot::arg_names(&p.args))))
+        dot::reduce(&st.graph, |seq| st.pending.get(&seq).map(|p| (p.kernel.name(), dot::arg_names(&p.args))))
+    }
+
+    /// The pending DAG as Graphviz text.
+    pub(crate) fn dot(&self) -> String {
+        self.reduced().render()
     }
 }
 
