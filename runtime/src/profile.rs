@@ -58,14 +58,27 @@ impl LoopReport {
 #[derive(Default)]
 pub(crate) struct Profile {
     loops: Vec<LoopReport>,
+    /// The row recorded last: a time step runs the same few loops, often
+    /// one kernel many times in a row (a fused replay), so it is tried
+    /// before the search.
+    last: usize,
 }
 
 impl Profile {
     /// Adds one execution of loop (`name`, `tags`).
     pub fn record(&mut self, (name, tags): (&str, &str), run: Duration, plan: Duration, bytes: u64) {
-        let entry = match self.loops.iter().position(|l| l.name == name && l.tags == tags) {
-            Some(i) => &mut self.loops[i],
+        let hit = |l: &LoopReport| l.name == name && l.tags == tags;
+        let found = match self.loops.get(self.last) {
+            Some(l) if hit(l) => Some(self.last),
+            _ => self.loops.iter().position(hit),
+        };
+        let entry = match found {
+            Some(i) => {
+                self.last = i;
+                &mut self.loops[i]
+            }
             None => {
+                self.last = self.loops.len();
                 self.loops.push(LoopReport { name: name.into(), tags: tags.into(), ..LoopReport::default() });
                 self.loops.last_mut().expect("just pushed")
             }
@@ -79,7 +92,16 @@ impl Profile {
     /// Adds one execution's halo traffic to loop (`name`, `tags`)
     /// (recorded before).
     pub(crate) fn record_halo(&mut self, (name, tags): (&str, &str), t: crate::distribution::HaloTraffic) {
-        let Some(entry) = self.loops.iter_mut().find(|l| l.name == name && l.tags == tags) else { return };
+        let hit = |l: &LoopReport| l.name == name && l.tags == tags;
+        // Usually the row `record` just found.
+        let i = match self.loops.get(self.last) {
+            Some(l) if hit(l) => self.last,
+            _ => match self.loops.iter().position(hit) {
+                Some(i) => i,
+                None => return,
+            },
+        };
+        let entry = &mut self.loops[i];
         entry.halo_messages += t.messages;
         entry.mpi_wait_seconds += t.wait.as_secs_f64();
         for (dat, b) in t.bytes {

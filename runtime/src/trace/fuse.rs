@@ -26,7 +26,6 @@
 //! names the group, `a+b`, and where its first loop was recorded).
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Pending;
@@ -34,15 +33,13 @@ use crate::arg::{Arg, ArgKind};
 use crate::backend::{seq, threads, Backend, HostJob, HostRun, Stage};
 use crate::error::{Error, Result};
 use crate::exec::{lock_args, Reduction};
-use crate::par_loop::ParLoop;
-use crate::plan_cache::LoopPlan;
 use crate::profile::Range;
 use crate::runtime::Runtime;
 use crate::sync::lock;
 use crate::types::Access;
 
 /// Loops in one fused launch at most (bounds the views of one job).
-const MAX_GROUP: usize = 16;
+pub(super) const MAX_GROUP: usize = 16;
 
 /// Whether `p` can be in a fused launch at all: direct and global
 /// arguments only, no exec halo.
@@ -73,15 +70,16 @@ pub(super) fn joins(group: &[(u64, Pending)], next: &Pending) -> bool {
 }
 
 /// Runs `group` (two or more loops `joins` accepted, oldest first) as one
-/// launch.
+/// launch. The loops' arguments are upgraded straight into one flat list
+/// (no `ParLoop` per loop: a replayed window fuses every time step, and
+/// rebuilding each loop then copying its arguments cost a third of its
+/// host time).
 pub(super) fn run(rt: &Runtime, group: &[(u64, Pending)]) -> Result<()> {
-    let mut lps = Vec::with_capacity(group.len());
+    let mut args = Vec::with_capacity(group.iter().map(|(_, p)| p.args.len()).sum());
     for (_, p) in group {
-        let lp = p.upgrade().map_err(|id| Error::DataDropped { kernel: p.kernel.name().into(), id })?;
-        lps.push(lp);
+        p.upgrade_args_into(&mut args).map_err(|id| Error::DataDropped { kernel: p.kernel.name().into(), id })?;
     }
-    let plans: Vec<_> = group.iter().map(|(_, p)| p.plan.clone()).collect();
-    rt.execute_fused(&lps, &plans)
+    rt.execute_fused(group, &args)
 }
 
 impl Runtime {
@@ -124,31 +122,32 @@ impl Runtime {
     }
 
     /// Runs validated direct loops over one set as one pass (host
-    /// backends, serial): their arguments locked together, one host job
-    /// whose stages are the loops' bodies, each loop's profile row getting
-    /// its share of the time.
-    fn execute_fused(&self, lps: &[ParLoop], plans: &[Option<(Arc<LoopPlan>, Duration)>]) -> Result<()> {
+    /// backends, serial): their arguments (`args`, the loops' in order)
+    /// locked together, one host job whose stages are the loops' bodies,
+    /// each loop's profile row getting its share of the time.
+    fn execute_fused(&self, group: &[(u64, Pending)], args: &[Arg]) -> Result<()> {
         let _one_at_a_time = lock(&self.executing);
-        let name = lps.iter().map(|l| l.kernel().name()).collect::<Vec<_>>().join("+");
+        let name = group.iter().map(|(_, p)| p.kernel.name()).collect::<Vec<_>>().join("+");
         let _range = Range::new(&name);
-        let args: Vec<Arg> = lps.iter().flat_map(|l| l.args().iter().cloned()).collect();
-        let sections = lps[0].sections();
-        let sizes = sections.sizes();
+        let first = &group[0].1;
+        // Direct loops without exec halo: core and owned, as recorded.
+        let set = first.set.sections();
+        let sizes = [set.core, set.owned];
         let simd = self.simd();
-        let mut stages = Vec::with_capacity(lps.len() - 1);
-        let mut off = lps[0].args().len();
-        for lp in &lps[1..] {
-            let n = lp.args().len();
-            stages.push(Stage { host: lp.kernel().host(simd), views: off..off + n });
+        let mut stages = Vec::with_capacity(group.len() - 1);
+        let mut off = first.args.len();
+        for (_, p) in &group[1..] {
+            let n = p.args.len();
+            stages.push(Stage { host: p.kernel.host(simd), views: off..off + n });
             off += n;
         }
-        let locked = lock_args(&name, &args)?;
+        let locked = lock_args(&name, args)?;
         let start = Instant::now();
         let views = &locked.views;
-        let reductions = Reduction::of(&args);
+        let reductions = Reduction::of(args);
         let saved = crate::run::save(&reductions, views);
         let job = HostJob {
-            host: lps[0].kernel().host(simd),
+            host: first.kernel.host(simd),
             views,
             reductions: &reductions,
             kernel: &name,
@@ -159,7 +158,7 @@ impl Runtime {
             Backend::Threads => threads::run,
             _ => seq::run,
         };
-        let result = run(&job, sections.core(), true).and_then(|()| run(&job, sections.owned(), true));
+        let result = run(&job, 0..set.core, true).and_then(|()| run(&job, set.core..set.core + set.owned, true));
         let elapsed = start.elapsed();
         if result.is_err() {
             crate::run::restore(&reductions, views, &saved);
@@ -169,11 +168,11 @@ impl Runtime {
             a.storage.host_written();
         }
         result?;
-        let share = elapsed / lps.len() as u32;
+        let share = elapsed / group.len() as u32;
         let mut profile = lock(&self.profile);
-        for (lp, plan) in lps.iter().zip(plans) {
-            let (plan_time, bytes) = plan.as_ref().map_or((Duration::ZERO, 0), |(p, t)| (*t, p.bytes));
-            profile.record((lp.kernel().name(), lp.tags()), share, plan_time, bytes);
+        for (_, p) in group {
+            let (plan_time, bytes) = p.plan.as_ref().map_or((Duration::ZERO, 0), |(p, t)| (*t, p.bytes));
+            profile.record((p.kernel.name(), p.tags.as_deref().unwrap_or("")), share, plan_time, bytes);
         }
         Ok(())
     }

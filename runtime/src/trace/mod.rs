@@ -225,18 +225,22 @@ impl Pending {
 
     /// The loop with its data, or the id of a datum that is gone.
     fn upgrade(&self) -> std::result::Result<ParLoop, u64> {
-        let args = self
-            .args
-            .iter()
-            .map(|a| {
-                let storage = match &a.held {
-                    Held::Weak(w) => w.upgrade().ok_or(a.id)?,
-                    Held::Strong(s) => s.clone(),
-                };
-                Ok(Arg { storage, kind: a.kind.clone(), access: a.access, dim: a.dim, set: a.set.clone() })
-            })
-            .collect::<std::result::Result<Vec<_>, u64>>()?;
+        let mut args = Vec::with_capacity(self.args.len());
+        self.upgrade_args_into(&mut args)?;
         Ok(ParLoop::from_parts(self.kernel, self.set.clone(), args, self.exec_halo).with_shared_tags(self.tags.clone()))
+    }
+
+    /// Appends the loop's arguments with their data to `out`, or returns
+    /// the id of a datum that is gone.
+    fn upgrade_args_into(&self, out: &mut Vec<Arg>) -> std::result::Result<(), u64> {
+        for a in &self.args {
+            let storage = match &a.held {
+                Held::Weak(w) => w.upgrade().ok_or(a.id)?,
+                Held::Strong(s) => s.clone(),
+            };
+            out.push(Arg { storage, kind: a.kind.clone(), access: a.access, dim: a.dim, set: a.set.clone() });
+        }
+        Ok(())
     }
 }
 
@@ -547,7 +551,10 @@ impl Trace {
             let taken: Vec<(u64, Pending)> = match decision {
                 replay::Decision::Nothing => Vec::new(),
                 replay::Decision::All => {
-                    let tape = std::mem::take(&mut st.replay.tape);
+                    // The next window's tape starts as long as this one
+                    // (no regrowing it loop by loop, each step).
+                    let next = Vec::with_capacity(st.replay.tape.len());
+                    let tape = std::mem::replace(&mut st.replay.tape, next);
                     st.stats.replays += 1;
                     st.stats.loops_replayed += tape.len() as u64;
                     tape
@@ -594,8 +601,12 @@ impl Trace {
         // temporary whose last use it was returns to the pool before the
         // next loop allocates one.
         let mut taken = taken.into_iter().peekable();
+        // One buffer for every group (cleared, so each group's records
+        // still go before the next group runs).
+        let mut group = Vec::with_capacity(left.min(fuse::MAX_GROUP));
         while let Some(first) = taken.next() {
-            let mut group = vec![first];
+            group.clear();
+            group.push(first);
             if fuses && fuse::candidate(&group[0].1) {
                 while let Some(next) = taken.next_if(|(_, q)| fuse::joins(&group, q)) {
                     group.push(next);
@@ -621,6 +632,7 @@ impl Trace {
                 fused += group.len() as u64;
             }
         }
+        drop(group);
         drop(forcing);
         {
             let mut st = lock(&self.state);
