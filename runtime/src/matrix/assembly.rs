@@ -96,6 +96,17 @@ pub(crate) fn element_positions(scatter: &MatScatter, e: usize, out: &mut [Optio
 pub(crate) unsafe fn scatter<T: Scalar>(scatter: *const (), e: usize, local: *const T, data: *mut T, write: bool) {
     // SAFETY: forwarded contract.
     let s = unsafe { &*scatter.cast::<MatScatter>() };
+    // Scalar (dims 1) adds with equal row and column arities, P1 triangles
+    // and tetrahedra: no block loops, no write test per entry.
+    if !write && s.pattern.row_dim == 1 && s.pattern.col_dim == 1 && s.row_map.arity() == s.col_map.arity() {
+        match s.col_map.arity() {
+            // SAFETY: forwarded contract; both arities are 3, the dims 1.
+            3 => return unsafe { add_scalar::<T, 3>(s, e, local, data) },
+            // SAFETY: forwarded contract; both arities are 4, the dims 1.
+            4 => return unsafe { add_scalar::<T, 4>(s, e, local, data) },
+            _ => {}
+        }
+    }
     // The column arities of P1 triangles and tetrahedra (and P2
     // triangles) search their columns all at once (`ranks`).
     match s.col_map.arity() {
@@ -179,6 +190,40 @@ unsafe fn scatter_n<T: Scalar, const N: usize>(s: &MatScatter, e: usize, local: 
             let Some(k) = k else { continue };
             // SAFETY: as in `scatter`.
             unsafe { add_block(s, row_ptr, (r, k), (i, j), local, data, write) };
+        }
+    }
+}
+
+/// [`scatter`]'s add for dims 1 and row and column maps of arity `N`:
+/// the element's `N x N` values go straight into the rows' entries.
+///
+/// # Safety
+/// As [`scatter`], with both arities `N` and both dims 1.
+#[inline(always)]
+unsafe fn add_scalar<T: Scalar, const N: usize>(s: &MatScatter, e: usize, local: *const T, data: *mut T) {
+    let p = &*s.pattern;
+    let rows: &[i32; N] = s.row_map.values()[e * N..(e + 1) * N].try_into().expect("the map's arity is N");
+    let crow: &[i32; N] = s.col_map.values()[e * N..(e + 1) * N].try_into().expect("the map's arity is N");
+    // Map values were validated: non-negative and below the sets' sizes.
+    let cols: [u32; N] = crow.map(|c| c as u32);
+    // Dims 1: the block CSR is the scalar one.
+    let (ptr, bcols) = p.block();
+    for (i, &r) in rows.iter().enumerate() {
+        let r = r as usize;
+        if r >= p.row_entities {
+            continue; // another rank's row
+        }
+        let start = ptr[r];
+        let found = ranks(&bcols[start..ptr[r + 1]], &cols);
+        for (j, k) in found.into_iter().enumerate() {
+            // The pattern was built from these maps' rows: the entry is there.
+            let Some(k) = k else { continue };
+            // SAFETY: `start + k` is an entry of row `r` in the values,
+            // `i * N + j` an entry of the element matrix (the contract).
+            unsafe {
+                let d = data.add(start + k);
+                *d = (*d).inc(*local.add(i * N + j));
+            }
         }
     }
 }

@@ -281,8 +281,14 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
     // Duplicates are dropped with a stamp per column entity (the last row
     // that saw it), one array per worker, so that only the unique columns
     // (15 of the ~100 a P1 tetrahedral row gathers) are sorted.
-    let tasks: Vec<(Vec<u32>, Vec<u32>)> = (0..rows.div_ceil(ROWS_PER_TASK))
+    // `map_init` makes a stamp array (4 bytes per column entity, 8 MB for
+    // the n = 125 cube) for every piece rayon splits the range into: at
+    // least `min_len` tasks a piece keeps that to about four per worker.
+    let task_count = rows.div_ceil(ROWS_PER_TASK);
+    let min_len = task_count.div_ceil(4 * rayon::current_num_threads()).max(1);
+    let tasks: Vec<(Vec<u32>, Vec<u32>)> = (0..task_count)
         .into_par_iter()
+        .with_min_len(min_len)
         .map_init(
             || vec![u32::MAX; col_total],
             |stamp, t| {
