@@ -75,6 +75,7 @@ mod trace;
 mod types;
 mod validate;
 mod views;
+mod word_hash;
 
 pub use arg::Arg;
 pub use backend::Backend;

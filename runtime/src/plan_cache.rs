@@ -136,61 +136,9 @@ impl std::fmt::Debug for DeviceLoop {
     }
 }
 
-/// A word-at-a-time multiplicative hasher (FxHash's mixing step) for the
-/// cache's keys. Every loop, eager or recorded, looks its plan up: SipHash
-/// of a `LoopKey` cost ~1 900 instructions, about a third of an eager
-/// loop's host cost on a one-element set (docs/PERFORMANCE.md, session 10).
-/// Keys are the program's own metadata (ids, sizes, kernel names), so
-/// SipHash's resistance to chosen keys buys nothing here.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl KeyHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl std::hash::Hasher for KeyHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, n: u8) {
-        self.add(n as u64);
-    }
-    #[inline]
-    fn write_u32(&mut self, n: u32) {
-        self.add(n as u64);
-    }
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.add(n);
-    }
-    #[inline]
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-}
-
 /// A map bounded to `capacity` entries, evicting the oldest first.
 struct Bounded<K, V> {
-    entries: HashMap<K, V, std::hash::BuildHasherDefault<KeyHasher>>,
+    entries: crate::word_hash::WordHashMap<K, V>,
     order: VecDeque<K>,
     capacity: usize,
 }

@@ -65,14 +65,18 @@ pub(crate) struct Profile {
 }
 
 impl Profile {
-    /// Adds one execution of loop (`name`, `tags`).
-    pub fn record(&mut self, (name, tags): (&str, &str), run: Duration, plan: Duration, bytes: u64) {
+    /// The row of loop (`name`, `tags`), the last-used row tried first.
+    fn row(&self, name: &str, tags: &str) -> Option<usize> {
         let hit = |l: &LoopReport| l.name == name && l.tags == tags;
-        let found = match self.loops.get(self.last) {
+        match self.loops.get(self.last) {
             Some(l) if hit(l) => Some(self.last),
             _ => self.loops.iter().position(hit),
-        };
-        let entry = match found {
+        }
+    }
+
+    /// Adds one execution of loop (`name`, `tags`).
+    pub fn record(&mut self, (name, tags): (&str, &str), run: Duration, plan: Duration, bytes: u64) {
+        let entry = match self.row(name, tags) {
             Some(i) => {
                 self.last = i;
                 &mut self.loops[i]
@@ -92,15 +96,8 @@ impl Profile {
     /// Adds one execution's halo traffic to loop (`name`, `tags`)
     /// (recorded before).
     pub(crate) fn record_halo(&mut self, (name, tags): (&str, &str), t: crate::distribution::HaloTraffic) {
-        let hit = |l: &LoopReport| l.name == name && l.tags == tags;
         // Usually the row `record` just found.
-        let i = match self.loops.get(self.last) {
-            Some(l) if hit(l) => self.last,
-            _ => match self.loops.iter().position(hit) {
-                Some(i) => i,
-                None => return,
-            },
-        };
+        let Some(i) = self.row(name, tags) else { return };
         let entry = &mut self.loops[i];
         entry.halo_messages += t.messages;
         entry.mpi_wait_seconds += t.wait.as_secs_f64();

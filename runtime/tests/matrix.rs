@@ -117,6 +117,39 @@ fn mesh(nodes: usize, elements: usize, arity: usize) -> impl Strategy<Value = (V
     (proptest::collection::vec(0..nodes as i32, elements * arity), proptest::collection::vec(-2.0f64..2.0, nodes))
 }
 
+/// Assembles `kernel` (x READ through the map, the element matrix INC)
+/// over `cells` elements of `arity` nodes on `backend`; checks the pattern
+/// is sorted and holds exactly the pairs the maps produce (nothing
+/// missing, nothing extra), and the values equal `reference`.
+fn check_scalar_assembly(
+    backend: Backend,
+    kernel: &'static parloop::Kernel,
+    (nodes, cells, arity): (usize, usize, usize),
+    map: &[i32],
+    x: &[f64],
+    reference: &Triplets,
+) -> Result<(), TestCaseError> {
+    let rt = Runtime::with_backend(backend).unwrap();
+    let node_set = rt.set("nodes", nodes).unwrap();
+    let cell_set = rt.set("cells", cells).unwrap();
+    let c2n = rt.map("c2n", &cell_set, &node_set, arity, map.to_vec()).unwrap();
+    let xd = rt.dat("x", &node_set, 1, x.to_vec()).unwrap();
+    let s = rt.sparsity("s", &[(&c2n, &c2n)], (1, 1)).unwrap();
+    let a = rt.mat::<f64>("A", &s).unwrap();
+    rt.par_loop(kernel, &cell_set, &[xd.arg_vec(&c2n, Access::READ), a.arg(&c2n, &c2n, Access::INC)]).unwrap();
+    let csr = a.to_csr().unwrap();
+    check_sorted(&csr);
+    // Nothing extra: every stored entry is a pair the maps produce.
+    let stored: BTreeSet<(usize, usize)> = (0..nodes)
+        .flat_map(|r| (csr.row_ptr[r]..csr.row_ptr[r + 1]).map(move |k| (r, k)))
+        .map(|(r, k)| (r, csr.cols[k]))
+        .collect();
+    let produced: BTreeSet<(usize, usize)> = reference.keys().copied().collect();
+    prop_assert_eq!(&stored, &produced, "{}", backend);
+    check_against(&csr, reference, backend.name());
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
@@ -135,24 +168,7 @@ proptest! {
             }
         }
         for &backend in BACKENDS {
-            let rt = Runtime::with_backend(backend).unwrap();
-            let nodes = rt.set("nodes", 40).unwrap();
-            let cells = rt.set("cells", 150).unwrap();
-            let c2n = rt.map("c2n", &cells, &nodes, 3, map.clone()).unwrap();
-            let xd = rt.dat("x", &nodes, 1, x.clone()).unwrap();
-            let s = rt.sparsity("s", &[(&c2n, &c2n)], (1, 1)).unwrap();
-            let a = rt.mat::<f64>("A", &s).unwrap();
-            rt.par_loop(elem3::KERNEL, &cells, &[xd.arg_vec(&c2n, Access::READ), a.arg(&c2n, &c2n, Access::INC)]).unwrap();
-            let csr = a.to_csr().unwrap();
-            check_sorted(&csr);
-            // Nothing extra: every stored entry is a pair the maps produce.
-            let stored: BTreeSet<(usize, usize)> = (0..40)
-                .flat_map(|r| (csr.row_ptr[r]..csr.row_ptr[r + 1]).map(move |k| (r, k)))
-                .map(|(r, k)| (r, csr.cols[k]))
-                .collect();
-            let produced: BTreeSet<(usize, usize)> = reference.keys().copied().collect();
-            prop_assert_eq!(&stored, &produced, "{}", backend);
-            check_against(&csr, &reference, backend.name());
+            check_scalar_assembly(backend, elem3::KERNEL, (40, 150, 3), &map, &x, &reference)?;
         }
     }
 
@@ -171,23 +187,7 @@ proptest! {
             }
         }
         for &backend in BACKENDS {
-            let rt = Runtime::with_backend(backend).unwrap();
-            let nodes = rt.set("nodes", 50).unwrap();
-            let cells = rt.set("cells", 120).unwrap();
-            let c2n = rt.map("c2n", &cells, &nodes, 4, map.clone()).unwrap();
-            let xd = rt.dat("x", &nodes, 1, x.clone()).unwrap();
-            let s = rt.sparsity("s", &[(&c2n, &c2n)], (1, 1)).unwrap();
-            let a = rt.mat::<f64>("A", &s).unwrap();
-            rt.par_loop(elem4::KERNEL, &cells, &[xd.arg_vec(&c2n, Access::READ), a.arg(&c2n, &c2n, Access::INC)]).unwrap();
-            let csr = a.to_csr().unwrap();
-            check_sorted(&csr);
-            let stored: BTreeSet<(usize, usize)> = (0..50)
-                .flat_map(|r| (csr.row_ptr[r]..csr.row_ptr[r + 1]).map(move |k| (r, k)))
-                .map(|(r, k)| (r, csr.cols[k]))
-                .collect();
-            let produced: BTreeSet<(usize, usize)> = reference.keys().copied().collect();
-            prop_assert_eq!(&stored, &produced, "{}", backend);
-            check_against(&csr, &reference, backend.name());
+            check_scalar_assembly(backend, elem4::KERNEL, (50, 120, 4), &map, &x, &reference)?;
         }
     }
 

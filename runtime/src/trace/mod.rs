@@ -33,7 +33,6 @@ mod tokens;
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -51,6 +50,7 @@ use crate::plan_cache::LoopPlan;
 use crate::runtime::{Core, Runtime};
 use crate::sync::lock;
 use crate::types::Access;
+use crate::word_hash::{WordHashMap, WordHashSet};
 
 pub(crate) use tokens::Token;
 use tokens::{data_tokens, Section};
@@ -275,26 +275,9 @@ struct TokenState {
     readers: Vec<NodeIndex>,
 }
 
-/// Tokens are small integers (`id << 3 | kind`); a multiplicative hash
-/// is enough and much cheaper than SipHash on this path.
-#[derive(Default)]
-struct TokenHasher(u64);
-
-impl Hasher for TokenHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
-    }
-}
-
-type TokenMap<V> = HashMap<Token, V, BuildHasherDefault<TokenHasher>>;
+/// Tokens are small integers (`id << 3 | kind`): a multiplicative hash is
+/// enough and much cheaper than SipHash on this path.
+type TokenMap<V> = WordHashMap<Token, V>;
 
 /// The trace's state, behind one lock.
 struct State {
@@ -846,7 +829,7 @@ impl State {
         }
         work.sort_unstable();
         work.dedup();
-        let mut seen: std::collections::HashSet<u64, BuildHasherDefault<TokenHasher>> = work.iter().copied().collect();
+        let mut seen: WordHashSet<u64> = work.iter().copied().collect();
         let mut out = Vec::new();
         while let Some(seq) = work.pop() {
             let Some(p) = self.pending.get(&seq) else { continue };
