@@ -4,7 +4,20 @@ use std::fmt;
 
 /// Everything that can go wrong in a parloop call. Messages name the loop,
 /// argument, set, map or dat involved and the offending value.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` writes the same message as `Display`, so that a program whose
+/// `main` returns `Result<(), parloop::Error>` ends with `Error: <message>`
+/// rather than the variant's fields; match on the variant to inspect them.
+///
+/// ```
+/// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+/// let nodes = rt.set("nodes", 2)?;
+/// let err = rt.dat("x", &nodes, 1, vec![0.0; 3]).unwrap_err();
+/// assert_eq!(format!("{err:?}"), err.to_string());
+/// assert!(err.to_string().contains("`x`"));
+/// # Ok::<(), parloop::Error>(())
+/// ```
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A map value lies outside its target set.
@@ -295,6 +308,12 @@ pub enum Error {
         /// Iterations and residual history up to the stop.
         report: Box<crate::solve::CgReport>,
     },
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
 }
 
 /// Why an argument does not fit its loop or kernel parameter.

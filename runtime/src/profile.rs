@@ -143,7 +143,7 @@ pub fn table(reports: &[LoopReport]) -> String {
             r.gb_per_s()
         );
     }
-    let total: f64 = reports.iter().map(|r| r.seconds).sum();
+    let total: f64 = reports.iter().fold(0.0, |sum, r| sum + r.seconds);
     let bytes: u64 = reports.iter().map(|r| r.bytes).sum();
     let _ = writeln!(
         s,
@@ -152,7 +152,7 @@ pub fn table(reports: &[LoopReport]) -> String {
         reports.iter().map(|r| r.calls).sum::<u64>(),
         total,
         "",
-        reports.iter().map(|r| r.plan_seconds).sum::<f64>() * 1e3,
+        reports.iter().fold(0.0, |sum, r| sum + r.plan_seconds) * 1e3,
         if total > 0.0 { bytes as f64 / total / 1e9 } else { 0.0 }
     );
     s
@@ -233,5 +233,17 @@ impl Drop for Range {
     fn drop(&mut self) {
         #[cfg(feature = "nvtx")]
         nvtx::__private::_range_pop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// An empty profile's totals are +0: a `Sum` of no f64 is -0.0, which
+    /// printed as "-0.0000" (a program that ran no loops).
+    #[test]
+    fn empty_totals_are_not_negative_zero() {
+        let table = super::table(&[]);
+        assert!(table.contains("total"), "{table}");
+        assert!(!table.contains("-0"), "{table}");
     }
 }

@@ -188,7 +188,8 @@ fn run(args: Args) -> Result<(), RunError> {
     let report = rt.report();
     let bytes: u64 = report.iter().map(|r| r.bytes).sum();
     // Planning includes compiling device modules on first use.
-    let planning: f64 = report.iter().map(|r| r.plan_seconds).sum();
+    // A fold from +0.0: an empty `Sum` of f64 is -0.0, printed "-0.000".
+    let planning: f64 = report.iter().fold(0.0, |sum, r| sum + r.plan_seconds);
     let steady = (wall - planning).max(f64::MIN_POSITIVE);
     let iters = args.iterations.max(1) as f64;
     say!(

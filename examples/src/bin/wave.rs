@@ -134,9 +134,9 @@ fn run(args: Args) -> Result<(), Error> {
     let e1 = wave.energy()?;
     let report = rt.report();
     let (Some(e0), Some(e1)) = (e0, e1) else { return Ok(()) };
-    let planning: f64 = report.iter().map(|r| r.plan_seconds).sum();
+    let planning: f64 = report.iter().fold(0.0, |sum, r| sum + r.plan_seconds);
     let loops: u64 = report.iter().map(|r| r.calls).sum();
-    let in_loops: f64 = report.iter().map(|r| r.seconds).sum();
+    let in_loops: f64 = report.iter().fold(0.0, |sum, r| sum + r.seconds);
     writeln!(
         out,
         "wall time {wall:.3} s ({planning:.3} s planning), {:.1} us per step, {:.2} us per loop ({loops} loops, \
