@@ -372,6 +372,15 @@ pub enum ArgProblem {
         /// The dat's set.
         dat_set: String,
     },
+    /// A set of another runtime where the loop needs this runtime's set of
+    /// the same name (names are unique within a runtime, not across
+    /// runtimes): the names alone would not tell them apart.
+    SameNameOtherSet {
+        /// What lives on it: "the dat" or "map `m`'s source".
+        what: String,
+        /// The name both sets carry.
+        set: String,
+    },
     /// The map column is not below the arity.
     Column {
         /// The map.
@@ -450,6 +459,9 @@ impl fmt::Display for ArgProblem {
             }
             ArgProblem::DirectSet { dat_set } => {
                 write!(f, "a direct argument must live on the iteration set, this dat lives on `{dat_set}`")
+            }
+            ArgProblem::SameNameOtherSet { what, set } => {
+                write!(f, "{what} lives on set `{set}` of another runtime, not on this runtime's set `{set}`")
             }
             ArgProblem::MapFrom { map, from } => {
                 write!(f, "map `{map}` goes from `{from}`, not from the iteration set")

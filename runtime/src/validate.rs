@@ -16,6 +16,18 @@ use crate::types::Access;
 pub(crate) const PARAM_BYTES_LIMIT: usize = 32 * 1024;
 
 /// Validates `args` for a loop of `kernel` over `set`.
+/// The problem when `found` is not the set `wanted`: `problem`, unless
+/// both carry one name (so `found` is another runtime's: names are unique
+/// within one), where a message naming them would read "lives on `s`" for
+/// a loop over `s`.
+fn set_mismatch(found: &Set, wanted: &Set, what: &str, problem: ArgProblem) -> ArgProblem {
+    if found.name() == wanted.name() {
+        ArgProblem::SameNameOtherSet { what: what.into(), set: found.name().into() }
+    } else {
+        problem
+    }
+}
+
 pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
     let params = kernel.params();
     if params.len() != args.len() {
@@ -116,26 +128,28 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
             ArgKind::Direct => {
                 let s = dat_set.expect("dats have sets");
                 if s != set {
-                    return Err(fail(i, ArgProblem::DirectSet { dat_set: s.name().into() }));
+                    return Err(fail(
+                        i,
+                        set_mismatch(s, set, "the dat", ArgProblem::DirectSet { dat_set: s.name().into() }),
+                    ));
                 }
             }
             ArgKind::Indirect { map, .. } | ArgKind::Vector { map } => {
                 if map.from() != set {
+                    let problem = ArgProblem::MapFrom { map: map.name().into(), from: map.from().name().into() };
                     return Err(fail(
                         i,
-                        ArgProblem::MapFrom { map: map.name().into(), from: map.from().name().into() },
+                        set_mismatch(map.from(), set, &format!("map `{}`'s source", map.name()), problem),
                     ));
                 }
                 let s = dat_set.expect("dats have sets");
                 if map.to() != s {
-                    return Err(fail(
-                        i,
-                        ArgProblem::MapTo {
-                            map: map.name().into(),
-                            to: map.to().name().into(),
-                            dat_set: s.name().into(),
-                        },
-                    ));
+                    let problem = ArgProblem::MapTo {
+                        map: map.name().into(),
+                        to: map.to().name().into(),
+                        dat_set: s.name().into(),
+                    };
+                    return Err(fail(i, set_mismatch(s, map.to(), "the dat", problem)));
                 }
                 if let ArgKind::Indirect { column, .. } = &arg.kind {
                     if *column >= map.arity() {
@@ -149,10 +163,9 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
             ArgKind::Mat(m) => {
                 for map in [&m.pair.0, &m.pair.1] {
                     if map.from() != set {
-                        return Err(fail(
-                            i,
-                            ArgProblem::MapFrom { map: map.name().into(), from: map.from().name().into() },
-                        ));
+                        let problem = ArgProblem::MapFrom { map: map.name().into(), from: map.from().name().into() };
+                        let what = format!("map `{}`'s source", map.name());
+                        return Err(fail(i, set_mismatch(map.from(), set, &what, problem)));
                     }
                 }
             }

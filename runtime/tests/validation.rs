@@ -176,6 +176,35 @@ fn sets_and_maps_must_match() {
     assert_eq!((arg, p), (0, ArgProblem::Column { map: "m".into(), column: 2, arity: 2 }));
 }
 
+/// A set of another runtime that has the iteration set's name is told
+/// apart (names are unique within a runtime, not across): the message
+/// used to read "a direct argument must live on the iteration set, this
+/// dat lives on `s`" for a loop over `s`.
+#[test]
+fn sets_of_the_same_name_are_told_apart() {
+    let rt = rt();
+    let s = rt.set("s", 2).unwrap();
+    let b = rt.dat("b", &s, 2, vec![0.0f64; 4]).unwrap();
+    let other_rt = self::rt();
+    let foreign = other_rt.set("s", 2).unwrap();
+    let a = other_rt.dat("a", &foreign, 2, vec![0.0f64; 4]).unwrap();
+    let (arg, p, msg) =
+        problem(rt.par_loop(scale::KERNEL, &s, &[a.arg(Access::READ), b.arg(Access::WRITE)]).unwrap_err());
+    assert_eq!((arg, &p), (0, &ArgProblem::SameNameOtherSet { what: "the dat".into(), set: "s".into() }));
+    assert!(msg.contains("set `s` of another runtime"), "{msg}");
+
+    let s2 = other_rt.set("t", 2).unwrap();
+    let m_foreign = other_rt.map("m_foreign", &foreign, &s2, 1, vec![0, 1]).unwrap();
+    let y = other_rt.dat("y", &s2, 2, vec![0.0f64; 4]).unwrap();
+    let (arg, p, _) = problem(
+        rt.par_loop(scale::KERNEL, &s, &[y.arg_via(&m_foreign, 0, Access::READ), b.arg(Access::WRITE)]).unwrap_err(),
+    );
+    assert_eq!(
+        (arg, p),
+        (0, ArgProblem::SameNameOtherSet { what: "map `m_foreign`'s source".into(), set: "s".into() })
+    );
+}
+
 #[test]
 fn racing_or_aliasing_uses_of_one_dat_are_rejected() {
     let rt = rt();
