@@ -59,6 +59,7 @@ pub struct LaneTwin {
 /// assert!(parloop_kernels::lane_twin(&g, &quote::quote!(p), 4).is_err());
 /// ```
 pub fn lane_twin(item: &ItemFn, private: &TokenStream, width: usize) -> Result<LaneTwin, String> {
+    let item = &*crate::translate::method_form(item);
     let (mut inf, params, _) = infer(item, FnKind::Kernel).map_err(|e| e.to_string())?;
     if let Some(p) = params.iter().find(|p| !p.elem.is_float()) {
         return Err(format!("parameter `{}` holds integers", p.name));

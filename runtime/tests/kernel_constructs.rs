@@ -284,3 +284,37 @@ fn branch_values_starting_with_a_constant_compile_and_match_plain_rust() {
         assert_eq!(a.values().unwrap(), want, "{backend:?}");
     }
 }
+
+/// The path form of the scalar methods (`f64::max(a, b)` for `a.max(b)`),
+/// nested, with a literal receiver and an `f32` one: the translator once
+/// refused it ("call helpers by their plain name").
+#[parloop::kernel]
+fn path_calls(x: &f64, y: &mut f64) {
+    let r = f64::max(f64::abs(*x), 0.5) + f64::sqrt(f64::abs(*x));
+    *y = f64::mul_add(*x, 2.0, r) + f64::min(*x, f64::exp(0.0)) + f32::sqrt(4.0) as f64;
+}
+
+#[test]
+fn path_form_method_calls_translate_and_match_plain_rust() {
+    let xs = [-2.5, -0.25, 0.0, 0.75, 3.0, 16.0];
+    let want: Vec<f64> = xs
+        .iter()
+        .map(|&x| {
+            let mut y = 0.0;
+            path_calls(&x, &mut y);
+            y
+        })
+        .collect();
+    for backend in [Backend::Seq, Backend::Threads, Backend::Emu] {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let s = rt.set("s", xs.len()).unwrap();
+        let x = rt.dat("x", &s, 1, xs.to_vec()).unwrap();
+        let y = rt.dat("y", &s, 1, vec![0.0; xs.len()]).unwrap();
+        rt.par_loop(path_calls::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::WRITE)]).unwrap();
+        assert_eq!(y.values().unwrap(), want, "{backend:?}");
+    }
+    assert!(path_calls::KERNEL.cuda_source().unwrap().contains("fmax("), "{:?}", path_calls::KERNEL.cuda_source());
+    if support::nvrtc_available() {
+        support::nvrtc_check(path_calls::KERNEL).unwrap();
+    }
+}

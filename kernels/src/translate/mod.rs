@@ -19,12 +19,15 @@
 //!   scalar types' constants as C++ text;
 //! - `syntax`: the pieces of Rust syntax both passes read the same way
 //!   (scalar and array types, compound operators, `for` ranges);
-//! - `increment`: which parameters the body only adds to.
+//! - `increment`: which parameters the body only adds to;
+//! - `method_form`: `f64::sqrt(x)` read as `x.sqrt()` (done before both
+//!   passes, and before the lane-wise twin's).
 
 mod emit;
 mod increment;
 mod infer;
 mod literals;
+mod method_form;
 mod names;
 mod syntax;
 
@@ -37,6 +40,7 @@ use emit::{cpp_scalar, Emit};
 use increment::increment_only;
 
 pub(crate) use infer::{infer, key, Infer};
+pub(crate) use method_form::method_form;
 pub use names::{const_cname, cpp_ident, fn_cname};
 
 /// What the translated function is.
@@ -217,6 +221,7 @@ fn leaf_scalar(vars: &mut Vars, t: &crate::types::Ty) -> Option<Scalar> {
 /// assert!(t.source.contains("1.0f")); // f32 literals stay f32
 /// ```
 pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
+    let item = &*method_form(item);
     let (mut infer, params, ret) = infer(item, kind)?;
     let name = item.sig.ident.to_string();
     let cname = fn_cname(&name);

@@ -1,0 +1,108 @@
+//! The path form of the scalar methods, `f64::sqrt(x)`, `f64::max(a, b)`,
+//! `f32::mul_add(a, b, c)`, `i32::abs(n)`, rewritten as the method form
+//! (`x.sqrt()`, `a.max(b)`, ...) before the passes read a function.
+//!
+//! Both forms are common Rust and rustc compiles the host kernel either
+//! way; the translator's passes (and the lane-wise twin's) read the method
+//! form only, so the rewrite is done once here rather than in each pass. A
+//! literal receiver keeps the path's type as a cast (`f64::exp(1.0)` is
+//! `(1.0 as f64).exp()`), so that inference does not default it.
+
+use std::borrow::Cow;
+
+use syn::punctuated::Punctuated;
+use syn::visit_mut::VisitMut;
+use syn::{Expr, ExprCall, ExprCast, ExprMethodCall, ExprParen, ItemFn, Type};
+
+use crate::types::Scalar;
+
+/// `item` with every `T::method(receiver, args...)` call, `T` a scalar
+/// type, in method form; borrowed when there is none.
+pub(crate) fn method_form(item: &ItemFn) -> Cow<'_, ItemFn> {
+    let mut rewritten = item.clone();
+    let mut rewrite = Rewrite { found: false };
+    rewrite.visit_item_fn_mut(&mut rewritten);
+    if rewrite.found {
+        Cow::Owned(rewritten)
+    } else {
+        Cow::Borrowed(item)
+    }
+}
+
+struct Rewrite {
+    found: bool,
+}
+
+/// The scalar type and method of a call `T::method(...)` with at least one
+/// argument.
+fn scalar_path_call(call: &ExprCall) -> Option<(Type, syn::Ident)> {
+    let Expr::Path(p) = &*call.func else { return None };
+    if p.qself.is_some() || p.path.leading_colon.is_some() || p.path.segments.len() != 2 || call.args.is_empty() {
+        return None;
+    }
+    let (ty, method) = (&p.path.segments[0], &p.path.segments[1]);
+    if !ty.arguments.is_none() || !method.arguments.is_none() {
+        return None;
+    }
+    Scalar::from_name(&ty.ident.to_string())?;
+    let ty: Type = syn::parse_quote!(#ty);
+    Some((ty, method.ident.clone()))
+}
+
+impl VisitMut for Rewrite {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        // Inner calls first: `f64::max(f64::abs(a), b)`.
+        syn::visit_mut::visit_expr_mut(self, e);
+        let Expr::Call(call) = e else { return };
+        let Some((ty, method)) = scalar_path_call(call) else { return };
+        self.found = true;
+        let mut args: Vec<Expr> = std::mem::take(&mut call.args).into_iter().collect();
+        let first = args.remove(0);
+        let receiver = match first {
+            Expr::Lit(_) => Expr::Cast(ExprCast {
+                attrs: Vec::new(),
+                expr: Box::new(first),
+                as_token: Default::default(),
+                ty: Box::new(ty),
+            }),
+            other => other,
+        };
+        let receiver =
+            Expr::Paren(ExprParen { attrs: Vec::new(), paren_token: Default::default(), expr: Box::new(receiver) });
+        *e = Expr::MethodCall(ExprMethodCall {
+            attrs: std::mem::take(&mut call.attrs),
+            receiver: Box::new(receiver),
+            dot_token: Default::default(),
+            method,
+            turbofish: None,
+            paren_token: call.paren_token,
+            args: args.into_iter().collect::<Punctuated<Expr, syn::Token![,]>>(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_calls_become_method_calls() {
+        let f: ItemFn = syn::parse_quote! {
+            fn k(a: &f64, b: &mut f64) {
+                *b = f64::max(f64::abs(*a), 2.0) + f64::exp(1.0) + f64::mul_add(*a, 2.0, 3.0) + helper(*a);
+            }
+        };
+        let out = method_form(&f);
+        let body = quote::quote!(#out).to_string();
+        assert!(body.contains("((* a) . abs ()) . max (2.0)"), "{body}");
+        assert!(body.contains("(1.0 as f64) . exp ()"), "{body}");
+        assert!(body.contains("(* a) . mul_add (2.0 , 3.0)"), "{body}");
+        assert!(body.contains("helper (* a)"), "{body}");
+    }
+
+    #[test]
+    fn functions_without_path_calls_are_borrowed() {
+        let f: ItemFn = syn::parse_quote! { fn k(a: &f64, b: &mut f64) { *b = a.sqrt() + Q::f(*a); } };
+        assert!(matches!(method_form(&f), Cow::Borrowed(_)));
+    }
+}
