@@ -201,8 +201,9 @@ impl LoopSections {
 
     /// The sizes of the sections that run, in order (what plans are built
     /// over).
-    pub fn sizes(&self) -> Vec<usize> {
-        let mut sizes = vec![self.core, self.owned];
+    pub fn sizes(&self) -> smallvec::SmallVec<[usize; 3]> {
+        // Inline: every eager loop and recorded loop asks (plan lookup).
+        let mut sizes = smallvec::smallvec![self.core, self.owned];
         if self.exec_halo {
             sizes.push(self.exec);
         }

@@ -49,7 +49,9 @@ pub(crate) struct LoopKey {
     needs_plan: bool,
     /// Device strategy (`None` on host backends).
     strategy: Option<Strategy>,
-    args: Vec<ArgKey>,
+    /// Inline for small loops: a key is built per lookup (every eager
+    /// loop and every recorded one), an allocation each otherwise.
+    args: smallvec::SmallVec<[ArgKey; 4]>,
 }
 
 impl LoopKey {

@@ -127,14 +127,22 @@ impl Runtime {
     /// each loop's profile row getting its share of the time.
     fn execute_fused(&self, group: &[(u64, Pending)], args: &[Arg]) -> Result<()> {
         let _one_at_a_time = lock(&self.executing);
-        let name = group.iter().map(|(_, p)| p.kernel.name()).collect::<Vec<_>>().join("+");
+        // `a+b`, in one allocation (no vector of names to join).
+        let mut name = String::with_capacity(group.iter().map(|(_, p)| p.kernel.name().len() + 1).sum());
+        for (k, (_, p)) in group.iter().enumerate() {
+            if k > 0 {
+                name.push('+');
+            }
+            name.push_str(p.kernel.name());
+        }
         let _range = Range::new(&name);
         let first = &group[0].1;
         // Direct loops without exec halo: core and owned, as recorded.
         let set = first.set.sections();
         let sizes = [set.core, set.owned];
         let simd = self.simd();
-        let mut stages = Vec::with_capacity(group.len() - 1);
+        // At most `MAX_GROUP - 1` stages: inline, no allocation per launch.
+        let mut stages: smallvec::SmallVec<[Stage; MAX_GROUP]> = smallvec::SmallVec::new();
         let mut off = first.args.len();
         for (_, p) in &group[1..] {
             let n = p.args.len();

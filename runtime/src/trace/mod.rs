@@ -189,27 +189,31 @@ struct Pending {
 }
 
 impl Pending {
-    /// `lp` as the trace keeps it (not yet in the DAG).
-    fn new(lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>) -> Pending {
-        let args = lp
-            .args()
-            .iter()
-            .map(|a| RecordedArg {
-                held: match a.kind {
-                    ArgKind::Index => Held::Strong(a.storage.clone()),
-                    // A temporary lives until its last pending use has
-                    // run, then its memory goes back to the pool
-                    // (seed 000's `LazyFree`; the user cannot see it).
-                    _ if a.storage.temp().is_some() => Held::Strong(a.storage.clone()),
-                    _ => Held::Weak(Arc::downgrade(&a.storage)),
-                },
-                id: a.data_id(),
-                kind: a.kind.clone(),
-                access: a.access,
-                dim: a.dim,
-                set: a.set.clone(),
-            })
-            .collect();
+    /// `lp` as the trace keeps it (not yet in the DAG); its arguments go
+    /// into `args` (an empty vector, recycled from a loop that ran: no
+    /// allocation per recorded loop).
+    fn new(
+        lp: &ParLoop,
+        plan: replay::Plan,
+        location: &'static Location<'static>,
+        mut args: Vec<RecordedArg>,
+    ) -> Pending {
+        debug_assert!(args.is_empty());
+        args.extend(lp.args().iter().map(|a| RecordedArg {
+            held: match a.kind {
+                ArgKind::Index => Held::Strong(a.storage.clone()),
+                // A temporary lives until its last pending use has
+                // run, then its memory goes back to the pool
+                // (seed 000's `LazyFree`; the user cannot see it).
+                _ if a.storage.temp().is_some() => Held::Strong(a.storage.clone()),
+                _ => Held::Weak(Arc::downgrade(&a.storage)),
+            },
+            id: a.data_id(),
+            kind: a.kind.clone(),
+            access: a.access,
+            dim: a.dim,
+            set: a.set.clone(),
+        }));
         Pending {
             kernel: lp.kernel(),
             set: lp.set().clone(),
@@ -296,6 +300,14 @@ struct State {
     deferred: Option<Error>,
     /// Which halos the pending loops leave stale or refresh (halo skipping).
     halos: tokens::Halos,
+    /// Argument vectors of loops that ran, emptied, for the next records
+    /// (a time step records the same loops again: reused, not reallocated).
+    spare_args: Vec<Vec<RecordedArg>>,
+    /// The vector of the last force's loops, emptied: the next replayed
+    /// window's tape.
+    spare_tape: Vec<(u64, Pending)>,
+    /// Predecessors of one computation (`link`'s scratch).
+    preds: Vec<NodeIndex>,
 }
 
 /// A runtime's trace.
@@ -403,6 +415,9 @@ impl Trace {
             points: TokenMap::default(),
             deferred: None,
             halos: tokens::Halos::default(),
+            spare_args: Vec::new(),
+            spare_tape: Vec::new(),
+            preds: Vec::new(),
         };
         Trace {
             state: Mutex::new(state),
@@ -534,9 +549,9 @@ impl Trace {
             let taken: Vec<(u64, Pending)> = match decision {
                 replay::Decision::Nothing => Vec::new(),
                 replay::Decision::All => {
-                    // The next window's tape starts as long as this one
-                    // (no regrowing it loop by loop, each step).
-                    let next = Vec::with_capacity(st.replay.tape.len());
+                    // The next window's tape is the vector the last force
+                    // ran (emptied, as long: no regrowing it loop by loop).
+                    let next = std::mem::take(&mut st.spare_tape);
                     let tape = std::mem::replace(&mut st.replay.tape, next);
                     st.stats.replays += 1;
                     st.stats.loops_replayed += tape.len() as u64;
@@ -567,11 +582,15 @@ impl Trace {
             } else {
                 st.stats.forces += 1;
             }
-            taken
+            if taken.is_empty() {
+                return Ok(());
+            }
+            // The emptied argument vectors of the loops about to run join
+            // these (given back below).
+            let spare = std::mem::take(&mut st.spare_args);
+            (taken, spare)
         };
-        if taken.is_empty() {
-            return Ok(());
-        }
+        let (mut taken, mut spare) = taken;
         let Some(core) = self.core.upgrade() else { return Ok(()) };
         let rt = Runtime::handle(core);
         let forcing = Forcing::start();
@@ -580,29 +599,33 @@ impl Trace {
         let mut fused = 0u64;
         let fuses = rt.fuses();
         let mut left = taken.len();
-        // By value: a loop's record goes as soon as it has run, so a
-        // temporary whose last use it was returns to the pool before the
-        // next loop allocates one.
-        let mut taken = taken.into_iter().peekable();
-        // One buffer for every group (cleared, so each group's records
-        // still go before the next group runs).
-        let mut group = Vec::with_capacity(left.min(fuse::MAX_GROUP));
-        while let Some(first) = taken.next() {
-            group.clear();
-            group.push(first);
-            if fuses && fuse::candidate(&group[0].1) {
-                while let Some(next) = taken.next_if(|(_, q)| fuse::joins(&group, q)) {
-                    group.push(next);
+        // Groups are runs of `taken`, in place (no moves of the records).
+        let mut i = 0;
+        while i < taken.len() {
+            let mut j = i + 1;
+            if fuses && fuse::candidate(&taken[i].1) {
+                while j < taken.len() && fuse::joins(&taken[i..j], &taken[j].1) {
+                    j += 1;
                 }
             }
+            let group = &taken[i..j];
             left -= group.len();
-            let result = match &group[..] {
+            let result = match group {
                 [(_, p)] => match p.upgrade() {
                     Ok(lp) => rt.execute_planned(&lp, p.plan.clone()),
                     Err(id) => Err(Error::DataDropped { kernel: p.kernel.name().into(), id }),
                 },
-                _ => fuse::run(&rt, &group),
+                _ => fuse::run(&rt, group),
             };
+            // A loop's data go as soon as it has run, so a temporary whose
+            // last use it was returns to the pool before the next loop
+            // allocates one; the emptied vectors serve the next records.
+            for (_, p) in &mut taken[i..j] {
+                let mut args = std::mem::take(&mut p.args);
+                args.clear();
+                spare.push(args);
+            }
+            let group = &taken[i..j];
             if let Err(e) = result {
                 let last = group.last().expect("a group has a loop").0;
                 let kernel = group.iter().map(|(_, p)| p.kernel.name()).collect::<Vec<_>>().join("+");
@@ -614,13 +637,26 @@ impl Trace {
             if group.len() > 1 {
                 fused += group.len() as u64;
             }
+            i = j;
         }
-        drop(group);
+        // Loops not run (after a failure) drop their data here, still
+        // while forcing.
+        taken.clear();
         drop(forcing);
+        // At most a full trace's worth (what one force frees).
+        spare.truncate(TRACE_LIMIT);
         {
             let mut st = lock(&self.state);
             st.stats.loops_run += ran;
             st.stats.loops_fused += fused;
+            // The emptied vectors serve the next records: `taken` the
+            // next replayed window's tape, `spare` their arguments.
+            if taken.capacity() > st.spare_tape.capacity() {
+                st.spare_tape = taken;
+            }
+            if spare.len() > st.spare_args.len() {
+                std::mem::swap(&mut st.spare_args, &mut spare);
+            }
         }
         match failed {
             None => Ok(()),
@@ -710,7 +746,8 @@ impl State {
     ) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let p = Pending::new(lp, plan, location);
+        let args = self.spare_args.pop().unwrap_or_default();
+        let p = Pending::new(lp, plan, location, args);
         self.link(rt, seq, lp, p);
         self.stats.loops_recorded += 1;
     }
@@ -719,7 +756,8 @@ impl State {
     fn tape(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let p = Pending::new(lp, plan, location);
+        let args = self.spare_args.pop().unwrap_or_default();
+        let p = Pending::new(lp, plan, location, args);
         self.replay.tape.push((seq, p));
         self.stats.loops_recorded += 1;
     }
@@ -760,8 +798,9 @@ impl State {
     fn link(&mut self, rt: &Runtime, seq: u64, lp: &ParLoop, mut p: Pending) {
         let comps = tokens::computations(rt, lp, &mut self.halos, &mut self.stats);
         let mut nodes = Vec::with_capacity(comps.len());
-        let mut touched: Vec<Token> = Vec::new();
-        let mut preds: Vec<NodeIndex> = Vec::new();
+        let mut touched: Vec<Token> = Vec::with_capacity(comps.iter().map(|c| c.reads.len() + c.writes.len()).sum());
+        // A scratch vector kept in the state (one allocation, not one per loop).
+        let mut preds = std::mem::take(&mut self.preds);
         let mut last_compute: Option<NodeIndex> = None;
         for c in comps {
             let n = self.graph.add_node(Node { seq, what: c.what });
@@ -806,6 +845,7 @@ impl State {
             nodes.push(n);
             self.stats.computations_recorded += 1;
         }
+        self.preds = preds;
         touched.sort_unstable();
         touched.dedup();
         p.nodes = nodes;

@@ -88,8 +88,13 @@ pub(super) struct Replay {
     pub enabled: bool,
     segments: Vec<Segment>,
     /// The window's events so far, while it can still become a segment.
+    /// Empty in tape mode: there they are `segments[candidate]`'s first
+    /// `pos` words and `taped` plans (no copy per taped loop; written out
+    /// by `stop_taping`).
     words: Vec<u64>,
     plans: Vec<Plan>,
+    /// Loops of the window so far, in tape mode.
+    taped: usize,
     learning: bool,
     /// Tape mode: the loops of the window so far are on `tape`, matched
     /// against `segments[candidate]` up to word `pos`.
@@ -111,6 +116,7 @@ impl Replay {
             segments: Vec::new(),
             words: Vec::new(),
             plans: Vec::new(),
+            taped: 0,
             learning: enabled,
             taping: enabled,
             candidate: 0,
@@ -131,6 +137,7 @@ impl Replay {
         self.learning = self.enabled;
         self.taping = self.enabled;
         self.pos = 0;
+        self.taped = 0;
     }
 
     /// Whether loops are going on the tape now (not the DAG).
@@ -182,12 +189,13 @@ impl Replay {
         }
     }
 
-    /// Whether `segments[i]` continues the window with `scratch` at `pos`.
+    /// Whether `segments[i]` continues the window with `scratch` at `pos`
+    /// (tape mode: the window so far is the candidate's first `pos` words).
     fn continues(&self, i: usize, pos: usize) -> bool {
         let seg = &self.segments[i];
         seg.settings == self.settings
             && seg.words.len() >= pos + self.scratch.len()
-            && seg.words[..pos] == self.words[..pos]
+            && (pos == 0 || seg.words[..pos] == self.segments[self.candidate].words[..pos])
             && seg.words[pos..pos + self.scratch.len()] == self.scratch[..]
     }
 
@@ -216,6 +224,11 @@ impl Replay {
     /// the tape must be materialised first. Out of tape mode, `None` too
     /// (the caller records it in the DAG and calls [`Replay::learnt_loop`]).
     pub(super) fn on_loop(&mut self, lp: &ParLoop, settings: impl FnOnce() -> Settings) -> Option<Plan> {
+        if !self.taping && !self.learning {
+            // Nothing to match or learn (replay off, or a window that
+            // cannot be kept): no encoding.
+            return None;
+        }
         let replayable = self.encode_loop(lp);
         if !self.taping {
             if !replayable {
@@ -235,10 +248,9 @@ impl Replay {
         }
         // The loop's number in the window (not the tape's length: partial
         // forces take loops off the tape).
-        let plan = self.segments[self.candidate].plans[self.plans.len()].clone();
+        let plan = self.segments[self.candidate].plans[self.taped].clone();
         self.pos += self.scratch.len();
-        self.words.extend_from_slice(&self.scratch);
-        self.plans.push(plan.clone());
+        self.taped += 1;
         Some(plan)
     }
 
@@ -254,6 +266,14 @@ impl Replay {
     /// Stops taping (the tape goes into the DAG): the window may still be
     /// learnt, from the events written so far.
     pub(super) fn stop_taping(&mut self) {
+        if self.taping && self.pos > 0 {
+            // Write out the events and plans the tape matched so far.
+            let seg = &self.segments[self.candidate];
+            self.words.clear();
+            self.words.extend_from_slice(&seg.words[..self.pos]);
+            self.plans.clear();
+            self.plans.extend_from_slice(&seg.plans[..self.taped]);
+        }
         self.taping = false;
     }
 
@@ -274,12 +294,11 @@ impl Replay {
         let words = &self.segments[self.candidate].words;
         let outcome = words[at];
         let n = if outcome & SOME == SOME { (outcome & !SOME) as usize } else { 0 };
-        self.words.extend_from_slice(&words[self.pos..at + 1 + n]);
         self.pos = at + 1 + n;
         match outcome {
             NOTHING => Decision::Nothing,
             ALL => Decision::All,
-            _ => Decision::Some(self.words[at + 1..].iter().map(|&k| k + self.base).collect()),
+            _ => Decision::Some(words[at + 1..at + 1 + n].iter().map(|&k| k + self.base).collect()),
         }
     }
 

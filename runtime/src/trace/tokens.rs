@@ -218,7 +218,14 @@ pub(crate) fn computations(
         out.push(c);
     }
     let compute = |first: Section, last: Section| {
-        let mut c = Computation::new(What::Compute { first, last });
+        // Room for every token without regrowing (up to four per argument
+        // and section; a serial loop's one section: one per argument).
+        let room = args.len() * if distributed { 4 } else { 1 };
+        let mut c = Computation {
+            what: What::Compute { first, last },
+            reads: Vec::with_capacity(room),
+            writes: Vec::with_capacity(room),
+        };
         for s in [Section::Core, Section::Owned, Section::Exec].into_iter().filter(|s| (first..=last).contains(s)) {
             for a in args {
                 c.arg(a, s);
