@@ -172,8 +172,14 @@ impl Runtime {
             crate::run::restore(&reductions, views, &saved);
         }
         drop(locked);
+        // Once per written datum (a window's loops often write the same one).
+        let mut written: smallvec::SmallVec<[u64; MAX_GROUP]> = smallvec::SmallVec::new();
         for a in args.iter().filter(|a| a.access.writes()) {
-            a.storage.host_written();
+            let id = a.data_id();
+            if !written.contains(&id) {
+                written.push(id);
+                a.storage.host_written();
+            }
         }
         result?;
         let share = elapsed / group.len() as u32;

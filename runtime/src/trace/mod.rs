@@ -227,6 +227,32 @@ impl Pending {
         }
     }
 
+    /// Whether this record, of a loop that ran, holds `lp`'s kernel, set
+    /// and arguments (data by weak reference, same ids, maps, columns,
+    /// access and dims): then it serves `lp` again with only its plan,
+    /// location and tags replaced. Ids are never reused, and `lp` holds
+    /// its data, so the weak references reach exactly `lp`'s data.
+    fn same_loop(&self, lp: &ParLoop) -> bool {
+        std::ptr::eq(self.kernel, lp.kernel())
+            && self.set == *lp.set()
+            && self.args.len() == lp.args().len()
+            && self.args.iter().zip(lp.args()).all(|(r, a)| {
+                matches!(r.held, Held::Weak(_))
+                    && r.id == a.data_id()
+                    && r.access == a.access
+                    && r.dim == a.dim
+                    && r.set.as_ref().map(Set::id) == a.set.as_ref().map(Set::id)
+                    && match (&r.kind, &a.kind) {
+                        (ArgKind::Direct, ArgKind::Direct) | (ArgKind::Global, ArgKind::Global) => true,
+                        (ArgKind::Indirect { map: m, column: c }, ArgKind::Indirect { map: n, column: d }) => {
+                            m.id() == n.id() && c == d
+                        }
+                        (ArgKind::Vector { map: m }, ArgKind::Vector { map: n }) => m.id() == n.id(),
+                        _ => false,
+                    }
+            })
+    }
+
     /// The loop with its data, or the id of a datum that is gone.
     fn upgrade(&self) -> std::result::Result<ParLoop, u64> {
         let mut args = Vec::with_capacity(self.args.len());
@@ -276,7 +302,8 @@ pub(crate) struct Node {
 #[derive(Default)]
 struct TokenState {
     writer: Option<NodeIndex>,
-    readers: Vec<NodeIndex>,
+    /// Inline for a few readers (no allocation per token entry).
+    readers: smallvec::SmallVec<[NodeIndex; 4]>,
 }
 
 /// Tokens are small integers (`id << 3 | kind`): a multiplicative hash is
@@ -308,6 +335,12 @@ struct State {
     spare_tape: Vec<(u64, Pending)>,
     /// Predecessors of one computation (`link`'s scratch).
     preds: Vec<NodeIndex>,
+    /// Records of loops that ran, newest last in reverse run order (the
+    /// next record takes the last): a recurring window's loops find their
+    /// record of the last window and reuse it as it is (see
+    /// `Pending::same_loop`). Only weak references to data: no datum is
+    /// kept alive by them.
+    spare_records: Vec<Pending>,
 }
 
 /// A runtime's trace.
@@ -418,6 +451,7 @@ impl Trace {
             spare_args: Vec::new(),
             spare_tape: Vec::new(),
             preds: Vec::new(),
+            spare_records: Vec::new(),
         };
         Trace {
             state: Mutex::new(state),
@@ -588,9 +622,10 @@ impl Trace {
             // The emptied argument vectors of the loops about to run join
             // these (given back below).
             let spare = std::mem::take(&mut st.spare_args);
-            (taken, spare)
+            let records = std::mem::take(&mut st.spare_records);
+            (taken, spare, records)
         };
-        let (mut taken, mut spare) = taken;
+        let (mut taken, mut spare, mut records) = taken;
         let Some(core) = self.core.upgrade() else { return Ok(()) };
         let rt = Runtime::handle(core);
         let forcing = Forcing::start();
@@ -617,13 +652,17 @@ impl Trace {
                 },
                 _ => fuse::run(&rt, group),
             };
-            // A loop's data go as soon as it has run, so a temporary whose
-            // last use it was returns to the pool before the next loop
-            // allocates one; the emptied vectors serve the next records.
+            // A loop's strong references go as soon as it has run, so a
+            // temporary whose last use it was returns to the pool before
+            // the next loop allocates one; the emptied vectors serve the
+            // next records. Records with weak references only are kept
+            // whole, for the next window's loops.
             for (_, p) in &mut taken[i..j] {
-                let mut args = std::mem::take(&mut p.args);
-                args.clear();
-                spare.push(args);
+                if p.args.iter().any(|a| matches!(a.held, Held::Strong(_))) {
+                    let mut args = std::mem::take(&mut p.args);
+                    args.clear();
+                    spare.push(args);
+                }
             }
             let group = &taken[i..j];
             if let Err(e) = result {
@@ -640,7 +679,12 @@ impl Trace {
             i = j;
         }
         // Loops not run (after a failure) drop their data here, still
-        // while forcing.
+        // while forcing; after a success, the records wait for the next
+        // window's loops (in reverse: the next record pops the first).
+        records.clear();
+        if failed.is_none() {
+            records.extend(taken.drain(..).rev().map(|(_, p)| p));
+        }
         taken.clear();
         drop(forcing);
         // At most a full trace's worth (what one force frees).
@@ -657,7 +701,10 @@ impl Trace {
             if spare.len() > st.spare_args.len() {
                 std::mem::swap(&mut st.spare_args, &mut spare);
             }
+            // Dropped below, outside the lock, whichever is left.
+            std::mem::swap(&mut st.spare_records, &mut records);
         }
+        drop(records);
         match failed {
             None => Ok(()),
             Some((seq, skipped, e)) => {
@@ -746,8 +793,7 @@ impl State {
     ) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let args = self.spare_args.pop().unwrap_or_default();
-        let p = Pending::new(lp, plan, location, args);
+        let p = self.record_for(lp, plan, location);
         self.link(rt, seq, lp, p);
         self.stats.loops_recorded += 1;
     }
@@ -756,10 +802,36 @@ impl State {
     fn tape(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let args = self.spare_args.pop().unwrap_or_default();
-        let p = Pending::new(lp, plan, location, args);
+        let p = self.record_for(lp, plan, location);
         self.replay.tape.push((seq, p));
         self.stats.loops_recorded += 1;
+    }
+
+    /// `lp`'s record: the next spare record when it holds `lp` already
+    /// (a recurring window), else a new one in recycled vectors.
+    fn record_for(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>) -> Pending {
+        match self.spare_records.pop() {
+            Some(mut p) if p.same_loop(lp) => {
+                p.plan = plan;
+                p.location = location;
+                p.tags = lp.tags_shared();
+                p.exec_halo = lp.sections().exec_halo;
+                p.nodes.clear();
+                p.tokens.clear();
+                p
+            }
+            Some(mut old) => {
+                let mut args = std::mem::take(&mut old.args);
+                args.clear();
+                let mut p = Pending::new(lp, plan, location, args);
+                p.nodes = std::mem::take(&mut old.nodes);
+                p.nodes.clear();
+                p.tokens = std::mem::take(&mut old.tokens);
+                p.tokens.clear();
+                p
+            }
+            None => Pending::new(lp, plan, location, self.spare_args.pop().unwrap_or_default()),
+        }
     }
 
     /// Puts the replay tape into the DAG, in order, as if its loops had
@@ -797,8 +869,11 @@ impl State {
     /// `seq`) to the DAG and the token table, and keeps it pending.
     fn link(&mut self, rt: &Runtime, seq: u64, lp: &ParLoop, mut p: Pending) {
         let comps = tokens::computations(rt, lp, &mut self.halos, &mut self.stats);
-        let mut nodes = Vec::with_capacity(comps.len());
-        let mut touched: Vec<Token> = Vec::with_capacity(comps.iter().map(|c| c.reads.len() + c.writes.len()).sum());
+        // The record's own vectors (empty; recycled ones keep their room).
+        let mut nodes = std::mem::take(&mut p.nodes);
+        nodes.reserve(comps.len());
+        let mut touched = std::mem::take(&mut p.tokens);
+        touched.reserve(comps.iter().map(|c| c.reads.len() + c.writes.len()).sum());
         // A scratch vector kept in the state (one allocation, not one per loop).
         let mut preds = std::mem::take(&mut self.preds);
         let mut last_compute: Option<NodeIndex> = None;

@@ -30,7 +30,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::arg::ArgKind;
+use crate::arg::{Arg, ArgKind};
 use crate::par_loop::ParLoop;
 use crate::plan_cache::LoopPlan;
 use crate::strategy::Strategy;
@@ -54,6 +54,35 @@ const FORCE: u64 = 2 << 60;
 const NOTHING: u64 = 0;
 const ALL: u64 = 1;
 const SOME: u64 = 3 << 60;
+
+/// A loop's first event words: header, kernel, set, exec halo; `None`
+/// over a distributed set (its tokens depend on halo state).
+fn loop_words(lp: &ParLoop) -> Option<[u64; 4]> {
+    let s = lp.set().sections();
+    if s.owned + s.exec + s.non_exec > 0 {
+        return None;
+    }
+    Some([
+        LOOP | lp.args().len() as u64,
+        lp.kernel() as *const _ as *const u8 as usize as u64,
+        lp.set().id(),
+        lp.sections().exec_halo as u64,
+    ])
+}
+
+/// An argument's event words: datum, map, column, kind with access and
+/// dim; `None` for a matrix (never replayed).
+fn arg_words(a: &Arg) -> Option<[u64; 4]> {
+    let (kind, map, column) = match &a.kind {
+        ArgKind::Direct => (0, 0, 0),
+        ArgKind::Indirect { map, column } => (1, map.id(), *column as u64),
+        ArgKind::Vector { map } => (2, map.id(), 0),
+        ArgKind::Global => (3, 0, 0),
+        ArgKind::Mat(_) => return None,
+        ArgKind::Index => (5, 0, 0),
+    };
+    Some([a.data_id(), map, column, kind | (a.access as u64) << 8 | (a.dim as u64) << 16])
+}
 
 /// A window that recurred-able: its events and its loops' plans.
 struct Segment {
@@ -148,29 +177,13 @@ impl Replay {
     /// Encodes `lp` into `scratch`; `false` if it can never be replayed
     /// (a distributed set, whose tokens depend on halo state; a matrix).
     fn encode_loop(&mut self, lp: &ParLoop) -> bool {
-        let s = lp.set().sections();
-        if s.owned + s.exec + s.non_exec > 0 {
-            return false;
-        }
+        let Some(head) = loop_words(lp) else { return false };
         let w = &mut self.scratch;
         w.clear();
-        w.push(LOOP | lp.args().len() as u64);
-        w.push(lp.kernel() as *const _ as *const u8 as usize as u64);
-        w.push(lp.set().id());
-        w.push(lp.sections().exec_halo as u64);
+        w.extend_from_slice(&head);
         for a in lp.args() {
-            let (kind, map, column) = match &a.kind {
-                ArgKind::Direct => (0, 0, 0),
-                ArgKind::Indirect { map, column } => (1, map.id(), *column as u64),
-                ArgKind::Vector { map } => (2, map.id(), 0),
-                ArgKind::Global => (3, 0, 0),
-                ArgKind::Mat(_) => return false,
-                ArgKind::Index => (5, 0, 0),
-            };
-            w.push(a.data_id());
-            w.push(map);
-            w.push(column);
-            w.push(kind | (a.access as u64) << 8 | (a.dim as u64) << 16);
+            let Some(words) = arg_words(a) else { return false };
+            w.extend_from_slice(&words);
         }
         true
     }
@@ -229,13 +242,51 @@ impl Replay {
             // cannot be kept): no encoding.
             return None;
         }
-        let replayable = self.encode_loop(lp);
-        if !self.taping {
-            if !replayable {
-                self.learning = false;
-            }
+        if let Some(plan) = self.continue_candidate(lp) {
+            return Some(plan);
+        }
+        if self.taping {
+            return self.on_loop_slow(lp, settings);
+        }
+        // Learning only: write the loop's events down (`learnt_loop`).
+        if !self.encode_loop(lp) {
+            self.learning = false;
+        }
+        None
+    }
+
+    /// Tape mode past the window's first event: `lp` continues the
+    /// candidate segment (the common case of a recurring window), compared
+    /// word by word in place, without writing its events down first.
+    fn continue_candidate(&mut self, lp: &ParLoop) -> Option<Plan> {
+        if !self.taping || self.pos == 0 {
             return None;
         }
+        let seg = self.segments.get(self.candidate)?;
+        let mut at = self.pos;
+        let mut next = |words: [u64; 4]| {
+            let same = seg.words.get(at..at + 4) == Some(&words[..]);
+            at += 4;
+            same
+        };
+        if !next(loop_words(lp)?) {
+            return None;
+        }
+        for a in lp.args() {
+            if !next(arg_words(a)?) {
+                return None;
+            }
+        }
+        let plan = seg.plans[self.taped].clone();
+        self.pos = at;
+        self.taped += 1;
+        Some(plan)
+    }
+
+    /// As `on_loop` in tape mode, the slow way (the first loop of a
+    /// window, or another segment than the candidate).
+    fn on_loop_slow(&mut self, lp: &ParLoop, settings: impl FnOnce() -> Settings) -> Option<Plan> {
+        let replayable = self.encode_loop(lp);
         if !replayable {
             self.learning = false;
             return None;

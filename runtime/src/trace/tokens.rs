@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use smallvec::SmallVec;
+
 use crate::arg::{Arg, ArgKind};
 use crate::par_loop::ParLoop;
 use crate::runtime::Runtime;
@@ -48,16 +50,20 @@ impl Section {
     }
 }
 
+/// Tokens of one computation without allocating (a loop of up to eight
+/// arguments, one section): every recorded loop builds these.
+pub(crate) type Tokens = SmallVec<[Token; 8]>;
+
 /// One computation with its read and write sets.
 pub(crate) struct Computation {
     pub what: What,
-    pub reads: Vec<Token>,
-    pub writes: Vec<Token>,
+    pub reads: Tokens,
+    pub writes: Tokens,
 }
 
 impl Computation {
     fn new(what: What) -> Computation {
-        Computation { what, reads: Vec::new(), writes: Vec::new() }
+        Computation { what, reads: Tokens::new(), writes: Tokens::new() }
     }
 
     /// Adds argument `a`'s tokens over `section`.
@@ -200,12 +206,13 @@ pub(crate) fn computations(
     lp: &ParLoop,
     halo_state: &mut Halos,
     stats: &mut TraceStats,
-) -> Vec<Computation> {
+) -> SmallVec<[Computation; 2]> {
     let args = lp.args();
     let sections = lp.sections();
     let set = lp.set().sections();
     let distributed = set.owned + set.exec + set.non_exec > 0;
-    let mut out = Vec::with_capacity(2);
+    // Inline: a serial loop is one computation.
+    let mut out = SmallVec::new();
     let mut halos = halo_state.exchanges(rt, lp, stats);
     if !distributed {
         halos.clear();
@@ -223,8 +230,8 @@ pub(crate) fn computations(
         let room = args.len() * if distributed { 4 } else { 1 };
         let mut c = Computation {
             what: What::Compute { first, last },
-            reads: Vec::with_capacity(room),
-            writes: Vec::with_capacity(room),
+            reads: Tokens::with_capacity(room),
+            writes: Tokens::with_capacity(room),
         };
         for s in [Section::Core, Section::Owned, Section::Exec].into_iter().filter(|s| (first..=last).contains(s)) {
             for a in args {
