@@ -1,6 +1,7 @@
 //! Times the P1 Laplacian's sparsity and assembly on the unit cube cut into
 //! n x n x n cubes of six tetrahedra each (Kuhn), on the seq and threads
-//! backends: `cargo run --release -p parloop --example assembly_timing -- 125`.
+//! backends: `cargo run --release -p parloop --example assembly_timing -- 125`
+//! (a second argument, `seq` or `threads`, times that backend alone).
 //! Not a test: it prints times, and checks the row sums (zero for a
 //! Laplacian) so that a fast wrong answer does not pass unnoticed.
 
@@ -82,7 +83,13 @@ fn main() -> Result<(), parloop::Error> {
     let nodes_n = (n + 1).pow(3);
     let cells_n = 6 * n * n * n;
     println!("unit cube n = {n}: {nodes_n} vertices, {cells_n} tetrahedra, {} threads", rayon::current_num_threads());
-    for backend in [Backend::Threads, Backend::Seq] {
+    let backends = match std::env::args().nth(2).as_deref() {
+        None => vec![Backend::Threads, Backend::Seq],
+        Some("seq") => vec![Backend::Seq],
+        Some("threads") => vec![Backend::Threads],
+        Some(other) => panic!("backend: `seq` or `threads`, not `{other}`"),
+    };
+    for backend in backends {
         let rt = Runtime::with_backend(backend)?;
         let nodes = rt.set("nodes", nodes_n)?;
         let cells = rt.set("cells", cells_n)?;

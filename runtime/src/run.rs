@@ -18,7 +18,9 @@ use crate::backend::{seq, threads, Backend, HostJob, HostRun};
 use crate::device::Device;
 use crate::distribution::{Distribution, HaloTraffic};
 use crate::error::{Error, Result};
+use crate::arg::ArgKind;
 use crate::exec::{lock_args, Reduction};
+use crate::types::Access;
 use crate::par_loop::{LoopSections, ParLoop};
 use crate::plan_cache::LoopPlan;
 use crate::sync::lock;
@@ -42,6 +44,18 @@ pub(crate) fn on_host(
     sections: &LoopSections,
 ) -> Result<Ran> {
     let (kernel, set, args) = (lp.kernel(), lp.set(), lp.args());
+    // Position tables of scalar P1 assembly (`matrix::assembly::Offsets`):
+    // a loop that runs every element records them, later ones read them.
+    let tables: Vec<_> = args
+        .iter()
+        .filter_map(|a| match &a.kind {
+            ArgKind::Mat(m) if a.access == Access::INC => {
+                let elements = m.row_map.values().len() / m.row_map.arity().max(1);
+                m.attach_offsets().filter(|o| !o.ready()).map(|o| (o, elements))
+            }
+            _ => None,
+        })
+        .collect();
     let locked = lock_args(kernel.name(), args)?;
     let start = Instant::now();
     let views = &locked.views;
@@ -94,7 +108,14 @@ pub(crate) fn on_host(
     }
     match failed {
         Some(e) => Err(e),
-        None => Ok(Ran { elapsed, halo }),
+        None => {
+            for (table, elements) in tables {
+                if sections.exec().end >= elements {
+                    table.complete();
+                }
+            }
+            Ok(Ran { elapsed, halo })
+        }
     }
 }
 

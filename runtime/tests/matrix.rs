@@ -138,6 +138,11 @@ fn check_scalar_assembly(
     let a = rt.mat::<f64>("A", &s).unwrap();
     rt.par_loop(kernel, &cell_set, &[xd.arg_vec(&c2n, Access::READ), a.arg(&c2n, &c2n, Access::INC)]).unwrap();
     let csr = a.to_csr().unwrap();
+    // Again from zero: the second loop adds at the positions the first
+    // recorded (`Offsets`, arity 3 and 4), to the same bits.
+    a.zero().unwrap();
+    rt.par_loop(kernel, &cell_set, &[xd.arg_vec(&c2n, Access::READ), a.arg(&c2n, &c2n, Access::INC)]).unwrap();
+    prop_assert_eq!(&a.to_csr().unwrap(), &csr, "{}: second assembly", backend);
     check_sorted(&csr);
     // Nothing extra: every stored entry is a pair the maps produce.
     let stored: BTreeSet<(usize, usize)> = (0..nodes)
@@ -228,6 +233,44 @@ proptest! {
                 .collect();
             prop_assert_eq!(stored, expected);
             check_against(&csr, &reference, backend.name());
+        }
+    }
+}
+
+/// A fan of 300 triangles around node 0: its row holds 302 entries, more
+/// than the recorded positions (a byte each) reach, so that row is
+/// searched on every assembly; the values stay the triplets' on every
+/// backend, assembly after assembly.
+#[test]
+fn rows_longer_than_256_entries_assemble_right_every_time() {
+    let (nodes, cells) = (302, 300);
+    let map: Vec<i32> = (0..cells as i32).flat_map(|i| [0, i + 1, i + 2]).collect();
+    let x: Vec<f64> = (0..nodes).map(|i| (i as f64 * 0.37).sin()).collect();
+    let mut reference = Triplets::new();
+    for e in 0..cells {
+        let rows: Vec<usize> = map[e * 3..e * 3 + 3].iter().map(|&v| v as usize).collect();
+        let a = elem3_ref([x[rows[0]], x[rows[1]], x[rows[2]]]);
+        for i in 0..3 {
+            for j in 0..3 {
+                *reference.entry((rows[i], rows[j])).or_default() += a[i][j];
+            }
+        }
+    }
+    for &backend in BACKENDS {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let node_set = rt.set("nodes", nodes).unwrap();
+        let cell_set = rt.set("cells", cells).unwrap();
+        let c2n = rt.map("c2n", &cell_set, &node_set, 3, map.clone()).unwrap();
+        let xd = rt.dat("x", &node_set, 1, x.clone()).unwrap();
+        let s = rt.sparsity("s", &[(&c2n, &c2n)], (1, 1)).unwrap();
+        let a = rt.mat::<f64>("A", &s).unwrap();
+        for round in 0..3 {
+            a.zero().unwrap();
+            rt.par_loop(elem3::KERNEL, &cell_set, &[xd.arg_vec(&c2n, Access::READ), a.arg(&c2n, &c2n, Access::INC)])
+                .unwrap();
+            let csr = a.to_csr().unwrap();
+            assert_eq!(csr.row_ptr[1], 302, "{backend}: node 0's row");
+            check_against(&csr, &reference, &format!("{backend}, assembly {round}"));
         }
     }
 }

@@ -8,8 +8,17 @@
 //! search touches the block row the scatter writes anyway.
 //! [`element_positions`] is the one definition of an element's positions;
 //! device strategies (a contributions CSR, staged adds) build on it.
+//!
+//! The one exception: P1 triangles and tetrahedra (dims 1, equal row and
+//! column arities 3 or 4) assembled with `INC` by a loop over the pair's
+//! own iteration set keep, per element, the position of each entry within
+//! its row, one byte each ([`Offsets`], 16 bytes per tetrahedron, what the
+//! map itself takes). The first such loop searches and records them; the
+//! loops after it read them instead of searching (the search is most of
+//! the assembly's time), in the same order, so the sums are the same bits.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use super::sparsity::Pattern;
 use crate::decl::Map;
@@ -28,6 +37,58 @@ pub(crate) struct MatScatter {
     /// Element matrix rows (row arity x row dim) and columns.
     pub(crate) rows: usize,
     pub(crate) cols: usize,
+    /// The pattern's position table for this pair, when the loop runs on
+    /// the host and the shape has one (see [`MatScatter::attach_offsets`]).
+    pub(crate) offsets: OnceLock<Arc<Offsets>>,
+}
+
+/// Per element, the position of each of its `N x N` entries within its
+/// row's entries (row-major, as the element matrix), one byte each: what
+/// the search of the scalar P1 scatter finds, recorded by the first loop
+/// and read by those after it. Kept by the pattern, one per (row map,
+/// column map) pair it was built from.
+pub(crate) struct Offsets {
+    /// `N * N` per element of the maps' iteration set.
+    table: Box<[AtomicU8]>,
+    /// Every element's positions were recorded by one complete loop.
+    ready: AtomicBool,
+    /// A search came back empty (a map changed under the pattern): never
+    /// ready, the search stays.
+    broken: AtomicBool,
+}
+
+impl Offsets {
+    /// A zeroed table of `n` bytes, or `None` when it does not fit: the
+    /// pages are the allocator's zeroed ones, touched only when recorded.
+    fn zeroed(n: usize) -> Option<Offsets> {
+        let layout = std::alloc::Layout::array::<AtomicU8>(n).ok()?;
+        let table: Box<[AtomicU8]> = if n == 0 {
+            Box::new([])
+        } else {
+            // SAFETY: `layout` has a non-zero size.
+            let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<AtomicU8>();
+            if ptr.is_null() {
+                return None;
+            }
+            // SAFETY: `ptr` holds `n` zeroed bytes allocated with the global
+            // allocator for this layout, and a zero byte is a valid `AtomicU8`.
+            unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n)) }
+        };
+        Some(Offsets { table, ready: AtomicBool::new(false), broken: AtomicBool::new(false) })
+    }
+
+    /// Whether the table holds every element's positions.
+    pub(crate) fn ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Called after a loop that ran every element through the scatter
+    /// without error: the recorded table is complete.
+    pub(crate) fn complete(&self) {
+        if !self.broken.load(Ordering::Relaxed) {
+            self.ready.store(true, Ordering::Release);
+        }
+    }
 }
 
 impl std::fmt::Debug for MatScatter {
@@ -52,7 +113,42 @@ impl MatScatter {
             pair: self.pair.clone(),
             rows: self.rows,
             cols: self.cols,
+            offsets: OnceLock::new(),
         }
+    }
+
+    /// Before a host loop with `INC`: finds (or makes, empty) the pattern's
+    /// position table for this argument's maps, and returns it, when the
+    /// shape has one: dims 1, row and column maps of equal arity 3 or 4
+    /// that are a pair the pattern was built from (not a subset's composed
+    /// maps, whose elements are another set's), and rows of at most 256
+    /// entries (positions fit a byte).
+    pub(crate) fn attach_offsets(&self) -> Option<Arc<Offsets>> {
+        if let Some(o) = self.offsets.get() {
+            return Some(o.clone());
+        }
+        let p = &*self.pattern;
+        let n = self.col_map.arity();
+        if p.row_dim != 1 || p.col_dim != 1 || self.row_map.arity() != n || !(n == 3 || n == 4) {
+            return None;
+        }
+        let key = (self.row_map.id(), self.col_map.id());
+        if !p.pairs.contains(&key) {
+            return None;
+        }
+        let mut cache = crate::sync::lock(&p.offsets);
+        let found = match cache.iter().find(|(k, _)| *k == key) {
+            Some((_, o)) => o.clone(),
+            None => {
+                let (ptr, _) = p.block();
+                let short = ptr.windows(2).all(|w| w[1] - w[0] <= 256);
+                let elements = self.row_map.values().len() / n;
+                let made = if short { Offsets::zeroed(elements * n * n).map(Arc::new) } else { None };
+                cache.push((key, made.clone()));
+                made
+            }
+        }?;
+        Some(self.offsets.get_or_init(|| found).clone())
     }
 }
 
@@ -195,7 +291,9 @@ unsafe fn scatter_n<T: Scalar, const N: usize>(s: &MatScatter, e: usize, local: 
 }
 
 /// [`scatter`]'s add for dims 1 and row and column maps of arity `N`:
-/// the element's `N x N` values go straight into the rows' entries.
+/// the element's `N x N` values go straight into the rows' entries, at
+/// the positions of the [`Offsets`] table when it is complete, else
+/// searched (and recorded, when there is a table to fill).
 ///
 /// # Safety
 /// As [`scatter`], with both arities `N` and both dims 1.
@@ -203,6 +301,30 @@ unsafe fn scatter_n<T: Scalar, const N: usize>(s: &MatScatter, e: usize, local: 
 unsafe fn add_scalar<T: Scalar, const N: usize>(s: &MatScatter, e: usize, local: *const T, data: *mut T) {
     let p = &*s.pattern;
     let rows: &[i32; N] = s.row_map.values()[e * N..(e + 1) * N].try_into().expect("the map's arity is N");
+    let table = s.offsets.get();
+    if let Some(o) = table.filter(|o| o.ready()) {
+        let at = &o.table[e * N * N..(e + 1) * N * N];
+        let ptr = p.row_ptr();
+        for (i, &r) in rows.iter().enumerate() {
+            let r = r as usize;
+            if r >= p.row_entities {
+                continue; // another rank's row
+            }
+            let start = ptr[r];
+            for j in 0..N {
+                let k = at[i * N + j].load(Ordering::Relaxed) as usize;
+                debug_assert!(start + k < ptr[r + 1], "a recorded position lies in its row");
+                // SAFETY: the table was recorded from this pattern and these
+                // maps (`attach_offsets`): `start + k` is an entry of row
+                // `r`, `i * N + j` one of the element matrix (the contract).
+                unsafe {
+                    let d = data.add(start + k);
+                    *d = (*d).inc(*local.add(i * N + j));
+                }
+            }
+        }
+        return;
+    }
     let crow: &[i32; N] = s.col_map.values()[e * N..(e + 1) * N].try_into().expect("the map's arity is N");
     // Map values were validated: non-negative and below the sets' sizes.
     let cols: [u32; N] = crow.map(|c| c as u32);
@@ -216,6 +338,13 @@ unsafe fn add_scalar<T: Scalar, const N: usize>(s: &MatScatter, e: usize, local:
         let start = ptr[r];
         let found = ranks(&bcols[start..ptr[r + 1]], &cols);
         for (j, k) in found.into_iter().enumerate() {
+            if let Some(o) = table {
+                // Rows hold at most 256 entries where there is a table.
+                match k {
+                    Some(k) => o.table[e * N * N + i * N + j].store(k as u8, Ordering::Relaxed),
+                    None => o.broken.store(true, Ordering::Relaxed),
+                }
+            }
             // The pattern was built from these maps' rows: the entry is there.
             let Some(k) = k else { continue };
             // SAFETY: `start + k` is an entry of row `r` in the values,

@@ -291,6 +291,7 @@ impl<T: Scalar> Mat<T> {
                 pair: (row_map.clone(), col_map.clone()),
                 rows,
                 cols,
+                offsets: std::sync::OnceLock::new(),
             })),
             access,
             dim: rows * cols,

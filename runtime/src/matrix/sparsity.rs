@@ -36,6 +36,10 @@ pub(crate) struct Pattern {
     /// Scalar CSR.
     row_ptr: Vec<usize>,
     col_indices: Vec<u32>,
+    /// Position tables of the scalar P1 scatter, per (row map, col map)
+    /// pair (`None`: the pair's shape has none), made by its first host
+    /// loop (`assembly::MatScatter::attach_offsets`).
+    pub(crate) offsets: std::sync::Mutex<Vec<((u64, u64), Option<Arc<super::assembly::Offsets>>)>>,
 }
 
 impl Pattern {
@@ -193,11 +197,17 @@ fn oom(name: &str, what: &str, n: usize, size: usize) -> Error {
     Error::OutOfMemory { what: format!("sparsity `{name}`: {what} ({n} entries)"), bytes: n.saturating_mul(size) }
 }
 
-/// A vector of `n` copies of `v`, allocated fallibly.
-fn filled<T: Clone>(name: &str, what: &str, n: usize, v: T) -> Result<Vec<T>> {
+/// A vector of `n` copies of `v`, allocated fallibly and filled on every
+/// worker: the first touch of fresh pages (the kernel clears each, about
+/// 1 s per GB on dev-2c) is the larger part of writing them, and one
+/// thread clearing the 190 MB of the n = 125 cube's incidence and 120 MB of
+/// its columns kept the build from scaling.
+fn filled<T: Copy + Send + Sync>(name: &str, what: &str, n: usize, v: T) -> Result<Vec<T>> {
     let mut out = Vec::new();
     out.try_reserve_exact(n).map_err(|_| oom(name, what, n, std::mem::size_of::<T>()))?;
-    out.resize(n, v);
+    out.spare_capacity_mut()[..n].par_chunks_mut(1 << 16).for_each(|c| c.fill(std::mem::MaybeUninit::new(v)));
+    // SAFETY: the first `n` values were initialised just above.
+    unsafe { out.set_len(n) };
     Ok(out)
 }
 
@@ -332,8 +342,12 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
         debug_assert_eq!(at - task_offsets[t], cols.len());
     }
     bptr[rows] = at;
-    let mut bcols = filled(name, "block column indices", at, 0u32)?;
-    split_fill(&mut bcols, tasks.iter().map(|(_, c)| c.as_slice()));
+    let mut bcols: Vec<u32> = Vec::new();
+    bcols.try_reserve_exact(at).map_err(|_| oom(name, "block column indices", at, 4))?;
+    // Each page is touched once, by the worker that copies into it.
+    split_fill(&mut bcols.spare_capacity_mut()[..at], tasks.iter().map(|(_, c)| c.as_slice()));
+    // SAFETY: the tasks' columns, `at` of them in all, filled every entry.
+    unsafe { bcols.set_len(at) };
     drop(tasks);
     if row_dim == 1 && col_dim == 1 {
         return Ok(Pattern {
@@ -347,6 +361,7 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
             block: None,
             row_ptr: bptr,
             col_indices: bcols,
+            offsets: Default::default(),
         });
     }
     // Expand blocks: row r*rd + a holds, for each block column c, the
@@ -393,6 +408,7 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
         block: Some((bptr, bcols)),
         row_ptr,
         col_indices,
+        offsets: Default::default(),
     })
 }
 
@@ -442,12 +458,11 @@ fn incidence(name: &str, map: &Map, rows: usize) -> Result<(Vec<usize>, Vec<u32>
     }
     let total = at as usize;
     ptr[rows] = total;
-    let elems: Vec<AtomicU32> = {
-        let mut v = Vec::new();
-        v.try_reserve_exact(total).map_err(|_| oom(name, "incidence", total, 4))?;
-        v.extend((0..total).map(|_| AtomicU32::new(0)));
-        v
-    };
+    let mut elems = filled(name, "incidence", total, 0u32)?;
+    // SAFETY: `AtomicU32` has the size, alignment and bit validity of
+    // `u32`, and `elems` is borrowed mutably (no other access) while the
+    // atomic view lives.
+    let atomics: &[AtomicU32] = unsafe { &*(elems.as_mut_slice() as *mut [u32] as *const [AtomicU32]) };
     // Positions are disjoint between workers; relaxed stores are plain
     // stores (the atomics only make the sharing safe).
     cursors.par_iter_mut().enumerate().for_each(|(w, cursor)| {
@@ -455,21 +470,26 @@ fn incidence(name: &str, map: &Map, rows: usize) -> Result<(Vec<usize>, Vec<u32>
             for &r in &values[e * arity..(e + 1) * arity] {
                 if (r as usize) < rows {
                     let at = &mut cursor[r as usize];
-                    elems[*at as usize].store(e as u32, Ordering::Relaxed);
+                    atomics[*at as usize].store(e as u32, Ordering::Relaxed);
                     *at += 1;
                 }
             }
         }
     });
-    let elems = elems.into_iter().map(AtomicU32::into_inner).collect();
     Ok((ptr, elems))
 }
 
-/// Copies the `parts` one after another into `out`, in parallel.
-fn split_fill<'a>(out: &mut [u32], parts: impl Iterator<Item = &'a [u32]>) {
+/// Copies the `parts` one after another into `out`, in parallel; `out`
+/// holds exactly their total.
+fn split_fill<'a>(out: &mut [std::mem::MaybeUninit<u32>], parts: impl Iterator<Item = &'a [u32]>) {
     let parts: Vec<&[u32]> = parts.collect();
+    debug_assert_eq!(out.len(), parts.iter().map(|p| p.len()).sum::<usize>());
     let slices = split_by(out, parts.iter().map(|p| p.len()));
-    slices.into_par_iter().zip(parts).for_each(|(o, p)| o.copy_from_slice(p));
+    slices.into_par_iter().zip(parts).for_each(|(o, p)| {
+        for (o, &v) in o.iter_mut().zip(p) {
+            o.write(v);
+        }
+    });
 }
 
 /// `out` cut into consecutive slices of the given lengths.
