@@ -13,17 +13,17 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::arg::ArgKind;
 use crate::backend::device_loop::{DeviceLoop, Launcher};
 use crate::backend::{seq, threads, Backend, HostJob, HostRun};
 use crate::device::Device;
 use crate::distribution::{Distribution, HaloTraffic};
 use crate::error::{Error, Result};
-use crate::arg::ArgKind;
 use crate::exec::{lock_args, Reduction};
-use crate::types::Access;
 use crate::par_loop::{LoopSections, ParLoop};
 use crate::plan_cache::LoopPlan;
 use crate::sync::lock;
+use crate::types::Access;
 
 /// What one execution took: its time and its halo traffic.
 pub(crate) struct Ran {

@@ -39,8 +39,11 @@ pub(crate) struct Pattern {
     /// Position tables of the scalar P1 scatter, per (row map, col map)
     /// pair (`None`: the pair's shape has none), made by its first host
     /// loop (`assembly::MatScatter::attach_offsets`).
-    pub(crate) offsets: std::sync::Mutex<Vec<((u64, u64), Option<Arc<super::assembly::Offsets>>)>>,
+    pub(crate) offsets: std::sync::Mutex<Vec<(PairIds, Option<Arc<super::assembly::Offsets>>)>>,
 }
+
+/// A (row map, column map) pair by map identities.
+pub(crate) type PairIds = (u64, u64);
 
 impl Pattern {
     /// The block CSR: row entity -> sorted column entities.
