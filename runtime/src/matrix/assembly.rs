@@ -13,7 +13,8 @@
 //! column arities 3 or 4) assembled with `INC` by a loop over the pair's
 //! own iteration set keep, per element, the position of each entry within
 //! its row, one byte each ([`Offsets`], 16 bytes per tetrahedron, what the
-//! map itself takes). The first such loop searches and records them; the
+//! map itself takes). The second such loop searches and records them (a
+//! matrix assembled once pays neither the memory nor the recording); the
 //! loops after it read them instead of searching (the search is most of
 //! the assembly's time), in the same order, so the sums are the same bits.
 
@@ -55,12 +56,24 @@ pub(crate) struct Offsets {
     /// A search came back empty (a map changed under the pattern): never
     /// ready, the search stays.
     broken: AtomicBool,
+    /// The addresses of the row and column maps' values it was recorded
+    /// from: a map localised since (distributed) has other values, and
+    /// the table is not used for them.
+    maps: (usize, usize),
+}
+
+/// A pattern's record for one (row map, column map) pair.
+pub(crate) enum OffsetsSlot {
+    /// One host loop ran: the next makes the table.
+    SeenOnce,
+    /// The table (`None`: the pair's shape or rows have none).
+    Made(Option<Arc<Offsets>>),
 }
 
 impl Offsets {
     /// A zeroed table of `n` bytes, or `None` when it does not fit: the
     /// pages are the allocator's zeroed ones, touched only when recorded.
-    fn zeroed(n: usize) -> Option<Offsets> {
+    fn zeroed(n: usize, maps: (usize, usize)) -> Option<Offsets> {
         let layout = std::alloc::Layout::array::<AtomicU8>(n).ok()?;
         let table: Box<[AtomicU8]> = if n == 0 {
             Box::new([])
@@ -74,7 +87,7 @@ impl Offsets {
             // allocator for this layout, and a zero byte is a valid `AtomicU8`.
             unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n)) }
         };
-        Some(Offsets { table, ready: AtomicBool::new(false), broken: AtomicBool::new(false) })
+        Some(Offsets { table, ready: AtomicBool::new(false), broken: AtomicBool::new(false), maps })
     }
 
     /// Whether the table holds every element's positions.
@@ -117,15 +130,17 @@ impl MatScatter {
         }
     }
 
-    /// Before a host loop with `INC`: finds (or makes, empty) the pattern's
-    /// position table for this argument's maps, and returns it, when the
-    /// shape has one: dims 1, row and column maps of equal arity 3 or 4
-    /// that are a pair the pattern was built from (not a subset's composed
-    /// maps, whose elements are another set's), and rows of at most 256
-    /// entries (positions fit a byte).
+    /// Before a host loop with `INC`: finds (or, from the pair's second
+    /// loop on, makes empty) the pattern's position table for this
+    /// argument's maps, and returns it, when the shape has one: dims 1, row
+    /// and column maps of equal arity 3 or 4 that are a pair the pattern
+    /// was built from (not a subset's composed maps, whose elements are
+    /// another set's), and rows of at most 256 entries (positions fit a
+    /// byte).
     pub(crate) fn attach_offsets(&self) -> Option<Arc<Offsets>> {
+        let maps = (self.row_map.values().as_ptr() as usize, self.col_map.values().as_ptr() as usize);
         if let Some(o) = self.offsets.get() {
-            return Some(o.clone());
+            return (o.maps == maps).then(|| o.clone());
         }
         let p = &*self.pattern;
         let n = self.col_map.arity();
@@ -137,17 +152,24 @@ impl MatScatter {
             return None;
         }
         let mut cache = crate::sync::lock(&p.offsets);
-        let found = match cache.iter().find(|(k, _)| *k == key) {
-            Some((_, o)) => o.clone(),
-            None => {
+        let found = match cache.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, OffsetsSlot::Made(o))) => o.clone(),
+            Some((_, slot)) => {
                 let (ptr, _) = p.block();
                 let short = ptr.windows(2).all(|w| w[1] - w[0] <= 256);
                 let elements = self.row_map.values().len() / n;
-                let made = if short { Offsets::zeroed(elements * n * n).map(Arc::new) } else { None };
-                cache.push((key, made.clone()));
+                let made = if short { Offsets::zeroed(elements * n * n, maps).map(Arc::new) } else { None };
+                *slot = OffsetsSlot::Made(made.clone());
                 made
             }
+            None => {
+                cache.push((key, OffsetsSlot::SeenOnce));
+                None
+            }
         }?;
+        if found.maps != maps {
+            return None;
+        }
         Some(self.offsets.get_or_init(|| found).clone())
     }
 }
@@ -301,7 +323,10 @@ unsafe fn scatter_n<T: Scalar, const N: usize>(s: &MatScatter, e: usize, local: 
 unsafe fn add_scalar<T: Scalar, const N: usize>(s: &MatScatter, e: usize, local: *const T, data: *mut T) {
     let p = &*s.pattern;
     let rows: &[i32; N] = s.row_map.values()[e * N..(e + 1) * N].try_into().expect("the map's arity is N");
-    let table = s.offsets.get();
+    // A table recorded from these maps' values (a map localised since
+    // has others: searched then).
+    let maps = (s.row_map.values().as_ptr() as usize, s.col_map.values().as_ptr() as usize);
+    let table = s.offsets.get().filter(|o| o.maps == maps);
     if let Some(o) = table.filter(|o| o.ready()) {
         let at = &o.table[e * N * N..(e + 1) * N * N];
         let ptr = p.row_ptr();

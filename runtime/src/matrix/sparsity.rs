@@ -37,9 +37,9 @@ pub(crate) struct Pattern {
     row_ptr: Vec<usize>,
     col_indices: Vec<u32>,
     /// Position tables of the scalar P1 scatter, per (row map, col map)
-    /// pair (`None`: the pair's shape has none), made by its first host
-    /// loop (`assembly::MatScatter::attach_offsets`).
-    pub(crate) offsets: std::sync::Mutex<Vec<(PairIds, Option<Arc<super::assembly::Offsets>>)>>,
+    /// pair, made by its second host loop
+    /// (`assembly::MatScatter::attach_offsets`).
+    pub(crate) offsets: std::sync::Mutex<Vec<(PairIds, super::assembly::OffsetsSlot)>>,
 }
 
 /// A (row map, column map) pair by map identities.
