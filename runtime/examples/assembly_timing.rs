@@ -114,13 +114,15 @@ fn main() -> Result<(), parloop::Error> {
             .fold(0.0, f64::max);
         println!(
             "{backend:>7}: sparsity {:.3} s ({} rows, {} entries, {:.2} per row), zero matrix {:.3} s, \
-             assembly {:.3} s first, {:.3} s warm ({:.1} M element matrices/s); max |row sum| {worst:.1e}",
+             assembly {:.3} s first, {:.3} s second (records positions), {:.3} s warm ({:.1} M element matrices/s); \
+             max |row sum| {worst:.1e}",
             sparsity_s,
             s.rows(),
             s.nnz(),
             s.nnz() as f64 / s.rows() as f64,
             mat_s,
             times[0],
+            times[1],
             times[2],
             cells_n as f64 / times[2] / 1e6
         );
