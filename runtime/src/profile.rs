@@ -164,7 +164,7 @@ pub fn trace_table(stats: &crate::trace::TraceStats, points: &[crate::trace::For
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "lazy trace: {} loops recorded ({} computations, {} edges), {} run, {} forces ({} found nothing), {} eager, {} discarded, {} halo exchanges skipped, {} removed, {} replays ({} loops, {} fallbacks), {} loops fused, {} temporaries reused",
+        "lazy trace: {} loops recorded ({} computations, {} edges), {} run, {} forces ({} found nothing), {} eager, {} discarded, {} halo exchanges skipped, {} removed, {} replays ({} loops, {} fallbacks), {} loops fused, {} temporaries reused, {} records reused",
         stats.loops_recorded,
         stats.computations_recorded,
         stats.edges_recorded,
@@ -179,7 +179,8 @@ pub fn trace_table(stats: &crate::trace::TraceStats, points: &[crate::trace::For
         stats.loops_replayed,
         stats.replay_fallbacks,
         stats.loops_fused,
-        stats.temporaries_reused
+        stats.temporaries_reused,
+        stats.records_reused
     );
     let _ = writeln!(s, "{:<48} {:>8} {:>10}", "forced at", "forces", "loops run");
     for p in points {

@@ -188,6 +188,20 @@ fn a_recurring_step_is_replayed_with_partial_forces_and_counted() {
     assert_eq!(full.computations_recorded, 7 * steps as u64);
 }
 
+/// Every loop of a recurring step reuses its record of an earlier step,
+/// also when the step's windows differ from one another (here a window of
+/// four loops, then one of three: the airfoil's shape). The records were
+/// once taken in the last window's order only, so a loop of the second
+/// window met the first window's records and built a new one.
+#[test]
+fn a_recurring_step_reuses_its_loop_records_across_unequal_windows() {
+    for mode in [Mode::Lazy, Mode::Replay] {
+        let (_, six) = airfoil_like(mode, 6, None);
+        let (_, twelve) = airfoil_like(mode, 12, None);
+        assert_eq!(twelve.records_reused - six.records_reused, 7 * 6, "{mode:?}");
+    }
+}
+
 /// Replayed loops look no plan up, so they add no planning time to the
 /// profile: the kept plans once carried the learning loop's lookup time,
 /// added again on every replay (the airfoil on a 4x4 grid reported 0.7 s

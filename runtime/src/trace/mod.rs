@@ -32,7 +32,7 @@ mod replay;
 mod tokens;
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -58,6 +58,11 @@ use tokens::{data_tokens, Section};
 /// Pending loops at most: past this, recording flushes the trace, so a
 /// time loop that never reads on the host does not grow it without bound.
 const TRACE_LIMIT: usize = 1024;
+
+/// Records of loops that ran kept for the next ones (`State::record_for`):
+/// a few time steps' loops, few enough that a program of many distinct
+/// loops neither scans long nor keeps many sets and maps alive.
+const RECORD_POOL: usize = 64;
 
 thread_local! {
     /// Whether this thread is running forced loops: host accesses and
@@ -133,6 +138,9 @@ pub struct TraceStats {
     /// Loops that ran inside a fused launch with at least one other
     /// (`Runtime::set_fusion`): a launch of three loops counts three.
     pub loops_fused: u64,
+    /// Recorded loops that reused the record of an earlier run of the
+    /// same loop (same kernel, set and arguments) instead of building one.
+    pub records_reused: u64,
     /// Temporaries ([`Runtime::temporary`]) that took a released
     /// temporary's buffer instead of allocating (counted with or without
     /// the trace).
@@ -335,12 +343,17 @@ struct State {
     spare_tape: Vec<(u64, Pending)>,
     /// Predecessors of one computation (`link`'s scratch).
     preds: Vec<NodeIndex>,
-    /// Records of loops that ran, newest last in reverse run order (the
-    /// next record takes the last): a recurring window's loops find their
-    /// record of the last window and reuse it as it is (see
-    /// `Pending::same_loop`). Only weak references to data: no datum is
-    /// kept alive by them.
-    spare_records: Vec<Pending>,
+    /// Records of loops that ran, newest last (each force's in reverse
+    /// run order), at most `RECORD_POOL` after a force starts: a
+    /// recurring loop finds its record of an earlier window and reuses it
+    /// as it is (see `Pending::same_loop`). Windows need not recur one for
+    /// one: the airfoil alternates a window of five loops and one of four,
+    /// of the same loops. Only weak references to data: no datum is kept
+    /// alive by them (their sets and maps are, until evicted).
+    spare_records: VecDeque<Pending>,
+    /// Records evicted from `spare_records`, dropped by the force that
+    /// evicted them outside the state's lock (emptied, kept for its room).
+    evicted: Vec<Pending>,
 }
 
 /// A runtime's trace.
@@ -451,7 +464,8 @@ impl Trace {
             spare_args: Vec::new(),
             spare_tape: Vec::new(),
             preds: Vec::new(),
-            spare_records: Vec::new(),
+            spare_records: VecDeque::new(),
+            evicted: Vec::new(),
         };
         Trace {
             state: Mutex::new(state),
@@ -622,10 +636,12 @@ impl Trace {
             // The emptied argument vectors of the loops about to run join
             // these (given back below).
             let spare = std::mem::take(&mut st.spare_args);
-            let records = std::mem::take(&mut st.spare_records);
-            (taken, spare, records)
+            let mut evicted = std::mem::take(&mut st.evicted);
+            let excess = st.spare_records.len().saturating_sub(RECORD_POOL);
+            evicted.extend(st.spare_records.drain(..excess));
+            (taken, spare, evicted)
         };
-        let (mut taken, mut spare, mut records) = taken;
+        let (mut taken, mut spare, mut evicted) = taken;
         let Some(core) = self.core.upgrade() else { return Ok(()) };
         let rt = Runtime::handle(core);
         let forcing = Forcing::start();
@@ -679,13 +695,12 @@ impl Trace {
             i = j;
         }
         // Loops not run (after a failure) drop their data here, still
-        // while forcing; after a success, the records wait for the next
-        // window's loops (in reverse: the next record pops the first).
-        records.clear();
-        if failed.is_none() {
-            records.extend(taken.drain(..).rev().map(|(_, p)| p));
+        // while forcing, as do evicted records; after a success, the
+        // records join the pool below for the next windows' loops.
+        evicted.clear();
+        if failed.is_some() {
+            taken.clear();
         }
-        taken.clear();
         drop(forcing);
         // At most a full trace's worth (what one force frees).
         spare.truncate(TRACE_LIMIT);
@@ -693,6 +708,10 @@ impl Trace {
             let mut st = lock(&self.state);
             st.stats.loops_run += ran;
             st.stats.loops_fused += fused;
+            // Only weak references left in them (strong ones went with
+            // their argument vectors above): nothing drops here.
+            st.spare_records.extend(taken.drain(..).rev().map(|(_, p)| p));
+            st.evicted = evicted;
             // The emptied vectors serve the next records: `taken` the
             // next replayed window's tape, `spare` their arguments.
             if taken.capacity() > st.spare_tape.capacity() {
@@ -701,10 +720,7 @@ impl Trace {
             if spare.len() > st.spare_args.len() {
                 std::mem::swap(&mut st.spare_args, &mut spare);
             }
-            // Dropped below, outside the lock, whichever is left.
-            std::mem::swap(&mut st.spare_records, &mut records);
         }
-        drop(records);
         match failed {
             None => Ok(()),
             Some((seq, skipped, e)) => {
@@ -807,11 +823,26 @@ impl State {
         self.stats.loops_recorded += 1;
     }
 
-    /// `lp`'s record: the next spare record when it holds `lp` already
-    /// (a recurring window), else a new one in recycled vectors.
+    /// `lp`'s record: a spare record that holds `lp` already (a recurring
+    /// loop), newest first, else a new one (in the oldest record's vectors
+    /// when the pool is full).
     fn record_for(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>) -> Pending {
-        match self.spare_records.pop() {
-            Some(mut p) if p.same_loop(lp) => {
+        let spare = &self.spare_records;
+        let found = spare
+            .iter()
+            .rev()
+            .position(|p| std::ptr::eq(p.kernel, lp.kernel()) && p.same_loop(lp))
+            .map(|from_end| spare.len() - 1 - from_end);
+        let record = match found {
+            Some(i) => self.spare_records.remove(i),
+            // A full pool gives its oldest record's room; a smaller one
+            // keeps its records for loops still to come.
+            None if spare.len() >= RECORD_POOL => self.spare_records.pop_front(),
+            None => None,
+        };
+        match record {
+            Some(mut p) if found.is_some() => {
+                self.stats.records_reused += 1;
                 p.plan = plan;
                 p.location = location;
                 p.tags = lp.tags_shared();
