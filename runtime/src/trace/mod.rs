@@ -32,7 +32,7 @@ mod replay;
 mod tokens;
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -350,7 +350,7 @@ struct State {
     /// one: the airfoil alternates a window of five loops and one of four,
     /// of the same loops. Only weak references to data: no datum is kept
     /// alive by them (their sets and maps are, until evicted).
-    spare_records: VecDeque<Pending>,
+    spare_records: Vec<Pending>,
     /// Records evicted from `spare_records`, dropped by the force that
     /// evicted them outside the state's lock (emptied, kept for its room).
     evicted: Vec<Pending>,
@@ -464,7 +464,7 @@ impl Trace {
             spare_args: Vec::new(),
             spare_tape: Vec::new(),
             preds: Vec::new(),
-            spare_records: VecDeque::new(),
+            spare_records: Vec::new(),
             evicted: Vec::new(),
         };
         Trace {
@@ -834,10 +834,12 @@ impl State {
             .position(|p| std::ptr::eq(p.kernel, lp.kernel()) && p.same_loop(lp))
             .map(|from_end| spare.len() - 1 - from_end);
         let record = match found {
-            Some(i) => self.spare_records.remove(i),
+            // The newest, when windows recur one for one: no shifting.
+            Some(i) if i + 1 == spare.len() => self.spare_records.pop(),
+            Some(i) => Some(self.spare_records.remove(i)),
             // A full pool gives its oldest record's room; a smaller one
             // keeps its records for loops still to come.
-            None if spare.len() >= RECORD_POOL => self.spare_records.pop_front(),
+            None if spare.len() >= RECORD_POOL => Some(self.spare_records.swap_remove(0)),
             None => None,
         };
         match record {
