@@ -4,7 +4,7 @@
 //! shared; everything else handles typed, safe objects.
 
 use crate::arg::{Arg, ArgKind};
-use crate::decl::LockedValues;
+use crate::decl::LoopGuard;
 use crate::error::{Error, Result};
 use crate::types::{Access, ElemType, Scalar};
 use crate::views::{ArgView, ViewKind};
@@ -18,7 +18,7 @@ const INLINE_ARGS: usize = 8;
 /// A loop's data, locked for the duration of the loop, and its views.
 pub(crate) struct LockedArgs<'a> {
     /// Keeps the locks (one per distinct dat or global).
-    _guards: SmallVec<[Box<dyn LockedValues + 'a>; INLINE_ARGS]>,
+    _guards: SmallVec<[LoopGuard<'a>; INLINE_ARGS]>,
     /// One view per argument.
     pub views: SmallVec<[ArgView; INLINE_ARGS]>,
 }
@@ -35,7 +35,7 @@ pub(crate) fn lock_args_where<'a>(
     args: &'a [Arg],
     pick: impl Fn(&Arg) -> bool,
 ) -> Result<LockedArgs<'a>> {
-    let mut guards: SmallVec<[Box<dyn LockedValues + 'a>; INLINE_ARGS]> = SmallVec::new();
+    let mut guards: SmallVec<[LoopGuard<'a>; INLINE_ARGS]> = SmallVec::new();
     let mut bases: SmallVec<[(u64, *mut u8); INLINE_ARGS]> = SmallVec::new();
     let mut views = SmallVec::with_capacity(args.len());
     for arg in args {

@@ -3,7 +3,13 @@
 use std::fmt;
 
 mod sealed {
-    pub trait Sealed {}
+    /// Only parloop's element types are [`Scalar`](super::Scalar)s, and
+    /// each knows its variant of a loop's lock (no allocation per locked
+    /// argument, see `decl::LoopGuard`).
+    pub trait Sealed: Sized {
+        #[allow(private_interfaces)]
+        fn loop_guard(guard: crate::host_access::WriteGuard<'_, Vec<Self>>) -> crate::decl::LoopGuard<'_>;
+    }
 }
 
 /// The element types of dats and globals: `f64`, `f32`, `i32`, `u32`, `i64`, `u64`.
@@ -26,7 +32,12 @@ pub trait Scalar: bytemuck::Pod + Default + PartialOrd + fmt::Debug + Send + Syn
 
 macro_rules! scalar {
     ($t:ty, $tag:ident, float) => {
-        impl sealed::Sealed for $t {}
+        impl sealed::Sealed for $t {
+            #[allow(private_interfaces)]
+            fn loop_guard(guard: crate::host_access::WriteGuard<'_, Vec<Self>>) -> crate::decl::LoopGuard<'_> {
+                crate::decl::LoopGuard::$tag(guard)
+            }
+        }
         impl Scalar for $t {
             const TYPE: ElemType = ElemType::$tag;
             const ADD_IDENTITY: Self = -0.0;
@@ -43,7 +54,12 @@ macro_rules! scalar {
         }
     };
     ($t:ty, $tag:ident, int) => {
-        impl sealed::Sealed for $t {}
+        impl sealed::Sealed for $t {
+            #[allow(private_interfaces)]
+            fn loop_guard(guard: crate::host_access::WriteGuard<'_, Vec<Self>>) -> crate::decl::LoopGuard<'_> {
+                crate::decl::LoopGuard::$tag(guard)
+            }
+        }
         impl Scalar for $t {
             const TYPE: ElemType = ElemType::$tag;
             const ADD_IDENTITY: Self = 0;

@@ -353,7 +353,7 @@ pub(crate) trait Storage: Send + Sync {
     fn elem(&self) -> ElemType;
     /// Locks the values for a loop (current on the host); `None` when this
     /// thread's host code holds them.
-    fn lock(&self) -> Option<Result<Box<dyn LockedValues + '_>>>;
+    fn lock(&self) -> Option<Result<LoopGuard<'_>>>;
     /// The address of current values on `device` (uploading stale ones);
     /// `None` when the host holds them.
     fn on_device(&self, device: &Arc<dyn Device>) -> Option<Result<u64>>;
@@ -367,15 +367,30 @@ pub(crate) trait Storage: Send + Sync {
     fn temp(&self) -> Option<&Temp>;
 }
 
-/// Values locked for the duration of a loop.
-pub(crate) trait LockedValues {
-    /// Base pointer of the values.
-    fn base(&mut self) -> *mut u8;
+/// The values of one dat or global, locked for the duration of a loop,
+/// by element type: an enum and not a `Box<dyn ...>`, because a loop locks
+/// each of its data (a box was an allocation per argument per loop, most
+/// of what locking cost).
+pub(crate) enum LoopGuard<'a> {
+    F64(host_access::WriteGuard<'a, Vec<f64>>),
+    F32(host_access::WriteGuard<'a, Vec<f32>>),
+    I32(host_access::WriteGuard<'a, Vec<i32>>),
+    U32(host_access::WriteGuard<'a, Vec<u32>>),
+    I64(host_access::WriteGuard<'a, Vec<i64>>),
+    U64(host_access::WriteGuard<'a, Vec<u64>>),
 }
 
-impl<T> LockedValues for host_access::WriteGuard<'_, Vec<T>> {
-    fn base(&mut self) -> *mut u8 {
-        self.guard.as_mut_ptr().cast()
+impl LoopGuard<'_> {
+    /// Base pointer of the values.
+    pub(crate) fn base(&mut self) -> *mut u8 {
+        match self {
+            LoopGuard::F64(g) => g.guard.as_mut_ptr().cast(),
+            LoopGuard::F32(g) => g.guard.as_mut_ptr().cast(),
+            LoopGuard::I32(g) => g.guard.as_mut_ptr().cast(),
+            LoopGuard::U32(g) => g.guard.as_mut_ptr().cast(),
+            LoopGuard::I64(g) => g.guard.as_mut_ptr().cast(),
+            LoopGuard::U64(g) => g.guard.as_mut_ptr().cast(),
+        }
     }
 }
 
@@ -389,7 +404,7 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
     fn elem(&self) -> ElemType {
         T::TYPE
     }
-    fn lock(&self) -> Option<Result<Box<dyn LockedValues + '_>>> {
+    fn lock(&self) -> Option<Result<LoopGuard<'_>>> {
         // Loops the trace runs skip this; other users of the raw values
         // (eager loops, device products) need the recorded loops first.
         if let Err(e) = self.link.force(self.id, true, false) {
@@ -402,7 +417,7 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
         if let Err(e) = self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut guard.guard)) {
             return Some(Err(e));
         }
-        Some(Ok(Box::new(guard)))
+        Some(Ok(T::loop_guard(guard)))
     }
     fn on_device(&self, device: &Arc<dyn Device>) -> Option<Result<u64>> {
         if let Err(e) = self.link.force(self.id, true, false) {

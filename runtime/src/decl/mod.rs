@@ -11,7 +11,7 @@ pub(crate) mod temporary;
 
 pub(crate) use data::DatInner;
 pub use data::{Dat, Global};
-pub(crate) use data::{LockedValues, Redistribute, Storage};
+pub(crate) use data::{LoopGuard, Redistribute, Storage};
 pub use map::Map;
 pub use subset::Subset;
 pub(crate) use subset::SubsetInner;
