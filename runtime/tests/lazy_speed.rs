@@ -371,3 +371,39 @@ fn recurring_steps_on_kept_and_on_new_data_each_compute_on_their_own() {
         }
     }
 }
+
+/// More distinct loops per window than the trace's pool of loop records
+/// holds (64): records are evicted, and recycled for loops they do not
+/// hold, and every run still computes what eager runs compute; the
+/// loops that find their record reuse it.
+#[test]
+fn more_loops_per_window_than_the_record_pool_holds_compute_as_eager() {
+    fn run(mode: Mode) -> (Vec<u64>, TraceStats) {
+        let rt = runtime(Backend::Seq, mode);
+        let s = rt.set("s", 3).unwrap();
+        let x = rt.dat("x", &s, 1, vec![1.0, 2.0, 3.0]).unwrap();
+        let ys: Vec<_> = (0..100).map(|i| rt.dat(&format!("y{i}"), &s, 1, vec![i as f64; 3]).unwrap()).collect();
+        let mut seen = Vec::new();
+        for step in 0..5 {
+            // Windows of 100 loops, and on odd steps one of 70 and one of 30.
+            for (i, y) in ys.iter().enumerate() {
+                rt.par_loop(half_y_plus_x::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+                if step % 2 == 1 && i == 69 {
+                    rt.flush().unwrap();
+                }
+            }
+            rt.flush().unwrap();
+            seen.extend(bits(&ys[99].values().unwrap()));
+        }
+        for y in &ys {
+            seen.extend(bits(&y.values().unwrap()));
+        }
+        (seen, rt.trace_stats())
+    }
+    let (eager, _) = run(Mode::Eager);
+    for mode in [Mode::Lazy, Mode::Replay] {
+        let (seen, stats) = run(mode);
+        assert_eq!(seen, eager, "{mode:?}");
+        assert!(stats.records_reused >= 200, "{mode:?}: {stats:?}");
+    }
+}
