@@ -7,6 +7,8 @@ mod sealed {
     /// each knows its variant of a loop's lock (no allocation per locked
     /// argument, see `decl::LoopGuard`).
     pub trait Sealed: Sized {
+        // Crate-private types in a public trait's method: nothing outside
+        // the crate can name `Sealed`, so nothing outside can call it.
         #[allow(private_interfaces)]
         fn loop_guard(guard: crate::host_access::WriteGuard<'_, Vec<Self>>) -> crate::decl::LoopGuard<'_>;
     }
@@ -31,13 +33,16 @@ pub trait Scalar: bytemuck::Pod + Default + PartialOrd + fmt::Debug + Send + Syn
 }
 
 macro_rules! scalar {
-    ($t:ty, $tag:ident, float) => {
+    (sealed $t:ty, $tag:ident) => {
         impl sealed::Sealed for $t {
             #[allow(private_interfaces)]
             fn loop_guard(guard: crate::host_access::WriteGuard<'_, Vec<Self>>) -> crate::decl::LoopGuard<'_> {
                 crate::decl::LoopGuard::$tag(guard)
             }
         }
+    };
+    ($t:ty, $tag:ident, float) => {
+        scalar!(sealed $t, $tag);
         impl Scalar for $t {
             const TYPE: ElemType = ElemType::$tag;
             const ADD_IDENTITY: Self = -0.0;
@@ -54,12 +59,7 @@ macro_rules! scalar {
         }
     };
     ($t:ty, $tag:ident, int) => {
-        impl sealed::Sealed for $t {
-            #[allow(private_interfaces)]
-            fn loop_guard(guard: crate::host_access::WriteGuard<'_, Vec<Self>>) -> crate::decl::LoopGuard<'_> {
-                crate::decl::LoopGuard::$tag(guard)
-            }
-        }
+        scalar!(sealed $t, $tag);
         impl Scalar for $t {
             const TYPE: ElemType = ElemType::$tag;
             const ADD_IDENTITY: Self = 0;

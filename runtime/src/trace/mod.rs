@@ -351,9 +351,6 @@ struct State {
     /// of the same loops. Only weak references to data: no datum is kept
     /// alive by them (their sets and maps are, until evicted).
     spare_records: Vec<Pending>,
-    /// Records evicted from `spare_records`, dropped by the force that
-    /// evicted them outside the state's lock (emptied, kept for its room).
-    evicted: Vec<Pending>,
 }
 
 /// A runtime's trace.
@@ -465,7 +462,6 @@ impl Trace {
             spare_tape: Vec::new(),
             preds: Vec::new(),
             spare_records: Vec::new(),
-            evicted: Vec::new(),
         };
         Trace {
             state: Mutex::new(state),
@@ -636,12 +632,13 @@ impl Trace {
             // The emptied argument vectors of the loops about to run join
             // these (given back below).
             let spare = std::mem::take(&mut st.spare_args);
-            let mut evicted = std::mem::take(&mut st.evicted);
+            // Dropped by this force outside the lock (no allocation when
+            // the pool is not over its size).
             let excess = st.spare_records.len().saturating_sub(RECORD_POOL);
-            evicted.extend(st.spare_records.drain(..excess));
+            let evicted: Vec<Pending> = st.spare_records.drain(..excess).collect();
             (taken, spare, evicted)
         };
-        let (mut taken, mut spare, mut evicted) = taken;
+        let (mut taken, mut spare, evicted) = taken;
         let Some(core) = self.core.upgrade() else { return Ok(()) };
         let rt = Runtime::handle(core);
         let forcing = Forcing::start();
@@ -697,7 +694,7 @@ impl Trace {
         // Loops not run (after a failure) drop their data here, still
         // while forcing, as do evicted records; after a success, the
         // records join the pool below for the next windows' loops.
-        evicted.clear();
+        drop(evicted);
         if failed.is_some() {
             taken.clear();
         }
@@ -711,7 +708,6 @@ impl Trace {
             // Only weak references left in them (strong ones went with
             // their argument vectors above): nothing drops here.
             st.spare_records.extend(taken.drain(..).rev().map(|(_, p)| p));
-            st.evicted = evicted;
             // The emptied vectors serve the next records: `taken` the
             // next replayed window's tape, `spare` their arguments.
             if taken.capacity() > st.spare_tape.capacity() {
@@ -828,11 +824,7 @@ impl State {
     /// when the pool is full).
     fn record_for(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>) -> Pending {
         let spare = &self.spare_records;
-        let found = spare
-            .iter()
-            .rev()
-            .position(|p| std::ptr::eq(p.kernel, lp.kernel()) && p.same_loop(lp))
-            .map(|from_end| spare.len() - 1 - from_end);
+        let found = spare.iter().rev().position(|p| p.same_loop(lp)).map(|from_end| spare.len() - 1 - from_end);
         let record = match found {
             // The newest, when windows recur one for one: no shifting.
             Some(i) if i + 1 == spare.len() => self.spare_records.pop(),
