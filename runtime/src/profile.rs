@@ -164,8 +164,9 @@ pub fn trace_table(stats: &crate::trace::TraceStats, points: &[crate::trace::For
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "lazy trace: {} loops recorded ({} computations, {} edges), {} run, {} forces ({} found nothing), {} eager, {} discarded, {} halo exchanges skipped, {} removed, {} replays ({} loops, {} fallbacks), {} loops fused, {} temporaries reused, {} records reused",
+        "lazy trace: {} loops and {} host writes recorded ({} computations, {} edges), {} run, {} forces ({} found nothing), {} eager, {} discarded, {} halo exchanges skipped, {} removed, {} replays ({} loops, {} fallbacks), {} loops fused, {} temporaries reused, {} records reused",
         stats.loops_recorded,
+        stats.host_writes_recorded,
         stats.computations_recorded,
         stats.edges_recorded,
         stats.loops_run,

@@ -488,7 +488,7 @@ impl Runtime {
             if !crate::host_access::holds_any() && !crate::trace::forcing_here() {
                 // What planning checks (write races, sizes) is validation:
                 // returned here, not when the loop runs.
-                if trace.record(self, lp, || self.plan_for(lp), at)? {
+                if trace.record(self, lp, || self.plan_for(lp), at, &[])? {
                     return Ok(());
                 }
             }

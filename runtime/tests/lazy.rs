@@ -39,6 +39,7 @@ fn op() -> impl Strategy<Value = Op> {
         Just(Op::ReadGlobals),
         (d.clone(), -2.0f64..2.0, any::<bool>()).prop_map(|(x, value, closure)| Op::WriteNodes { x, value, closure }),
         (0.1f64..1.5).prop_map(Op::WriteConstant),
+        (-1.0f64..1.0).prop_map(Op::ResetReductions),
     ]
 }
 
@@ -141,6 +142,64 @@ fn a_host_write_runs_the_pending_readers_first() {
     rt.par_loop(scale::KERNEL, &s, &[c.arg(Access::READ), y.arg(Access::RW)]).unwrap();
     c.set_values(&[100.0]).unwrap();
     assert_eq!(y.values().unwrap(), vec![0.125, 6.125, 16.125]);
+}
+
+/// A host write to a global is recorded like a loop instead of forcing
+/// the loops that use the global (the airfoil zeroes `rms` before each
+/// sweep's `update` and used to force at each zeroing): loops recorded
+/// before it see the old values, loops after it the new ones, a write
+/// after a reduction replaces the reduced value, and a read sees it.
+#[test]
+fn a_host_write_to_a_global_is_recorded_between_the_loops_around_it() {
+    let (r, rw, inc) = (Access::READ, Access::RW, Access::INC);
+    let mut results = Vec::new();
+    for lazy in [false, true] {
+        let rt = Runtime::with_lazy(Backend::Seq, lazy).unwrap();
+        let s = rt.set("s", 3).unwrap();
+        let x = rt.dat("x", &s, 1, vec![1.0, 2.0, 3.0]).unwrap();
+        let c = rt.global("c", &[2.0f64]).unwrap();
+        let sum = rt.global("sum", &[0.0f64]).unwrap();
+        rt.par_loop(scale::KERNEL, &s, &[c.arg(r), x.arg(rw)]).unwrap();
+        c.set_values(&[3.0]).unwrap();
+        rt.par_loop(scale::KERNEL, &s, &[c.arg(r), x.arg(rw)]).unwrap();
+        rt.par_loop(total::KERNEL, &s, &[x.arg(r), sum.arg(inc)]).unwrap();
+        sum.set_values(&[100.0]).unwrap();
+        rt.par_loop(total::KERNEL, &s, &[x.arg(r), sum.arg(inc)]).unwrap();
+        // A wrong length is still an error at the call, recorded or not.
+        let err = sum.set_values(&[1.0, 2.0]).unwrap_err();
+        assert!(matches!(err, Error::WrongLength { expected: 1, got: 2, .. }), "{err}");
+        let st = rt.trace_stats();
+        if lazy {
+            assert_eq!((st.loops_recorded, st.host_writes_recorded), (4, 2));
+            assert_eq!((st.forces, st.loops_run), (0, 0), "a host write forced: {st:?}");
+            assert_eq!(rt.forcing_points(), vec![]);
+        }
+        // x = (x * 2 + 1/8) * 3 + 1/8; sum = 100 + x1 + x2 + x3.
+        assert_eq!(sum.value().unwrap(), 137.5);
+        assert_eq!(x.values().unwrap(), vec![6.5, 12.5, 18.5]);
+        assert_eq!(c.value().unwrap(), 3.0);
+        results.push(rt.trace_stats().loops_run);
+    }
+    assert_eq!(results, vec![0, 4], "the lazy run ran its loops at the reads");
+}
+
+/// The last handle of a global with a pending host write goes: the write
+/// and the loops around it run first, in order.
+#[test]
+fn a_global_dropped_with_a_pending_host_write_runs_it_in_order() {
+    let rt = lazy_rt();
+    let s = rt.set("s", 3).unwrap();
+    let x = rt.dat("x", &s, 1, vec![1.0, 2.0, 3.0]).unwrap();
+    {
+        let c = rt.global("c", &[2.0f64]).unwrap();
+        rt.par_loop(scale::KERNEL, &s, &[c.arg(Access::READ), x.arg(Access::RW)]).unwrap();
+        c.set_values(&[3.0]).unwrap();
+        rt.par_loop(scale::KERNEL, &s, &[c.arg(Access::READ), x.arg(Access::RW)]).unwrap();
+        assert_eq!(rt.trace_stats().loops_run, 0);
+    }
+    let st = rt.trace_stats();
+    assert_eq!((st.drop_forces, st.loops_run, st.host_writes_recorded), (1, 2, 1));
+    assert_eq!(x.values().unwrap(), vec![6.5, 12.5, 18.5]);
 }
 
 #[test]

@@ -318,20 +318,27 @@ impl<T: Scalar> Global<T> {
         Ok(self.0.read()?.guard[0])
     }
     /// Replaces the values; the count must not change.
+    ///
+    /// With the lazy trace on, the write is recorded like a loop (after the
+    /// pending loops that use the old values, before those recorded later)
+    /// instead of forcing them; any host read of the global sees it.
     #[track_caller]
     pub fn set_values(&self, values: &[T]) -> Result<()> {
-        let mut v = self.0.write("written")?;
-        let v = &mut v.guard;
-        if v.len() != values.len() {
+        if values.len() != self.dim() {
             return Err(Error::WrongLength {
                 what: "global",
                 name: self.name().into(),
-                expected: v.len(),
+                expected: self.dim(),
                 got: values.len(),
                 detail: "its dim".into(),
             });
         }
-        v.copy_from_slice(values);
+        let storage: Arc<dyn Storage> = self.0.clone();
+        if self.0.link.record_host_write(storage, self.dim(), bytemuck::cast_slice(values))? {
+            return Ok(());
+        }
+        let mut v = self.0.write("written")?;
+        v.guard.copy_from_slice(values);
         self.0.mirror.host_written();
         Ok(())
     }
@@ -361,6 +368,10 @@ pub(crate) trait Storage: Send + Sync {
     fn device_written(&self);
     /// Records that a host loop wrote the values.
     fn host_written(&self);
+    /// Replaces every value with `bytes` on the host, as `set_values`
+    /// does (a host write the trace recorded, run when forced); `bytes`
+    /// must be exactly the values' size.
+    fn write_bytes(&self, bytes: &[u8]) -> Result<()>;
     /// The lazy trace's link.
     fn link(&self) -> &Link;
     /// What makes it a temporary, if it is one.
@@ -434,6 +445,22 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
     }
     fn host_written(&self) {
         self.mirror.host_written();
+    }
+    fn write_bytes(&self, bytes: &[u8]) -> Result<()> {
+        let mut values = self.write("written")?;
+        let target: &mut [u8] = bytemuck::cast_slice_mut(&mut values.guard);
+        if target.len() != bytes.len() {
+            return Err(Error::WrongLength {
+                what: "values",
+                name: self.name.clone(),
+                expected: target.len() / std::mem::size_of::<T>(),
+                got: bytes.len() / std::mem::size_of::<T>(),
+                detail: "its size".into(),
+            });
+        }
+        target.copy_from_slice(bytes);
+        self.mirror.host_written();
+        Ok(())
     }
     fn link(&self) -> &Link {
         &self.link

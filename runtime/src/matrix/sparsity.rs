@@ -342,7 +342,9 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
             bptr[t * ROWS_PER_TASK + i] = at;
             at += l as usize;
         }
-        debug_assert_eq!(at - task_offsets[t], cols.len());
+        // Checked in release too: `set_len` below relies on the columns
+        // filling exactly `at` entries.
+        assert_eq!(at - task_offsets[t], cols.len(), "a task's row lengths sum to its column count");
     }
     bptr[rows] = at;
     let mut bcols: Vec<u32> = Vec::new();
@@ -483,10 +485,11 @@ fn incidence(name: &str, map: &Map, rows: usize) -> Result<(Vec<usize>, Vec<u32>
 }
 
 /// Copies the `parts` one after another into `out`, in parallel; `out`
-/// holds exactly their total.
+/// holds exactly their total (checked in release builds too: callers
+/// mark `out` initialised afterwards, so a shortfall would be unsound).
 fn split_fill<'a>(out: &mut [std::mem::MaybeUninit<u32>], parts: impl Iterator<Item = &'a [u32]>) {
     let parts: Vec<&[u32]> = parts.collect();
-    debug_assert_eq!(out.len(), parts.iter().map(|p| p.len()).sum::<usize>());
+    assert_eq!(out.len(), parts.iter().map(|p| p.len()).sum::<usize>(), "split_fill fills `out` exactly");
     let slices = split_by(out, parts.iter().map(|p| p.len()));
     slices.into_par_iter().zip(parts).for_each(|(o, p)| {
         for (o, &v) in o.iter_mut().zip(p) {

@@ -42,9 +42,9 @@ use crate::types::Access;
 pub(super) const MAX_GROUP: usize = 16;
 
 /// Whether `p` can be in a fused launch at all: direct and global
-/// arguments only, no exec halo.
+/// arguments only, no exec halo, not a host write.
 pub(super) fn candidate(p: &Pending) -> bool {
-    !p.exec_halo && p.args.iter().all(|a| matches!(a.kind, ArgKind::Direct | ArgKind::Global))
+    !p.exec_halo && !super::host_write::is(p) && p.args.iter().all(|a| matches!(a.kind, ArgKind::Direct | ArgKind::Global))
 }
 
 /// Whether `next` may join `group` (candidates over one set, in run order).

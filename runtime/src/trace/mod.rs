@@ -28,6 +28,7 @@
 
 pub(crate) mod dot;
 mod fuse;
+mod host_write;
 mod replay;
 mod tokens;
 
@@ -98,6 +99,9 @@ impl Drop for Forcing {
 pub struct TraceStats {
     /// Loops recorded instead of run.
     pub loops_recorded: u64,
+    /// Host writes to globals (`Global::set_values`) recorded instead of
+    /// forcing the loops that use the global.
+    pub host_writes_recorded: u64,
     /// Computations recorded (compute sections, halo sends and receives,
     /// reduction begins and ends).
     pub computations_recorded: u64,
@@ -194,6 +198,9 @@ struct Pending {
     nodes: Vec<NodeIndex>,
     /// Tokens its computations touch (to forget them once it runs).
     tokens: Vec<Token>,
+    /// The values a host write puts in its global (`host_write`); empty
+    /// for loops.
+    payload: smallvec::SmallVec<[u8; 16]>,
 }
 
 impl Pending {
@@ -232,6 +239,18 @@ impl Pending {
             plan,
             nodes: Vec::new(),
             tokens: Vec::new(),
+            payload: smallvec::SmallVec::new(),
+        }
+    }
+
+    /// Runs the loop (or host write) now, with its kept plan.
+    fn run(&self, rt: &Runtime) -> Result<()> {
+        if host_write::is(self) {
+            return host_write::run(self);
+        }
+        match self.upgrade() {
+            Ok(lp) => rt.execute_planned(&lp, self.plan.clone()),
+            Err(id) => Err(Error::DataDropped { kernel: self.kernel.name().into(), id }),
         }
     }
 
@@ -280,6 +299,12 @@ impl Pending {
         }
         Ok(())
     }
+}
+
+/// The loops among `records` (not host writes: the statistics count
+/// those apart).
+fn loops_in(records: &[(u64, Pending)]) -> u64 {
+    records.iter().filter(|(_, p)| !host_write::is(p)).count() as u64
 }
 
 /// What a computation does (seed 000's `LazyComputation` kinds).
@@ -372,6 +397,8 @@ pub(crate) struct Trace {
     /// Every force runs the whole trace (more than one rank: see
     /// `Trace::force`).
     whole: bool,
+    /// The set recorded host writes "iterate" over (`host_write`).
+    host_writes: Set,
 }
 
 /// A dat's or global's link to the runtime whose trace recorded a loop
@@ -410,6 +437,22 @@ impl Link {
         } else {
             trace.force(at, Some((&data_tokens(id), write)))
         }
+    }
+
+    /// Records a host write of `bytes` (`dim` values) to `global` in the
+    /// trace, instead of forcing what uses the global (see `host_write`);
+    /// `false` when it must be written now: no trace recorded a loop with
+    /// the global yet (nothing pending can use it), or the write comes
+    /// from inside a host access or a force.
+    #[track_caller]
+    pub(crate) fn record_host_write(&self, global: Arc<dyn Storage>, dim: usize, bytes: &[u8]) -> Result<bool> {
+        if self.0.get().is_none() || forcing_here() || crate::host_access::holds_any() {
+            return Ok(false);
+        }
+        let Some(trace) = self.trace() else { return Ok(false) };
+        let rt = Runtime::handle(trace.0.clone());
+        let lp = host_write::as_loop(&trace.host_writes, global, dim);
+        trace.record(&rt, &lp, || Ok(None), Location::caller(), bytes)
     }
 
     /// The last handle to datum `id` is being dropped: what reads or
@@ -470,6 +513,7 @@ impl Trace {
             dot_path: Mutex::new(dot_path),
             dot_pending,
             whole,
+            host_writes: host_write::set(),
         }
     }
 
@@ -518,13 +562,15 @@ impl Trace {
     /// Records `lp` (validated). Returns `false` when it must run eagerly
     /// instead: one of its data belongs to another runtime's trace.
     /// `plan` looks its plan up (and validates what planning checks); a
-    /// replayed loop takes the kept one instead.
+    /// replayed loop takes the kept one instead. `payload`: a host
+    /// write's values (empty for loops).
     pub(crate) fn record(
         &self,
         rt: &Runtime,
         lp: &ParLoop,
         plan: impl FnOnce() -> Result<replay::Plan>,
         location: &'static Location<'static>,
+        payload: &[u8],
     ) -> Result<bool> {
         for a in lp.args() {
             let linked = a.storage.link().0.get_or_init(|| self.core.clone());
@@ -535,7 +581,7 @@ impl Trace {
         let full = {
             let mut st = lock(&self.state);
             match st.replay.on_loop(lp, || (rt.part_size(), rt.strategy())) {
-                Some(kept) => st.tape(lp, kept, location),
+                Some(kept) => st.tape(lp, kept, location, payload),
                 None => {
                     if st.replay.taping() && !st.materialise(&self.core) {
                         drop(st);
@@ -545,7 +591,7 @@ impl Trace {
                     st.replay.stop_taping();
                     let plan = plan()?;
                     st.replay.learnt_loop(&plan);
-                    st.insert(rt, lp, plan, location);
+                    st.insert(rt, lp, plan, location, payload);
                 }
             }
             st.pending.len() + st.replay.tape.len() >= TRACE_LIMIT
@@ -598,13 +644,13 @@ impl Trace {
                     let next = std::mem::take(&mut st.spare_tape);
                     let tape = std::mem::replace(&mut st.replay.tape, next);
                     st.stats.replays += 1;
-                    st.stats.loops_replayed += tape.len() as u64;
+                    st.stats.loops_replayed += loops_in(&tape);
                     tape
                 }
                 replay::Decision::Some(seqs) => {
                     let taken = st.replay.take(&seqs);
                     st.stats.replays += 1;
-                    st.stats.loops_replayed += taken.len() as u64;
+                    st.stats.loops_replayed += loops_in(&taken);
                     taken
                 }
                 replay::Decision::Full | replay::Decision::Materialise => {
@@ -620,7 +666,7 @@ impl Trace {
             st.settle();
             let point = st.points.entry(at as *const Location as u64).or_insert((at, 0, 0));
             point.1 += 1;
-            point.2 += taken.len() as u64;
+            point.2 += loops_in(&taken);
             if taken.is_empty() {
                 st.stats.forces_empty += 1;
             } else {
@@ -659,10 +705,7 @@ impl Trace {
             let group = &taken[i..j];
             left -= group.len();
             let result = match group {
-                [(_, p)] => match p.upgrade() {
-                    Ok(lp) => rt.execute_planned(&lp, p.plan.clone()),
-                    Err(id) => Err(Error::DataDropped { kernel: p.kernel.name().into(), id }),
-                },
+                [(_, p)] => p.run(&rt),
                 _ => fuse::run(&rt, group),
             };
             // A loop's strong references go as soon as it has run, so a
@@ -685,7 +728,7 @@ impl Trace {
                 failed = Some((last, left as u64, Error::Deferred { kernel, location, source: Box::new(e) }));
                 break;
             }
-            ran += group.len() as u64;
+            ran += loops_in(group);
             if group.len() > 1 {
                 fused += group.len() as u64;
             }
@@ -802,27 +845,51 @@ impl State {
         lp: &ParLoop,
         plan: Option<(Arc<LoopPlan>, Duration)>,
         location: &'static Location<'static>,
+        payload: &[u8],
     ) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let p = self.record_for(lp, plan, location);
+        let p = self.record_for(lp, plan, location, payload);
+        self.count_recorded(&p);
         self.link(rt, seq, lp, p);
-        self.stats.loops_recorded += 1;
+    }
+
+    /// Counts record `p` (a loop or a host write) as recorded.
+    fn count_recorded(&mut self, p: &Pending) {
+        if host_write::is(p) {
+            self.stats.host_writes_recorded += 1;
+        } else {
+            self.stats.loops_recorded += 1;
+        }
     }
 
     /// Puts `lp` on the replay tape with its kept plan (not in the DAG).
-    fn tape(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>) {
+    fn tape(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>, payload: &[u8]) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let p = self.record_for(lp, plan, location);
+        let p = self.record_for(lp, plan, location, payload);
+        self.count_recorded(&p);
         self.replay.tape.push((seq, p));
-        self.stats.loops_recorded += 1;
     }
 
     /// `lp`'s record: a spare record that holds `lp` already (a recurring
     /// loop), newest first, else a new one (in the oldest record's vectors
-    /// when the pool is full).
-    fn record_for(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>) -> Pending {
+    /// when the pool is full); it carries `payload` (a host write's values).
+    fn record_for(
+        &mut self,
+        lp: &ParLoop,
+        plan: replay::Plan,
+        location: &'static Location<'static>,
+        payload: &[u8],
+    ) -> Pending {
+        let mut p = self.record_of(lp, plan, location);
+        p.payload.clear();
+        p.payload.extend_from_slice(payload);
+        p
+    }
+
+    /// `record_for` without the payload.
+    fn record_of(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>) -> Pending {
         let spare = &self.spare_records;
         let found = spare.iter().rev().position(|p| p.same_loop(lp)).map(|from_end| spare.len() - 1 - from_end);
         let record = match found {

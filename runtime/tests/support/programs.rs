@@ -112,6 +112,9 @@ pub enum Op {
     },
     /// Host write of the READ global.
     WriteConstant(f64),
+    /// Host write of both reduced globals (the airfoil's reset of `rms`
+    /// before the loop that sums into it).
+    ResetReductions(f64),
 }
 
 impl Op {
@@ -204,6 +207,10 @@ impl Program {
             Op::WriteNodes { x, value, closure: false } => nd[x].set_values(&vec![value; self.node_count]).unwrap(),
             Op::WriteNodes { x, value, closure: true } => nd[x].with_values_mut(|v| v[0] = value).unwrap(),
             Op::WriteConstant(v) => self.c.set_values(&[v]).unwrap(),
+            Op::ResetReductions(v) => {
+                self.sum.set_values(&[v]).unwrap();
+                self.max.set_values(&[v]).unwrap();
+            }
         }
     }
 
