@@ -32,6 +32,9 @@ pub(crate) enum ArgKind {
 #[derive(Clone)]
 pub struct Arg {
     pub(crate) storage: Arc<dyn Storage>,
+    /// `storage.id()`, kept: every loop asks for it several times (plan
+    /// keys, trace tokens, replay words), and through `dyn` it is a call.
+    pub(crate) id: u64,
     pub(crate) kind: ArgKind,
     pub(crate) access: Access,
     /// Values per entity.
@@ -45,7 +48,7 @@ impl Drop for Arg {
     /// [`Dat`]'s drop, recorded loops with it run first.
     fn drop(&mut self) {
         if Arc::strong_count(&self.storage) == 1 {
-            self.storage.link().dropped(self.storage.id());
+            self.storage.link().dropped(self.id);
         }
     }
 }
@@ -58,6 +61,12 @@ pub(crate) fn writes_indirectly(args: &[Arg]) -> bool {
 }
 
 impl Arg {
+    /// An argument of `storage`.
+    pub(crate) fn new(storage: Arc<dyn Storage>, kind: ArgKind, access: Access, dim: usize, set: Option<Set>) -> Arg {
+        let id = storage.id();
+        Arg { storage, id, kind, access, dim, set }
+    }
+
     /// The access mode.
     pub fn access(&self) -> Access {
         self.access
@@ -93,7 +102,7 @@ impl Arg {
     /// ```
     pub fn index() -> Arg {
         let placeholder = Global::<i64>::new("pl_index", &[0]).expect("one value");
-        Arg { storage: placeholder.0.clone(), kind: ArgKind::Index, access: Access::Read, dim: 1, set: None }
+        Arg::new(placeholder.0.clone(), ArgKind::Index, Access::Read, 1, None)
     }
 
     /// The matrix scatter of a matrix argument.
@@ -113,7 +122,7 @@ impl Arg {
     }
 
     pub(crate) fn data_id(&self) -> u64 {
-        self.storage.id()
+        self.id
     }
 
     pub(crate) fn data_name(&self) -> &str {
@@ -134,7 +143,7 @@ impl std::fmt::Debug for Arg {
 
 impl<T: Scalar> Dat<T> {
     fn make_arg(&self, kind: ArgKind, access: Access) -> Arg {
-        Arg { storage: self.0.clone(), kind, access, dim: self.dim(), set: Some(self.set().clone()) }
+        Arg::new(self.0.clone(), kind, access, self.dim(), Some(self.set().clone()))
     }
 
     /// A direct argument: element `e` of the loop sees entity `e` of this dat.
@@ -165,6 +174,6 @@ impl<T: Scalar> Dat<T> {
 impl<T: Scalar> Global<T> {
     /// A global argument: READ for a constant, INC, MIN or MAX for a reduction.
     pub fn arg(&self, access: Access) -> Arg {
-        Arg { storage: self.0.clone(), kind: ArgKind::Global, access, dim: self.dim(), set: None }
+        Arg::new(self.0.clone(), ArgKind::Global, access, self.dim(), None)
     }
 }

@@ -128,6 +128,11 @@ impl ParLoop {
         self.tags.clone()
     }
 
+    /// The loop's arguments, taken out (the trace reuses their vector).
+    pub(crate) fn into_args(self) -> Vec<Arg> {
+        self.args
+    }
+
     /// This loop with `tags` as kept by [`ParLoop::tags_shared`].
     pub(crate) fn with_shared_tags(mut self, tags: Option<Arc<str>>) -> ParLoop {
         self.tags = tags;

@@ -399,6 +399,7 @@ impl Runtime {
             )?;
             tables.element_matrices.device_written();
             args[i] = Arg {
+                id: tables.element_matrices.id(),
                 storage: tables.element_matrices.clone(),
                 kind: ArgKind::Direct,
                 // WRITE, not INC: the kernel may assign entries of a WRITE

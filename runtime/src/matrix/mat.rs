@@ -283,6 +283,7 @@ impl<T: Scalar> Mat<T> {
         let cols = col_map.arity() * s.col_dim();
         Arg {
             storage: self.values.0.clone(),
+            id: self.values.0.id,
             kind: ArgKind::Mat(Arc::new(MatScatter {
                 pattern: s.pattern.clone(),
                 sparsity_name: s.name.clone(),

@@ -28,7 +28,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::Pending;
+use super::{Pending, Record};
 use crate::arg::{Arg, ArgKind};
 use crate::backend::{seq, threads, Backend, HostJob, HostRun, Stage};
 use crate::error::{Error, Result};
@@ -44,11 +44,13 @@ pub(super) const MAX_GROUP: usize = 16;
 /// Whether `p` can be in a fused launch at all: direct and global
 /// arguments only, no exec halo, not a host write.
 pub(super) fn candidate(p: &Pending) -> bool {
-    !p.exec_halo && !super::host_write::is(p) && p.args.iter().all(|a| matches!(a.kind, ArgKind::Direct | ArgKind::Global))
+    !p.exec_halo
+        && !super::host_write::is(p)
+        && p.args.iter().all(|a| matches!(a.kind, ArgKind::Direct | ArgKind::Global))
 }
 
 /// Whether `next` may join `group` (candidates over one set, in run order).
-pub(super) fn joins(group: &[(u64, Pending)], next: &Pending) -> bool {
+pub(super) fn joins(group: &[(u64, Record)], next: &Pending) -> bool {
     if group.len() >= MAX_GROUP || !candidate(next) || group[0].1.set != next.set {
         return false;
     }
@@ -74,12 +76,18 @@ pub(super) fn joins(group: &[(u64, Pending)], next: &Pending) -> bool {
 /// (no `ParLoop` per loop: a replayed window fuses every time step, and
 /// rebuilding each loop then copying its arguments cost a third of its
 /// host time).
-pub(super) fn run(rt: &Runtime, group: &[(u64, Pending)]) -> Result<()> {
-    let mut args = Vec::with_capacity(group.iter().map(|(_, p)| p.args.len()).sum());
+/// `args` is an empty vector to upgrade into (the force's), left empty.
+pub(super) fn run(rt: &Runtime, group: &[(u64, Record)], args: &mut Vec<Arg>) -> Result<()> {
+    let mut result = Ok(());
     for (_, p) in group {
-        p.upgrade_args_into(&mut args).map_err(|id| Error::DataDropped { kernel: p.kernel.name().into(), id })?;
+        if let Err(id) = p.upgrade_args_into(args) {
+            result = Err(Error::DataDropped { kernel: p.kernel.name().into(), id });
+            break;
+        }
     }
-    rt.execute_fused(group, &args)
+    let result = result.and_then(|()| rt.execute_fused(group, args));
+    args.clear();
+    result
 }
 
 impl Runtime {
@@ -125,7 +133,7 @@ impl Runtime {
     /// backends, serial): their arguments (`args`, the loops' in order)
     /// locked together, one host job whose stages are the loops' bodies,
     /// each loop's profile row getting its share of the time.
-    fn execute_fused(&self, group: &[(u64, Pending)], args: &[Arg]) -> Result<()> {
+    fn execute_fused(&self, group: &[(u64, Record)], args: &[Arg]) -> Result<()> {
         let _one_at_a_time = lock(&self.executing);
         // `a+b`, in one allocation (no vector of names to join).
         let mut name = String::with_capacity(group.iter().map(|(_, p)| p.kernel.name().len() + 1).sum());

@@ -48,7 +48,7 @@ pub(super) fn set() -> Set {
 /// The write of `dim` values to `global` as a loop over `set`, for the
 /// trace to record.
 pub(super) fn as_loop(set: &Set, global: Arc<dyn Storage>, dim: usize) -> ParLoop {
-    let arg = Arg { storage: global, kind: ArgKind::Global, access: Access::Write, dim, set: None };
+    let arg = Arg::new(global, ArgKind::Global, Access::Write, dim, None);
     ParLoop::from_parts(&KERNEL, set.clone(), vec![arg], false)
 }
 

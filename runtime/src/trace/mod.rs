@@ -182,6 +182,11 @@ struct RecordedArg {
     set: Option<Set>,
 }
 
+/// A record as the trace's containers hold it: boxed, so that the moves
+/// between them (the DAG's ordered map shifts its entries, the tape, the
+/// pool) copy a pointer, not the whole record.
+type Record = Box<Pending>;
+
 /// A recorded loop, waiting.
 struct Pending {
     kernel: &'static Kernel,
@@ -201,6 +206,10 @@ struct Pending {
     /// The values a host write puts in its global (`host_write`); empty
     /// for loops.
     payload: smallvec::SmallVec<[u8; 16]>,
+    /// Its place in a replay segment when it was taped (`replay::Slot`):
+    /// after it runs, the record waits there for the loop that will be
+    /// taped in the same place.
+    slot: Option<replay::Slot>,
 }
 
 impl Pending {
@@ -240,17 +249,34 @@ impl Pending {
             nodes: Vec::new(),
             tokens: Vec::new(),
             payload: smallvec::SmallVec::new(),
+            slot: None,
         }
     }
 
-    /// Runs the loop (or host write) now, with its kept plan.
-    fn run(&self, rt: &Runtime) -> Result<()> {
+    /// Runs the loop (or host write) now, with its kept plan; `args` is
+    /// an empty vector to build the loop's arguments in (the force's, for
+    /// one loop after another: no allocation per loop), left empty.
+    fn run(&self, rt: &Runtime, args: &mut Vec<Arg>) -> Result<()> {
         if host_write::is(self) {
             return host_write::run(self);
         }
-        match self.upgrade() {
-            Ok(lp) => rt.execute_planned(&lp, self.plan.clone()),
-            Err(id) => Err(Error::DataDropped { kernel: self.kernel.name().into(), id }),
+        if let Err(id) = self.upgrade_args_into(args) {
+            args.clear();
+            return Err(Error::DataDropped { kernel: self.kernel.name().into(), id });
+        }
+        let lp = ParLoop::from_parts(self.kernel, self.set.clone(), std::mem::take(args), self.exec_halo)
+            .with_shared_tags(self.tags.clone());
+        let result = rt.execute_planned(&lp, self.plan.clone());
+        *args = lp.into_args();
+        args.clear();
+        result
+    }
+
+    /// Sets the values a host write carries (empty for a loop).
+    fn set_payload(&mut self, payload: &[u8]) {
+        if !(payload.is_empty() && self.payload.is_empty()) {
+            self.payload.clear();
+            self.payload.extend_from_slice(payload);
         }
     }
 
@@ -295,7 +321,7 @@ impl Pending {
                 Held::Weak(w) => w.upgrade().ok_or(a.id)?,
                 Held::Strong(s) => s.clone(),
             };
-            out.push(Arg { storage, kind: a.kind.clone(), access: a.access, dim: a.dim, set: a.set.clone() });
+            out.push(Arg { storage, id: a.id, kind: a.kind.clone(), access: a.access, dim: a.dim, set: a.set.clone() });
         }
         Ok(())
     }
@@ -303,7 +329,7 @@ impl Pending {
 
 /// The loops among `records` (not host writes: the statistics count
 /// those apart).
-fn loops_in(records: &[(u64, Pending)]) -> u64 {
+fn loops_in(records: &[(u64, Record)]) -> u64 {
     records.iter().filter(|(_, p)| !host_write::is(p)).count() as u64
 }
 
@@ -348,7 +374,7 @@ struct State {
     /// Replay of recurring windows (`replay`).
     replay: replay::Replay,
     graph: StableGraph<Node, ()>,
-    pending: BTreeMap<u64, Pending>,
+    pending: BTreeMap<u64, Record>,
     tokens: TokenMap<TokenState>,
     next_seq: u64,
     stats: TraceStats,
@@ -365,9 +391,11 @@ struct State {
     spare_args: Vec<Vec<RecordedArg>>,
     /// The vector of the last force's loops, emptied: the next replayed
     /// window's tape.
-    spare_tape: Vec<(u64, Pending)>,
+    spare_tape: Vec<(u64, Record)>,
     /// Predecessors of one computation (`link`'s scratch).
     preds: Vec<NodeIndex>,
+    /// The computations of the loop being linked (`link`'s scratch).
+    comps: Vec<tokens::Computation>,
     /// Records of loops that ran, newest last (each force's in reverse
     /// run order), at most `RECORD_POOL` after a force starts: a
     /// recurring loop finds its record of an earlier window and reuses it
@@ -375,7 +403,7 @@ struct State {
     /// one: the airfoil alternates a window of five loops and one of four,
     /// of the same loops. Only weak references to data: no datum is kept
     /// alive by them (their sets and maps are, until evicted).
-    spare_records: Vec<Pending>,
+    spare_records: Vec<Record>,
 }
 
 /// A runtime's trace.
@@ -504,6 +532,7 @@ impl Trace {
             spare_args: Vec::new(),
             spare_tape: Vec::new(),
             preds: Vec::new(),
+            comps: Vec::new(),
             spare_records: Vec::new(),
         };
         Trace {
@@ -636,7 +665,7 @@ impl Trace {
                     decision = replay::Decision::All;
                 }
             }
-            let taken: Vec<(u64, Pending)> = match decision {
+            let taken: Vec<(u64, Record)> = match decision {
                 replay::Decision::Nothing => Vec::new(),
                 replay::Decision::All => {
                     // The next window's tape is the vector the last force
@@ -681,7 +710,7 @@ impl Trace {
             // Dropped by this force outside the lock (no allocation when
             // the pool is not over its size).
             let excess = st.spare_records.len().saturating_sub(RECORD_POOL);
-            let evicted: Vec<Pending> = st.spare_records.drain(..excess).collect();
+            let evicted: Vec<Record> = st.spare_records.drain(..excess).collect();
             (taken, spare, evicted)
         };
         let (mut taken, mut spare, evicted) = taken;
@@ -693,6 +722,7 @@ impl Trace {
         let mut fused = 0u64;
         let fuses = rt.fuses();
         let mut left = taken.len();
+        let mut args = Vec::new();
         // Groups are runs of `taken`, in place (no moves of the records).
         let mut i = 0;
         while i < taken.len() {
@@ -705,8 +735,8 @@ impl Trace {
             let group = &taken[i..j];
             left -= group.len();
             let result = match group {
-                [(_, p)] => p.run(&rt),
-                _ => fuse::run(&rt, group),
+                [(_, p)] => p.run(&rt, &mut args),
+                _ => fuse::run(&rt, group, &mut args),
             };
             // A loop's strong references go as soon as it has run, so a
             // temporary whose last use it was returns to the pool before
@@ -718,6 +748,8 @@ impl Trace {
                     let mut args = std::mem::take(&mut p.args);
                     args.clear();
                     spare.push(args);
+                    // Without its arguments it serves no loop again.
+                    p.slot = None;
                 }
             }
             let group = &taken[i..j];
@@ -749,8 +781,15 @@ impl Trace {
             st.stats.loops_run += ran;
             st.stats.loops_fused += fused;
             // Only weak references left in them (strong ones went with
-            // their argument vectors above): nothing drops here.
-            st.spare_records.extend(taken.drain(..).rev().map(|(_, p)| p));
+            // their argument vectors above): nothing drops here. Taped
+            // records go back to their segments' places, the others to
+            // the pool.
+            let st = &mut *st;
+            for (_, p) in taken.drain(..).rev() {
+                if let Some(p) = st.replay.give_back(p) {
+                    st.spare_records.push(p);
+                }
+            }
             // The emptied vectors serve the next records: `taken` the
             // next replayed window's tape, `spare` their arguments.
             if taken.capacity() > st.spare_tape.capacity() {
@@ -849,7 +888,9 @@ impl State {
     ) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let p = self.record_for(lp, plan, location, payload);
+        let mut p = self.record_for(lp, plan, location, payload);
+        // Not taped: a record in no segment's place.
+        p.slot = None;
         self.count_recorded(&p);
         self.link(rt, seq, lp, p);
     }
@@ -863,11 +904,28 @@ impl State {
         }
     }
 
-    /// Puts `lp` on the replay tape with its kept plan (not in the DAG).
-    fn tape(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>, payload: &[u8]) {
+    /// Puts `lp` on the replay tape with its kept plan (not in the DAG),
+    /// in the record its segment kept for its place if there is one.
+    fn tape(&mut self, lp: &ParLoop, kept: replay::Kept, location: &'static Location<'static>, payload: &[u8]) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let p = self.record_for(lp, plan, location, payload);
+        let mut p = match kept.record {
+            // The loop that ran in this place last: the same loop (the
+            // replay compared every word of it), so only what the words
+            // leave out is replaced.
+            Some(mut p) => {
+                self.stats.records_reused += 1;
+                p.plan = kept.plan;
+                p.location = location;
+                p.tags = lp.tags_shared();
+                p.set_payload(payload);
+                p.nodes.clear();
+                p.tokens.clear();
+                p
+            }
+            None => self.record_for(lp, kept.plan, location, payload),
+        };
+        p.slot = Some(kept.slot);
         self.count_recorded(&p);
         self.replay.tape.push((seq, p));
     }
@@ -881,15 +939,14 @@ impl State {
         plan: replay::Plan,
         location: &'static Location<'static>,
         payload: &[u8],
-    ) -> Pending {
+    ) -> Record {
         let mut p = self.record_of(lp, plan, location);
-        p.payload.clear();
-        p.payload.extend_from_slice(payload);
+        p.set_payload(payload);
         p
     }
 
     /// `record_for` without the payload.
-    fn record_of(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>) -> Pending {
+    fn record_of(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>) -> Record {
         let spare = &self.spare_records;
         let found = spare.iter().rev().position(|p| p.same_loop(lp)).map(|from_end| spare.len() - 1 - from_end);
         let record = match found {
@@ -913,16 +970,19 @@ impl State {
                 p
             }
             Some(mut old) => {
+                // The old record's box and vectors, for the new loop.
                 let mut args = std::mem::take(&mut old.args);
                 args.clear();
-                let mut p = Pending::new(lp, plan, location, args);
-                p.nodes = std::mem::take(&mut old.nodes);
-                p.nodes.clear();
-                p.tokens = std::mem::take(&mut old.tokens);
-                p.tokens.clear();
-                p
+                let mut nodes = std::mem::take(&mut old.nodes);
+                nodes.clear();
+                let mut tokens = std::mem::take(&mut old.tokens);
+                tokens.clear();
+                *old = Pending::new(lp, plan, location, args);
+                old.nodes = nodes;
+                old.tokens = tokens;
+                old
             }
-            None => Pending::new(lp, plan, location, self.spare_args.pop().unwrap_or_default()),
+            None => Box::new(Pending::new(lp, plan, location, self.spare_args.pop().unwrap_or_default())),
         }
     }
 
@@ -959,8 +1019,9 @@ impl State {
 
     /// Adds the computations of pending loop `p` (of `lp`, numbered
     /// `seq`) to the DAG and the token table, and keeps it pending.
-    fn link(&mut self, rt: &Runtime, seq: u64, lp: &ParLoop, mut p: Pending) {
-        let comps = tokens::computations(rt, lp, &mut self.halos, &mut self.stats);
+    fn link(&mut self, rt: &Runtime, seq: u64, lp: &ParLoop, mut p: Record) {
+        let mut comps = std::mem::take(&mut self.comps);
+        tokens::computations(rt, lp, &mut self.halos, &mut self.stats, &mut comps);
         // The record's own vectors (empty; recycled ones keep their room).
         let mut nodes = std::mem::take(&mut p.nodes);
         nodes.reserve(comps.len());
@@ -969,7 +1030,7 @@ impl State {
         // A scratch vector kept in the state (one allocation, not one per loop).
         let mut preds = std::mem::take(&mut self.preds);
         let mut last_compute: Option<NodeIndex> = None;
-        for c in comps {
+        for c in &comps {
             let n = self.graph.add_node(Node { seq, what: c.what });
             preds.clear();
             // The sections of one loop run in order (core before owned
@@ -1013,6 +1074,7 @@ impl State {
             self.stats.computations_recorded += 1;
         }
         self.preds = preds;
+        self.comps = comps;
         touched.sort_unstable();
         touched.dedup();
         p.nodes = nodes;
@@ -1055,7 +1117,7 @@ impl State {
     }
 
     /// Removes loop `seq` from the graph and the token table.
-    fn take(&mut self, seq: u64) -> Pending {
+    fn take(&mut self, seq: u64) -> Record {
         let p = self.pending.remove(&seq).expect("a pending loop");
         for t in &p.tokens {
             if let Some(s) = self.tokens.get_mut(t) {

@@ -35,7 +35,7 @@ use crate::par_loop::ParLoop;
 use crate::plan_cache::LoopPlan;
 use crate::strategy::Strategy;
 
-use super::{Pending, Token};
+use super::{Record, Token};
 
 /// A loop's plan as the trace keeps it.
 pub(super) type Plan = Option<(Arc<LoopPlan>, Duration)>;
@@ -84,10 +84,30 @@ fn arg_words(a: &Arg) -> Option<[u64; 4]> {
     Some([a.data_id(), map, column, kind | (a.access as u64) << 8 | (a.dim as u64) << 16])
 }
 
+/// A taped loop's place: its segment (by `Segment::id`) and its number
+/// in the window.
+pub(super) type Slot = (u64, usize);
+
+/// What the segment gives a taped loop: its plan, its slot, and the
+/// record of the slot's loop from the last time it ran, if kept.
+pub(super) struct Kept {
+    pub plan: Plan,
+    pub slot: Slot,
+    pub record: Option<Record>,
+}
+
 /// A window that recurred-able: its events and its loops' plans.
 struct Segment {
+    /// Never reused (records name their segment by it).
+    id: u64,
     words: Vec<u64>,
     plans: Vec<Plan>,
+    /// Per loop of the window, the record of the loop that ran there last
+    /// (taken by the next taped loop in that place: its events equal the
+    /// segment's, so it is the same loop over the same data, and needs
+    /// neither a new record nor the pool's comparison; see
+    /// `State::record_for`).
+    records: Vec<Option<Record>>,
     /// Plan settings it was learnt under (`set_part_size`,
     /// `set_strategy` change plans).
     settings: Settings,
@@ -130,12 +150,14 @@ pub(super) struct Replay {
     taping: bool,
     candidate: usize,
     pos: usize,
-    pub tape: Vec<(u64, Pending)>,
+    pub tape: Vec<(u64, Record)>,
     /// The sequence number of the window's first loop (loops of a window
     /// are numbered from it, in recording order).
     base: u64,
     scratch: Vec<u64>,
     settings: Settings,
+    /// The next segment's id.
+    next_id: u64,
 }
 
 impl Replay {
@@ -154,6 +176,7 @@ impl Replay {
             base: 0,
             scratch: Vec::new(),
             settings: (None, None),
+            next_id: 0,
         }
     }
 
@@ -232,11 +255,11 @@ impl Replay {
         }
     }
 
-    /// A loop is recorded. In tape mode: `Some(plan)` if it matches the
+    /// A loop is recorded. In tape mode: `Some(kept)` if it matches the
     /// segment (put it on the tape with that plan, no lookup), `None` if
     /// the tape must be materialised first. Out of tape mode, `None` too
     /// (the caller records it in the DAG and calls [`Replay::learnt_loop`]).
-    pub(super) fn on_loop(&mut self, lp: &ParLoop, settings: impl FnOnce() -> Settings) -> Option<Plan> {
+    pub(super) fn on_loop(&mut self, lp: &ParLoop, settings: impl FnOnce() -> Settings) -> Option<Kept> {
         if !self.taping && !self.learning {
             // Nothing to match or learn (replay off, or a window that
             // cannot be kept): no encoding.
@@ -258,14 +281,15 @@ impl Replay {
     /// Tape mode past the window's first event: `lp` continues the
     /// candidate segment (the common case of a recurring window), compared
     /// word by word in place, without writing its events down first.
-    fn continue_candidate(&mut self, lp: &ParLoop) -> Option<Plan> {
+    fn continue_candidate(&mut self, lp: &ParLoop) -> Option<Kept> {
         if !self.taping || self.pos == 0 {
             return None;
         }
         let seg = self.segments.get(self.candidate)?;
         let mut at = self.pos;
         let mut next = |words: [u64; 4]| {
-            let same = seg.words.get(at..at + 4) == Some(&words[..]);
+            // Compared as arrays (inline; a slice comparison calls memcmp).
+            let same = seg.words.get(at..at + 4).and_then(|w| <&[u64; 4]>::try_from(w).ok()) == Some(&words);
             at += 4;
             same
         };
@@ -277,15 +301,39 @@ impl Replay {
                 return None;
             }
         }
-        let plan = seg.plans[self.taped].clone();
         self.pos = at;
+        Some(self.take_slot())
+    }
+
+    /// The candidate segment's plan, slot and kept record for the loop
+    /// just matched (the window's next); counts it taped.
+    fn take_slot(&mut self) -> Kept {
+        let k = self.taped;
         self.taped += 1;
-        Some(plan)
+        let seg = &mut self.segments[self.candidate];
+        Kept { plan: seg.plans[k].clone(), slot: (seg.id, k), record: seg.records[k].take() }
+    }
+
+    /// Gives record `r` of a loop that ran back to its slot, if it has one
+    /// whose segment is still kept and empty; otherwise returns it.
+    pub(super) fn give_back(&mut self, r: Record) -> Option<Record> {
+        let Some((id, k)) = r.slot else { return Some(r) };
+        let seg = match self.segments.get_mut(self.candidate) {
+            Some(s) if s.id == id => Some(s),
+            _ => self.segments.iter_mut().find(|s| s.id == id),
+        };
+        match seg.and_then(|s| s.records.get_mut(k)) {
+            Some(place @ None) => {
+                *place = Some(r);
+                None
+            }
+            _ => Some(r),
+        }
     }
 
     /// As `on_loop` in tape mode, the slow way (the first loop of a
     /// window, or another segment than the candidate).
-    fn on_loop_slow(&mut self, lp: &ParLoop, settings: impl FnOnce() -> Settings) -> Option<Plan> {
+    fn on_loop_slow(&mut self, lp: &ParLoop, settings: impl FnOnce() -> Settings) -> Option<Kept> {
         let replayable = self.encode_loop(lp);
         if !replayable {
             self.learning = false;
@@ -299,10 +347,8 @@ impl Replay {
         }
         // The loop's number in the window (not the tape's length: partial
         // forces take loops off the tape).
-        let plan = self.segments[self.candidate].plans[self.taped].clone();
         self.pos += self.scratch.len();
-        self.taped += 1;
-        Some(plan)
+        Some(self.take_slot())
     }
 
     /// Out of tape mode: the loop encoded by the last `on_loop` went into
@@ -379,7 +425,7 @@ impl Replay {
     }
 
     /// Takes the taped loops numbered `seqs` (sorted) off the tape.
-    pub(super) fn take(&mut self, seqs: &[u64]) -> Vec<(u64, Pending)> {
+    pub(super) fn take(&mut self, seqs: &[u64]) -> Vec<(u64, Record)> {
         let mut taken = Vec::with_capacity(seqs.len());
         let mut kept = Vec::with_capacity(self.tape.len() - seqs.len().min(self.tape.len()));
         for entry in self.tape.drain(..) {
@@ -399,10 +445,20 @@ impl Replay {
             return;
         }
         if self.segments.len() == SEGMENTS {
+            // Its kept records hold weak references to data only: dropping
+            // them here drops no user data.
             self.segments.remove(0);
             self.candidate = 0;
         }
-        self.segments.push(Segment { words: self.words.clone(), plans: self.plans.clone(), settings: self.settings });
+        let id = self.next_id;
+        self.next_id += 1;
+        self.segments.push(Segment {
+            id,
+            words: self.words.clone(),
+            plans: self.plans.clone(),
+            settings: self.settings,
+            records: std::iter::repeat_with(|| None).take(self.plans.len()).collect(),
+        });
     }
 
     /// The learning window cannot be kept (an error, the trace limit).

@@ -100,12 +100,11 @@ impl Computation {
         }
     }
 
-    fn dedup(mut self) -> Computation {
+    fn dedup(&mut self) {
         self.reads.sort_unstable();
         self.reads.dedup();
         self.writes.sort_unstable();
         self.writes.dedup();
-        self
     }
 }
 
@@ -196,23 +195,26 @@ impl Halos {
     }
 }
 
-/// The computations of `lp`, in the order `run.rs` runs them: halo sends,
-/// the core section, halo receives, the owned section, the exec halo,
-/// reductions. A loop without halo receives has one computation for its
-/// core and owned sections (seed 000's `phi_expr[core,owned]`); a serial
-/// run has only core sections and no halo or reduction computations.
+/// The computations of `lp` into `out` (emptied first; a vector the trace
+/// keeps, so that the computations, each two inline token vectors, are
+/// built in place and never moved), in the order `run.rs` runs them: halo
+/// sends, the core section, halo receives, the owned section, the exec
+/// halo, reductions. A loop without halo receives has one computation for
+/// its core and owned sections (seed 000's `phi_expr[core,owned]`); a
+/// serial run has only core sections and no halo or reduction
+/// computations.
 pub(crate) fn computations(
     rt: &Runtime,
     lp: &ParLoop,
     halo_state: &mut Halos,
     stats: &mut TraceStats,
-) -> SmallVec<[Computation; 2]> {
+    out: &mut Vec<Computation>,
+) {
     let args = lp.args();
     let sections = lp.sections();
     let set = lp.set().sections();
     let distributed = set.owned + set.exec + set.non_exec > 0;
-    // Inline: a serial loop is one computation.
-    let mut out = SmallVec::new();
+    out.clear();
     let mut halos = halo_state.exchanges(rt, lp, stats);
     if !distributed {
         halos.clear();
@@ -224,29 +226,30 @@ pub(crate) fn computations(
         c.writes.push(token(id, NET));
         out.push(c);
     }
-    let compute = |first: Section, last: Section| {
+    let compute = |out: &mut Vec<Computation>, first: Section, last: Section| {
         // Room for every token without regrowing (up to four per argument
         // and section; a serial loop's one section: one per argument).
         let room = args.len() * if distributed { 4 } else { 1 };
-        let mut c = Computation {
+        out.push(Computation {
             what: What::Compute { first, last },
             reads: Tokens::with_capacity(room),
             writes: Tokens::with_capacity(room),
-        };
+        });
+        let c = out.last_mut().expect("just pushed");
         for s in [Section::Core, Section::Owned, Section::Exec].into_iter().filter(|s| (first..=last).contains(s)) {
             for a in args {
                 c.arg(a, s);
             }
         }
-        c.dedup()
+        c.dedup();
     };
     if !distributed {
         // A serial set is all core.
-        out.push(compute(Section::Core, Section::Core));
+        compute(out, Section::Core, Section::Core);
     } else if halos.is_empty() {
-        out.push(compute(Section::Core, Section::Owned));
+        compute(out, Section::Core, Section::Owned);
     } else {
-        out.push(compute(Section::Core, Section::Core));
+        compute(out, Section::Core, Section::Core);
         for &i in &halos {
             let id = args[i].data_id();
             let mut c = Computation::new(What::HaloRecv { arg: i });
@@ -254,10 +257,10 @@ pub(crate) fn computations(
             c.writes.extend([token(id, HALOEXEC), token(id, HALOIMPORT)]);
             out.push(c);
         }
-        out.push(compute(Section::Owned, Section::Owned));
+        compute(out, Section::Owned, Section::Owned);
     }
     if sections.exec_halo && set.exec > 0 {
-        out.push(compute(Section::Exec, Section::Exec));
+        compute(out, Section::Exec, Section::Exec);
     }
     if distributed {
         for (i, a) in args.iter().enumerate() {
@@ -274,5 +277,4 @@ pub(crate) fn computations(
             }
         }
     }
-    out
 }
