@@ -44,7 +44,14 @@ impl<'a> From<&'a Subset> for LoopSet<'a> {
 /// assert_eq!(a.values().unwrap(), vec![0.0; 3]);
 /// ```
 #[derive(Clone, Debug)]
-pub struct ParLoop {
+pub struct ParLoop(Arc<LoopInner>);
+
+/// What a [`ParLoop`] holds: shared by its clones and never changed while
+/// shared (`Arc::make_mut`), so that the lazy trace can keep a weak
+/// reference to a user's loop and run it as it was recorded (see
+/// `ParLoop::downgrade`).
+#[derive(Clone, Debug)]
+pub(crate) struct LoopInner {
     kernel: &'static Kernel,
     set: Set,
     args: Vec<Arg>,
@@ -71,19 +78,19 @@ impl ParLoop {
                     // Where the view finds the global numbers (`exec`).
                     a.set = Some(set.clone());
                 }
-                Ok(ParLoop { kernel, set: set.clone(), args, exec_halo: false, tags: None })
+                Ok(ParLoop::from_parts(kernel, set.clone(), args, false))
             }
             LoopSet::Subset(subset) => {
                 crate::validate::validate(kernel, subset.parent(), args)?;
                 let args = args.iter().map(|a| through_subset(subset, a)).collect::<Result<Vec<_>>>()?;
-                Ok(ParLoop { kernel, set: subset.iter_set().clone(), args, exec_halo: false, tags: None })
+                Ok(ParLoop::from_parts(kernel, subset.iter_set().clone(), args, false))
             }
         }
     }
 
     /// A loop from parts validated before (the lazy trace's recorded loops).
     pub(crate) fn from_parts(kernel: &'static Kernel, set: Set, args: Vec<Arg>, exec_halo: bool) -> ParLoop {
-        ParLoop { kernel, set, args, exec_halo, tags: None }
+        ParLoop(Arc::new(LoopInner { kernel, set, args, exec_halo, tags: None }))
     }
 
     /// This loop with descriptive tags (seed 003): the profile reports
@@ -109,67 +116,82 @@ impl ParLoop {
             if t.is_empty() || t.contains(',') || t.chars().any(char::is_control) {
                 return Err(crate::Error::InvalidDeclaration {
                     what: "loop",
-                    name: self.kernel.name().into(),
+                    name: self.0.kernel.name().into(),
                     reason: format!("tag {t:?}: tags are non-empty, without commas or control characters"),
                 });
             }
         }
-        self.tags = (!tags.is_empty()).then(|| Arc::from(tags.join(",")));
+        Arc::make_mut(&mut self.0).tags = (!tags.is_empty()).then(|| Arc::from(tags.join(",")));
         Ok(self)
     }
 
     /// The tags, comma-joined (empty when untagged).
     pub fn tags(&self) -> &str {
-        self.tags.as_deref().unwrap_or("")
+        self.0.tags.as_deref().unwrap_or("")
     }
 
     /// The tags as shared (what the trace keeps).
     pub(crate) fn tags_shared(&self) -> Option<Arc<str>> {
-        self.tags.clone()
+        self.0.tags.clone()
     }
 
     /// The loop's arguments, taken out (the trace reuses their vector).
     pub(crate) fn into_args(self) -> Vec<Arg> {
-        self.args
+        match Arc::try_unwrap(self.0) {
+            Ok(inner) => inner.args,
+            Err(shared) => shared.args.clone(),
+        }
+    }
+
+    /// A weak reference to this loop (the lazy trace's, to run the user's
+    /// loop itself when it is still alive: no argument rebuilt).
+    pub(crate) fn downgrade(&self) -> std::sync::Weak<LoopInner> {
+        Arc::downgrade(&self.0)
+    }
+
+    /// The loop behind `weak`, if some handle still holds it: exactly the
+    /// loop `downgrade` was called on (shared loops are never changed).
+    pub(crate) fn upgrade(weak: &std::sync::Weak<LoopInner>) -> Option<ParLoop> {
+        weak.upgrade().map(ParLoop)
     }
 
     /// This loop with `tags` as kept by [`ParLoop::tags_shared`].
     pub(crate) fn with_shared_tags(mut self, tags: Option<Arc<str>>) -> ParLoop {
-        self.tags = tags;
+        Arc::make_mut(&mut self.0).tags = tags;
         self
     }
 
     /// The kernel.
     pub fn kernel(&self) -> &'static Kernel {
-        self.kernel
+        self.0.kernel
     }
 
     /// The iteration set.
     pub fn set(&self) -> &Set {
-        &self.set
+        &self.0.set
     }
 
     /// The arguments, one per kernel parameter.
     pub fn args(&self) -> &[Arg] {
-        &self.args
+        &self.0.args
     }
 
     /// The sections of the iteration set this loop executes, from the
     /// set's current numbering (which partitioning changes).
     pub(crate) fn sections(&self) -> LoopSections {
-        let s = self.set.sections();
+        let s = self.0.set.sections();
         LoopSections {
             core: s.core,
             owned: s.owned,
             exec: s.exec,
-            exec_halo: self.exec_halo || crate::arg::writes_indirectly(&self.args),
+            exec_halo: self.0.exec_halo || crate::arg::writes_indirectly(&self.0.args),
         }
     }
 
     /// This loop, running the exec halo under MPI also when no argument
     /// writes through a map.
     pub(crate) fn with_exec_halo(mut self) -> ParLoop {
-        self.exec_halo = true;
+        Arc::make_mut(&mut self.0).exec_halo = true;
         self
     }
 }

@@ -202,6 +202,48 @@ fn a_global_dropped_with_a_pending_host_write_runs_it_in_order() {
     assert_eq!(x.values().unwrap(), vec![6.5, 12.5, 18.5]);
 }
 
+/// A loop the user keeps (built once, executed every step) runs as the
+/// user's loop itself when forced; a change to it after recording (new
+/// tags) makes a new loop and never reaches the recorded one, and a loop
+/// dropped before the force runs from the trace's own record.
+#[test]
+fn kept_loops_run_as_recorded_even_when_changed_or_dropped_afterwards() {
+    let run = |lazy: bool| {
+        let rt = Runtime::with_lazy(Backend::Seq, lazy).unwrap();
+        let s = rt.set("s", 3).unwrap();
+        let x = rt.dat("x", &s, 1, vec![1.0, 2.0, 3.0]).unwrap();
+        let y = rt.dat("y", &s, 1, vec![0.0; 3]).unwrap();
+        let c = rt.global("c", &[2.0f64]).unwrap();
+        let step = ParLoop::new(axpy::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+        let scaled = ParLoop::new(scale::KERNEL, &s, &[c.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+        let mut seen = Vec::new();
+        for k in 0..4 {
+            rt.execute(&step).unwrap();
+            rt.execute(&scaled).unwrap();
+            c.set_values(&[1.5 + k as f64]).unwrap();
+            seen.push(bits(&y.values().unwrap()));
+        }
+        // Recorded untagged, then tagged: the recorded loop stays untagged.
+        rt.execute(&step).unwrap();
+        let step = step.with_tags(&["later"]).unwrap();
+        // Recorded, then dropped: it still runs, from the record.
+        let once = ParLoop::new(scale::KERNEL, &s, &[c.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+        rt.execute(&once).unwrap();
+        drop(once);
+        seen.push(bits(&y.values().unwrap()));
+        rt.execute(&step).unwrap();
+        seen.push(bits(&y.values().unwrap()));
+        let rows: Vec<(String, u64)> = rt.report().iter().map(|r| (r.label(), r.calls)).collect();
+        (seen, rows)
+    };
+    let (eager, eager_rows) = run(false);
+    let (lazy, lazy_rows) = run(true);
+    assert_eq!(eager, lazy);
+    assert_eq!(eager_rows, lazy_rows);
+    assert!(lazy_rows.contains(&("axpy".to_string(), 5)), "{lazy_rows:?}");
+    assert!(lazy_rows.contains(&("axpy [later]".to_string(), 1)), "{lazy_rows:?}");
+}
+
 #[test]
 fn the_last_handle_dropped_runs_the_loops_pending_on_it() {
     // Decision (seed 003): the trace keeps only weak references to data;
