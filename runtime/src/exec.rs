@@ -3,6 +3,8 @@
 //! This module and `backend::threads` are where raw pointers are made and
 //! shared; everything else handles typed, safe objects.
 
+use std::borrow::Borrow;
+
 use crate::arg::{Arg, ArgKind};
 use crate::decl::LoopGuard;
 use crate::error::{Error, Result};
@@ -23,22 +25,25 @@ pub(crate) struct LockedArgs<'a> {
     pub views: SmallVec<[ArgView; INLINE_ARGS]>,
 }
 
-/// Locks every distinct dat and global of `args` and builds their views.
-pub(crate) fn lock_args<'a>(kernel: &str, args: &'a [Arg]) -> Result<LockedArgs<'a>> {
+/// Locks every distinct dat and global of `args` (arguments, or
+/// references to them: a fused launch's come from several loops) and
+/// builds their views.
+pub(crate) fn lock_args<'a, A: Borrow<Arg>>(kernel: &str, args: &'a [A]) -> Result<LockedArgs<'a>> {
     lock_args_where(kernel, args, |_| true)
 }
 
 /// Locks the distinct dats and globals of the arguments `pick` selects;
 /// the others' views have no data (a null pointer).
-pub(crate) fn lock_args_where<'a>(
+pub(crate) fn lock_args_where<'a, A: Borrow<Arg>>(
     kernel: &str,
-    args: &'a [Arg],
+    args: &'a [A],
     pick: impl Fn(&Arg) -> bool,
 ) -> Result<LockedArgs<'a>> {
     let mut guards: SmallVec<[LoopGuard<'a>; INLINE_ARGS]> = SmallVec::new();
     let mut bases: SmallVec<[(u64, *mut u8); INLINE_ARGS]> = SmallVec::new();
     let mut views = SmallVec::with_capacity(args.len());
     for arg in args {
+        let arg: &'a Arg = arg.borrow();
         let id = arg.data_id();
         let data = match bases.iter().find(|(b, _)| *b == id) {
             _ if !pick(arg) => std::ptr::null_mut(),
@@ -88,8 +93,9 @@ pub(crate) struct Reduction {
 
 impl Reduction {
     /// The reductions of a loop's arguments.
-    pub fn of(args: &[Arg]) -> Vec<Reduction> {
+    pub fn of<A: Borrow<Arg>>(args: &[A]) -> Vec<Reduction> {
         args.iter()
+            .map(Borrow::borrow)
             .enumerate()
             .filter(|(_, a)| a.is_global() && a.access.is_reduction())
             .map(|(i, a)| Reduction { arg: i, elem: a.storage.elem(), dim: a.dim, access: a.access })

@@ -9,7 +9,7 @@ mod device;
 #[path = "support/programs.rs"]
 mod programs;
 
-use parloop::{Access, Backend, Dat, Global, Runtime};
+use parloop::{Access, Backend, Dat, Global, ParLoop, Runtime};
 use programs::{add, axpy, bits, largest, scale, spread, square, total};
 use proptest::prelude::*;
 
@@ -48,14 +48,29 @@ type Bits = Vec<Vec<u64>>;
 
 /// Runs `program` on sets of `sizes` (nodes, edges); returns every dat's
 /// and global's final bits, what the host reads saw, and the counters.
+/// `keep`: the program keeps every loop it executes until the end (the
+/// trace then runs the user's loops, lending their arguments to fused
+/// launches), instead of `par_loop`'s loops that go at once (the trace
+/// rebuilds them from its records).
 fn run(
     backend: Backend,
     lazy: bool,
     fusion: bool,
     sizes: (usize, usize),
     program: &[Op],
+    keep: bool,
 ) -> (Bits, parloop::TraceStats) {
     let rt = Runtime::with_lazy(backend, lazy).unwrap();
+    let mut kept: Vec<ParLoop> = Vec::new();
+    let mut par_loop = |k: &'static parloop::Kernel, set: &parloop::Set, args: &[parloop::Arg]| {
+        if keep {
+            let lp = ParLoop::new(k, set, args).unwrap();
+            rt.execute(&lp).unwrap();
+            kept.push(lp);
+        } else {
+            rt.par_loop(k, set, args).unwrap();
+        }
+    };
     rt.set_fusion(fusion);
     let (nn, ne) = sizes;
     let nodes = rt.set("nodes", nn).unwrap();
@@ -84,19 +99,18 @@ fn run(
                     1 => (square::KERNEL, Access::WRITE),
                     _ => (add::KERNEL, Access::INC),
                 };
-                rt.par_loop(k, sets[on], &[dats[on][x].arg(Access::READ), dats[on][y].arg(access)]).unwrap();
+                par_loop(k, sets[on], &[dats[on][x].arg(Access::READ), dats[on][y].arg(access)]);
             }
             Op::Reduce { on, max, x, g } => {
                 let (k, access) = if max { (largest::KERNEL, Access::MAX) } else { (total::KERNEL, Access::INC) };
-                rt.par_loop(k, sets[on], &[dats[on][x].arg(Access::READ), globals[g].arg(access)]).unwrap();
+                par_loop(k, sets[on], &[dats[on][x].arg(Access::READ), globals[g].arg(access)]);
             }
             Op::Scale { on, g, x } => {
-                rt.par_loop(scale::KERNEL, sets[on], &[globals[g].arg(Access::READ), dats[on][x].arg(Access::RW)])
-                    .unwrap();
+                par_loop(scale::KERNEL, sets[on], &[globals[g].arg(Access::READ), dats[on][x].arg(Access::RW)]);
             }
             Op::Spread { w, n } => {
                 let (a, b) = (dats[0][n].arg_via(&e2n, 0, Access::INC), dats[0][n].arg_via(&e2n, 1, Access::INC));
-                rt.par_loop(spread::KERNEL, &edges, &[dats[1][w].arg(Access::READ), a, b]).unwrap();
+                par_loop(spread::KERNEL, &edges, &[dats[1][w].arg(Access::READ), a, b]);
             }
             Op::Read { on, d } => seen.push(bits(&dats[on][d].values().unwrap())),
             Op::ReadGlobal { g } => seen.push(bits(&globals[g].values().unwrap())),
@@ -113,13 +127,18 @@ fn run(
     for g in &globals {
         seen.push(bits(&g.values().unwrap()));
     }
+    drop(par_loop);
+    drop(kept);
     (seen, rt.trace_stats())
 }
 
 fn fused_equals_eager(backend: Backend, sizes: (usize, usize), program: &[Op]) -> Result<(), TestCaseError> {
-    let (eager, _) = run(backend, false, false, sizes, program);
-    let (fused, stats) = run(backend, true, true, sizes, program);
+    let (eager, _) = run(backend, false, false, sizes, program, false);
+    let (fused, stats) = run(backend, true, true, sizes, program, false);
     prop_assert!(fused == eager, "{backend:?}: lazy with fusion differs from eager");
+    let (kept, kept_stats) = run(backend, true, true, sizes, program, true);
+    prop_assert!(kept == eager, "{backend:?}: lazy with fusion of kept loops differs from eager");
+    prop_assert_eq!(kept_stats.loops_fused, stats.loops_fused);
     if backend == Backend::Seq || backend == Backend::Threads {
         prop_assert!(stats.loops_fused <= stats.loops_run);
     } else {
@@ -177,19 +196,19 @@ fn the_counter_counts_exactly_the_loops_that_ran_fused() {
     ];
     for sizes in [(5, 8), (40000, 3000)] {
         for backend in [Backend::Seq, Backend::Threads] {
-            let (eager, s0) = run(backend, false, true, sizes, &program);
+            let (eager, s0) = run(backend, false, true, sizes, &program, false);
             assert_eq!(s0.loops_fused, 0, "no trace, no fusion");
-            let (fused, stats) = run(backend, true, true, sizes, &program);
+            let (fused, stats) = run(backend, true, true, sizes, &program, false);
             assert_eq!(fused, eager, "{backend:?} {sizes:?}");
             assert_eq!(stats.loops_fused, 3 + 3 + 2, "{backend:?} {sizes:?}: {stats:?}");
             assert_eq!(stats.loops_run, 11);
-            let (apart, off) = run(backend, true, false, sizes, &program);
+            let (apart, off) = run(backend, true, false, sizes, &program, false);
             assert_eq!(apart, eager, "{backend:?} {sizes:?}: fusion off");
             assert_eq!(off.loops_fused, 0, "{backend:?}: fusion off");
             assert_eq!(off.loops_run, 11);
         }
     }
-    let (_, emu) = run(device::device_backend(), true, true, (5, 8), &program);
+    let (_, emu) = run(device::device_backend(), true, true, (5, 8), &program, false);
     assert_eq!(emu.loops_fused, 0, "device backends run loops apart");
     assert_eq!(emu.loops_run, 11);
 }

@@ -25,6 +25,7 @@
 //! fused with the failing one may then have run on some chunks (the error
 //! names the group, `a+b`, and where its first loop was recorded).
 
+use std::borrow::Borrow;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,7 @@ use crate::arg::{Arg, ArgKind};
 use crate::backend::{seq, threads, Backend, HostJob, HostRun, Stage};
 use crate::error::{Error, Result};
 use crate::exec::{lock_args, Reduction};
+use crate::par_loop::ParLoop;
 use crate::profile::Range;
 use crate::runtime::Runtime;
 use crate::sync::lock;
@@ -76,8 +78,16 @@ pub(super) fn joins(group: &[(u64, Record)], next: &Pending) -> bool {
 /// (no `ParLoop` per loop: a replayed window fuses every time step, and
 /// rebuilding each loop then copying its arguments cost a third of its
 /// host time).
-/// `args` is an empty vector to upgrade into (the force's), left empty.
+/// Loops the user still holds lend their arguments as they are (see
+/// `Pending::user`); otherwise `args`, an empty vector (the force's, left
+/// empty), takes them upgraded from the records.
 pub(super) fn run(rt: &Runtime, group: &[(u64, Record)], args: &mut Vec<Arg>) -> Result<()> {
+    let users: Option<smallvec::SmallVec<[ParLoop; MAX_GROUP]>> =
+        group.iter().map(|(_, p)| ParLoop::upgrade(&p.user)).collect();
+    if let Some(users) = users {
+        let lent: smallvec::SmallVec<[&Arg; 2 * MAX_GROUP]> = users.iter().flat_map(|lp| lp.args()).collect();
+        return rt.execute_fused(group, &lent);
+    }
     let mut result = Ok(());
     for (_, p) in group {
         if let Err(id) = p.upgrade_args_into(args) {
@@ -133,7 +143,7 @@ impl Runtime {
     /// backends, serial): their arguments (`args`, the loops' in order)
     /// locked together, one host job whose stages are the loops' bodies,
     /// each loop's profile row getting its share of the time.
-    fn execute_fused(&self, group: &[(u64, Record)], args: &[Arg]) -> Result<()> {
+    fn execute_fused<A: Borrow<Arg>>(&self, group: &[(u64, Record)], args: &[A]) -> Result<()> {
         let _one_at_a_time = lock(&self.executing);
         // `a+b`, in one allocation (no vector of names to join).
         let mut name = String::with_capacity(group.iter().map(|(_, p)| p.kernel.name().len() + 1).sum());
@@ -182,7 +192,7 @@ impl Runtime {
         drop(locked);
         // Once per written datum (a window's loops often write the same one).
         let mut written: smallvec::SmallVec<[u64; MAX_GROUP]> = smallvec::SmallVec::new();
-        for a in args.iter().filter(|a| a.access.writes()) {
+        for a in args.iter().map(Borrow::borrow).filter(|a| a.access.writes()) {
             let id = a.data_id();
             if !written.contains(&id) {
                 written.push(id);
