@@ -357,7 +357,14 @@ mod tests {
 
     #[test]
     fn cached_plans_keep_no_user_data_alive_and_are_reused() {
-        let rt = Runtime::with_backend(Backend::Threads).unwrap();
+        // Also lazy, with replay: the trace once kept records of loops
+        // that ran, with their maps, after their data was dropped.
+        for lazy in [false, true] {
+            no_user_data_kept_alive(Runtime::with_lazy(Backend::Threads, lazy).unwrap());
+        }
+    }
+
+    fn no_user_data_kept_alive(rt: Runtime) {
         let edges = rt.set("edges", 1000).unwrap();
         let nodes = rt.set("nodes", 101).unwrap();
         let values: Vec<i32> = (0..2000).map(|k| (k / 2 + k % 2) % 101).collect();

@@ -493,7 +493,14 @@ mod tests {
     /// for the runtime's life).
     #[test]
     fn device_tables_go_with_the_last_matrix_on_their_pattern() {
-        let rt = Runtime::with_backend(Backend::Emu).unwrap();
+        // Also lazy: the trace once kept the records of matrix loops that
+        // ran, and with them the pattern.
+        for lazy in [false, true] {
+            device_tables_go_with_their_matrix(Runtime::with_lazy(Backend::Emu, lazy).unwrap());
+        }
+    }
+
+    fn device_tables_go_with_their_matrix(rt: Runtime) {
         let nodes = rt.set("nodes", 4).unwrap();
         let edges = rt.set("edges", 3).unwrap();
         let first = rt.map("first", &edges, &nodes, 2, vec![0, 1, 1, 2, 2, 3]).unwrap();

@@ -283,6 +283,11 @@ impl Pending {
         result
     }
 
+    /// Whether an argument of this record is datum `id`.
+    fn uses(&self, id: u64) -> bool {
+        self.args.iter().any(|a| a.id == id)
+    }
+
     /// Sets the values a host write carries (empty for a loop).
     fn set_payload(&mut self, payload: &[u8]) {
         if !(payload.is_empty() && self.payload.is_empty()) {
@@ -498,6 +503,9 @@ impl Link {
     /// writes it runs now (errors surface at the next forcing point).
     pub(crate) fn dropped(&self, id: u64) {
         let Some(trace) = self.trace() else { return };
+        // Records of loops that ran with it serve no loop again (ids are
+        // never reused): they go, with the sets and maps they hold.
+        trace.forget_records_of(id);
         if forcing_here() || !trace.touches(id) {
             return;
         }
@@ -588,6 +596,14 @@ impl Trace {
             all.extend(data_tokens(a.data_id()));
         }
         self.force(at, Some((&all, true)))
+    }
+
+    /// Drops the kept records (pool and replay places) of loops with datum
+    /// `id`, whose last handle is going.
+    fn forget_records_of(&self, id: u64) {
+        let mut st = lock(&self.state);
+        st.spare_records.retain(|p| !p.uses(id));
+        st.replay.forget_records(|p| p.uses(id));
     }
 
     /// Whether a pending computation touches datum `id`.
@@ -755,7 +771,10 @@ impl Trace {
             // next records. Records with weak references only are kept
             // whole, for the next window's loops.
             for (_, p) in &mut taken[i..j] {
-                if p.args.iter().any(|a| matches!(a.held, Held::Strong(_))) {
+                // Matrix records too: their scatter holds the matrix's
+                // pattern and maps, and they are never reused anyway
+                // (`same_loop`, replay).
+                if p.args.iter().any(|a| matches!(a.held, Held::Strong(_)) || matches!(a.kind, ArgKind::Mat(_))) {
                     let mut args = std::mem::take(&mut p.args);
                     args.clear();
                     spare.push(args);

@@ -466,6 +466,15 @@ impl Replay {
         self.learning = false;
     }
 
+    /// Drops the records kept in segments' places that `gone` selects.
+    pub(super) fn forget_records(&mut self, gone: impl Fn(&Record) -> bool) {
+        for place in self.segments.iter_mut().flat_map(|s| &mut s.records) {
+            if place.as_ref().is_some_and(&gone) {
+                *place = None;
+            }
+        }
+    }
+
     /// Whether a taped loop uses datum `id`.
     pub(super) fn tape_touches(&self, id: u64) -> bool {
         self.tape.iter().any(|(_, p)| p.args.iter().any(|a| a.id == id))
