@@ -127,7 +127,6 @@ fn run(
     for g in &globals {
         seen.push(bits(&g.values().unwrap()));
     }
-    drop(par_loop);
     drop(kept);
     (seen, rt.trace_stats())
 }
