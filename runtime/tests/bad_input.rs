@@ -185,8 +185,11 @@ fn pick_row(i: &i32, x: &[f64; 4], o: &mut f64, total: &mut f64) {
     *total += *o;
 }
 
+/// Eager whatever `PARLOOP_LAZY` says (CI also runs the suite lazy):
+/// these tests assert the error `par_loop` returns; under the lazy trace
+/// it comes back at the forcing point instead (`tests/lazy.rs`).
 fn host_backends() -> Vec<Runtime> {
-    vec![Runtime::with_backend(Backend::Seq).unwrap(), Runtime::with_backend(Backend::Threads).unwrap()]
+    vec![Runtime::with_lazy(Backend::Seq, false).unwrap(), Runtime::with_lazy(Backend::Threads, false).unwrap()]
 }
 
 #[test]
@@ -290,8 +293,8 @@ fn allocations_sized_by_input_fail_with_out_of_memory() {
         let e = rt.copy_bandwidth(usize::MAX, 1).unwrap_err();
         assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
         // 1e18 elements of a threads loop: its chunks alone would be
-        // exabytes.
-        let rt = Runtime::with_backend(Backend::Threads).unwrap();
+        // exabytes. Eager: the error is `par_loop`'s (see `host_backends`).
+        let rt = Runtime::with_lazy(Backend::Threads, false).unwrap();
         let s = rt.set("many", 1_000_000_000_000_000_000).unwrap();
         let c = rt.global("c", &[0u64]).unwrap();
         let e = rt.par_loop(count::KERNEL, &s, &[c.arg(Access::INC)]).unwrap_err();

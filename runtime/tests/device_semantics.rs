@@ -35,6 +35,13 @@ fn seq() -> Runtime {
     Runtime::with_backend(Backend::Seq).unwrap()
 }
 
+/// Eager runtimes whatever `PARLOOP_LAZY` says (CI also runs the suite
+/// lazy), for the tests of the error `par_loop` returns: under the lazy
+/// trace it comes back at the forcing point instead (`tests/lazy.rs`).
+fn eager(backend: Backend) -> Runtime {
+    Runtime::with_lazy(backend, false).expect("an eager runtime")
+}
+
 /// A fresh directory for a module cache.
 fn fresh_dir(name: &str) -> PathBuf {
     if std::env::var(CASE_VAR).is_ok() {
@@ -332,8 +339,8 @@ fn same_panic<T: parloop::Scalar + Copy + Default + std::fmt::Debug + PartialEq>
     element: usize,
     message: &str,
 ) {
-    let s = divide_on(&seq(), kernel, a, b);
-    let e = divide_on(&emu(), kernel, a, b);
+    let s = divide_on(&eager(Backend::Seq), kernel, a, b);
+    let e = divide_on(&eager(Backend::Emu), kernel, a, b);
     for (backend, r) in [("seq", &s), ("emu", &e)] {
         match r {
             Err(Error::KernelPanicked { kernel: k, element: el, message: m }) => {
@@ -429,7 +436,7 @@ fn checked_builds_report_indices_out_of_bounds() {
                 let mut idx: Vec<u32> = (0..500).map(|k| k % len).collect();
                 idx[321] = 7;
                 let expected = format!("index out of bounds: the len is {len} but the index is 7");
-                for (backend, rt) in [("seq", seq()), ("emu", emu())] {
+                for (backend, rt) in [("seq", eager(Backend::Seq)), ("emu", eager(Backend::Emu))] {
                     match pick_on(&rt, kernel, &idx) {
                         Err(Error::KernelPanicked { kernel: k, element, message }) => {
                             assert_eq!((k.as_str(), element, message.as_str()), (kernel.name(), 321, &*expected));
