@@ -333,14 +333,11 @@ impl<T: Scalar> Global<T> {
                 detail: "its dim".into(),
             });
         }
-        let storage: Arc<dyn Storage> = self.0.clone();
-        if self.0.link.record_host_write(storage, self.dim(), bytemuck::cast_slice(values))? {
+        let bytes = bytemuck::cast_slice(values);
+        if self.0.link.record_host_write(|| self.0.clone(), self.dim(), bytes)? {
             return Ok(());
         }
-        let mut v = self.0.write("written")?;
-        v.guard.copy_from_slice(values);
-        self.0.mirror.host_written();
-        Ok(())
+        self.0.write_bytes(bytes)
     }
 }
 

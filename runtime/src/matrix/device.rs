@@ -398,16 +398,15 @@ impl Runtime {
                 &params,
             )?;
             tables.element_matrices.device_written();
-            args[i] = Arg {
-                id: tables.element_matrices.id(),
-                storage: tables.element_matrices.clone(),
-                kind: ArgKind::Direct,
-                // WRITE, not INC: the kernel may assign entries of a WRITE
-                // matrix argument, and the values start at zero anyway.
-                access: Access::Write,
-                dim: tables.element_dat_dim,
-                set: Some(set.clone()),
-            };
+            // WRITE, not INC: the kernel may assign entries of a WRITE
+            // matrix argument, and the values start at zero anyway.
+            args[i] = Arg::new(
+                tables.element_matrices.clone(),
+                ArgKind::Direct,
+                Access::Write,
+                tables.element_dat_dim,
+                Some(set.clone()),
+            );
             scatters.push((arg.clone(), tables));
         }
         // The exec halo too: other ranks' elements add into this rank's rows.

@@ -281,10 +281,9 @@ impl<T: Scalar> Mat<T> {
         let s = &self.sparsity;
         let rows = row_map.arity() * s.row_dim();
         let cols = col_map.arity() * s.col_dim();
-        Arg {
-            storage: self.values.0.clone(),
-            id: self.values.0.id,
-            kind: ArgKind::Mat(Arc::new(MatScatter {
+        Arg::new(
+            self.values.0.clone(),
+            ArgKind::Mat(Arc::new(MatScatter {
                 pattern: s.pattern.clone(),
                 sparsity_name: s.name.clone(),
                 row_map: row_map.clone(),
@@ -295,9 +294,9 @@ impl<T: Scalar> Mat<T> {
                 offsets: std::sync::OnceLock::new(),
             })),
             access,
-            dim: rows * cols,
-            set: None,
-        }
+            rows * cols,
+            None,
+        )
     }
 }
 

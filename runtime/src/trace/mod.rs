@@ -288,6 +288,19 @@ impl Pending {
         self.args.iter().any(|a| a.id == id)
     }
 
+    /// This record, of an earlier run of `lp` (same kernel, set and
+    /// arguments), made `lp`'s: what its comparison leaves out replaced.
+    fn renew(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>, payload: &[u8]) {
+        self.plan = plan;
+        self.location = location;
+        self.user = lp.downgrade();
+        self.tags = lp.tags_shared();
+        self.exec_halo = lp.sections().exec_halo;
+        self.set_payload(payload);
+        self.nodes.clear();
+        self.tokens.clear();
+    }
+
     /// Sets the values a host write carries (empty for a loop).
     fn set_payload(&mut self, payload: &[u8]) {
         if !(payload.is_empty() && self.payload.is_empty()) {
@@ -322,8 +335,12 @@ impl Pending {
             })
     }
 
-    /// The loop with its data, or the id of a datum that is gone.
+    /// The loop with its data (the user's, while kept), or the id of a
+    /// datum that is gone.
     fn upgrade(&self) -> std::result::Result<ParLoop, u64> {
+        if let Some(lp) = ParLoop::upgrade(&self.user) {
+            return Ok(lp);
+        }
         let mut args = Vec::with_capacity(self.args.len());
         self.upgrade_args_into(&mut args)?;
         Ok(ParLoop::from_parts(self.kernel, self.set.clone(), args, self.exec_halo).with_shared_tags(self.tags.clone()))
@@ -489,13 +506,18 @@ impl Link {
     /// the global yet (nothing pending can use it), or the write comes
     /// from inside a host access or a force.
     #[track_caller]
-    pub(crate) fn record_host_write(&self, global: Arc<dyn Storage>, dim: usize, bytes: &[u8]) -> Result<bool> {
+    pub(crate) fn record_host_write(
+        &self,
+        global: impl FnOnce() -> Arc<dyn Storage>,
+        dim: usize,
+        bytes: &[u8],
+    ) -> Result<bool> {
         if self.0.get().is_none() || forcing_here() || crate::host_access::holds_any() {
             return Ok(false);
         }
         let Some(trace) = self.trace() else { return Ok(false) };
         let rt = Runtime::handle(trace.0.clone());
-        let lp = host_write::as_loop(&trace.host_writes, global, dim);
+        let lp = host_write::as_loop(&trace.host_writes, global(), dim);
         trace.record(&rt, &lp, || Ok(None), Location::caller(), bytes)
     }
 
@@ -945,13 +967,7 @@ impl State {
             // leave out is replaced.
             Some(mut p) => {
                 self.stats.records_reused += 1;
-                p.plan = kept.plan;
-                p.location = location;
-                p.user = lp.downgrade();
-                p.tags = lp.tags_shared();
-                p.set_payload(payload);
-                p.nodes.clear();
-                p.tokens.clear();
+                p.renew(lp, kept.plan, location, payload);
                 p
             }
             None => self.record_for(lp, kept.plan, location, payload),
@@ -971,13 +987,6 @@ impl State {
         location: &'static Location<'static>,
         payload: &[u8],
     ) -> Record {
-        let mut p = self.record_of(lp, plan, location);
-        p.set_payload(payload);
-        p
-    }
-
-    /// `record_for` without the payload.
-    fn record_of(&mut self, lp: &ParLoop, plan: replay::Plan, location: &'static Location<'static>) -> Record {
         let spare = &self.spare_records;
         let found = spare.iter().rev().position(|p| p.same_loop(lp)).map(|from_end| spare.len() - 1 - from_end);
         let record = match found {
@@ -989,17 +998,11 @@ impl State {
             None if spare.len() >= RECORD_POOL => Some(self.spare_records.swap_remove(0)),
             None => None,
         };
-        match record {
+        let mut p = match record {
             Some(mut p) if found.is_some() => {
                 self.stats.records_reused += 1;
-                p.plan = plan;
-                p.location = location;
-                p.user = lp.downgrade();
-                p.tags = lp.tags_shared();
-                p.exec_halo = lp.sections().exec_halo;
-                p.nodes.clear();
-                p.tokens.clear();
-                p
+                p.renew(lp, plan, location, payload);
+                return p;
             }
             Some(mut old) => {
                 // The old record's box and vectors, for the new loop.
@@ -1015,7 +1018,9 @@ impl State {
                 old
             }
             None => Box::new(Pending::new(lp, plan, location, self.spare_args.pop().unwrap_or_default())),
-        }
+        };
+        p.set_payload(payload);
+        p
     }
 
     /// Puts the replay tape into the DAG, in order, as if its loops had
