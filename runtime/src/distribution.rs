@@ -32,6 +32,23 @@ pub(crate) struct HaloTraffic {
     pub wait: Duration,
 }
 
+/// What the all-reduces of globals across MPI ranks did
+/// ([`Runtime::reduction_stats`](crate::Runtime::reduction_stats)): a
+/// loop that reduces a global starts its all-reduce when it ends
+/// (`MPI_Iallreduce`) and the global's next use (a loop, a host read or
+/// write) completes it, so the network time overlaps whatever runs in
+/// between. All zero in a serial run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReductionStats {
+    /// All-reduces started (one per reduced global per loop).
+    pub started: u64,
+    /// Of those completed, the ones already complete when the global was
+    /// next needed: their network time was hidden entirely.
+    pub ready_when_needed: u64,
+    /// Time spent waiting for all-reduces to complete, in seconds.
+    pub wait_seconds: f64,
+}
+
 /// What [`Distribution::begin`] set aside for [`Distribution::end`] (the
 /// initial values of INC globals, which the ranks reduce from zero); only
 /// the implementation that made it reads it.
@@ -40,6 +57,11 @@ pub(crate) type Begun = Box<dyn Any + Send>;
 /// How loops take part in a distributed run. Every method has the serial
 /// meaning as its default: nothing to exchange, nothing to reduce.
 pub(crate) trait Distribution: Any + Send + Sync {
+    /// What the globals' all-reduces did (zero when serial).
+    fn reduction_stats(&self) -> ReductionStats {
+        ReductionStats::default()
+    }
+
     /// This process's rank (0 when serial).
     fn rank(&self) -> usize {
         0
@@ -96,8 +118,9 @@ pub(crate) trait Distribution: Any + Send + Sync {
         Ok(HaloTraffic::default())
     }
 
-    /// After a host loop: reductions across ranks, written halos stale.
-    fn end(&self, _begun: Option<Begun>, _args: &[Arg], _views: &[ArgView], _reductions: &[Reduction]) {}
+    /// After a host loop: reductions across ranks, written halos stale;
+    /// `failed`: the loop failed here (its reductions are discarded).
+    fn end(&self, _begun: Option<Begun>, _args: &[Arg], _views: &[ArgView], _reductions: &[Reduction], _failed: bool) {}
 
     /// Before a device loop: its reduced globals set aside (on the host).
     fn begin_device(&self, _kernel: &Kernel, _set: &Set, _args: &[Arg]) -> Result<Option<Begun>> {

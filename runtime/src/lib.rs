@@ -81,6 +81,7 @@ pub use arg::Arg;
 pub use backend::Backend;
 pub use decl::{Dat, Global, Map, Sections, Set, Subset};
 pub use device::DeviceProperties;
+pub use distribution::ReductionStats;
 pub use error::{ArgProblem, Error, Result};
 pub use kernel::{DeviceFn, HostFn, Kernel, ParamSig};
 pub use matrix::{Csr, Mat, Sparsity};

@@ -96,9 +96,9 @@ pub(crate) fn on_host(
         // Other ranks own these elements and count them in reductions.
         section(sections.exec(), false);
     }
-    dist.end(begun, args, views, &reductions);
-    let elapsed = start.elapsed();
     let failed = failed.take();
+    dist.end(begun, args, views, &reductions, failed.is_some());
+    let elapsed = start.elapsed();
     if failed.is_some() {
         restore(&reductions, views, &saved);
     }

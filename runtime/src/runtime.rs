@@ -411,6 +411,19 @@ impl Runtime {
         self.dist.ranks()
     }
 
+    /// What the all-reduces of globals across ranks did: started, how
+    /// many were complete before the global was next needed, the time
+    /// spent waiting (all zero when serial).
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// assert_eq!(rt.reduction_stats().started, 0);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn reduction_stats(&self) -> crate::distribution::ReductionStats {
+        self.dist.reduction_stats()
+    }
+
     /// Under MPI with more than one rank, ends the whole job with `err`
     /// and this rank's number, so that the other ranks do not hang waiting
     /// for this one; otherwise returns `err`. Solvers call it on errors
@@ -877,6 +890,13 @@ impl Runtime {
     /// The profile as a text table (what `PARLOOP_PROFILE=1` prints).
     pub fn report_table(&self) -> String {
         let mut table = profile::table(&self.report());
+        let reductions = self.reduction_stats();
+        if reductions.started > 0 {
+            table.push_str(&format!(
+                "all-reduces: {} started, {} complete before the global was next used, {:.6} s waited\n",
+                reductions.started, reductions.ready_when_needed, reductions.wait_seconds
+            ));
+        }
         if let Some(t) = &self.trace {
             table.push_str(&profile::trace_table(&self.trace_stats(), &t.forcing_points()));
         }

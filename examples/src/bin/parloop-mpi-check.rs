@@ -89,6 +89,14 @@ fn count_and_sum(x: &[f64; 2], count: &mut f64, sum: &mut f64) {
     *sum += x[0] + 2.0 * x[1];
 }
 
+#[parloop::kernel(cuda = "__device__ void sum_below_ten(const double* x, double* sum) { *sum += x[0]; }")]
+fn sum_below_ten(x: &[f64; 2], sum: &mut f64) {
+    if x[0] >= 10.0 {
+        panic!("x is ten or more");
+    }
+    *sum += x[0];
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-10 * a.abs().max(b.abs()).max(1e-300)
 }
@@ -391,6 +399,7 @@ fn main() {
     }
     for &backend in &backends {
         fem(&world, backend, &mut failures);
+        reductions(&world, backend, &mut failures);
     }
     lazy(&world, &mut failures);
     // More ranks than entities: some ranks own nothing, the run is still right.
@@ -572,6 +581,103 @@ fn finish(universe: parloop::mpi::Universe, failures: &[String]) {
     if rank == 0 {
         println!("parloop-mpi-check: all distributed runs match serial on {size} ranks");
     }
+}
+
+/// Globals' all-reduces complete at the globals' next use, not when the
+/// loop that reduced them ends: loops that do not use them run in between
+/// and a host write to another global is made; every value read equals
+/// the serial run's, and a loop that fails on every rank leaves its global
+/// as it was (its all-reduce, in flight on the other ranks' side too,
+/// lands nowhere).
+fn reductions(world: &parloop::mpi::SimpleCommunicator, backend: Backend, failures: &mut Vec<String>) {
+    let size = world.size() as usize;
+    let program = |rt: &Runtime, distributed: bool| -> parloop::Result<Vec<f64>> {
+        let n = 64;
+        let cells = rt.set("r_cells", n)?;
+        let edges = rt.set("r_edges", n)?;
+        let ring: Vec<i32> = (0..n).flat_map(|e| [e as i32, ((e + 1) % n) as i32]).collect();
+        let m = rt.map("r_ring", &edges, &cells, 2, ring)?;
+        let x = rt.dat("r_x", &cells, 2, (0..2 * n).map(|i| (i as f64 * 0.7).sin()).collect())?;
+        let y = rt.dat("r_y", &cells, 2, vec![0.0; 2 * n])?;
+        let count = rt.global("r_count", &[0.5])?;
+        let sum = rt.global("r_sum", &[0.25])?;
+        let lo = rt.global("r_lo", &[f64::MAX])?;
+        let hi = rt.global("r_hi", &[f64::MIN])?;
+        let other = rt.global("r_other", &[0.0])?;
+        if distributed {
+            rt.partition(&edges, &m, Partitioner::Block)?;
+        }
+        let sum_loop = || {
+            rt.par_loop(
+                count_and_sum::KERNEL,
+                &cells,
+                &[x.arg(Access::READ), count.arg(Access::INC), sum.arg(Access::INC)],
+            )
+        };
+        sum_loop()?;
+        // The all-reduces of count and sum are in flight during these.
+        rt.par_loop(clear::KERNEL, &cells, &[y.arg(Access::WRITE)])?;
+        other.set_values(&[3.0])?;
+        rt.par_loop(
+            node_update::KERNEL,
+            &cells,
+            &[y.arg(Access::READ), x.arg(Access::RW), lo.arg(Access::MIN), hi.arg(Access::MAX)],
+        )?;
+        // The second sum completes the first one's all-reduce first.
+        sum_loop()?;
+        let mut values = vec![count.value()?, sum.value()?, lo.value()?, hi.value()?, other.value()?];
+        let before = sum.value()?;
+        if backend == Backend::Emu {
+            // (A kernel panic is a host backend's error; devices report
+            // only checked arithmetic.)
+            values.push(1.0);
+            return Ok(values);
+        }
+        rt.par_loop(stamp::KERNEL, &cells, &[y.arg(Access::READ), x.arg(Access::WRITE)])?;
+        // x[0] = y[1] - y[0] = 0 everywhere, then 20: every element fails.
+        rt.par_loop(
+            node_update::KERNEL,
+            &cells,
+            &[y.arg(Access::READ), x.arg(Access::RW), lo.arg(Access::MIN), hi.arg(Access::MAX)],
+        )?;
+        let shifted = |x: &mut [f64]| x.iter_mut().step_by(2).for_each(|v| *v += 20.0);
+        x.with_values_mut(shifted)?;
+        // The kernel's panic is expected: not printed.
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let failed = rt.par_loop(sum_below_ten::KERNEL, &cells, &[x.arg(Access::READ), sum.arg(Access::INC)]);
+        std::panic::set_hook(hook);
+        let kept = sum.value()?;
+        values.push(if failed.is_err() && kept.to_bits() == before.to_bits() { 1.0 } else { 0.0 });
+        Ok(values)
+    };
+    let serial_rt = Runtime::with_lazy(backend, false).expect("serial runtime");
+    let want = program(&serial_rt, false).unwrap_or_else(|e| panic!("{e}"));
+    let rt = Runtime::with_communicator_lazy(backend, world, false).expect("runtime");
+    let got = program(&rt, true).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+    check(
+        got.len() == want.len() && got.iter().zip(&want).all(|(a, b)| close(*a, *b)),
+        &format!("{backend:?}/reductions in flight: {got:?}, serial {want:?}"),
+        failures,
+    );
+    check(
+        want.last() == Some(&1.0) && got.last() == Some(&1.0),
+        &format!("{backend:?}/a failed loop keeps its global"),
+        failures,
+    );
+    let stats = rt.reduction_stats();
+    // count, sum, lo, hi, count, sum, then (host backends) lo, hi and the
+    // failed loop's sum.
+    let started = match (size, backend) {
+        (1, _) => stats.started,
+        (_, Backend::Emu) => 6,
+        _ => 9,
+    };
+    check(
+        stats.started == started && stats.ready_when_needed <= stats.started,
+        &format!("{backend:?}/reductions: {stats:?}, {started} started expected"),
+        failures,
+    );
 }
 
 /// Label pairs, `x` standing for the coordinates' name (the seed's `v`).

@@ -63,12 +63,12 @@ impl<T: Scalar, M> Stored<T, M> {
         }
         self.link.force(self.id, false, false)?;
         loop {
-            if self.mirror.device_newer() {
+            if self.mirror.host_stale() {
                 drop(self.write("read")?);
             }
             let guard = host_access::read(&self.values, self.id, &self.name, "read")?;
             // A device loop on another thread may have written in between.
-            if !self.mirror.device_newer() {
+            if !self.mirror.host_stale() {
                 return Ok(guard);
             }
         }
@@ -369,6 +369,11 @@ pub(crate) trait Storage: Send + Sync {
     /// does (a host write the trace recorded, run when forced); `bytes`
     /// must be exactly the values' size.
     fn write_bytes(&self, bytes: &[u8]) -> Result<()>;
+    /// Values will arrive over the host copy (a global's all-reduce in
+    /// flight, `dist::reduce`): every later access completes it first.
+    /// Called by the loop holding the values.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    fn arriving(&self, incoming: Box<dyn crate::coherence::Incoming>);
     /// The lazy trace's link.
     fn link(&self) -> &Link;
     /// What makes it a temporary, if it is one.
@@ -458,6 +463,9 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
         target.copy_from_slice(bytes);
         self.mirror.host_written();
         Ok(())
+    }
+    fn arriving(&self, incoming: Box<dyn crate::coherence::Incoming>) {
+        self.mirror.arriving(incoming);
     }
     fn link(&self) -> &Link {
         &self.link

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::messages::{exchange, HaloDat, Layout};
-use super::{all_reduce, HaloTraffic, Mpi};
+use super::{reduce, HaloTraffic, Mpi};
 use crate::arg::Arg;
 use crate::decl::{Map, Redistribute, Set};
 use crate::device::Device;
 use crate::distribution::{Begun, Distribution};
 use crate::error::{Error, Result};
-use crate::exec::{combine, lock_args_where, Reduction};
+use crate::exec::{lock_args_where, Reduction};
 use crate::kernel::Kernel;
 use crate::profile::Range;
 use crate::sync::lock;
@@ -57,6 +57,15 @@ impl Mpi {
         }
         if !set.is_distributed() {
             return Ok(None);
+        }
+        if let Some(r) = reductions.iter().find(|r| i32::try_from(r.dim).is_err()) {
+            return Err(comm.error(format!(
+                "loop `{}`: global `{}` has {} values; an all-reduce carries at most {}",
+                kernel.name(),
+                args[r.arg].data_name(),
+                r.dim,
+                i32::MAX
+            )));
         }
         let mut initial = Vec::new();
         for r in reductions.iter().filter(|r| r.access == Access::Inc) {
@@ -161,44 +170,39 @@ impl Mpi {
         Ok(self.refreshed(args, &dats, send.slots.len(), wait))
     }
 
-    /// After a loop: globals reduced across ranks (INC partials added to
-    /// the initial values) and the written dats' halos marked stale.
-    fn distributed_end(&self, begun: Option<Begun>, args: &[Arg], views: &[ArgView], reductions: &[Reduction]) {
+    /// After a loop: globals' all-reduces across ranks started (INC
+    /// partials summed and added to the initial values when they
+    /// complete, at the global's next use: `reduce`) and the written dats'
+    /// halos marked stale. `failed`: the loop failed on this rank; its
+    /// all-reduces still run (the other ranks take part in them) but
+    /// complete now and are dropped (the caller restores the globals).
+    fn distributed_end(
+        &self,
+        begun: Option<Begun>,
+        args: &[Arg],
+        views: &[ArgView],
+        reductions: &[Reduction],
+        failed: bool,
+    ) {
         let (Some(comm), Some(initial)) = (&self.comm, begun.and_then(|b| b.downcast::<Initial>().ok())) else {
             return;
         };
-        // One all-reduce per element type and operation, for all the
-        // loop's globals of that kind together.
-        let mut kinds: Vec<(crate::types::ElemType, Access)> = reductions.iter().map(|r| (r.elem, r.access)).collect();
-        kinds.sort_by_key(|&(e, a)| (e as u8, a as u8));
-        kinds.dedup();
-        for (elem, access) in kinds {
-            let group: Vec<&Reduction> = reductions.iter().filter(|r| (r.elem, r.access) == (elem, access)).collect();
-            let values: usize = group.iter().map(|r| r.dim).sum();
-            let mut words = vec![0u64; (values * elem.size()).div_ceil(8)];
-            let buf = words.as_mut_ptr().cast::<u8>();
-            let mut at = 0;
-            for r in &group {
-                let bytes = r.dim * elem.size();
-                // SAFETY: the global's view holds `dim` values of `elem`;
-                // `words` holds all of the group's.
-                unsafe { std::ptr::copy_nonoverlapping(views[r.arg].data, buf.add(at), bytes) };
-                at += bytes;
-            }
-            // SAFETY: `words` holds `values` aligned values of `elem`.
-            unsafe { all_reduce(comm, elem, access, buf, values) };
-            let mut at = 0;
-            for r in &group {
-                let bytes = r.dim * elem.size();
-                // SAFETY: as above.
-                unsafe { std::ptr::copy_nonoverlapping(buf.add(at), views[r.arg].data, bytes) };
-                at += bytes;
-            }
-        }
+        let mut initial = initial.0;
         for r in reductions {
-            if let Some((_, initial)) = initial.0.iter().find(|(a, _)| *a == r.arg) {
-                // SAFETY: both hold `dim` values of `elem`.
-                unsafe { combine(r.elem, Access::Inc, views[r.arg].data, initial.as_ptr().cast(), r.dim) };
+            let bytes = r.dim * r.elem.size();
+            // SAFETY: the global's view holds `dim` values of `elem`, and
+            // the loop holds them exclusively.
+            let partial = unsafe { std::slice::from_raw_parts(views[r.arg].data, bytes) };
+            let before = initial.iter().position(|(a, _)| *a == r.arg).map(|i| initial.swap_remove(i).1);
+            let incoming = reduce::start(comm, r.elem, r.access, partial, r.dim, before, self.no_overlap || failed);
+            if failed {
+                continue;
+            }
+            if self.no_overlap {
+                // SAFETY: as above, now written.
+                incoming.complete(unsafe { std::slice::from_raw_parts_mut(views[r.arg].data, bytes) });
+            } else {
+                args[r.arg].storage.arriving(incoming);
             }
         }
         self.mark_written(args);
@@ -293,8 +297,12 @@ impl Distribution for Mpi {
         self.halo_exchange(set, args, views, exec_halo, core)
     }
 
-    fn end(&self, begun: Option<Begun>, args: &[Arg], views: &[ArgView], reductions: &[Reduction]) {
-        self.distributed_end(begun, args, views, reductions)
+    fn reduction_stats(&self) -> crate::distribution::ReductionStats {
+        self.comm.as_ref().map(|c| c.reductions.stats()).unwrap_or_default()
+    }
+
+    fn end(&self, begun: Option<Begun>, args: &[Arg], views: &[ArgView], reductions: &[Reduction], failed: bool) {
+        self.distributed_end(begun, args, views, reductions, failed)
     }
 
     /// Reduced globals go through the host around a device loop's
@@ -331,7 +339,7 @@ impl Distribution for Mpi {
         }
         let reductions = Reduction::of(args);
         let globals = lock_args_where(kernel.name(), args, Arg::is_global)?;
-        self.distributed_end(begun, args, &globals.views, &reductions);
+        self.distributed_end(begun, args, &globals.views, &reductions, false);
         drop(globals);
         for r in &reductions {
             args[r.arg].storage.host_written();

@@ -11,6 +11,7 @@
 //! halos) and `device_halo` (the exchange on a device).
 
 pub(crate) mod layout;
+mod reduce;
 
 pub(crate) use crate::distribution::HaloTraffic;
 
@@ -25,7 +26,6 @@ use mpi::traits::*;
 
 use crate::decl::{Dat, Sections};
 use crate::error::{Error, Result};
-use crate::types::ElemType;
 
 pub use mpi::environment::Universe;
 
@@ -51,6 +51,8 @@ pub struct Comm {
     /// Runs the runtime's lazy trace (set when the runtime has one): see
     /// [`Comm::before_collective`].
     flush: std::sync::OnceLock<Flush>,
+    /// What the globals' all-reduces on this communicator did.
+    reductions: reduce::Counters,
 }
 
 /// What [`Comm::before_collective`] calls: the runtime's `flush`.
@@ -66,7 +68,7 @@ impl Comm {
     pub(crate) fn new(comm: &SimpleCommunicator) -> Comm {
         let dup = comm.duplicate();
         let (rank, size) = (dup.rank() as usize, dup.size() as usize);
-        Comm { inner: Mutex::new(dup), rank, size, flush: std::sync::OnceLock::new() }
+        Comm { inner: Mutex::new(dup), rank, size, flush: std::sync::OnceLock::new(), reductions: Default::default() }
     }
 
     /// Before any communication outside the lazy trace's loops (a gather,
@@ -259,41 +261,6 @@ pub(crate) fn exchange_lists(comm: &Comm, imports: &[(usize, Vec<u32>)], global:
         exports.push((q, list));
     }
     Ok(Halo { imports: imports.to_vec(), exports })
-}
-
-/// All-reduces `dim` values of `elem` at `data` in place.
-///
-/// # Safety
-/// `data` holds `dim` aligned values of `elem`.
-pub(crate) unsafe fn all_reduce(comm: &Comm, elem: ElemType, op: crate::Access, data: *mut u8, dim: usize) {
-    unsafe fn typed<T: crate::Scalar + Equivalence>(
-        c: &SimpleCommunicator,
-        op: crate::Access,
-        data: *mut u8,
-        n: usize,
-    ) {
-        // SAFETY: forwarded contract.
-        let values = unsafe { std::slice::from_raw_parts_mut(data.cast::<T>(), n) };
-        let local = values.to_vec();
-        let op = match op {
-            crate::Access::Min => SystemOperation::min(),
-            crate::Access::Max => SystemOperation::max(),
-            _ => SystemOperation::sum(),
-        };
-        c.all_reduce_into(&local[..], values, op);
-    }
-    let c = comm.lock();
-    // SAFETY: forwarded contract.
-    unsafe {
-        match elem {
-            ElemType::F64 => typed::<f64>(&c, op, data, dim),
-            ElemType::F32 => typed::<f32>(&c, op, data, dim),
-            ElemType::I32 => typed::<i32>(&c, op, data, dim),
-            ElemType::U32 => typed::<u32>(&c, op, data, dim),
-            ElemType::I64 => typed::<i64>(&c, op, data, dim),
-            ElemType::U64 => typed::<u64>(&c, op, data, dim),
-        }
-    }
 }
 
 /// A runtime's distributed run: the communicator, the distributed mesh's
