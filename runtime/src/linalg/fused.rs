@@ -34,7 +34,20 @@ impl<T: Real> CsrRef<'_, T> {
             pieces.push((w[0], head));
             rest = tail;
         }
+        let gathers = self.gathers(x);
         let piece = |(first, ys): (usize, &mut [T])| -> T {
+            #[cfg(target_arch = "x86_64")]
+            if gathers {
+                // (`T` is `f64`: the casts keep every slice as it is.)
+                let (vals, xf) = (bytemuck::cast_slice(self.vals), bytemuck::cast_slice(x));
+                // SAFETY: `gathers` checked AVX2 and that every column
+                // indexes `x` within 32 bits; `check` the row pointers; `x`
+                // holds the square matrix's rows.
+                let sum = unsafe {
+                    super::gather::mult_rows_dot(self.row_ptr, self.cols, vals, first, xf, bytemuck::cast_slice_mut(ys))
+                };
+                return bytemuck::cast(sum);
+            }
             let xs = &x[first..first + ys.len()];
             let mut sum = T::ZERO;
             for (k, (yi, &xi)) in ys.iter_mut().zip(xs).enumerate() {
@@ -70,12 +83,12 @@ impl Runtime {
         }
         check_product(a, x, y)?;
         let parallel = host_parallelism(self, what, "mult")?;
-        let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
+        let (row_ptr, cols, gather) = (s.row_ptr(), s.col_indices(), s.gather_bound(self.simd()));
         // The dot runs over the owned values, which are the matrix's rows
         // on one rank.
         let owned = y.set().size() * y.dim();
         a.values_dat().with_values(|vals| {
-            let csr = CsrRef { row_ptr, cols, vals };
+            let csr = CsrRef { row_ptr, cols, vals, gather };
             x.with_values(|xv| {
                 csr.check(what, xv.len(), y.set().total() * y.dim())?;
                 if csr.rows() != owned || xv.len() < owned {
@@ -124,7 +137,7 @@ mod tests {
     fn fused_dot_is_the_product_and_its_dot_on_any_range() {
         for (n, seed) in [(1, 1), (9, 2), (700, 3), (20_000, 4)] {
             let (ptr, ci, vals) = random(n, seed);
-            let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals };
+            let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals, gather: None };
             csr.check("a", n, n).unwrap();
             let x: Vec<f64> = (0..n).map(|j| (j as f64 * 0.37).sin()).collect();
             let mut want = vec![0.0; n];

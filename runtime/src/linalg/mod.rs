@@ -18,6 +18,8 @@
 //! ```
 
 mod fused;
+#[cfg(target_arch = "x86_64")]
+mod gather;
 mod kernels;
 pub(crate) mod spmv;
 mod vector;

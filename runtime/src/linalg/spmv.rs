@@ -100,6 +100,10 @@ pub(crate) struct CsrRef<'a, T> {
     pub row_ptr: &'a [usize],
     pub cols: &'a [u32],
     pub vals: &'a [T],
+    /// The largest column index, when rows may run with SIMD gathers
+    /// (`super::gather`: `f64` values, AVX2, `PARLOOP_SIMD` not 0); a
+    /// product gathers only from an `x` longer than it. `None`: scalar.
+    pub gather: Option<u32>,
 }
 
 /// Nonzeros per work item of the threaded product: a few hundred KiB of
@@ -169,8 +173,35 @@ impl<T: Real> CsrRef<'_, T> {
         (acc[0] + acc[1]) + (acc[2] + acc[3])
     }
 
+    /// Whether rows may run with SIMD gathers from `x` (see
+    /// [`CsrRef::gather`]): an `f64` matrix, a CPU with AVX2, every column
+    /// index below `x.len()` and within the gathers' signed 32 bits.
+    pub(super) fn gathers(&self, x: &[T]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            T::TYPE == crate::types::ElemType::F64
+                && crate::lanes::vector_isa() != crate::lanes::VectorIsa::None
+                && self.gather.is_some_and(|max| (max as usize) < x.len() && max <= i32::MAX as u32)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = x;
+            false
+        }
+    }
+
     /// `y[i] = (A x)[i]` for the rows in order, on this thread.
     fn mult_rows(&self, first: usize, x: &[T], y: &mut [T]) {
+        #[cfg(target_arch = "x86_64")]
+        if self.gathers(x) {
+            // (`T` is `f64`: the casts keep every slice as it is.)
+            let (vals, x) = (bytemuck::cast_slice(self.vals), bytemuck::cast_slice(x));
+            // SAFETY: `gathers` checked AVX2 and that every column indexes
+            // `x` within 32 bits; `check` the row pointers against the
+            // arrays.
+            unsafe { super::gather::mult_rows(self.row_ptr, self.cols, vals, first, x, bytemuck::cast_slice_mut(y)) };
+            return;
+        }
         for (k, yi) in y.iter_mut().enumerate() {
             *yi = self.row(first + k, x);
         }
@@ -389,10 +420,10 @@ impl Runtime {
             return Ok(());
         }
         let parallel = host_parallelism(self, what, "mult")?;
-        let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
+        let (row_ptr, cols, gather) = (s.row_ptr(), s.col_indices(), s.gather_bound(self.simd()));
         let split = a.halo_rows_from();
         a.values_dat().with_values(|vals| {
-            let csr = CsrRef { row_ptr, cols, vals };
+            let csr = CsrRef { row_ptr, cols, vals, gather };
             let locked = lock_args(&format!("mult of matrix `{what}`"), &args)?;
             let (xv, yv) = (&locked.views[0], &locked.views[1]);
             let (x_len, y_len) = (x.set().total() * x.dim(), y.set().total() * y.dim());
@@ -457,7 +488,7 @@ impl Runtime {
         // The owned rows only: `d`'s halo is stale after it.
         let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
         a.values_dat().with_values(|vals| {
-            let csr = CsrRef { row_ptr, cols, vals };
+            let csr = CsrRef { row_ptr, cols, vals, gather: None };
             d.with_values_mut(|dv| csr.diagonal(dv))
         })??;
         self.dist.written(&[d.arg(Access::WRITE)]);
@@ -529,7 +560,7 @@ mod tests {
         for (rows, cols, seed) in [(1, 1, 1), (7, 3, 2), (300, 200, 3), (5000, 4000, 4)] {
             let (ptr, ci, vals, dense) = random(rows, cols, seed);
             let x: Vec<f64> = (0..cols).map(|j| (j as f64 * 0.37).sin()).collect();
-            let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals };
+            let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals, gather: None };
             csr.check("a", cols, rows).unwrap();
             for parallel in [false, true] {
                 let mut y = vec![f64::NAN; rows];
@@ -538,6 +569,43 @@ mod tests {
                     let want: f64 = (0..cols).map(|j| dense[r * cols + j] * x[j]).sum();
                     assert!((y[r] - want).abs() <= 1e-13 * (1.0 + want.abs()), "row {r}: {} vs {want}", y[r]);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn gathered_rows_are_the_scalar_rows_bitwise() {
+        // Rows of 0 to 30 entries: every length modulo four, tails included.
+        for (rows, cols, seed) in [(1, 1, 11), (50, 7, 12), (2000, 2000, 13), (4000, 1500, 14)] {
+            let (ptr, ci, vals, _) = random(rows, cols, seed);
+            let x: Vec<f64> = (0..cols).map(|j| (j as f64 * 0.61).cos() * 1e3).collect();
+            let scalar = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals, gather: None };
+            let max = ci.iter().copied().max();
+            let simd = CsrRef { gather: max, ..scalar };
+            assert!(!scalar.gathers(&x));
+            #[cfg(target_arch = "x86_64")]
+            assert_eq!(
+                simd.gathers(&x),
+                max.is_some() && crate::lanes::vector_isa() != crate::lanes::VectorIsa::None,
+                "an AVX2 CPU gathers"
+            );
+            // An `x` too short for the largest column never gathers.
+            assert!(!simd.gathers(&x[..max.unwrap_or(0) as usize]));
+            for parallel in [false, true] {
+                let (mut want, mut got) = (vec![f64::NAN; rows], vec![f64::NAN; rows]);
+                scalar.mult(&x, &mut want, parallel);
+                simd.mult(&x, &mut got, parallel);
+                let bits = |v: &[f64]| v.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{rows} rows, parallel {parallel}");
+                let (dw, dg) = if rows == cols {
+                    (
+                        scalar.mult_range_dot(0..rows, &x, &mut want, parallel),
+                        simd.mult_range_dot(0..rows, &x, &mut got, parallel),
+                    )
+                } else {
+                    (0.0, 0.0)
+                };
+                assert_eq!(dg.to_bits(), dw.to_bits());
             }
         }
     }
@@ -594,7 +662,7 @@ mod tests {
             }
             let cols = vec![0u32; nnz];
             let vals = vec![0.0f64; nnz];
-            let csr = CsrRef { row_ptr: &ptr, cols: &cols, vals: &vals };
+            let csr = CsrRef { row_ptr: &ptr, cols: &cols, vals: &vals, gather: None };
             assert_eq!(csr.chunks(), want, "case {case}: {rows} rows, {nnz} entries");
             assert_eq!(first_decrease(&ptr), None, "case {case}");
             for _ in 0..3 {
@@ -610,7 +678,7 @@ mod tests {
     #[test]
     fn chunks_cover_every_row_once() {
         let (ptr, ci, vals, _) = random(20_000, 100, 9);
-        let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals };
+        let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals, gather: None };
         let cuts = csr.chunks();
         assert_eq!((cuts[0], *cuts.last().unwrap()), (0, 20_000));
         assert!(cuts.windows(2).all(|w| w[0] < w[1]), "{cuts:?}");

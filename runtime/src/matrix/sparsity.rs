@@ -40,6 +40,9 @@ pub(crate) struct Pattern {
     /// pair, made by its second host loop
     /// (`assembly::MatScatter::attach_offsets`).
     pub(crate) offsets: std::sync::Mutex<Vec<(PairIds, super::assembly::OffsetsSlot)>>,
+    /// The largest scalar column index (`None`: no entries), found by the
+    /// first host product that may gather (`linalg::gather`).
+    max_col: std::sync::OnceLock<Option<u32>>,
 }
 
 /// A (row map, column map) pair by map identities.
@@ -62,6 +65,15 @@ impl Pattern {
     /// The scalar column indices, sorted and unique within each row.
     pub(crate) fn col_indices(&self) -> &[u32] {
         &self.col_indices
+    }
+
+    /// The largest scalar column index, found once (over every entry, not
+    /// each row's last: the SIMD product's memory safety rests on it).
+    pub(crate) fn max_col(&self) -> Option<u32> {
+        *self.max_col.get_or_init(|| {
+            use rayon::prelude::*;
+            self.col_indices.par_iter().copied().max()
+        })
     }
 
     /// Position in the values of scalar entry (`row_entity`, component `a`)
@@ -158,6 +170,16 @@ impl Sparsity {
     /// The scalar CSR column indices (`u32`), sorted and unique per row.
     pub(crate) fn col_indices(&self) -> &[u32] {
         self.pattern.col_indices()
+    }
+    /// [`CsrRef::gather`](crate::linalg::spmv::CsrRef::gather) for host
+    /// products: the largest column index when `simd` (the runtime's
+    /// `PARLOOP_SIMD`), else `None` (scalar rows).
+    pub(crate) fn gather_bound(&self, simd: bool) -> Option<u32> {
+        if simd {
+            self.pattern.max_col()
+        } else {
+            None
+        }
     }
     /// Whether (`row_map`, `col_map`) is one of the pairs it was built from.
     pub(crate) fn has_pair(&self, row_map: &Map, col_map: &Map) -> bool {
@@ -367,6 +389,7 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
             row_ptr: bptr,
             col_indices: bcols,
             offsets: Default::default(),
+            max_col: Default::default(),
         });
     }
     // Expand blocks: row r*rd + a holds, for each block column c, the
@@ -414,6 +437,7 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
         row_ptr,
         col_indices,
         offsets: Default::default(),
+        max_col: Default::default(),
     })
 }
 
