@@ -680,6 +680,83 @@ fn reductions(world: &parloop::mpi::SimpleCommunicator, backend: Backend, failur
     );
 }
 
+/// A random program (`seed`: the same on every rank) on a random mesh
+/// partitioned over the ranks: 30 operations drawn from the loops of
+/// [`random_mesh`] (direct and indirect reads, writes, increments, RW, MIN
+/// and MAX reductions) and host accesses between them: a global read on
+/// one rank alone or on all, a global written. Returns every value read on
+/// the host and the gathered dats, as bits.
+fn random_program(rt: &Runtime, seed: u64, rank: usize) -> parloop::Result<Vec<u64>> {
+    let mut rng = Lcg(seed.wrapping_mul(7919).wrapping_add(3));
+    let nnodes = 2 * (20 + rng.below(80));
+    let (nedges, ntris) = (2 * nnodes, nnodes);
+    let nodes = rt.set("p_nodes", nnodes)?;
+    let edges = rt.set("p_edges", nedges)?;
+    let tris = rt.set("p_tris", ntris)?;
+    let near = |a: usize, d: usize| (a + d) % nnodes;
+    let ev: Vec<i32> = (0..nedges)
+        .flat_map(|_| {
+            let a = rng.below(nnodes);
+            [a as i32, near(a, 1 + rng.below(6)) as i32]
+        })
+        .collect();
+    let tv: Vec<i32> = (0..ntris).flat_map(|t| [t, near(t, 1), near(t, 3)].map(|v| v as i32)).collect();
+    let mut perm: Vec<i32> = (0..nnodes as i32).collect();
+    for i in (1..nnodes).rev() {
+        perm.swap(i, rng.below(i + 1));
+    }
+    let pedge = rt.map("p_pedge", &edges, &nodes, 2, ev)?;
+    let ptri = rt.map("p_ptri", &tris, &nodes, 3, tv)?;
+    let ptag = rt.map("p_ptag", &tris, &nodes, 1, perm)?;
+    let x = rt.dat("p_x", &nodes, 2, (0..2 * nnodes).map(|_| rng.unit()).collect())?;
+    let n = rt.dat("p_n", &nodes, 2, vec![0.0; 2 * nnodes])?;
+    let tag = rt.dat("p_tag", &nodes, 2, vec![1.0; 2 * nnodes])?;
+    let w = rt.dat("p_w", &edges, 1, (0..nedges).map(|_| rng.unit()).collect())?;
+    let area = rt.dat("p_area", &tris, 1, vec![0.0; ntris])?;
+    let total = rt.global("p_total", &[0.5])?;
+    let lo = rt.global("p_lo", &[f64::MAX])?;
+    let hi = rt.global("p_hi", &[f64::MIN])?;
+    rt.partition(&edges, &pedge, Partitioner::Metis)?;
+    let ranks = rt.ranks();
+    let mut seen = Vec::new();
+    for _ in 0..30 {
+        match rng.below(9) {
+            0 => rt.par_loop(clear::KERNEL, &nodes, &[n.arg(Access::WRITE)])?,
+            1 | 2 => edge_mix_loop(rt, &edges, &pedge, &x, &w, &n, &total)?,
+            3 => rt.par_loop(
+                node_update::KERNEL,
+                &nodes,
+                &[n.arg(Access::READ), x.arg(Access::RW), lo.arg(Access::MIN), hi.arg(Access::MAX)],
+            )?,
+            4 => rt.par_loop(tri_gather::KERNEL, &tris, &[x.arg_vec(&ptri, Access::READ), area.arg(Access::WRITE)])?,
+            5 => rt.par_loop(relabel::KERNEL, &tris, &[area.arg(Access::READ), tag.arg_via(&ptag, 0, Access::RW)])?,
+            6 => {
+                // A read on one rank alone (its loops run there first; the
+                // others run theirs at their next forcing point).
+                let reader = rng.below(ranks);
+                if reader == rank {
+                    seen.push(total.value()?.to_bits());
+                }
+            }
+            7 => {
+                seen.extend([lo.value()?.to_bits(), hi.value()?.to_bits()]);
+                total.set_values(&[rng.unit()])?;
+            }
+            _ => rt.par_loop(
+                stamp::KERNEL,
+                &tris,
+                &[tag.arg_via(&ptag, 0, Access::READ), x.arg_via(&ptag, 0, Access::WRITE)],
+            )?,
+        }
+    }
+    for d in [&x, &n, &tag] {
+        seen.extend(d.gather(0)?.unwrap_or_default().iter().map(|v: &f64| v.to_bits()));
+    }
+    seen.extend(area.gather(0)?.unwrap_or_default().iter().map(|v: &f64| v.to_bits()));
+    seen.extend([total.value()?, lo.value()?, hi.value()?].map(f64::to_bits));
+    Ok(seen)
+}
+
 /// Label pairs, `x` standing for the coordinates' name (the seed's `v`).
 fn pairs(list: &[(&str, &str)], x: &str) -> Vec<(String, String)> {
     let name = |s: &str| s.replace("(x)", &format!("({x})"));
@@ -716,6 +793,20 @@ fn lazy(world: &parloop::mpi::SimpleCommunicator, failures: &mut Vec<String>) {
         "lazy airfoil: 36 loops recorded and run",
         failures,
     );
+
+    // Random programs: loops of every access mode in a random order,
+    // globals read (on one rank or all) and written between them, lazy
+    // against eager bitwise.
+    for seed in 1..=8u64 {
+        for backend in [Backend::Seq, Backend::Threads] {
+            let run = |lazy: bool| {
+                let rt = Runtime::with_communicator_lazy(backend, world, lazy).expect("runtime");
+                random_program(&rt, seed, rank).unwrap_or_else(|e| fail(&rt, e))
+            };
+            let (eager, lazy_run) = (run(false), run(true));
+            check(eager == lazy_run, &format!("{backend:?}/random program {seed}: lazy bitwise eager"), failures);
+        }
+    }
 
     // The wave demo: a host read on the last rank alone after step 3
     // forces the trace there only; the other ranks run their loops at the
