@@ -40,7 +40,8 @@ pub(crate) struct HaloTraffic {
 /// between. All zero in a serial run.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReductionStats {
-    /// All-reduces started (one per reduced global per loop).
+    /// All-reduces started: one per loop and kind (element type and
+    /// operation) of the globals it reduces, which share it.
     pub started: u64,
     /// Of those completed, the ones already complete when the global was
     /// next needed: their network time was hidden entirely.

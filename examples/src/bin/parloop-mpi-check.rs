@@ -143,63 +143,91 @@ fn edge_mix_loop(
 /// Results of the random-mesh program: node values, areas, node tags, and globals.
 type Outcome = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
 
+/// A random mesh-like problem: `nodes`, `edges` between nearby nodes (a
+/// banded, mesh-like graph), triangles, a one-to-one map `ptag` from
+/// triangles to nodes (indirect WRITE and RW through it are race-free and
+/// order-independent), and the dats and globals the check programs use.
+struct RandomMesh {
+    nodes: Set,
+    edges: Set,
+    tris: Set,
+    pedge: Map,
+    ptri: Map,
+    ptag: Map,
+    x: Dat<f64>,
+    n: Dat<f64>,
+    tag: Dat<f64>,
+    w: Dat<f64>,
+    area: Dat<f64>,
+    total: Global<f64>,
+    lo: Global<f64>,
+    hi: Global<f64>,
+}
+
+impl RandomMesh {
+    /// Declares a random mesh of `nnodes` nodes (even), its names prefixed
+    /// with `prefix`; `halves`: two disconnected halves.
+    fn declare(rt: &Runtime, rng: &mut Lcg, prefix: &str, nnodes: usize, halves: bool) -> parloop::Result<RandomMesh> {
+        let name = |n: &str| format!("{prefix}{n}");
+        let (nedges, ntris) = (2 * nnodes, nnodes);
+        let nodes = rt.set(&name("nodes"), nnodes)?;
+        let edges = rt.set(&name("edges"), nedges)?;
+        let tris = rt.set(&name("tris"), ntris)?;
+        // Within one half of the nodes when the mesh is disconnected.
+        let span = if halves { nnodes / 2 } else { nnodes };
+        let near = |a: usize, d: usize| (a / span) * span + (a % span + d) % span;
+        let ev: Vec<i32> = (0..nedges)
+            .flat_map(|_| {
+                let a = rng.below(nnodes);
+                [a as i32, near(a, 1 + rng.below(8)) as i32]
+            })
+            .collect();
+        let tv: Vec<i32> = (0..ntris).flat_map(|t| [t, near(t, 1), near(t, 3)].map(|v| v as i32)).collect();
+        let mut perm: Vec<i32> = (0..nnodes as i32).collect();
+        for i in (1..nnodes).rev() {
+            perm.swap(i, rng.below(i + 1));
+        }
+        if halves {
+            // Keep each triangle's tag node in its own half.
+            perm = (0..nnodes).map(|t| near(t, 5) as i32).collect();
+        }
+        let pedge = rt.map(&name("pedge"), &edges, &nodes, 2, ev)?;
+        let ptri = rt.map(&name("ptri"), &tris, &nodes, 3, tv)?;
+        let ptag = rt.map(&name("ptag"), &tris, &nodes, 1, perm)?;
+        let tag = rt.dat(&name("tag"), &nodes, 2, vec![1.0; 2 * nnodes])?;
+        let x = rt.dat(&name("x"), &nodes, 2, (0..2 * nnodes).map(|_| rng.unit()).collect())?;
+        let n = rt.dat(&name("n"), &nodes, 2, vec![0.0; 2 * nnodes])?;
+        let w = rt.dat(&name("w"), &edges, 1, (0..nedges).map(|_| rng.unit()).collect())?;
+        let area = rt.dat(&name("area"), &tris, 1, vec![0.0; ntris])?;
+        let total = rt.global(&name("total"), &[1.5])?;
+        let lo = rt.global(&name("lo"), &[f64::MAX])?;
+        let hi = rt.global(&name("hi"), &[f64::MIN])?;
+        Ok(RandomMesh { nodes, edges, tris, pedge, ptri, ptag, x, n, tag, w, area, total, lo, hi })
+    }
+}
+
 /// Runs the random-mesh program on `rt`, distributed when `part` is given.
 /// Odd seeds make the mesh two disconnected halves.
 fn random_mesh(rt: &Runtime, seed: u64, part: Option<Partitioner>) -> parloop::Result<Outcome> {
     let mut rng = Lcg(seed);
     let nnodes = 2 * (25 + rng.below(200));
-    let nedges = nnodes * 2;
-    let ntris = nnodes;
-    let nodes = rt.set("nodes", nnodes).unwrap();
-    let edges = rt.set("edges", nedges).unwrap();
-    let tris = rt.set("tris", ntris).unwrap();
-    // Edges between nearby nodes (a banded, mesh-like graph) and triangles,
-    // within one half of the nodes when the mesh is disconnected.
-    let (span, halves) = if seed % 2 == 1 { (nnodes / 2, 2) } else { (nnodes, 1) };
-    let near = |a: usize, d: usize| (a / span) * span + (a % span + d) % span;
-    let ev: Vec<i32> = (0..nedges)
-        .flat_map(|_| {
-            let a = rng.below(nnodes);
-            [a as i32, near(a, 1 + rng.below(8)) as i32]
-        })
-        .collect();
-    let tv: Vec<i32> = (0..ntris).flat_map(|t| [t, near(t, 1), near(t, 3)].map(|v| v as i32)).collect();
-    // A one-to-one map from triangles to nodes: indirect WRITE and RW
-    // through it are race-free and order-independent.
-    let mut perm: Vec<i32> = (0..nnodes as i32).collect();
-    for i in (1..nnodes).rev() {
-        perm.swap(i, rng.below(i + 1));
-    }
-    if halves == 2 {
-        // Keep each triangle's tag node in its own half.
-        perm = (0..nnodes).map(|t| near(t, 5) as i32).collect();
-    }
-    let pedge = rt.map("pedge", &edges, &nodes, 2, ev)?;
-    let ptri = rt.map("ptri", &tris, &nodes, 3, tv)?;
-    let ptag = rt.map("ptag", &tris, &nodes, 1, perm)?;
-    let tag = rt.dat("tag", &nodes, 2, vec![1.0; 2 * nnodes])?;
-    let x = rt.dat("x", &nodes, 2, (0..2 * nnodes).map(|_| rng.unit()).collect())?;
-    let n = rt.dat("n", &nodes, 2, vec![0.0; 2 * nnodes])?;
-    let w = rt.dat("w", &edges, 1, (0..nedges).map(|_| rng.unit()).collect())?;
-    let area = rt.dat("area", &tris, 1, vec![0.0; ntris])?;
-    let total = rt.global("total", &[1.5])?;
-    let lo = rt.global("lo", &[f64::MAX])?;
-    let hi = rt.global("hi", &[f64::MIN])?;
+    let m = RandomMesh::declare(rt, &mut rng, "", nnodes, seed % 2 == 1)?;
+    let RandomMesh { nodes, edges, tris, pedge, ptri, ptag, x, n, tag, w, area, total, lo, hi } = &m;
     if let Some(p) = part {
-        rt.partition(&edges, &pedge, p)?;
+        rt.partition(edges, pedge, p)?;
     }
     for _ in 0..3 {
-        rt.par_loop(clear::KERNEL, &nodes, &[n.arg(Access::WRITE)])?;
-        edge_mix_loop(rt, &edges, &pedge, &x, &w, &n, &total)?;
+        rt.par_loop(clear::KERNEL, nodes, &[n.arg(Access::WRITE)])?;
+        edge_mix_loop(rt, edges, pedge, x, w, n, total)?;
         rt.par_loop(
             node_update::KERNEL,
-            &nodes,
+            nodes,
             &[n.arg(Access::READ), x.arg(Access::RW), lo.arg(Access::MIN), hi.arg(Access::MAX)],
         )?;
-        rt.par_loop(tri_gather::KERNEL, &tris, &[x.arg_vec(&ptri, Access::READ), area.arg(Access::WRITE)])?;
-        rt.par_loop(relabel::KERNEL, &tris, &[area.arg(Access::READ), tag.arg_via(&ptag, 0, Access::RW)])?;
+        rt.par_loop(tri_gather::KERNEL, tris, &[x.arg_vec(ptri, Access::READ), area.arg(Access::WRITE)])?;
+        rt.par_loop(relabel::KERNEL, tris, &[area.arg(Access::READ), tag.arg_via(ptag, 0, Access::RW)])?;
     }
-    rt.par_loop(stamp::KERNEL, &tris, &[tag.arg_via(&ptag, 0, Access::READ), x.arg_via(&ptag, 0, Access::WRITE)])?;
+    rt.par_loop(stamp::KERNEL, tris, &[tag.arg_via(ptag, 0, Access::READ), x.arg_via(ptag, 0, Access::WRITE)])?;
     let xs = x.gather(0)?.unwrap_or_default();
     let areas = area.gather(0)?.unwrap_or_default();
     let tags = tag.gather(0)?.unwrap_or_default();
@@ -666,12 +694,13 @@ fn reductions(world: &parloop::mpi::SimpleCommunicator, backend: Backend, failur
         failures,
     );
     let stats = rt.reduction_stats();
-    // count, sum, lo, hi, count, sum, then (host backends) lo, hi and the
-    // failed loop's sum.
+    // One per loop and kind of global: count and sum (both INC, one
+    // all-reduce), lo and hi (MIN, MAX: two), count and sum, then (host
+    // backends) lo, hi and the failed loop's sum.
     let started = match (size, backend) {
         (1, _) => stats.started,
-        (_, Backend::Emu) => 6,
-        _ => 9,
+        (_, Backend::Emu) => 4,
+        _ => 7,
     };
     check(
         stats.started == started && stats.ready_when_needed <= stats.started,
@@ -689,47 +718,22 @@ fn reductions(world: &parloop::mpi::SimpleCommunicator, backend: Backend, failur
 fn random_program(rt: &Runtime, seed: u64, rank: usize) -> parloop::Result<Vec<u64>> {
     let mut rng = Lcg(seed.wrapping_mul(7919).wrapping_add(3));
     let nnodes = 2 * (20 + rng.below(80));
-    let (nedges, ntris) = (2 * nnodes, nnodes);
-    let nodes = rt.set("p_nodes", nnodes)?;
-    let edges = rt.set("p_edges", nedges)?;
-    let tris = rt.set("p_tris", ntris)?;
-    let near = |a: usize, d: usize| (a + d) % nnodes;
-    let ev: Vec<i32> = (0..nedges)
-        .flat_map(|_| {
-            let a = rng.below(nnodes);
-            [a as i32, near(a, 1 + rng.below(6)) as i32]
-        })
-        .collect();
-    let tv: Vec<i32> = (0..ntris).flat_map(|t| [t, near(t, 1), near(t, 3)].map(|v| v as i32)).collect();
-    let mut perm: Vec<i32> = (0..nnodes as i32).collect();
-    for i in (1..nnodes).rev() {
-        perm.swap(i, rng.below(i + 1));
-    }
-    let pedge = rt.map("p_pedge", &edges, &nodes, 2, ev)?;
-    let ptri = rt.map("p_ptri", &tris, &nodes, 3, tv)?;
-    let ptag = rt.map("p_ptag", &tris, &nodes, 1, perm)?;
-    let x = rt.dat("p_x", &nodes, 2, (0..2 * nnodes).map(|_| rng.unit()).collect())?;
-    let n = rt.dat("p_n", &nodes, 2, vec![0.0; 2 * nnodes])?;
-    let tag = rt.dat("p_tag", &nodes, 2, vec![1.0; 2 * nnodes])?;
-    let w = rt.dat("p_w", &edges, 1, (0..nedges).map(|_| rng.unit()).collect())?;
-    let area = rt.dat("p_area", &tris, 1, vec![0.0; ntris])?;
-    let total = rt.global("p_total", &[0.5])?;
-    let lo = rt.global("p_lo", &[f64::MAX])?;
-    let hi = rt.global("p_hi", &[f64::MIN])?;
-    rt.partition(&edges, &pedge, Partitioner::Metis)?;
+    let m = RandomMesh::declare(rt, &mut rng, "p_", nnodes, false)?;
+    let RandomMesh { nodes, edges, tris, pedge, ptri, ptag, x, n, tag, w, area, total, lo, hi } = &m;
+    rt.partition(edges, pedge, Partitioner::Metis)?;
     let ranks = rt.ranks();
     let mut seen = Vec::new();
     for _ in 0..30 {
         match rng.below(9) {
-            0 => rt.par_loop(clear::KERNEL, &nodes, &[n.arg(Access::WRITE)])?,
-            1 | 2 => edge_mix_loop(rt, &edges, &pedge, &x, &w, &n, &total)?,
+            0 => rt.par_loop(clear::KERNEL, nodes, &[n.arg(Access::WRITE)])?,
+            1 | 2 => edge_mix_loop(rt, edges, pedge, x, w, n, total)?,
             3 => rt.par_loop(
                 node_update::KERNEL,
-                &nodes,
+                nodes,
                 &[n.arg(Access::READ), x.arg(Access::RW), lo.arg(Access::MIN), hi.arg(Access::MAX)],
             )?,
-            4 => rt.par_loop(tri_gather::KERNEL, &tris, &[x.arg_vec(&ptri, Access::READ), area.arg(Access::WRITE)])?,
-            5 => rt.par_loop(relabel::KERNEL, &tris, &[area.arg(Access::READ), tag.arg_via(&ptag, 0, Access::RW)])?,
+            4 => rt.par_loop(tri_gather::KERNEL, tris, &[x.arg_vec(ptri, Access::READ), area.arg(Access::WRITE)])?,
+            5 => rt.par_loop(relabel::KERNEL, tris, &[area.arg(Access::READ), tag.arg_via(ptag, 0, Access::RW)])?,
             6 => {
                 // A read on one rank alone (its loops run there first; the
                 // others run theirs at their next forcing point).
@@ -744,12 +748,12 @@ fn random_program(rt: &Runtime, seed: u64, rank: usize) -> parloop::Result<Vec<u
             }
             _ => rt.par_loop(
                 stamp::KERNEL,
-                &tris,
-                &[tag.arg_via(&ptag, 0, Access::READ), x.arg_via(&ptag, 0, Access::WRITE)],
+                tris,
+                &[tag.arg_via(ptag, 0, Access::READ), x.arg_via(ptag, 0, Access::WRITE)],
             )?,
         }
     }
-    for d in [&x, &n, &tag] {
+    for d in [x, n, tag] {
         seen.extend(d.gather(0)?.unwrap_or_default().iter().map(|v: &f64| v.to_bits()));
     }
     seen.extend(area.gather(0)?.unwrap_or_default().iter().map(|v: &f64| v.to_bits()));

@@ -58,14 +58,19 @@ impl Mpi {
         if !set.is_distributed() {
             return Ok(None);
         }
-        if let Some(r) = reductions.iter().find(|r| i32::try_from(r.dim).is_err()) {
-            return Err(comm.error(format!(
-                "loop `{}`: global `{}` has {} values; an all-reduce carries at most {}",
-                kernel.name(),
-                args[r.arg].data_name(),
-                r.dim,
-                i32::MAX
-            )));
+        // One all-reduce carries a loop's globals of one kind (`reduce`),
+        // at most `i32::MAX` values.
+        for r in reductions {
+            let values: usize =
+                reductions.iter().filter(|q| (q.elem, q.access) == (r.elem, r.access)).map(|q| q.dim).sum();
+            if i32::try_from(values).is_err() {
+                return Err(comm.error(format!(
+                    "loop `{}`: global `{}` is reduced with {values} values of its kind; an all-reduce carries at most {}",
+                    kernel.name(),
+                    args[r.arg].data_name(),
+                    i32::MAX
+                )));
+            }
         }
         let mut initial = Vec::new();
         for r in reductions.iter().filter(|r| r.access == Access::Inc) {
@@ -188,21 +193,35 @@ impl Mpi {
             return;
         };
         let mut initial = initial.0;
-        for r in reductions {
-            let bytes = r.dim * r.elem.size();
-            // SAFETY: the global's view holds `dim` values of `elem`, and
-            // the loop holds them exclusively.
-            let partial = unsafe { std::slice::from_raw_parts(views[r.arg].data, bytes) };
-            let before = initial.iter().position(|(a, _)| *a == r.arg).map(|i| initial.swap_remove(i).1);
-            let incoming = reduce::start(comm, r.elem, r.access, partial, r.dim, before, self.no_overlap || failed);
+        // One all-reduce per element type and operation, for all the
+        // loop's globals of that kind together.
+        let mut kinds: Vec<(crate::types::ElemType, Access)> = reductions.iter().map(|r| (r.elem, r.access)).collect();
+        kinds.sort_by_key(|&(e, a)| (e as u8, a as u8));
+        kinds.dedup();
+        for (elem, access) in kinds {
+            let group: Vec<&Reduction> = reductions.iter().filter(|r| (r.elem, r.access) == (elem, access)).collect();
+            let parts = group
+                .iter()
+                .map(|r| reduce::Part {
+                    // SAFETY: the global's view holds `dim` values of
+                    // `elem`, and the loop holds them exclusively.
+                    partial: unsafe { std::slice::from_raw_parts(views[r.arg].data, r.dim * elem.size()) },
+                    dim: r.dim,
+                    initial: initial.iter().position(|(a, _)| *a == r.arg).map(|i| initial.swap_remove(i).1),
+                })
+                .collect();
+            let incoming = reduce::start(comm, elem, access, parts, self.no_overlap || failed);
             if failed {
                 continue;
             }
-            if self.no_overlap {
-                // SAFETY: as above, now written.
-                incoming.complete(unsafe { std::slice::from_raw_parts_mut(views[r.arg].data, bytes) });
-            } else {
-                args[r.arg].storage.arriving(incoming);
+            for (r, incoming) in group.iter().zip(incoming) {
+                if self.no_overlap {
+                    // SAFETY: as above, now written.
+                    incoming
+                        .complete(unsafe { std::slice::from_raw_parts_mut(views[r.arg].data, r.dim * elem.size()) });
+                } else {
+                    args[r.arg].storage.arriving(incoming);
+                }
             }
         }
         self.mark_written(args);

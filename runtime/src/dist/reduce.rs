@@ -1,9 +1,10 @@
 //! Non-blocking all-reduces of globals (issue 15: "reductions begin after
 //! the owned section and end when the global is read").
 //!
-//! A loop that reduces a global on a distributed set ends by starting an
-//! `MPI_Iallreduce` of the rank's partial values ([`start`]) and leaves it
-//! *arriving* in the global's host copy (`coherence::MirrorSlot::arriving`).
+//! A loop that reduces globals on a distributed set ends by starting an
+//! `MPI_Iallreduce` of the rank's partial values ([`start`]; one for its
+//! globals of each element type and operation) and leaves each global's
+//! part *arriving* in its host copy (`coherence::MirrorSlot::arriving`).
 //! The next access to the global (a loop that uses it, a host read or
 //! write, an upload to a device, the global's drop) completes it first, so
 //! nothing ever sees a partial value, and the network time overlaps
@@ -48,22 +49,17 @@ impl Counters {
     }
 }
 
-/// One global's all-reduce in flight.
-struct Reducing {
+/// One all-reduce in flight: the values of a loop's globals of one
+/// element type and operation, one message for all of them (as blocking
+/// all-reduces were grouped), shared by the globals' [`Share`]s.
+struct Group {
     comm: Arc<Comm>,
     request: ffi::MPI_Request,
-    /// The rank's partial values: MPI reads them until the request
-    /// completes (heap memory: it does not move with `Reducing`).
+    /// The ranks' partial values, one global after another: MPI reads
+    /// them until the request completes (heap memory: it does not move).
     send: Vec<u64>,
     /// Where the reduced values land.
     recv: Vec<u64>,
-    /// Bytes of values (`dim` values of `elem`).
-    bytes: usize,
-    elem: ElemType,
-    dim: usize,
-    /// INC: the global's values before the loop (the ranks reduce from
-    /// zero), added to the sum.
-    initial: Option<Vec<u64>>,
     /// Whether `request` has completed.
     done: bool,
 }
@@ -71,14 +67,13 @@ struct Reducing {
 // SAFETY: the request is a handle MPI only touches inside the calls made
 // with the communicator's lock held (`Comm`'s rule: one thread in MPI at a
 // time); the buffers are owned heap memory.
-unsafe impl Send for Reducing {}
+unsafe impl Send for Group {}
 
-impl Reducing {
-    /// Waits for the request (once). Returns whether it had completed
-    /// before being needed.
-    fn wait(&mut self) -> bool {
+impl Group {
+    /// Waits for the request (once).
+    fn wait(&mut self) {
         if self.done {
-            return true;
+            return;
         }
         let c = self.comm.lock();
         let started = Instant::now();
@@ -98,24 +93,11 @@ impl Reducing {
         if ready {
             counters.ready.fetch_add(1, Ordering::Relaxed);
         }
-        ready
     }
 }
 
-impl Incoming for Reducing {
-    fn complete(mut self: Box<Self>, host: &mut [u8]) {
-        self.wait();
-        let reduced: &[u8] = bytemuck::cast_slice(&self.recv);
-        host[..self.bytes].copy_from_slice(&reduced[..self.bytes]);
-        if let Some(initial) = &self.initial {
-            // SAFETY: `host` and `initial` hold `dim` values of `elem`.
-            unsafe { combine(self.elem, Access::Inc, host.as_mut_ptr(), initial.as_ptr().cast(), self.dim) };
-        }
-    }
-}
-
-impl Drop for Reducing {
-    /// A global dropped (or a run ending) with its all-reduce in flight:
+impl Drop for Group {
+    /// Globals dropped (or a run ending) with their all-reduce in flight:
     /// MPI still writes `recv`, so the request completes before the
     /// buffers go.
     fn drop(&mut self) {
@@ -123,25 +105,71 @@ impl Drop for Reducing {
     }
 }
 
-/// Starts the all-reduce (`access`: INC sums, MIN, MAX) of `dim` values of
-/// `elem` in `partial` (the rank's values, read now); `initial`: for INC,
-/// the values the global held before the loop, added when it completes.
-/// With `blocking`, it completes before returning (`PARLOOP_OVERLAP=0`).
+/// One global's part of a [`Group`]: what its next access completes.
+struct Share {
+    group: Arc<std::sync::Mutex<Group>>,
+    /// Where its values sit in the group's buffers, in bytes.
+    at: usize,
+    elem: ElemType,
+    dim: usize,
+    /// INC: the global's values before the loop (the ranks reduce from
+    /// zero), added to the sum.
+    initial: Option<Vec<u64>>,
+}
+
+impl Incoming for Share {
+    fn complete(self: Box<Self>, host: &mut [u8]) {
+        let bytes = self.dim * self.elem.size();
+        {
+            let mut group = crate::sync::lock(&self.group);
+            group.wait();
+            let reduced: &[u8] = bytemuck::cast_slice(&group.recv);
+            host[..bytes].copy_from_slice(&reduced[self.at..self.at + bytes]);
+        }
+        if let Some(initial) = &self.initial {
+            // SAFETY: `host` and `initial` hold `dim` values of `elem`.
+            unsafe { combine(self.elem, Access::Inc, host.as_mut_ptr(), initial.as_ptr().cast(), self.dim) };
+        }
+    }
+}
+
+/// A global's part of an all-reduce: its rank's partial values (`dim` of
+/// the group's element type) and, for INC, its values before the loop.
+pub(crate) struct Part<'a> {
+    pub partial: &'a [u8],
+    pub dim: usize,
+    pub initial: Option<Vec<u64>>,
+}
+
+/// Starts one all-reduce (`access`: INC sums, MIN, MAX) of the `parts`,
+/// globals whose values are all of `elem` (their partials read now), and
+/// returns what each global's next access completes, in order. With
+/// `blocking`, it completes before returning (`PARLOOP_OVERLAP=0`).
+/// The total count is at most `i32::MAX` values (`distributed_begin`
+/// checks).
 pub(crate) fn start(
     comm: &Arc<Comm>,
     elem: ElemType,
     access: Access,
-    partial: &[u8],
-    dim: usize,
-    initial: Option<Vec<u64>>,
+    parts: Vec<Part<'_>>,
     blocking: bool,
-) -> Box<dyn Incoming> {
+) -> Vec<Box<dyn Incoming>> {
     fn datatype<T: Equivalence>() -> ffi::MPI_Datatype {
         T::equivalent_datatype().as_raw()
     }
-    let bytes = dim * elem.size();
-    let mut send = vec![0u64; bytes.div_ceil(8)];
-    bytemuck::cast_slice_mut::<u64, u8>(&mut send)[..bytes].copy_from_slice(&partial[..bytes]);
+    let values: usize = parts.iter().map(|p| p.dim).sum();
+    let total = values * elem.size();
+    let mut send = vec![0u64; total.div_ceil(8)];
+    let mut at = 0;
+    let mut shares = Vec::with_capacity(parts.len());
+    {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut send);
+        for p in &parts {
+            let n = p.dim * elem.size();
+            bytes[at..at + n].copy_from_slice(&p.partial[..n]);
+            at += n;
+        }
+    }
     let recv = vec![0u64; send.len()];
     let datatype = match elem {
         ElemType::F64 => datatype::<f64>(),
@@ -156,41 +184,44 @@ pub(crate) fn start(
         Access::Max => SystemOperation::max(),
         _ => SystemOperation::sum(),
     };
-    let mut reducing = Box::new(Reducing {
+    let mut group = Group {
         comm: comm.clone(),
         // SAFETY: a constant handle, overwritten by MPI_Iallreduce.
         request: unsafe { ffi::RSMPI_REQUEST_NULL },
         send,
         recv,
-        bytes,
-        elem,
-        dim,
-        initial,
         done: false,
-    });
+    };
     {
         let c = comm.lock();
-        let r = &mut *reducing;
-        // SAFETY: `send` and `recv` hold `dim` values of `elem` (the
+        // SAFETY: `send` and `recv` hold `values` values of `elem` (the
         // datatype) and stay allocated, unmoved, until the request
-        // completes (`Reducing` waits before dropping them); MPI is
-        // entered with the communicator's lock held.
+        // completes (`Group` waits before dropping them); MPI is entered
+        // with the communicator's lock held. `values` fits in an `i32`
+        // (see above).
         unsafe {
             ffi::MPI_Iallreduce(
-                r.send.as_ptr().cast(),
-                r.recv.as_mut_ptr().cast(),
-                // At most `i32::MAX` (`distributed_begin` checks).
-                dim as i32,
+                group.send.as_ptr().cast(),
+                group.recv.as_mut_ptr().cast(),
+                values as i32,
                 datatype,
                 op.as_raw(),
                 c.as_raw(),
-                &mut r.request,
+                &mut group.request,
             )
         };
     }
     comm.reductions.started.fetch_add(1, Ordering::Relaxed);
     if blocking {
-        reducing.wait();
+        group.wait();
     }
-    reducing
+    let group = Arc::new(std::sync::Mutex::new(group));
+    let mut at = 0;
+    for p in parts {
+        shares.push(
+            Box::new(Share { group: group.clone(), at, elem, dim: p.dim, initial: p.initial }) as Box<dyn Incoming>
+        );
+        at += p.dim * elem.size();
+    }
+    shares
 }
