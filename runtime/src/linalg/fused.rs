@@ -88,7 +88,7 @@ impl Runtime {
         // on one rank.
         let owned = y.set().size() * y.dim();
         a.values_dat().with_values(|vals| {
-            let csr = CsrRef { row_ptr, cols, vals, gather };
+            let csr = CsrRef { row_ptr, cols, vals, gather, ascending: s.rows_ascend() };
             x.with_values(|xv| {
                 csr.check(what, xv.len(), y.set().total() * y.dim())?;
                 if csr.rows() != owned || xv.len() < owned {
@@ -137,7 +137,7 @@ mod tests {
     fn fused_dot_is_the_product_and_its_dot_on_any_range() {
         for (n, seed) in [(1, 1), (9, 2), (700, 3), (20_000, 4)] {
             let (ptr, ci, vals) = random(n, seed);
-            let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals, gather: None };
+            let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals, gather: None, ascending: false };
             csr.check("a", n, n).unwrap();
             let x: Vec<f64> = (0..n).map(|j| (j as f64 * 0.37).sin()).collect();
             let mut want = vec![0.0; n];

@@ -104,6 +104,10 @@ pub(crate) struct CsrRef<'a, T> {
     /// (`super::gather`: `f64` values, AVX2, `PARLOOP_SIMD` not 0); a
     /// product gathers only from an `x` longer than it. `None`: scalar.
     pub gather: Option<u32>,
+    /// The row pointers are known not to decrease (a sparsity's, checked
+    /// once: `Sparsity::rows_ascend`), so [`CsrRef::check`] skips that
+    /// pass over them.
+    pub ascending: bool,
 }
 
 /// Nonzeros per work item of the threaded product: a few hundred KiB of
@@ -133,7 +137,7 @@ impl<T: Real> CsrRef<'_, T> {
         if self.vals.len() != self.cols.len() {
             return Err(bad(format!("{} values for {} entries", self.vals.len(), self.cols.len())));
         }
-        if let Some(i) = first_decrease(self.row_ptr) {
+        if let Some(i) = if self.ascending { None } else { first_decrease(self.row_ptr) } {
             return Err(bad(format!("row pointers decrease at row {i}")));
         }
         if y_len < rows {
@@ -279,7 +283,7 @@ impl<T: Real> CsrRef<'_, T> {
 /// parallel for long arrays: this runs before every product, and a serial
 /// scan of the row pointers cost a tenth of the product's time on two
 /// threads.
-fn first_decrease(p: &[usize]) -> Option<usize> {
+pub(crate) fn first_decrease(p: &[usize]) -> Option<usize> {
     const BLOCK: usize = 1 << 14;
     let n = p.len().saturating_sub(1); // pairs to compare
     let bad = |b: usize| {
@@ -423,7 +427,7 @@ impl Runtime {
         let (row_ptr, cols, gather) = (s.row_ptr(), s.col_indices(), s.gather_bound(self.simd()));
         let split = a.halo_rows_from();
         a.values_dat().with_values(|vals| {
-            let csr = CsrRef { row_ptr, cols, vals, gather };
+            let csr = CsrRef { row_ptr, cols, vals, gather, ascending: s.rows_ascend() };
             let locked = lock_args(&format!("mult of matrix `{what}`"), &args)?;
             let (xv, yv) = (&locked.views[0], &locked.views[1]);
             let (x_len, y_len) = (x.set().total() * x.dim(), y.set().total() * y.dim());
@@ -488,7 +492,7 @@ impl Runtime {
         // The owned rows only: `d`'s halo is stale after it.
         let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
         a.values_dat().with_values(|vals| {
-            let csr = CsrRef { row_ptr, cols, vals, gather: None };
+            let csr = CsrRef { row_ptr, cols, vals, gather: None, ascending: s.rows_ascend() };
             d.with_values_mut(|dv| csr.diagonal(dv))
         })??;
         self.dist.written(&[d.arg(Access::WRITE)]);
@@ -560,7 +564,7 @@ mod tests {
         for (rows, cols, seed) in [(1, 1, 1), (7, 3, 2), (300, 200, 3), (5000, 4000, 4)] {
             let (ptr, ci, vals, dense) = random(rows, cols, seed);
             let x: Vec<f64> = (0..cols).map(|j| (j as f64 * 0.37).sin()).collect();
-            let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals, gather: None };
+            let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals, gather: None, ascending: false };
             csr.check("a", cols, rows).unwrap();
             for parallel in [false, true] {
                 let mut y = vec![f64::NAN; rows];
@@ -579,7 +583,7 @@ mod tests {
         for (rows, cols, seed) in [(1, 1, 11), (50, 7, 12), (2000, 2000, 13), (4000, 1500, 14)] {
             let (ptr, ci, vals, _) = random(rows, cols, seed);
             let x: Vec<f64> = (0..cols).map(|j| (j as f64 * 0.61).cos() * 1e3).collect();
-            let scalar = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals, gather: None };
+            let scalar = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals, gather: None, ascending: false };
             let max = ci.iter().copied().max();
             let simd = CsrRef { gather: max, ..scalar };
             assert!(!scalar.gathers(&x));
@@ -662,7 +666,7 @@ mod tests {
             }
             let cols = vec![0u32; nnz];
             let vals = vec![0.0f64; nnz];
-            let csr = CsrRef { row_ptr: &ptr, cols: &cols, vals: &vals, gather: None };
+            let csr = CsrRef { row_ptr: &ptr, cols: &cols, vals: &vals, gather: None, ascending: false };
             assert_eq!(csr.chunks(), want, "case {case}: {rows} rows, {nnz} entries");
             assert_eq!(first_decrease(&ptr), None, "case {case}");
             for _ in 0..3 {
@@ -678,7 +682,7 @@ mod tests {
     #[test]
     fn chunks_cover_every_row_once() {
         let (ptr, ci, vals, _) = random(20_000, 100, 9);
-        let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals, gather: None };
+        let csr = CsrRef { row_ptr: &ptr, cols: &ci, vals: &vals, gather: None, ascending: false };
         let cuts = csr.chunks();
         assert_eq!((cuts[0], *cuts.last().unwrap()), (0, 20_000));
         assert!(cuts.windows(2).all(|w| w[0] < w[1]), "{cuts:?}");

@@ -43,6 +43,9 @@ pub(crate) struct Pattern {
     /// The largest scalar column index (`None`: no entries), found by the
     /// first host product that may gather (`linalg::gather`).
     max_col: std::sync::OnceLock<Option<u32>>,
+    /// Whether the row pointers never decrease, checked once (every host
+    /// product relies on it; they never change).
+    ascending: std::sync::OnceLock<bool>,
 }
 
 /// A (row map, column map) pair by map identities.
@@ -65,6 +68,11 @@ impl Pattern {
     /// The scalar column indices, sorted and unique within each row.
     pub(crate) fn col_indices(&self) -> &[u32] {
         &self.col_indices
+    }
+
+    /// Whether the row pointers never decrease (checked once).
+    pub(crate) fn rows_ascend(&self) -> bool {
+        *self.ascending.get_or_init(|| crate::linalg::spmv::first_decrease(&self.row_ptr).is_none())
     }
 
     /// The largest scalar column index, found once (over every entry, not
@@ -170,6 +178,10 @@ impl Sparsity {
     /// The scalar CSR column indices (`u32`), sorted and unique per row.
     pub(crate) fn col_indices(&self) -> &[u32] {
         self.pattern.col_indices()
+    }
+    /// Whether the row pointers never decrease (checked once).
+    pub(crate) fn rows_ascend(&self) -> bool {
+        self.pattern.rows_ascend()
     }
     /// [`CsrRef::gather`](crate::linalg::spmv::CsrRef::gather) for host
     /// products: the largest column index when `simd` (the runtime's
@@ -390,6 +402,7 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
             col_indices: bcols,
             offsets: Default::default(),
             max_col: Default::default(),
+            ascending: Default::default(),
         });
     }
     // Expand blocks: row r*rd + a holds, for each block column c, the
@@ -438,6 +451,7 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
         col_indices,
         offsets: Default::default(),
         max_col: Default::default(),
+        ascending: Default::default(),
     })
 }
 
