@@ -60,14 +60,13 @@ impl Mpi {
         }
         // One all-reduce carries a loop's globals of one kind (`reduce`),
         // at most `i32::MAX` values.
-        for r in reductions {
-            let values: usize =
-                reductions.iter().filter(|q| (q.elem, q.access) == (r.elem, r.access)).map(|q| q.dim).sum();
+        for (_, _, group) in reduce::by_kind(reductions) {
+            let values: usize = group.iter().map(|r| r.dim).sum();
             if i32::try_from(values).is_err() {
                 return Err(comm.error(format!(
                     "loop `{}`: global `{}` is reduced with {values} values of its kind; an all-reduce carries at most {}",
                     kernel.name(),
-                    args[r.arg].data_name(),
+                    args[group[0].arg].data_name(),
                     i32::MAX
                 )));
             }
@@ -195,11 +194,7 @@ impl Mpi {
         let mut initial = initial.0;
         // One all-reduce per element type and operation, for all the
         // loop's globals of that kind together.
-        let mut kinds: Vec<(crate::types::ElemType, Access)> = reductions.iter().map(|r| (r.elem, r.access)).collect();
-        kinds.sort_by_key(|&(e, a)| (e as u8, a as u8));
-        kinds.dedup();
-        for (elem, access) in kinds {
-            let group: Vec<&Reduction> = reductions.iter().filter(|r| (r.elem, r.access) == (elem, access)).collect();
+        for (elem, access, group) in reduce::by_kind(reductions) {
             let parts = group
                 .iter()
                 .map(|r| reduce::Part {

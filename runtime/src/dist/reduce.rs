@@ -28,7 +28,7 @@ use mpi::traits::Equivalence;
 
 use super::Comm;
 use crate::coherence::Incoming;
-use crate::exec::combine;
+use crate::exec::{combine, Reduction};
 use crate::types::{Access, ElemType};
 
 /// What a communicator's all-reduces did, for [`crate::ReductionStats`].
@@ -133,6 +133,20 @@ impl Incoming for Share {
     }
 }
 
+/// A loop's reductions by kind (element type and operation), in a fixed
+/// order: one all-reduce each ([`start`]).
+pub(crate) fn by_kind(reductions: &[Reduction]) -> Vec<(ElemType, Access, Vec<&Reduction>)> {
+    let mut kinds: Vec<(ElemType, Access)> = reductions.iter().map(|r| (r.elem, r.access)).collect();
+    kinds.sort_by_key(|&(e, a)| (e as u8, a as u8));
+    kinds.dedup();
+    kinds
+        .into_iter()
+        .map(|(elem, access)| {
+            (elem, access, reductions.iter().filter(|r| (r.elem, r.access) == (elem, access)).collect())
+        })
+        .collect()
+}
+
 /// A global's part of an all-reduce: its rank's partial values (`dim` of
 /// the group's element type) and, for INC, its values before the loop.
 pub(crate) struct Part<'a> {
@@ -161,7 +175,6 @@ pub(crate) fn start(
     let total = values * elem.size();
     let mut send = vec![0u64; total.div_ceil(8)];
     let mut at = 0;
-    let mut shares = Vec::with_capacity(parts.len());
     {
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut send);
         for p in &parts {
@@ -216,6 +229,7 @@ pub(crate) fn start(
         group.wait();
     }
     let group = Arc::new(std::sync::Mutex::new(group));
+    let mut shares = Vec::with_capacity(parts.len());
     let mut at = 0;
     for p in parts {
         shares.push(

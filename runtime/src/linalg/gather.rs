@@ -5,8 +5,11 @@
 //! stream, not memory, bounds the product (a narrower column index, 16-bit
 //! offsets that move a sixth fewer bytes, measured no faster). Here four
 //! entries take one load of their columns, one gather of their `x` values,
-//! one load of their values, a multiply and an add: 20 % less time per
-//! product on the reference problem (docs/PERFORMANCE.md, session 14).
+//! one load of their values, a multiply and an add: about a tenth less
+//! time per product on the reference problem (docs/PERFORMANCE.md,
+//! session 14). The loops over rows live here too, not only the row: a
+//! call from code compiled without AVX2 into a `target_feature` function
+//! is not inlined, and a call per row would cost more than it saves.
 //!
 //! Bitwise the scalar row: lane `j` of the accumulator adds entries `j`,
 //! `j + 4`, ... as the scalar row's `acc[j]` does, the tail goes into lane

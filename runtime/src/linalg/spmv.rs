@@ -492,7 +492,7 @@ impl Runtime {
         // The owned rows only: `d`'s halo is stale after it.
         let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
         a.values_dat().with_values(|vals| {
-            let csr = CsrRef { row_ptr, cols, vals, gather: None, ascending: s.rows_ascend() };
+            let csr = CsrRef { row_ptr, cols, vals, gather: None, ascending: false };
             d.with_values_mut(|dv| csr.diagonal(dv))
         })??;
         self.dist.written(&[d.arg(Access::WRITE)]);
