@@ -77,10 +77,21 @@ pub(crate) fn lock_args_where<'a, A: Borrow<Arg>>(
             ArgKind::Vector { map } => (ViewKind::Vector, map.values().as_ptr(), map.arity(), 0),
             ArgKind::Global => (ViewKind::Global, std::ptr::null(), 0, 0),
         };
-        views.push(ArgView { data, dim: arg.dim, map, arity, column, kind, access: arg.access, ext });
+        views.push(ArgView { data, dim: arg.dim, map, arity, column, kind, access: arg.access, ext, slot_mask: 0 });
     }
     Ok(LockedArgs { _guards: guards, views })
 }
+
+/// Accumulators of a host partial sum (of one chunk, block or range): the
+/// host adapters add element `e`'s increments of a global into accumulator
+/// `e % INC_SLOTS`, and the accumulators are added into the global in
+/// order. One accumulator would chain every element's add on the one
+/// before (a store-to-load round trip each, about ten cycles: a dot of two
+/// million entries took twice as long as an axpy); eight independent
+/// chains run at the memory's pace. The order depends on the element
+/// numbers and the backend's items only, so results are the same run to
+/// run and for any thread count.
+pub(crate) const INC_SLOTS: usize = 8;
 
 /// A global reduced by a loop: which argument, its type, size and operation.
 #[derive(Clone, Copy, Debug)]
@@ -102,9 +113,63 @@ impl Reduction {
             .collect()
     }
 
-    /// 8-byte words one partial result takes.
+    /// 8-byte words the global's values take.
     pub fn words(&self) -> usize {
         (self.dim * self.elem.size()).div_ceil(8)
+    }
+
+    /// Accumulators of one host partial result: [`INC_SLOTS`] for a sum,
+    /// one for a minimum or maximum (exact in any order).
+    pub fn slots(&self) -> usize {
+        if self.access == Access::Inc {
+            INC_SLOTS
+        } else {
+            1
+        }
+    }
+
+    /// 8-byte words one host partial result takes: its accumulators of
+    /// `dim` values each, packed.
+    pub fn partial_words(&self) -> usize {
+        (self.slots() * self.dim * self.elem.size()).div_ceil(8)
+    }
+
+    /// Starts a host partial result (`partial_words` long): zero
+    /// accumulators for a sum, the global's current values for a minimum
+    /// or maximum.
+    ///
+    /// # Safety
+    /// As [`Reduction::copy_current`].
+    pub unsafe fn start_partial(&self, views: &[ArgView], partial: &mut [u64]) {
+        if self.access == Access::Inc {
+            partial.fill(0);
+        } else {
+            // SAFETY: forwarded contract.
+            unsafe { self.copy_current(views, partial) };
+        }
+    }
+
+    /// Points the loop's view of the global at a host partial result
+    /// started by [`Reduction::start_partial`].
+    pub fn bind_partial(&self, views: &mut [ArgView], partial: *mut u64) {
+        views[self.arg].data = partial.cast();
+        views[self.arg].slot_mask = self.slots() - 1;
+    }
+
+    /// Adds (or takes the minimum or maximum of) a host partial result into
+    /// the global through its view, accumulator after accumulator.
+    ///
+    /// # Safety
+    /// `views[self.arg]` points to the global's values, locked for writing;
+    /// `partial` holds `partial_words` words.
+    pub unsafe fn combine_partial(&self, views: &[ArgView], partial: *const u64) {
+        let stride = self.dim * self.elem.size();
+        for k in 0..self.slots() {
+            // SAFETY: forwarded contract; accumulator `k` lies in the partial.
+            unsafe {
+                combine(self.elem, self.access, views[self.arg].data, partial.cast::<u8>().add(k * stride), self.dim)
+            };
+        }
     }
 
     /// Copies the global's current values (through its view) into `dst`.

@@ -37,6 +37,10 @@ pub struct ArgView {
     pub(crate) access: Access,
     /// What `Matrix` and `Index` views need besides (null otherwise).
     pub(crate) ext: *const (),
+    /// A global increment's accumulators less one (a power of two less
+    /// one; 0 elsewhere): element `e` adds into accumulator
+    /// `e & slot_mask`, `dim` values each (see [`crate::exec::INC_SLOTS`]).
+    pub(crate) slot_mask: usize,
 }
 
 impl ArgView {

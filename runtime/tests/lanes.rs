@@ -2,7 +2,8 @@
 //! argument shape the twins move differently: direct rows of 1 to 4 values
 //! and of 2x2, indirect rows of 1, 2, 3 and 4 (3 is not transposed), vector
 //! arguments read and incremented, `f32` data, increments of 1, 2 and 3
-//! values, and an exact global increment; on `seq` and on `threads` with
+//! values, and exact global increments of 1 to 4 values (`f64`, `f32`) in
+//! indirect and direct loops; on `seq` and on `threads` with
 //! blocks whose lengths are not multiples of any lane width. Run under
 //! `PARLOOP_SIMD=avx2` too (ci/test): the twins have a four-lane AVX2 and an
 //! eight-lane AVX-512 build, and a process uses the best its CPU has.
@@ -28,6 +29,8 @@ fn mix_f64(
     acc3: &mut [f64; 3],
     vinc: &mut [[f64; 1]; 2],
     total: &mut f64,
+    total2: &mut [f64; 2],
+    total3: &mut [f64; 3],
 ) {
     let s = *a * x[0] - x[1] / (*y + 3.0) + m22[1][0] * m22[0][1];
     out[0] = s + q[0] * d2[0];
@@ -46,11 +49,30 @@ fn mix_f64(
     vinc[0][0] += s * 0.5;
     vinc[1][0] -= s * 0.125;
     *total += s * s;
+    total2[0] += s;
+    total2[1] -= x[1];
+    total3[0] += *y;
+    total3[1] += s * 0.5;
+    total3[2] -= q[3];
+}
+
+/// A direct loop summing globals (the vector operations' shape: `threads`
+/// runs it in chunks rather than plan blocks).
+#[parloop::kernel]
+fn sums(x: &[f64; 2], y: &f64, g1: &mut f64, g2: &mut [f64; 2], g4: &mut [f64; 4]) {
+    *g1 += x[0] * *y;
+    g2[0] += x[1];
+    g2[1] += x[0] * x[0];
+    g4[0] += *y;
+    g4[1] -= x[0];
+    g4[2] += x[1] * *y;
+    g4[3] += 1.5;
 }
 
 /// `f32` data: lanes without AVX arithmetic, moved value by value.
 #[parloop::kernel]
-fn mix_f32(a: &[f32; 2], x: &f32, v: &[[f32; 2]; 3], out: &mut [f32; 2], acc: &mut [f32; 3]) {
+fn mix_f32(a: &[f32; 2], x: &f32, v: &[[f32; 2]; 3], out: &mut [f32; 2], acc: &mut [f32; 3], ftotal: &mut f32) {
+    *ftotal += a[1] * *x;
     out[0] = a[0] * *x + v[2][1];
     out[1] += a[1] / (*x * *x + 1.0) - v[0][0];
     acc[0] += out[0];
@@ -116,6 +138,12 @@ fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nn
     let acc3 = random(&rt, &nodes, "acc3", 3, &mut noise);
     let vinc = random(&rt, &nodes, "vinc", 1, &mut noise);
     let total = rt.global("total", &[0.5f64]).unwrap();
+    let total2 = rt.global("total2", &[0.25f64, -1.0]).unwrap();
+    let total3 = rt.global("total3", &[0.0f64; 3]).unwrap();
+    let g1 = rt.global("g1", &[0.0f64]).unwrap();
+    let g2 = rt.global("g2", &[0.0f64; 2]).unwrap();
+    let g4 = rt.global("g4", &[1.0f64; 4]).unwrap();
+    let ftotal = rt.global("ftotal", &[0.0f32]).unwrap();
     let fa = rt.dat("fa", &edges, 2, noise.values(2 * nedges).iter().map(|&v| v as f32).collect()).unwrap();
     let fout = rt.dat("fout", &edges, 2, noise.values(2 * nedges).iter().map(|&v| v as f32).collect()).unwrap();
     let fx = rt.dat("fx", &nodes, 1, noise.values(nnodes).iter().map(|&v| v as f32).collect()).unwrap();
@@ -144,7 +172,15 @@ fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nn
                 acc3.arg_via(&pair, 1, Access::INC),
                 vinc.arg_vec(&pair, Access::INC),
                 total.arg(Access::INC),
+                total2.arg(Access::INC),
+                total3.arg(Access::INC),
             ],
+        )
+        .unwrap();
+        rt.par_loop(
+            sums::KERNEL,
+            &nodes,
+            &[x.arg(Access::READ), y.arg(Access::READ), g1.arg(Access::INC), g2.arg(Access::INC), g4.arg(Access::INC)],
         )
         .unwrap();
         rt.par_loop(
@@ -156,6 +192,7 @@ fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nn
                 fv.arg_vec(&tri, Access::READ),
                 fout.arg(Access::RW),
                 facc.arg_via(&tri, 0, Access::INC),
+                ftotal.arg(Access::INC),
             ],
         )
         .unwrap();
@@ -169,9 +206,14 @@ fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nn
             bits(acc1.values().unwrap()),
             bits(acc3.values().unwrap()),
             bits(vinc.values().unwrap()),
-            vec![total.value().unwrap().to_bits()],
+            bits(total.values().unwrap()),
+            bits(total2.values().unwrap()),
+            bits(total3.values().unwrap()),
+            bits(g1.values().unwrap()),
+            bits(g2.values().unwrap()),
+            bits(g4.values().unwrap()),
         ],
-        f32s: [fout.values().unwrap(), facc.values().unwrap()]
+        f32s: [fout.values().unwrap(), facc.values().unwrap(), ftotal.values().unwrap()]
             .into_iter()
             .map(|v| v.into_iter().map(f32::to_bits).collect())
             .collect(),
@@ -182,6 +224,7 @@ fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nn
 fn both_kernels_have_twins() {
     assert!(mix_f64::KERNEL.has_lanes(), "mix_f64 must keep its lane-wise twin, or this suite tests nothing");
     assert!(mix_f32::KERNEL.has_lanes(), "mix_f32 must keep its lane-wise twin, or this suite tests nothing");
+    assert!(sums::KERNEL.has_lanes(), "sums must keep its lane-wise twin, or this suite tests nothing");
 }
 
 #[test]

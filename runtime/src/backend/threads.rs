@@ -4,16 +4,16 @@
 //! parallel. Loops with them follow their plan: block colours one after
 //! another, the blocks of one colour in parallel, shared between the
 //! calling thread and the pool (`share`). Each block or chunk reduces
-//! into its own partial result; partials are combined in block order, so
-//! results do not depend on the thread count or on scheduling.
+//! into its own partial result (a sum into interleaved accumulators,
+//! `exec::INC_SLOTS`); partials are combined in block order, so results do
+//! not depend on the thread count or on scheduling.
 
 use rayon::prelude::*;
 
 use super::HostJob;
 use crate::error::{Error, Result};
-use crate::exec::{combine, Reduction};
+use crate::exec::Reduction;
 use crate::kernel_panic::{catch, first, Panicked};
-use crate::types::Access;
 use crate::views::ArgView;
 use parloop_planner::Plan;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,9 +62,9 @@ impl Shared<'_> {
     }
 
     /// Item `i`'s partial results start at word `i * words + off`.
-    fn partial(&self, i: usize, words: usize, off: usize) -> *mut u8 {
+    fn partial(&self, i: usize, words: usize, off: usize) -> *mut u64 {
         // SAFETY: `partials` holds `items * words` words and i < items.
-        unsafe { self.partials.add(i * words + off) }.cast()
+        unsafe { self.partials.add(i * words + off) }
     }
 }
 
@@ -106,20 +106,18 @@ pub(crate) fn run(job: &HostJob, range: std::ops::Range<usize>, reduce: bool) ->
         .iter()
         .scan(0, |acc, r| {
             let o = *acc;
-            *acc += r.words();
+            *acc += r.partial_words();
             Some(o)
         })
         .collect();
-    let words: usize = reductions.iter().map(Reduction::words).sum();
+    let words: usize = reductions.iter().map(Reduction::partial_words).sum();
     let mut partials = Vec::new();
     reserve(&mut partials, items.len().saturating_mul(words), kernel, "its partial reductions")?;
     partials.resize(items.len() * words, 0u64);
     for (r, &off) in reductions.iter().zip(&offsets) {
-        if r.access != Access::Inc {
-            for i in 0..items.len() {
-                // SAFETY: the global's view holds `dim` values of `elem`.
-                unsafe { r.copy_current(views, &mut partials[i * words + off..][..r.words()]) };
-            }
+        for i in 0..items.len() {
+            // SAFETY: the global's view holds `dim` values of `elem`.
+            unsafe { r.start_partial(views, &mut partials[i * words + off..][..r.partial_words()]) };
         }
     }
     let shared = Shared { views, partials: partials.as_mut_ptr() };
@@ -145,7 +143,7 @@ pub(crate) fn run(job: &HostJob, range: std::ops::Range<usize>, reduce: bool) ->
         let mut local: Vec<ArgView> = shared.views().to_vec();
         for (r, &off) in reductions.iter().zip(&offsets) {
             // Item `i` owns words `i * words .. (i + 1) * words`.
-            local[r.arg].data = shared.partial(i, words, off);
+            r.bind_partial(&mut local, shared.partial(i, words, off));
         }
         // SAFETY: see `Shared`.
         caught(catch(start, || unsafe { super::call(host, then, &local, start, end) }));
@@ -169,9 +167,9 @@ pub(crate) fn run(job: &HostJob, range: std::ops::Range<usize>, reduce: bool) ->
             break;
         }
         for i in 0..items.len() {
-            let src = partials[i * words + off..].as_ptr().cast::<u8>();
-            // SAFETY: both hold `dim` values of `elem`; the global is locked.
-            unsafe { combine(r.elem, r.access, views[r.arg].data, src, r.dim) };
+            // SAFETY: the item's partial was started by `start_partial`; the
+            // global is locked.
+            unsafe { r.combine_partial(views, partials[i * words + off..].as_ptr()) };
         }
     }
     Ok(())

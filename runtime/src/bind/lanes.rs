@@ -46,6 +46,17 @@ pub struct LaneBinder<S: Shape, const W: usize> {
     /// the kernel), so that each element's row is added with one vector
     /// load of the size it was stored with.
     rows: [Row; W],
+    /// A global increment into at least `W` accumulators (a host partial
+    /// sum, `exec::INC_SLOTS`): the lanes of a group hold distinct
+    /// accumulators, loaded before the twin and stored after it, so the
+    /// twin's one add per element is the scalar adapter's add.
+    slotted: bool,
+    /// The first element of the group whose accumulators the lanes hold
+    /// already (`usize::MAX` if none): with one group's width of
+    /// accumulators, the next group's are the same, and reloading what
+    /// was just stored element by element would stall on store-to-load
+    /// forwarding (a dot took half as long again).
+    held: usize,
 }
 
 /// Up to four 8-byte values, aligned for one AVX store.
@@ -61,7 +72,8 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
     #[inline(always)]
     pub fn new(view: ArgView) -> Self {
         view.debug_assert_fits(S::ROWS, S::COLS);
-        LaneBinder { view, buf: MaybeUninit::uninit(), rows: [Row([0.0; 4]); W] }
+        let slotted = view.kind == ViewKind::Global && view.access == Access::Inc && view.slot_mask + 1 >= W;
+        LaneBinder { view, buf: MaybeUninit::uninit(), rows: [Row([0.0; 4]); W], slotted, held: usize::MAX }
     }
 
     #[inline(always)]
@@ -129,6 +141,13 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
         let data = self.data();
         let lanes = self.lanes();
         let inc = self.view.access == Access::Inc;
+        if self.slotted {
+            if first != self.held {
+                // SAFETY: the accumulators lie in the partial (`slot_mask`).
+                unsafe { self.accumulators(first, false) };
+            }
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if Self::TRANSPOSABLE && !(inc && self.view.kind != ViewKind::Direct) {
             let col = self.view.column;
@@ -201,12 +220,52 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
         }
     }
 
-    /// Writes a direct argument's lanes back (after the call).
+    /// Moves the accumulators of a group's lanes (element `first + l`'s,
+    /// `(first + l) & slot_mask`, distinct as `slotted` holds) into the
+    /// lanes, or back when `store`.
+    ///
+    /// # Safety
+    /// As [`LaneBinder::load`]; `slotted`.
+    #[inline(always)]
+    unsafe fn accumulators(&mut self, first: usize, store: bool) {
+        let (data, lanes, mask) = (self.data(), self.lanes(), self.view.slot_mask);
+        // SAFETY: the partial holds `slot_mask + 1` accumulators of `ALL`
+        // values; AVX2 runs, and AVX-512 where `W` is 8.
+        unsafe {
+            let rows = written_out(|l| data.add(((first + l) & mask) * Self::ALL).cast::<u8>());
+            #[cfg(target_arch = "x86_64")]
+            if Self::TRANSPOSABLE && Self::ALL == Self::ROW {
+                if store {
+                    transpose_out::<W>(lanes.cast_const().cast(), Self::ROW, rows);
+                } else {
+                    transpose_in::<W>(rows.map(|r| r.cast_const()), Self::ROW, lanes.cast());
+                }
+                return;
+            }
+            for k in 0..Self::ALL {
+                if store {
+                    let v = (*lanes.add(k)).0;
+                    (0..W).for_each(|l| *rows[l].cast::<S::Elem>().add(k) = v[l]);
+                } else {
+                    (*lanes.add(k)).0 = written_out(|l| *rows[l].cast::<S::Elem>().add(k));
+                }
+            }
+        }
+    }
+
+    /// Writes a direct argument's lanes back (after the call), and a
+    /// slotted global increment's accumulators.
     ///
     /// # Safety
     /// As [`LaneBinder::load`], after it.
     #[inline(always)]
     pub unsafe fn store_direct(&mut self, first: usize) {
+        if self.slotted {
+            // SAFETY: as `load`, which loaded them.
+            unsafe { self.accumulators(first, true) };
+            self.held = if self.view.slot_mask + 1 == W { first + W } else { usize::MAX };
+            return;
+        }
         if self.view.kind != ViewKind::Direct || self.view.access == Access::Read {
             return;
         }
@@ -245,7 +304,7 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
     #[inline(always)]
     pub unsafe fn finish(&mut self) {
         #[cfg(target_arch = "x86_64")]
-        if Self::FAST_INC && self.view.access == Access::Inc && self.view.kind != ViewKind::Direct {
+        if Self::FAST_INC && self.view.access == Access::Inc && self.view.kind != ViewKind::Direct && !self.slotted {
             let rows = written_out(|l| self.rows[l].0.as_mut_ptr().cast::<u8>());
             // SAFETY: AVX2 is present, and AVX-512 where `W` is 8; the lanes
             // hold `ALL` values per lane.
@@ -261,7 +320,7 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
     /// As [`LaneBinder::store_direct`], after [`LaneBinder::finish`].
     #[inline(always)]
     pub unsafe fn store_lane(&mut self, l: usize, first: usize) {
-        if self.view.access != Access::Inc || self.view.kind == ViewKind::Direct {
+        if self.view.access != Access::Inc || self.view.kind == ViewKind::Direct || self.slotted {
             return;
         }
         let data = self.data();
@@ -269,7 +328,7 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
         if Self::FAST_INC {
             use std::arch::x86_64::*;
             let at = match self.view.kind {
-                ViewKind::Global => 0,
+                ViewKind::Global => ((first + l) & self.view.slot_mask) * Self::ALL,
                 // SAFETY: as in `load`.
                 _ => unsafe { self.target(first + l, self.view.column, Self::ALL) },
             };
@@ -294,7 +353,10 @@ impl<S: Shape, const W: usize> LaneBinder<S, W> {
                 *p = (*p).inc((*lanes.add(k)).0[l]);
             };
             match self.view.kind {
-                ViewKind::Global => (0..Self::ALL).for_each(|k| add(k, k)),
+                ViewKind::Global => {
+                    let at = ((first + l) & self.view.slot_mask) * Self::ALL;
+                    (0..Self::ALL).for_each(|k| add(at + k, k));
+                }
                 ViewKind::Indirect => {
                     let t = self.target(first + l, self.view.column, Self::ALL);
                     (0..Self::ALL).for_each(|k| add(t + k, k));

@@ -89,9 +89,12 @@ impl<S: Shape> Binder<S> {
     /// As [`KernelParam::bind`](super::KernelParam::bind); the view is unmapped and `e` in range.
     #[inline(always)]
     pub unsafe fn at(&self, e: usize) -> *mut S {
-        let stride = if self.view.kind == ViewKind::Global { 0 } else { Self::ALL };
-        // SAFETY: forwarded contract; the data holds `dim == ALL` values per element.
-        unsafe { self.elems().add(e * stride).cast() }
+        // A global's element `e` adds into its accumulator (one, 0, but for
+        // a host partial sum: `ArgView::slot`).
+        let at = if self.view.kind == ViewKind::Global { (e & self.view.slot_mask) * Self::ALL } else { e * Self::ALL };
+        // SAFETY: forwarded contract; the data holds `dim == ALL` values per
+        // element, or per accumulator of a global.
+        unsafe { self.elems().add(at).cast() }
     }
 
     #[inline(always)]
@@ -140,8 +143,9 @@ impl<S: Shape> Binder<S> {
                     }
                 }
                 (ViewKind::Global, _) => {
+                    let mask = self.view.slot_mask;
                     for i in 0..n {
-                        self.ptrs[i] = data.cast();
+                        self.ptrs[i] = data.add(((first + i) & mask) * Self::ALL).cast();
                     }
                 }
                 (ViewKind::Indirect, Writeback::None) => {
