@@ -93,6 +93,13 @@ pub(crate) fn lock_args_where<'a, A: Borrow<Arg>>(
 /// run and for any thread count.
 pub(crate) const INC_SLOTS: usize = 8;
 
+/// The most values a global summed into [`INC_SLOTS`] accumulators has
+/// (64 bytes of `f64`): a larger one (a histogram, say) keeps one
+/// accumulator, so that its partials, one per chunk or block, do not grow
+/// eightfold; its elements mostly add to different values, which do not
+/// chain anyway.
+pub(crate) const INC_SLOTS_MAX_DIM: usize = 8;
+
 /// A global reduced by a loop: which argument, its type, size and operation.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Reduction {
@@ -118,10 +125,11 @@ impl Reduction {
         (self.dim * self.elem.size()).div_ceil(8)
     }
 
-    /// Accumulators of one host partial result: [`INC_SLOTS`] for a sum,
-    /// one for a minimum or maximum (exact in any order).
+    /// Accumulators of one host partial result: [`INC_SLOTS`] for a sum of
+    /// at most [`INC_SLOTS_MAX_DIM`] values, one for a larger sum and for a
+    /// minimum or maximum (exact in any order).
     pub fn slots(&self) -> usize {
-        if self.access == Access::Inc {
+        if self.access == Access::Inc && self.dim <= INC_SLOTS_MAX_DIM {
             INC_SLOTS
         } else {
             1

@@ -59,7 +59,7 @@ fn mix_f64(
 /// A direct loop summing globals (the vector operations' shape: `threads`
 /// runs it in chunks rather than plan blocks).
 #[parloop::kernel]
-fn sums(x: &[f64; 2], y: &f64, g1: &mut f64, g2: &mut [f64; 2], g4: &mut [f64; 4]) {
+fn sums(x: &[f64; 2], y: &f64, g1: &mut f64, g2: &mut [f64; 2], g4: &mut [f64; 4], g9: &mut [f64; 9]) {
     *g1 += x[0] * *y;
     g2[0] += x[1];
     g2[1] += x[0] * x[0];
@@ -67,6 +67,10 @@ fn sums(x: &[f64; 2], y: &f64, g1: &mut f64, g2: &mut [f64; 2], g4: &mut [f64; 4
     g4[1] -= x[0];
     g4[2] += x[1] * *y;
     g4[3] += 1.5;
+    // More values than get eight accumulators (`exec::INC_SLOTS_MAX_DIM`).
+    for k in 0..9 {
+        g9[k] += x[k % 2] * (k as f64 + *y);
+    }
 }
 
 /// `f32` data: lanes without AVX arithmetic, moved value by value.
@@ -143,6 +147,7 @@ fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nn
     let g1 = rt.global("g1", &[0.0f64]).unwrap();
     let g2 = rt.global("g2", &[0.0f64; 2]).unwrap();
     let g4 = rt.global("g4", &[1.0f64; 4]).unwrap();
+    let g9 = rt.global("g9", &[0.0f64; 9]).unwrap();
     let ftotal = rt.global("ftotal", &[0.0f32]).unwrap();
     let fa = rt.dat("fa", &edges, 2, noise.values(2 * nedges).iter().map(|&v| v as f32).collect()).unwrap();
     let fout = rt.dat("fout", &edges, 2, noise.values(2 * nedges).iter().map(|&v| v as f32).collect()).unwrap();
@@ -180,7 +185,14 @@ fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nn
         rt.par_loop(
             sums::KERNEL,
             &nodes,
-            &[x.arg(Access::READ), y.arg(Access::READ), g1.arg(Access::INC), g2.arg(Access::INC), g4.arg(Access::INC)],
+            &[
+                x.arg(Access::READ),
+                y.arg(Access::READ),
+                g1.arg(Access::INC),
+                g2.arg(Access::INC),
+                g4.arg(Access::INC),
+                g9.arg(Access::INC),
+            ],
         )
         .unwrap();
         rt.par_loop(
@@ -212,6 +224,7 @@ fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nn
             bits(g1.values().unwrap()),
             bits(g2.values().unwrap()),
             bits(g4.values().unwrap()),
+            bits(g9.values().unwrap()),
         ],
         f32s: [fout.values().unwrap(), facc.values().unwrap(), ftotal.values().unwrap()]
             .into_iter()
