@@ -22,47 +22,122 @@ pub(crate) struct GlobalMap {
     pub values: Vec<i32>,
 }
 
-/// Primary-set adjacency in CSR form (METIS's input): two primary entities
-/// are neighbours when one row of the map holds both (the map goes into the
-/// primary set) or when they share a target (the map leaves it).
+/// Primary-set adjacency in CSR form (METIS's input). When the map goes
+/// into the primary set, two primary entities are neighbours when one row
+/// of the map holds both. When it leaves the primary set (cells to
+/// vertices), they are neighbours when they share [`shared_targets`] of
+/// the map's targets: the dual graph through edges for triangles,
+/// quadrilaterals and tetrahedra (as METIS's own `PartMeshDual` with
+/// `ncommon` 2), through vertices for maps of two. Sharing any vertex would
+/// make each tetrahedron of a structured mesh a neighbour of about seventy
+/// others (a vertex's 24 cells pairwise): a graph five times larger, which
+/// took METIS and its construction a minute on 11.7 million cells.
 pub(crate) fn adjacency(primary: usize, sets: &[GlobalSet], map: &GlobalMap) -> (Vec<i32>, Vec<i32>) {
     let n = sets[primary].size;
-    let mut neighbours: Vec<Vec<i32>> = vec![Vec::new(); n];
-    let mut clique = |members: &[i32]| {
-        for &a in members {
-            for &b in members {
-                if a != b {
-                    neighbours[a as usize].push(b);
+    let arity = map.arity.max(1);
+    if map.to == primary {
+        let mut xadj = Vec::with_capacity(n + 1);
+        let mut adjncy = Vec::new();
+        xadj.push(0);
+        let mut neighbours: Vec<Vec<i32>> = vec![Vec::new(); n];
+        for row in map.values.chunks(arity) {
+            for &a in row {
+                for &b in row {
+                    if a != b {
+                        neighbours[a as usize].push(b);
+                    }
                 }
             }
         }
-    };
-    if map.to == primary {
-        for row in map.values.chunks(map.arity.max(1)) {
-            clique(row);
+        for list in &mut neighbours {
+            list.sort_unstable();
+            list.dedup();
+            adjncy.extend_from_slice(list);
+            xadj.push(adjncy.len() as i32);
         }
-    } else {
-        // Entities of the primary set grouped by shared target.
-        let mut by_target: Vec<Vec<i32>> = vec![Vec::new(); sets[map.to].size];
-        for (e, row) in map.values.chunks(map.arity.max(1)).enumerate() {
-            for &t in row {
-                by_target[t as usize].push(e as i32);
+        return (xadj, adjncy);
+    }
+    // Each row's targets sorted, a repeated one replaced by -1 (counted
+    // once), then the primary entities of each target (CSR, by counting).
+    let mut rows = map.values.clone();
+    for row in rows.chunks_mut(arity) {
+        row.sort_unstable();
+        for k in (1..row.len()).rev() {
+            if row[k] == row[k - 1] {
+                row[k] = -1;
             }
         }
-        for group in &by_target {
-            clique(group);
+    }
+    let targets = sets[map.to].size;
+    let mut start = vec![0usize; targets + 1];
+    for &t in rows.iter().filter(|&&t| t >= 0) {
+        start[t as usize + 1] += 1;
+    }
+    for t in 0..targets {
+        start[t + 1] += start[t];
+    }
+    let mut fill = start.clone();
+    let mut users = vec![0i32; start[targets]];
+    for (e, row) in rows.chunks(arity).enumerate() {
+        for &t in row.iter().filter(|&&t| t >= 0) {
+            users[fill[t as usize]] = e as i32;
+            fill[t as usize] += 1;
         }
     }
+    let need = shared_targets(map.arity);
+    let graph = sharing(&rows, arity, &start, &users, need);
+    if graph.1.is_empty() && need > 1 {
+        // No two entities share an edge (a map whose rows are not cells):
+        // sharing a target is all there is.
+        return sharing(&rows, arity, &start, &users, 1);
+    }
+    graph
+}
+
+/// The adjacency of entities with target rows `rows` (`arity` each, -1
+/// for none) that share at least `need` targets, given each target's
+/// entities (`users[start[t]..start[t + 1]]`).
+fn sharing(rows: &[i32], arity: usize, start: &[usize], users: &[i32], need: u32) -> (Vec<i32>, Vec<i32>) {
+    let n = rows.len() / arity;
     let mut xadj = Vec::with_capacity(n + 1);
     let mut adjncy = Vec::new();
     xadj.push(0);
-    for list in &mut neighbours {
-        list.sort_unstable();
-        list.dedup();
-        adjncy.extend_from_slice(list);
+    // Per entity, count the targets each other entity shares with it.
+    let mut shared = vec![0u32; n];
+    let mut met: Vec<i32> = Vec::new();
+    for (e, row) in rows.chunks(arity).enumerate() {
+        for &t in row.iter().filter(|&&t| t >= 0) {
+            for &other in &users[start[t as usize]..start[t as usize + 1]] {
+                if other as usize != e {
+                    if shared[other as usize] == 0 {
+                        met.push(other);
+                    }
+                    shared[other as usize] += 1;
+                }
+            }
+        }
+        met.sort_unstable();
+        for &other in &met {
+            if shared[other as usize] >= need {
+                adjncy.push(other);
+            }
+            shared[other as usize] = 0;
+        }
+        met.clear();
         xadj.push(adjncy.len() as i32);
     }
     (xadj, adjncy)
+}
+
+/// Targets two primary entities share to be neighbours, for a map of
+/// `arity` out of the primary set: one for maps of one or two (edges to
+/// nodes: sharing a node), two for larger rows (cells sharing an edge).
+pub(crate) fn shared_targets(arity: usize) -> u32 {
+    if arity <= 2 {
+        1
+    } else {
+        2
+    }
 }
 
 /// Contiguous blocks of nearly equal size.
@@ -323,6 +398,44 @@ mod tests {
         // More parts than entities: each entity alone, some parts empty.
         assert_eq!(block_owners(5, 8), vec![0, 1, 3, 4, 6]);
         assert_eq!(block_owners(10, 3), vec![0, 0, 0, 0, 1, 1, 1, 2, 2, 2]);
+    }
+
+    /// Two triangles of a unit square and a third beside them sharing one
+    /// vertex: neighbours through the shared edge only.
+    #[test]
+    fn adjacency_out_of_the_primary_set_is_through_shared_edges() {
+        // Vertices 0..5; triangles (0 1 2), (1 3 2), (3 4 5).
+        let sets = vec![GlobalSet { size: 3 }, GlobalSet { size: 6 }];
+        let map = GlobalMap { from: 0, to: 1, arity: 3, values: vec![0, 1, 2, 1, 3, 2, 3, 4, 5] };
+        let (xadj, adjncy) = adjacency(0, &sets, &map);
+        assert_eq!(xadj, vec![0, 1, 2, 2]);
+        assert_eq!(adjncy, vec![1, 0]);
+        // Edges to nodes: neighbours through a shared node; a repeated
+        // target in a row counts once.
+        let sets = vec![GlobalSet { size: 3 }, GlobalSet { size: 4 }];
+        let map = GlobalMap { from: 0, to: 1, arity: 2, values: vec![0, 1, 1, 2, 3, 3] };
+        let (xadj, adjncy) = adjacency(0, &sets, &map);
+        assert_eq!(xadj, vec![0, 1, 2, 2]);
+        assert_eq!(adjncy, vec![1, 0]);
+    }
+
+    /// Tetrahedra sharing a face, an edge or a vertex with the first: the
+    /// first two are neighbours of it, the last is not.
+    #[test]
+    fn tetrahedra_are_neighbours_through_faces_and_edges() {
+        let sets = vec![GlobalSet { size: 4 }, GlobalSet { size: 10 }];
+        let values =
+            vec![0, 1, 2, 3, /* face */ 1, 2, 3, 4, /* edge */ 0, 1, 5, 6, /* vertex */ 3, 7, 8, 9];
+        let (xadj, adjncy) = adjacency(0, &sets, &GlobalMap { from: 0, to: 1, arity: 4, values });
+        assert_eq!(&adjncy[xadj[0] as usize..xadj[1] as usize], &[1, 2]);
+        assert_eq!(&adjncy[xadj[3] as usize..xadj[4] as usize], &[] as &[i32]);
+        // Symmetric, as METIS requires.
+        for e in 0..4 {
+            for &o in &adjncy[xadj[e] as usize..xadj[e + 1] as usize] {
+                let back = &adjncy[xadj[o as usize] as usize..xadj[o as usize + 1] as usize];
+                assert!(back.contains(&(e as i32)), "{e} -> {o} without {o} -> {e}");
+            }
+        }
     }
 
     #[test]
