@@ -155,7 +155,12 @@ fn offsets(counts: &[i32]) -> Vec<i32> {
 
 /// How [`crate::Runtime::partition`] assigns the primary set's entities.
 pub enum Partitioner<'a> {
-    /// METIS k-way on the graph of the primary set through the map.
+    /// METIS k-way on the graph of the primary set through the map:
+    /// entities one row of the map joins (a map into the primary set, as
+    /// the airfoil's edges to cells), or entities sharing two of the map's
+    /// targets, one for maps of two, where it leaves the primary set (cells
+    /// to vertices: cells sharing an edge, as METIS's `PartMeshDual` with
+    /// `ncommon` 2).
     Metis,
     /// Contiguous blocks in declaration order.
     Block,
