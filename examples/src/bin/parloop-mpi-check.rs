@@ -761,6 +761,21 @@ fn random_program(rt: &Runtime, seed: u64, rank: usize) -> parloop::Result<Vec<u
     Ok(seen)
 }
 
+/// The edges with `node` taken out: its predecessors precede its
+/// successors instead (sorted, as `trace_edges` gives them).
+fn contract(edges: Vec<(String, String)>, node: &str) -> Vec<(String, String)> {
+    let before: Vec<String> = edges.iter().filter(|(_, b)| b == node).map(|(a, _)| a.clone()).collect();
+    let after: Vec<String> = edges.iter().filter(|(a, _)| a == node).map(|(_, b)| b.clone()).collect();
+    let mut out: Vec<(String, String)> = edges.into_iter().filter(|(a, b)| a != node && b != node).collect();
+    for a in &before {
+        for b in &after {
+            out.push((a.clone(), b.clone()));
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Label pairs, `x` standing for the coordinates' name (the seed's `v`).
 fn pairs(list: &[(&str, &str)], x: &str) -> Vec<(String, String)> {
     let name = |s: &str| s.replace("(x)", &format!("({x})"));
@@ -1020,6 +1035,15 @@ fn lazy(world: &parloop::mpi::SimpleCommunicator, failures: &mut Vec<String>) {
                     }
                     want.push(("assemble1[exec]".into(), "expr[core,owned]".into()));
                     want.sort();
+                }
+            }
+            if w.mesh.cells.sections().exec == 0 {
+                // No other rank's cell touches a vertex this rank owns (the
+                // partition decides): the exec computations are not
+                // recorded, and what followed them follows their owned
+                // sections.
+                for node in ["assemble1[exec]", "assemble2[exec]"] {
+                    want = contract(want, node);
                 }
             }
             check(
