@@ -3,7 +3,7 @@
 use std::ops::Range;
 
 use super::HostJob;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::exec::Reduction;
 use crate::kernel_panic::catch;
 
@@ -31,10 +31,7 @@ pub(crate) fn run(job: &HostJob, range: Range<usize>, reduce: bool) -> Result<()
     for r in reductions.iter().filter(|r| own_partial(r)) {
         let words = r.partial_words();
         let mut partial = Vec::new();
-        partial.try_reserve_exact(words).map_err(|_| Error::OutOfMemory {
-            what: format!("loop `{kernel}`: a partial result of its global argument {}", r.arg),
-            bytes: words.saturating_mul(8),
-        })?;
+        super::threads::reserve(&mut partial, words, kernel, "the words of a partial reduction")?;
         partial.resize(words, 0u64);
         // SAFETY: the global's view holds `dim` values of `elem`.
         unsafe { r.start_partial(views, &mut partial) };

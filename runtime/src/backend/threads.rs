@@ -176,7 +176,7 @@ pub(crate) fn run(job: &HostJob, range: std::ops::Range<usize>, reduce: bool) ->
 }
 
 /// Reserves room for `n` more items in `v`, or says what did not fit.
-fn reserve<T>(v: &mut Vec<T>, n: usize, kernel: &str, what: &str) -> Result<()> {
+pub(crate) fn reserve<T>(v: &mut Vec<T>, n: usize, kernel: &str, what: &str) -> Result<()> {
     v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
         what: format!("loop `{kernel}`: {what} ({n} of them)"),
         bytes: n.saturating_mul(std::mem::size_of::<T>()),
