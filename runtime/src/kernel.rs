@@ -179,9 +179,18 @@ impl DeviceFn {
     /// A complete CUDA C++ module: the prelude, every helper this function
     /// calls (transitively, each once, callees first), then the function.
     pub fn module_source(&self) -> String {
+        DeviceFn::modules_source(&[self])
+    }
+
+    /// One CUDA C++ module holding several functions (a fused launch's
+    /// kernels): the prelude, then every function and helper once, callees
+    /// first.
+    pub(crate) fn modules_source(fns: &[&DeviceFn]) -> String {
         let mut out = String::from(parloop_kernels::PRELUDE);
         let mut done: Vec<&str> = Vec::new();
-        self.append(&mut out, &mut done);
+        for f in fns {
+            f.append(&mut out, &mut done);
+        }
         out
     }
 

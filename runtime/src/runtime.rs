@@ -113,6 +113,9 @@ pub struct Core {
     pub(crate) trace: Option<crate::trace::Trace>,
     /// Whether the trace fuses direct loops (`trace::fuse`, `PARLOOP_FUSION`).
     pub(crate) fusion: AtomicBool,
+    /// Device backends: fused launches prepared so far, by the group's
+    /// shape (`trace::fuse`).
+    pub(crate) fused_loops: Mutex<crate::trace::fuse::FusedLoops>,
     /// Released temporaries' buffers (`decl::temporary`).
     pub(crate) temporaries: Arc<crate::decl::temporary::Pool>,
 }
@@ -274,6 +277,7 @@ impl Runtime {
             executing: Mutex::new(()),
             trace: lazy.then(|| crate::trace::Trace::new(me.clone(), ranks, replay)),
             fusion: AtomicBool::new(fusion),
+            fused_loops: Mutex::default(),
             temporaries: Default::default(),
         });
         #[cfg(feature = "mpi")]

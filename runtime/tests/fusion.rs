@@ -8,6 +8,8 @@
 mod device;
 #[path = "support/programs.rs"]
 mod programs;
+#[path = "support/mod.rs"]
+mod support;
 
 use parloop::{Access, Backend, Dat, Global, ParLoop, Runtime};
 use programs::{add, axpy, bits, largest, scale, spread, square, total};
@@ -138,11 +140,7 @@ fn fused_equals_eager(backend: Backend, sizes: (usize, usize), program: &[Op]) -
     let (kept, kept_stats) = run(backend, true, true, sizes, program, true);
     prop_assert!(kept == eager, "{backend:?}: lazy with fusion of kept loops differs from eager");
     prop_assert_eq!(kept_stats.loops_fused, stats.loops_fused);
-    if backend == Backend::Seq || backend == Backend::Threads {
-        prop_assert!(stats.loops_fused <= stats.loops_run);
-    } else {
-        prop_assert_eq!(stats.loops_fused, 0, "device backends do not fuse");
-    }
+    prop_assert!(stats.loops_fused <= stats.loops_run);
     Ok(())
 }
 
@@ -207,9 +205,15 @@ fn the_counter_counts_exactly_the_loops_that_ran_fused() {
             assert_eq!(off.loops_run, 11);
         }
     }
-    let (_, emu) = run(device::device_backend(), true, true, (5, 8), &program, false);
-    assert_eq!(emu.loops_fused, 0, "device backends run loops apart");
-    assert_eq!(emu.loops_run, 11);
+    // The device fuses the same groups, each one launch per section.
+    for sizes in [(5, 8), (3000, 700)] {
+        let backend = device::device_backend();
+        let (eager, _) = run(backend, false, true, sizes, &program, false);
+        let (fused, stats) = run(backend, true, true, sizes, &program, false);
+        assert_eq!(fused, eager, "{backend:?} {sizes:?}");
+        assert_eq!(stats.loops_fused, 3 + 3 + 2, "{backend:?} {sizes:?}: {stats:?}");
+        assert_eq!(stats.loops_run, 11);
+    }
 }
 
 #[test]
@@ -230,6 +234,149 @@ fn a_panicking_kernel_in_a_fused_launch_is_a_deferred_error_naming_the_group() {
     let err = rt.flush().unwrap_err().to_string();
     assert!(err.contains("axpy+fails_at_three") && err.contains("fusion.rs"), "{err}");
     assert_eq!(rt.trace_stats().loops_fused, 0, "a failed launch is not counted");
+}
+
+#[test]
+fn a_panicking_kernel_in_a_fused_device_launch_is_a_deferred_error_naming_the_group() {
+    #[parloop::kernel]
+    fn fails_at_two(x: &f64, y: &mut f64) {
+        let i = *x as i64;
+        *y = (6 / (i - 2)) as f64;
+    }
+    let rt = Runtime::with_lazy(device::device_backend(), true).unwrap();
+    let s = rt.set("s", 6).unwrap();
+    let x = rt.dat("x", &s, 1, (0..6).map(|i| i as f64).collect()).unwrap();
+    let y = rt.dat("y", &s, 1, vec![0.0; 6]).unwrap();
+    let z = rt.dat("z", &s, 1, vec![0.0; 6]).unwrap();
+    rt.par_loop(axpy::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+    rt.par_loop(fails_at_two::KERNEL, &s, &[x.arg(Access::READ), z.arg(Access::WRITE)]).unwrap();
+    let err = rt.flush().unwrap_err().to_string();
+    assert!(err.contains("axpy+fails_at_two") && err.contains("fusion.rs") && err.contains("divide by zero"), "{err}");
+    assert_eq!(rt.trace_stats().loops_fused, 0, "a failed launch is not counted");
+}
+
+// Multi-component direct dats: a device entry moves them through shared
+// memory (coalesced), and in a fused launch every loop naming one dat must
+// use one copy, or a later kernel would read what was staged before an
+// earlier one wrote.
+#[parloop::kernel]
+fn rotate(x: &[f64; 2], u: &mut [f64; 2]) {
+    u[0] = 0.6 * x[0] - 0.8 * x[1];
+    u[1] = 0.8 * x[0] + 0.6 * x[1] + 0.25;
+}
+
+#[parloop::kernel]
+fn mix(u: &[f64; 2], v: &mut [f64; 3]) {
+    v[0] = 0.5 * v[0] + u[0];
+    v[1] -= u[0] * u[1];
+    v[2] += u[1];
+}
+
+#[parloop::kernel]
+fn bump(u: &mut [f64; 2], n: &mut f32) {
+    u[0] = u[0] * 1.5 - 0.125;
+    u[1] = -u[1];
+    *n += u[0] as f32;
+}
+
+#[parloop::kernel]
+fn norms(v: &[f64; 3], s: &mut [f64; 2], m: &mut f64) {
+    s[0] += v[0] * v[0] + v[1] * v[1];
+    s[1] += v[2];
+    if v[2] > *m {
+        *m = v[2];
+    }
+}
+
+/// The group above over `n` elements, as five loops: every dat and global
+/// at the end as bits, and the trace's counters.
+fn staged_group(backend: Backend, lazy: bool, n: usize) -> (Bits, parloop::TraceStats) {
+    let rt = Runtime::with_lazy(backend, lazy).unwrap();
+    let s = rt.set("s", n).unwrap();
+    let x = rt.dat("x", &s, 2, (0..2 * n).map(|i| ((i * 7) % 23) as f64 * 0.125 - 1.0).collect()).unwrap();
+    let u = rt.dat("u", &s, 2, vec![0.0; 2 * n]).unwrap();
+    let v = rt.dat("v", &s, 3, (0..3 * n).map(|i| ((i * 5) % 13) as f64 * 0.25).collect()).unwrap();
+    let count = rt.global("count", &[0.5f32]).unwrap();
+    let sums = rt.global("sums", &[1.0f64, -1.0]).unwrap();
+    let top = rt.global("top", &[f64::MIN]).unwrap();
+    for _ in 0..2 {
+        rt.par_loop(rotate::KERNEL, &s, &[x.arg(Access::READ), u.arg(Access::WRITE)]).unwrap();
+        rt.par_loop(mix::KERNEL, &s, &[u.arg(Access::READ), v.arg(Access::RW)]).unwrap();
+        rt.par_loop(bump::KERNEL, &s, &[u.arg(Access::RW), count.arg(Access::INC)]).unwrap();
+        rt.par_loop(mix::KERNEL, &s, &[u.arg(Access::READ), v.arg(Access::RW)]).unwrap();
+        rt.par_loop(norms::KERNEL, &s, &[v.arg(Access::READ), sums.arg(Access::INC), top.arg(Access::MAX)]).unwrap();
+        // A host read ends the window: the five loops, one launch.
+        let _ = top.value().unwrap();
+    }
+    let mut out: Bits = vec![bits(&u.values().unwrap()), bits(&v.values().unwrap()), bits(&sums.values().unwrap())];
+    out.push(count.values().unwrap().iter().map(|c| u64::from(c.to_bits())).collect());
+    out.push(bits(&top.values().unwrap()));
+    (out, rt.trace_stats())
+}
+
+#[test]
+fn fused_device_launches_share_a_staged_copy_of_each_dat() {
+    let backend = device::device_backend();
+    for n in [1, 3, 257, 5000] {
+        let (eager, _) = staged_group(backend, false, n);
+        let (fused, stats) = staged_group(backend, true, n);
+        assert_eq!(stats.loops_fused, 10, "n {n}: {stats:?}");
+        assert_eq!(fused, eager, "{backend:?}, {n} elements: fused differs from eager");
+        // And both are seq's (the sums to rounding: blocks add in another order).
+        let (seq, _) = staged_group(Backend::Seq, false, n);
+        assert_eq!(&fused[..2], &seq[..2], "n {n}: dats differ from seq");
+        for (k, (a, b)) in fused[2..].iter().flatten().zip(seq[2..].iter().flatten()).enumerate() {
+            let (a, b) = if k == 2 {
+                (f64::from(f32::from_bits(*a as u32)), f64::from(f32::from_bits(*b as u32)))
+            } else {
+                (f64::from_bits(*a), f64::from_bits(*b))
+            };
+            let tol = if k == 2 { 1e-5 } else { 1e-12 };
+            assert!((a - b).abs() <= tol * (1.0 + b.abs()), "n {n}: global value {k}: {a} vs seq {b}");
+        }
+    }
+}
+
+#[test]
+fn a_fused_launch_compiles_with_nvrtc_and_refuses_what_cannot_fuse() {
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let s = rt.set("s", 4).unwrap();
+    let t = rt.set("t", 4).unwrap();
+    let x = rt.dat("x", &s, 2, vec![0.5; 8]).unwrap();
+    let u = rt.dat("u", &s, 2, vec![0.0; 8]).unwrap();
+    let v = rt.dat("v", &s, 3, vec![0.0; 12]).unwrap();
+    let w = rt.dat("w", &t, 3, vec![0.0; 12]).unwrap();
+    let count = rt.global("count", &[0.0f32]).unwrap();
+    let sums = rt.global("sums", &[0.0f64; 2]).unwrap();
+    let top = rt.global("top", &[0.0f64]).unwrap();
+    let loops = [
+        ParLoop::new(rotate::KERNEL, &s, &[x.arg(Access::READ), u.arg(Access::WRITE)]).unwrap(),
+        ParLoop::new(mix::KERNEL, &s, &[u.arg(Access::READ), v.arg(Access::RW)]).unwrap(),
+        ParLoop::new(bump::KERNEL, &s, &[u.arg(Access::RW), count.arg(Access::INC)]).unwrap(),
+        ParLoop::new(norms::KERNEL, &s, &[v.arg(Access::READ), sums.arg(Access::INC), top.arg(Access::MAX)]).unwrap(),
+    ];
+    let refs: Vec<&ParLoop> = loops.iter().collect();
+    let source = rt.cuda_fused_source(&refs).unwrap();
+    // One entry calls the four kernels in order; u's later uses read the
+    // first argument's shared copy (c1), not a copy of their own.
+    let body =
+        &source[source.find("PL_ENTRY(pl_entry_rotate_and_mix_and_bump_and_norms_direct)").expect("the entry")..];
+    let calls: Vec<usize> = ["pl_fn_rotate(", "pl_fn_mix(", "pl_fn_bump(", "pl_fn_norms("]
+        .iter()
+        .map(|c| body.find(c).unwrap_or_else(|| panic!("{c} not called:\n{body}")))
+        .collect();
+    assert!(calls.windows(2).all(|w| w[0] < w[1]), "calls out of order: {calls:?}");
+    assert!(!body.contains("c2 +") && !body.contains("c4 +"), "u staged twice:\n{body}");
+    if support::nvrtc_available() {
+        support::nvrtc_compile("rotate+mix+bump+norms", &source).unwrap();
+    }
+    let other = ParLoop::new(mix::KERNEL, &t, &[x.arg(Access::READ), w.arg(Access::RW)]);
+    assert!(other.is_err(), "x is not on set t");
+    let other =
+        ParLoop::new(norms::KERNEL, &t, &[w.arg(Access::READ), sums.arg(Access::INC), top.arg(Access::MAX)]).unwrap();
+    let err = rt.cuda_fused_source(&[&loops[0], &other]).unwrap_err().to_string();
+    assert!(err.contains("rotate+norms") && err.contains("set `t`"), "{err}");
+    assert!(rt.cuda_fused_source(&[]).is_err());
 }
 
 #[test]

@@ -57,15 +57,27 @@ fn combine(mode: Mode, elem: Scalar, acc: &str, v: &str) -> String {
     }
 }
 
-/// The kernel call for element `e`, followed (when the kernel can panic)
-/// by recording `e` in the panic record.
+/// The kernel calls for element `e` (one, or a fused launch's in order),
+/// each followed (when its kernel can panic) by recording `e` in the panic
+/// record. `call` holds the call arguments of every argument of `spec`.
 fn call_line(spec: &LoopSpec, call: &[String], element: &str) -> String {
-    let c = format!("{}({});", spec.kernel, call.join(", "));
-    if spec.panics {
-        format!("{c} __pl_panicked_at({element});")
-    } else {
-        c
+    let mut line = String::new();
+    for c in spec.calls() {
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        let _ = write!(line, "{}({});", c.kernel, call[c.args].join(", "));
+        if c.panics {
+            let _ = write!(line, " __pl_panicked_at({element});");
+        }
     }
+    line
+}
+
+/// The argument whose copy argument `a` uses: an earlier one of a fused
+/// launch with the same datum, else `a` itself.
+fn head(spec: &LoopSpec, a: usize) -> usize {
+    spec.args[a].same_as.filter(|&h| h < a).unwrap_or(a)
 }
 
 /// Bytes of the locals an entry of `spec` keeps per thread (reduction
@@ -130,7 +142,9 @@ pub fn generate(spec: &LoopSpec) -> Result<Generated, String> {
         let used = match arg.reach {
             Reach::Global => arg.mode != Mode::Inc,
             Reach::Index => false,
-            Reach::Direct => true,
+            // A fused launch's later argument of a staged datum uses the
+            // earlier argument's copy.
+            Reach::Direct => head(spec, a) == a || !coalesced_args(spec).contains(&head(spec, a)),
             Reach::Indirect { .. } | Reach::Vector { .. } => !staged || spec.pairs.iter().any(|p| p.arg == a),
         };
         if used {
@@ -224,8 +238,9 @@ fn flat_args(spec: &LoopSpec, coalesced: &[usize], w: &mut Writer) -> (Vec<Strin
         let writes = arg.mode != Mode::Read;
         let len = arg.rows * arg.cols;
         match arg.reach {
-            Reach::Direct if coalesced.contains(&a) => {
-                call.push(format!("({})(c{a} + threadIdx.x * {})", param_type(arg, writes), arg.dim))
+            Reach::Direct if coalesced.contains(&head(spec, a)) => {
+                let h = head(spec, a);
+                call.push(format!("({})(c{h} + threadIdx.x * {})", param_type(arg, writes), arg.dim))
             }
             Reach::Direct => call.push(format!("({})(d{a} + e * {})", param_type(arg, writes), arg.dim)),
             Reach::Global if matches!(arg.mode, Mode::Inc | Mode::Min | Mode::Max) => {
@@ -312,7 +327,12 @@ fn coalesced_args(spec: &LoopSpec) -> Vec<usize> {
     if spec.strategy != Strategy::Direct {
         return Vec::new();
     }
-    spec.args.iter().enumerate().filter(|(_, a)| a.reach == Reach::Direct && a.dim > 1).map(|(i, _)| i).collect()
+    spec.args
+        .iter()
+        .enumerate()
+        .filter(|&(i, a)| a.reach == Reach::Direct && a.dim > 1 && head(spec, i) == i)
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// Shared memory a loop's launch needs per block of `threads`: staging of
@@ -349,11 +369,11 @@ fn coalesced_body(spec: &LoopSpec, coalesced: &[usize], w: &mut Writer) {
     w.open("if ((int)threadIdx.x < n) {");
     // `e` for whatever is not staged here (scalar direct dats, maps).
     let needs_e = spec.args.iter().enumerate().any(|(a, arg)| match arg.reach {
-        Reach::Direct => !coalesced.contains(&a),
+        Reach::Direct => !coalesced.contains(&head(spec, a)),
         Reach::Indirect { .. } | Reach::Vector { .. } | Reach::Index => true,
         Reach::Global => false,
     });
-    if needs_e || spec.panics {
+    if needs_e || spec.may_panic() {
         w.line("const long long e = base + threadIdx.x;");
     }
     let (call, after) = flat_args(spec, coalesced, w);
@@ -365,7 +385,9 @@ fn coalesced_body(spec: &LoopSpec, coalesced: &[usize], w: &mut Writer) {
     w.line("__syncthreads();");
     for &a in coalesced {
         let arg = &spec.args[a];
-        if arg.mode != Mode::Read {
+        // Written back when any argument using this copy writes.
+        let written = spec.args.iter().enumerate().any(|(b, x)| head(spec, b) == a && x.mode != Mode::Read);
+        if written {
             let dim = arg.dim;
             w.line(format!(
                 "for (int k = threadIdx.x; k < n * {dim}; k += blockDim.x) d{a}[base * {dim} + k] = c{a}[k];"
@@ -645,7 +667,7 @@ pub fn numbered(source: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loops::{ArgSpec, PairSpec, Reach, StageSpec};
+    use crate::loops::{ArgSpec, Call, PairSpec, Reach, StageSpec};
 
     /// One dat incremented through two maps: two staged pairs of one dat.
     fn two_maps_one_dat(strategy: Strategy) -> LoopSpec {
@@ -657,6 +679,7 @@ mod tests {
             rows: 1,
             cols: 1,
             pair: Some(map),
+            same_as: None,
         };
         LoopSpec {
             name: "two".into(),
@@ -667,6 +690,7 @@ mod tests {
             stages: vec![StageSpec { map: 0, columns: vec![0] }, StageSpec { map: 1, columns: vec![0] }],
             strategy,
             panics: false,
+            fused: Vec::new(),
         }
     }
 
@@ -682,6 +706,56 @@ mod tests {
                 &source[first..second]
             );
         }
+    }
+
+    /// Two direct loops fused: `a(x WRITE dim 2)`, then `b(x READ, y RW)`.
+    fn fused_pair() -> LoopSpec {
+        let direct = |mode, dim, same_as| ArgSpec {
+            reach: Reach::Direct,
+            mode,
+            elem: Scalar::F64,
+            dim,
+            rows: 1,
+            cols: dim,
+            pair: None,
+            same_as,
+        };
+        let call = |kernel: &str, args| Call { kernel: kernel.into(), args, panics: false };
+        LoopSpec {
+            name: "a_and_b".into(),
+            kernel: "pl_fused_a_and_b".into(),
+            args: vec![direct(Mode::Write, 2, None), direct(Mode::Read, 2, Some(0)), direct(Mode::ReadWrite, 1, None)],
+            maps: vec![],
+            pairs: vec![],
+            stages: vec![],
+            strategy: Strategy::Direct,
+            panics: false,
+            fused: vec![call("pl_fn_a", 0..1), call("pl_fn_b", 1..3)],
+        }
+    }
+
+    #[test]
+    fn a_fused_entry_calls_each_kernel_in_turn_on_one_staged_copy() {
+        let source = generate(&fused_pair()).unwrap().source;
+        let a = source.find("pl_fn_a((double*)(c0 + threadIdx.x * 2));").expect(&source);
+        let b = source.find("pl_fn_b((const double*)(c0 + threadIdx.x * 2), (double*)(d2 + e * 1));").expect(&source);
+        assert!(a < b, "{source}");
+        assert!(!source.contains("c1"), "the second argument of x staged apart:\n{source}");
+        // Written back once, after both calls.
+        assert_eq!(source.matches("d0[base * 2 + k] = c0[k]").count(), 1, "{source}");
+    }
+
+    #[test]
+    fn fused_calls_must_cover_the_arguments_in_order_and_run_direct() {
+        let mut spec = fused_pair();
+        spec.fused[1].args = 2..3;
+        assert!(generate(&spec).unwrap_err().contains("consecutive"));
+        let mut spec = fused_pair();
+        spec.fused[1].args = 1..2;
+        assert!(generate(&spec).unwrap_err().contains("take 2 of the 3"));
+        let mut spec = fused_pair();
+        spec.strategy = Strategy::Staged;
+        assert!(generate(&spec).unwrap_err().contains("direct loops only"));
     }
 
     #[test]

@@ -135,6 +135,22 @@ pub struct ArgSpec {
     pub cols: usize,
     /// Staged strategies: index of the (dat, map) pair in [`LoopSpec::pairs`].
     pub pair: Option<usize>,
+    /// Fused launches: an earlier argument of the launch that names the
+    /// same datum. A direct argument then goes through that argument's copy
+    /// in shared memory (when the entry stages it), so that a later kernel
+    /// of the launch sees what an earlier one wrote. `None` otherwise.
+    pub same_as: Option<usize>,
+}
+
+/// One kernel a fused launch calls per element ([`LoopSpec::fused`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// The kernel's C++ name.
+    pub kernel: String,
+    /// Its arguments: a run of [`LoopSpec::args`].
+    pub args: std::ops::Range<usize>,
+    /// Whether it can report a panic (as [`LoopSpec::panics`]).
+    pub panics: bool,
 }
 
 /// A staged (dat, map) pair: which stage's indices it uses.
@@ -180,6 +196,27 @@ pub struct LoopSpec {
     /// `PARLOOP_CHECK` build): each call is followed by recording its
     /// element in the prelude's `pl_error` when this thread panicked.
     pub panics: bool,
+    /// A fused launch (the lazy trace's fusion of direct loops; direct
+    /// strategy only): the kernels each element calls, in order, each on
+    /// its run of `args` (the runs in order, covering `args`). Empty for a
+    /// loop of one kernel: `kernel` on all of `args`.
+    pub fused: Vec<Call>,
+}
+
+impl LoopSpec {
+    /// The kernels each element calls, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        if self.fused.is_empty() {
+            vec![Call { kernel: self.kernel.clone(), args: 0..self.args.len(), panics: self.panics }]
+        } else {
+            self.fused.clone()
+        }
+    }
+
+    /// Whether some kernel the entry calls can report a panic.
+    pub fn may_panic(&self) -> bool {
+        self.panics || self.fused.iter().any(|c| c.panics)
+    }
 }
 
 /// Where the runtime puts what, in `pl_params.ptr[]`.
@@ -226,6 +263,25 @@ pub fn unsupported(spec: &LoopSpec) -> Option<String> {
         .args
         .iter()
         .any(|a| matches!(a.reach, Reach::Indirect { .. } | Reach::Vector { .. }) && a.mode != Mode::Read);
+    if !spec.fused.is_empty() {
+        if spec.strategy != Strategy::Direct {
+            return Some("a fused launch runs direct loops only".into());
+        }
+        let mut next = 0;
+        for call in &spec.fused {
+            if call.args.start != next || call.args.end < next || call.args.end > spec.args.len() {
+                return Some(format!(
+                    "the fused calls' arguments {:?} are not consecutive runs of the {} arguments",
+                    call.args,
+                    spec.args.len()
+                ));
+            }
+            next = call.args.end;
+        }
+        if next != spec.args.len() {
+            return Some(format!("the fused calls take {next} of the {} arguments", spec.args.len()));
+        }
+    }
     match spec.strategy {
         Strategy::Direct if indirect => Some("the loop writes through a map".into()),
         Strategy::Atomic | Strategy::StagedAtomic if mapped_write => {

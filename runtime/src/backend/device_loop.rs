@@ -9,15 +9,17 @@
 //! for coloured strategies, colour by colour), then finishes reductions on
 //! the device. Nothing is copied back: host reads download when they need to.
 
+use std::borrow::Borrow;
+
 use std::sync::Arc;
 
-use parloop_kernels::loops::{self, ArgSpec, Generated, LoopSpec, PairSpec, Reach, StageSpec, Strategy};
+use parloop_kernels::loops::{self, ArgSpec, Call, Generated, LoopSpec, PairSpec, Reach, StageSpec, Strategy};
 use parloop_planner::{build_plan, Columns, IndirectArg, Plan, PlanRequest};
 
 use crate::arg::{Arg, ArgKind};
 use crate::device::{Device, DeviceBuffer, LaunchParams, Module};
 use crate::error::{Error, Result};
-use crate::kernel::Kernel;
+use crate::kernel::{DeviceFn, Kernel};
 use crate::profile::Range;
 
 /// The section number of the exec halo.
@@ -91,9 +93,9 @@ pub(crate) struct Built {
 /// (`PARLOOP_CHECK=1`): the source then starts with `#define
 /// PARLOOP_CHECK 1`, so the checked module is a different module (and
 /// cache entry) than the unchecked one.
-pub(crate) fn build(
+pub(crate) fn build<A: Borrow<Arg>>(
     kernel: &'static Kernel,
-    args: &[Arg],
+    args: &[A],
     sections: &[usize],
     strategy: Strategy,
     part_size: Option<usize>,
@@ -110,6 +112,7 @@ pub(crate) fn build(
     let mut map_ids: Vec<u64> = Vec::new();
     let mut map_args: Vec<usize> = Vec::new();
     let mut maps: Vec<usize> = Vec::new();
+    let args: Vec<&Arg> = args.iter().map(Borrow::borrow).collect();
     for (i, a) in args.iter().enumerate() {
         if let Some(m) = a.map() {
             if !map_ids.contains(&m.id()) {
@@ -159,6 +162,7 @@ pub(crate) fn build(
         stages: Vec::new(),
         strategy,
         panics: check || device_fn.may_panic(),
+        fused: Vec::new(),
     };
     let mut plan: Option<Plan> = None;
     if strategy.staged() {
@@ -246,6 +250,7 @@ pub(crate) fn build(
             rows: sig.rows,
             cols: sig.cols,
             pair,
+            same_as: None,
         });
     }
     let generated = loops::generate(&spec).map_err(|reason| Error::Backend { name: "device".into(), reason })?;
@@ -263,26 +268,109 @@ pub(crate) fn prepare(
     strategy: Strategy,
     part_size: Option<usize>,
 ) -> Result<DeviceLoop> {
+    let built = build(kernel, args, sections, strategy, part_size, device.shared_memory_per_block(), device.checked())?;
+    let kernel_frames = kernel.device_fn().map_or(0, |d| d.frame_bytes());
+    let args: Vec<&Arg> = args.iter().collect();
+    load(device, kernel.name(), built, kernel_frames, &args, sections)
+}
+
+/// Prepares direct loops over the same `sections` as one launch (the lazy
+/// trace's fusion, `trace::fuse`): each element calls every kernel in
+/// turn, on its run of `args` (`loops`: each kernel and the range of
+/// `args` that is its arguments). An argument naming a datum an earlier one
+/// names shares that one's staging (`ArgSpec::same_as`), so a later kernel
+/// sees an earlier one's writes. `name` (the group's, `a+b`) appears in
+/// messages and the profile.
+pub(crate) fn prepare_fused<A: Borrow<Arg>>(
+    device: &Arc<dyn Device>,
+    name: &str,
+    loops: &[(&'static Kernel, std::ops::Range<usize>)],
+    args: &[A],
+    sections: &[usize],
+) -> Result<DeviceLoop> {
+    let (built, kernel_frames) =
+        build_fused(name, loops, args, sections, device.shared_memory_per_block(), device.checked())?;
+    let args: Vec<&Arg> = args.iter().map(Borrow::borrow).collect();
+    load(device, name, built, kernel_frames, &args, sections)
+}
+
+/// [`build`] for a fused launch (see [`prepare_fused`]); also returns the
+/// bytes of the locals of the kernels it calls.
+pub(crate) fn build_fused<A: Borrow<Arg>>(
+    name: &str,
+    loops: &[(&'static Kernel, std::ops::Range<usize>)],
+    args: &[A],
+    sections: &[usize],
+    shared: usize,
+    check: bool,
+) -> Result<(Built, usize)> {
+    let mut spec: Option<LoopSpec> = None;
+    let mut fns: Vec<&'static DeviceFn> = Vec::with_capacity(loops.len());
+    let mut kernel_frames = 0usize;
+    for (kernel, range) in loops {
+        let one = build(kernel, &args[range.clone()], sections, Strategy::Direct, None, shared, check)?.spec;
+        let device_fn = kernel.device_fn().expect("`build` checked the translation");
+        fns.push(device_fn);
+        kernel_frames = kernel_frames.saturating_add(device_fn.frame_bytes());
+        let call = Call { kernel: one.kernel.clone(), args: range.clone(), panics: one.panics };
+        match &mut spec {
+            None => spec = Some(LoopSpec { fused: vec![call], ..one }),
+            Some(spec) => {
+                spec.name = format!("{}_and_{}", spec.name, one.name);
+                spec.args.extend(one.args);
+                spec.panics |= one.panics;
+                spec.fused.push(call);
+            }
+        }
+    }
+    let mut spec = spec.ok_or_else(|| Error::Backend {
+        name: "device".into(),
+        reason: format!("fused launch `{name}` has no loops (internal error)"),
+    })?;
+    spec.kernel = format!("pl_fused_{}", spec.name);
+    let args: Vec<&Arg> = args.iter().map(Borrow::borrow).collect();
+    for a in 0..args.len() {
+        let id = args[a].data_id();
+        spec.args[a].same_as = (spec.args[a].reach == Reach::Direct)
+            .then(|| (0..a).find(|&b| spec.args[b].reach == Reach::Direct && args[b].data_id() == id))
+            .flatten();
+    }
+    let generated = loops::generate(&spec).map_err(|reason| Error::Backend { name: "device".into(), reason })?;
+    let check_define = if check { "#define PARLOOP_CHECK 1\n" } else { "" };
+    let source = format!("{check_define}{}\n{}", DeviceFn::modules_source(&fns), generated.source);
+    Ok((Built { spec, generated, plan: None, source, map_args: Vec::new() }, kernel_frames))
+}
+
+/// Compiles a built loop (`name` for messages), sizes its threads' stacks
+/// and shared memory, uploads its plan and lays out its launches and
+/// reduction partials. `kernel_frames`: the locals of the kernels it calls.
+fn load(
+    device: &Arc<dyn Device>,
+    name: &str,
+    built: Built,
+    kernel_frames: usize,
+    args: &[&Arg],
+    sections: &[usize],
+) -> Result<DeviceLoop> {
     let block = device.block_size();
-    let Built { spec, generated, plan, source, map_args } =
-        build(kernel, args, sections, strategy, part_size, device.shared_memory_per_block(), device.checked())?;
+    let Built { spec, generated, plan, source, map_args } = built;
+    let strategy = spec.strategy;
     // Per-thread stack: the entry's private copies and accumulators, the
     // kernel's and its helpers' locals, and room for the compiler's own.
-    let frames = loops::entry_frame_bytes(&spec).saturating_add(kernel.device_fn().map_or(0, |d| d.frame_bytes()));
+    let frames = loops::entry_frame_bytes(&spec).saturating_add(kernel_frames);
     let stack = frames.saturating_mul(2).saturating_add(256 * 1024);
     if frames > device.max_stack_bytes() {
         return Err(Error::Backend {
             name: device.name(),
             reason: format!(
-                "loop `{}` needs about {frames} bytes of locals per thread (private copies of its arguments, \
+                "loop `{name}` needs about {frames} bytes of locals per thread (private copies of its arguments, \
                  reduction accumulators and the kernel's local arrays), more than the {} bytes a thread of this \
                  device may have; use smaller dims or local arrays, or the seq or threads backend",
-                kernel.name(),
                 device.max_stack_bytes()
             ),
         });
     }
-    let module = device.compile(&format!("{}/{}", kernel.name(), strategy.name()), &source)?;
+    let module = device.compile(&format!("{name}/{}", strategy.name()), &source)?;
     module.reserve_stack(stack.min(device.max_stack_bytes().saturating_add(256 * 1024)));
     let reduction_bytes = |spec: &LoopSpec| loops::flat_shared_bytes(spec, block as usize);
 
@@ -389,7 +477,7 @@ pub(crate) fn prepare(
         let bytes = (base.max(1) as usize) * args[a].bytes_per_entity();
         partials.push((slot, device.alloc(bytes)?));
     }
-    let panics = spec.panics;
+    let panics = spec.may_panic();
     let finish_shared = loops::reduction_shared_bytes(&spec, block as usize);
     Ok(DeviceLoop {
         strategy,
@@ -409,24 +497,24 @@ pub(crate) fn prepare(
 
 /// A prepared loop bound to its current arguments, launched section by
 /// section so that a halo exchange can run between the core and the rest.
-pub(crate) struct Launcher<'a> {
+pub(crate) struct Launcher<'a, A: Borrow<Arg> = Arg> {
     dl: &'a DeviceLoop,
     kernel: &'a str,
-    args: &'a [Arg],
+    args: &'a [A],
     params: LaunchParams,
 }
 
-impl<'a> Launcher<'a> {
+impl<'a, A: Borrow<Arg>> Launcher<'a, A> {
     /// Fills the launch parameters with the arguments' current device
     /// addresses (uploading stale values).
     pub(crate) fn new(
         device: &'a Arc<dyn Device>,
         dl: &'a DeviceLoop,
         kernel: &'a str,
-        args: &'a [Arg],
-    ) -> Result<Launcher<'a>> {
+        args: &'a [A],
+    ) -> Result<Launcher<'a, A>> {
         let mut params = LaunchParams::default();
-        for (i, a) in args.iter().enumerate() {
+        for (i, a) in args.iter().map(Borrow::borrow).enumerate() {
             let addr = a
                 .storage
                 .on_device(device)
@@ -434,7 +522,7 @@ impl<'a> Launcher<'a> {
             params.ptr[dl.generated.layout.args + i] = addr;
         }
         for (m, &a) in dl.map_args.iter().enumerate() {
-            let map = args[a].map().expect("a map argument");
+            let map = args[a].borrow().map().expect("a map argument");
             params.ptr[dl.generated.layout.maps + m] = map.on_device(device)?;
         }
         for (slot, buf) in dl.arrays.iter().chain(&dl.partials) {
@@ -460,7 +548,7 @@ impl<'a> Launcher<'a> {
             self.params.val[loops::val::PARTIALS] = self.dl.counted;
             self.dl.module.launch(finish, 1, self.dl.block, self.dl.finish_shared, &self.params)?;
         }
-        for a in self.args {
+        for a in self.args.iter().map(Borrow::borrow) {
             if a.access.writes() {
                 a.storage.device_written();
             }

@@ -16,22 +16,33 @@
 //!   and order, so its partial results combine as before;
 //! - chunks are those `threads` cuts, on `seq` too.
 //!
-//! Where: host backends (`seq`, `threads`) in a serial run. Device
-//! backends and distributed runs run the group loop by loop (not fused,
-//! not counted): one generated device kernel calling both bodies is not
-//! built yet. Off with [`Runtime::set_fusion`] or `PARLOOP_FUSION=0`.
+//! Where: serial runs, on every backend. On `seq` and `threads` one host
+//! job; on a device one generated entry whose threads call every loop's
+//! kernel per element in turn (`device_loop::prepare_fused`, cached by
+//! the group's shape in [`FusedLoops`]), so that a group is one launch per
+//! section instead of one per loop and section. A datum that several
+//! loops of the group name goes through one copy in the entry's shared
+//! memory, so a later kernel sees what an earlier one wrote; each reduced
+//! global keeps its own accumulators and partial results, as apart
+//! (the same elements in the same threads and blocks: the same sums).
+//! Distributed runs run the group loop by loop (not fused, not counted).
+//! Off with [`Runtime::set_fusion`] or `PARLOOP_FUSION=0`.
 //!
 //! A kernel panic in a fused launch stops it like any loop's; the loops
 //! fused with the failing one may then have run on some chunks (the error
 //! names the group, `a+b`, and where its first loop was recorded).
 
 use std::borrow::Borrow;
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Pending, Record};
 use crate::arg::{Arg, ArgKind};
+use crate::backend::device_loop::{self, DeviceLoop, Launcher};
 use crate::backend::{seq, threads, Backend, HostJob, HostRun, Stage};
+use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::exec::{lock_args, Reduction};
 use crate::par_loop::ParLoop;
@@ -52,9 +63,22 @@ pub(super) fn candidate(p: &Pending) -> bool {
 }
 
 /// Whether `next` may join `group` (candidates over one set, in run order).
-pub(super) fn joins(group: &[(u64, Record)], next: &Pending) -> bool {
+/// `slots`: on a device, the pointer slots a launch has (each argument
+/// takes one, each reduced global one more for its partial results).
+pub(super) fn joins(group: &[(u64, Record)], next: &Pending, slots: Option<usize>) -> bool {
     if group.len() >= MAX_GROUP || !candidate(next) || group[0].1.set != next.set {
         return false;
+    }
+    if let Some(slots) = slots {
+        let needs = |p: &Pending| {
+            p.args
+                .iter()
+                .map(|a| 1 + usize::from(matches!(a.kind, ArgKind::Global) && a.access != Access::Read))
+                .sum::<usize>()
+        };
+        if group.iter().map(|(_, p)| needs(p)).sum::<usize>() + needs(next) > slots {
+            return false;
+        }
     }
     // A global reduced by one loop is in no other loop of the group.
     let reduced = |p: &Pending, id: u64| {
@@ -107,9 +131,11 @@ impl Runtime {
     /// and global arguments only, run as one pass over the elements (both
     /// bodies per chunk of elements), with the results of running them
     /// apart, bitwise; counted in
-    /// [`TraceStats::loops_fused`](crate::TraceStats::loops_fused). Host
-    /// backends in serial runs only; elsewhere loops run apart. Without
-    /// the lazy trace this changes nothing.
+    /// [`TraceStats::loops_fused`](crate::TraceStats::loops_fused). On
+    /// `seq` and `threads` a group is one host job, on `emu` and `cuda` one
+    /// generated kernel per section (see [`Runtime::cuda_fused_source`]).
+    /// Serial runs only; under MPI loops run apart. Without the lazy trace
+    /// this changes nothing.
     ///
     /// ```
     /// use parloop::{Access, Backend, Runtime};
@@ -136,7 +162,7 @@ impl Runtime {
 
     /// Whether a force of this runtime's trace may fuse loops now.
     pub(crate) fn fuses(&self) -> bool {
-        self.fusion() && self.device().is_none() && self.dist.ranks() == 1
+        self.fusion() && self.dist.ranks() == 1
     }
 
     /// Runs validated direct loops over one set as one pass (host
@@ -154,6 +180,12 @@ impl Runtime {
             name.push_str(p.kernel.name());
         }
         let _range = Range::new(&name);
+        if let Some(device) = self.device() {
+            let start = Instant::now();
+            self.launch_fused(device, &name, group, args)?;
+            self.record_fused(group, start.elapsed());
+            return Ok(());
+        }
         let first = &group[0].1;
         // Direct loops without exec halo: core and owned, as recorded.
         let set = first.set.sections();
@@ -200,12 +232,154 @@ impl Runtime {
             }
         }
         result?;
+        self.record_fused(group, elapsed);
+        Ok(())
+    }
+
+    /// The CUDA C++ module a device runs for `loops` fused into one launch,
+    /// as the lazy trace fuses them (each element calls every loop's kernel
+    /// in turn), with the shared memory of an H100/H200-class GPU's default
+    /// 48 KiB. For inspection and for checking with NVRTC; no device is
+    /// needed. An error when the loops cannot fuse: not over one set, or an
+    /// argument that is not direct or a global, or an exec halo.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, ParLoop, Runtime};
+    /// #[parloop::kernel] fn zero(t: &mut f64) { *t = 0.0; }
+    /// #[parloop::kernel] fn add_one(t: &f64, u: &mut f64) { *u = *t + 1.0; }
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let s = rt.set("s", 3)?;
+    /// let (t, u) = (rt.dat("t", &s, 1, vec![5.0; 3])?, rt.dat("u", &s, 1, vec![0.0; 3])?);
+    /// let first = ParLoop::new(zero::KERNEL, &s, &[t.arg(Access::WRITE)])?;
+    /// let second = ParLoop::new(add_one::KERNEL, &s, &[t.arg(Access::READ), u.arg(Access::WRITE)])?;
+    /// let source = rt.cuda_fused_source(&[&first, &second])?;
+    /// assert!(source.contains("pl_entry_zero_and_add_one_direct"));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn cuda_fused_source(&self, loops: &[&ParLoop]) -> Result<String> {
+        let names: Vec<&str> = loops.iter().map(|lp| lp.kernel().name()).collect();
+        let name = names.join("+");
+        let refuse = |reason: String| Error::Incompatible { op: format!("fusing loops `{name}`"), reason };
+        let first = loops.first().ok_or_else(|| refuse("no loops given".into()))?;
+        for lp in loops {
+            if lp.set() != first.set() {
+                return Err(refuse(format!(
+                    "loop `{}` runs over set `{}`, loop `{}` over set `{}`",
+                    first.kernel().name(),
+                    first.set().name(),
+                    lp.kernel().name(),
+                    lp.set().name()
+                )));
+            }
+            if let Some(a) = lp.args().iter().find(|a| !matches!(a.kind, ArgKind::Direct | ArgKind::Global)) {
+                return Err(refuse(format!(
+                    "loop `{}` has argument `{}` that is not direct or a global",
+                    lp.kernel().name(),
+                    a.data_name()
+                )));
+            }
+            if lp.sections().exec_halo {
+                return Err(refuse(format!("loop `{}` runs its exec halo", lp.kernel().name())));
+            }
+        }
+        let mut loops_args: Vec<(&'static crate::kernel::Kernel, std::ops::Range<usize>)> = Vec::new();
+        let mut args: Vec<&Arg> = Vec::new();
+        for lp in loops {
+            loops_args.push((lp.kernel(), args.len()..args.len() + lp.args().len()));
+            args.extend(lp.args());
+        }
+        let set = first.set().sections();
+        let (built, _) = device_loop::build_fused(&name, &loops_args, &args, &[set.core, set.owned], 48 * 1024, false)?;
+        Ok(built.source)
+    }
+
+    /// Each loop of a fused group gets its share of the launch's time in
+    /// the profile.
+    fn record_fused(&self, group: &[(u64, Record)], elapsed: Duration) {
         let share = elapsed / group.len() as u32;
         let mut profile = lock(&self.profile);
         for (_, p) in group {
             let (plan_time, bytes) = p.plan.as_ref().map_or((Duration::ZERO, 0), |(p, t)| (*t, p.bytes));
             profile.record((p.kernel.name(), p.tags.as_deref().unwrap_or("")), share, plan_time, bytes);
         }
-        Ok(())
+    }
+
+    /// Runs a fused group on `device`: its entry (prepared on first use),
+    /// section by section, then the reductions' finishing entry.
+    fn launch_fused<A: Borrow<Arg>>(
+        &self,
+        device: &Arc<dyn Device>,
+        name: &str,
+        group: &[(u64, Record)],
+        args: &[A],
+    ) -> Result<()> {
+        let set = group[0].1.set.sections();
+        let sections = [set.core, set.owned];
+        let key = FusedLoops::key(group, args, &sections);
+        let cached = lock(&self.fused_loops).get(&key);
+        let prepared = match cached {
+            Some(dl) => dl,
+            None => {
+                let mut loops: smallvec::SmallVec<
+                    [(&'static crate::kernel::Kernel, std::ops::Range<usize>); MAX_GROUP],
+                > = smallvec::SmallVec::new();
+                let mut off = 0;
+                for (_, p) in group {
+                    loops.push((p.kernel, off..off + p.args.len()));
+                    off += p.args.len();
+                }
+                let dl = Arc::new(device_loop::prepare_fused(device, name, &loops, args, &sections)?);
+                lock(&self.fused_loops).insert(key, dl.clone());
+                dl
+            }
+        };
+        let mut launcher = Launcher::new(device, &prepared, name, args)?;
+        launcher.core()?;
+        launcher.rest()
+    }
+}
+
+/// Fused device launches prepared so far, by the group's shape: per loop
+/// its kernel and per argument its kind, access, dim, type and which
+/// earlier argument names the same datum; and the sections' sizes. The
+/// data's addresses are not part of it (they go into each launch's
+/// parameters). At most [`FusedLoops::CAPACITY`] shapes; a full cache
+/// starts again empty (a program has a few groups that recur).
+#[derive(Default)]
+pub(crate) struct FusedLoops {
+    prepared: HashMap<Vec<u64>, Arc<DeviceLoop>>,
+}
+
+impl FusedLoops {
+    const CAPACITY: usize = 256;
+
+    fn key<A: Borrow<Arg>>(group: &[(u64, Record)], args: &[A], sections: &[usize; 2]) -> Vec<u64> {
+        let mut key: Vec<u64> = Vec::with_capacity(3 + 2 * group.len() + 5 * args.len());
+        key.extend(sections.iter().map(|&n| n as u64));
+        for (_, p) in group {
+            key.push(p.kernel as *const crate::kernel::Kernel as usize as u64);
+            key.push(p.args.len() as u64);
+        }
+        let args: smallvec::SmallVec<[&Arg; 2 * MAX_GROUP]> = args.iter().map(Borrow::borrow).collect();
+        for (i, a) in args.iter().enumerate() {
+            let same = args[..i].iter().position(|b| b.data_id() == a.data_id()).map_or(0, |b| b as u64 + 1);
+            key.push(u64::from(matches!(a.kind, ArgKind::Global)));
+            key.push(a.access as u64);
+            key.push(a.dim as u64);
+            key.push(a.storage.elem() as u64);
+            key.push(same);
+        }
+        key
+    }
+
+    fn get(&self, key: &[u64]) -> Option<Arc<DeviceLoop>> {
+        self.prepared.get(key).cloned()
+    }
+
+    fn insert(&mut self, key: Vec<u64>, dl: Arc<DeviceLoop>) {
+        if self.prepared.len() >= Self::CAPACITY {
+            self.prepared.clear();
+        }
+        self.prepared.insert(key, dl);
     }
 }

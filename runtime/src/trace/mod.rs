@@ -27,7 +27,7 @@
 //! a pending loop never finds its data gone.
 
 pub(crate) mod dot;
-mod fuse;
+pub(crate) mod fuse;
 mod host_write;
 mod replay;
 mod tokens;
@@ -770,6 +770,8 @@ impl Trace {
         let mut ran = 0u64;
         let mut fused = 0u64;
         let fuses = rt.fuses();
+        // A device launch has this many pointer slots for a group.
+        let slots = rt.device().map(|_| parloop_kernels::loops::MAX_PTRS);
         let mut left = taken.len();
         let mut args = Vec::new();
         // Groups are runs of `taken`, in place (no moves of the records).
@@ -777,7 +779,7 @@ impl Trace {
         while i < taken.len() {
             let mut j = i + 1;
             if fuses && fuse::candidate(&taken[i].1) {
-                while j < taken.len() && fuse::joins(&taken[i..j], &taken[j].1) {
+                while j < taken.len() && fuse::joins(&taken[i..j], &taken[j].1, slots) {
                     j += 1;
                 }
             }
