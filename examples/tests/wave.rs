@@ -219,3 +219,24 @@ fn cli_writes_a_time_series() {
     let bad = std::process::Command::new(env!("CARGO_BIN_EXE_wave")).args(["--mesh-size", "0"]).output().unwrap();
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("0 divisions"));
 }
+
+#[test]
+fn cli_reports_a_run_above_the_stability_limit_as_an_error() {
+    // h = 1/1000 and dt = 0.001: dt is above leapfrog's limit (about 0.7 h);
+    // rounding errors in the shortest modes grow about 8-fold in energy per
+    // step (1e36-fold in 40 steps). Exit status 0 with a summary line was a
+    // silently wrong result.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wave"))
+        .args(["--steps", "40", "--mesh-size", "1000", "--backend", "threads", "--quiet"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{}{stderr}", String::from_utf8_lossy(&out.stdout));
+    assert!(stderr.contains("blew up") && stderr.contains("stability limit"), "{stderr}");
+    // Below the limit the same command succeeds.
+    let ok = std::process::Command::new(env!("CARGO_BIN_EXE_wave"))
+        .args(["--steps", "40", "--mesh-size", "600", "--backend", "threads", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+}

@@ -1,5 +1,7 @@
 //! A [`Mesh`] declared in a parloop runtime.
 
+use std::collections::HashMap;
+
 use parloop::{Dat, Error, Map, Runtime, Set, Subset};
 
 use crate::{EntityKind, Group, Mesh};
@@ -28,8 +30,12 @@ pub struct DeclaredMesh {
     /// One parloop [`Subset`] per group, in the same order, of the
     /// vertices, cells or facets: loops iterate over them and
     /// `Mat::zero_rows` takes them. Named after the prefix and the group
-    /// (`"wave_left.vertices"`); where two groups of different kinds share a
-    /// name, the kind is appended (`"p_wall(facet)"`).
+    /// with a slash (`"wave/left.vertices"`, `"/left.vertices"` for an
+    /// empty prefix), so that no group name can collide with the mesh's own
+    /// sets or a solver's `{prefix}_...` names; where two groups of
+    /// different kinds share a name, the kind is appended
+    /// (`"p/wall(facet)"`), and a second group of one kind and name gets
+    /// `#2` (`"p/wall(facet)#2"`).
     pub subsets: Vec<Subset>,
 }
 
@@ -60,7 +66,7 @@ impl DeclaredMesh {
     /// let rt = Runtime::with_backend(Backend::Seq)?;
     /// let m = parloop_mesh::unit_square(2, 2)?.declare(&rt, "sq")?;
     /// let left = m.subset_of("left.vertices", EntityKind::Vertex).unwrap();
-    /// assert_eq!((left.name(), left.indices()), ("sq_left.vertices", &[0, 3, 6][..]));
+    /// assert_eq!((left.name(), left.indices()), ("sq/left.vertices", &[0, 3, 6][..]));
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn subset_of(&self, name: &str, kind: EntityKind) -> Option<&Subset> {
@@ -100,14 +106,33 @@ impl Mesh {
             rt.map(&name("facet_cells"), &facets, &cells, 1, to_i32(&self.facet_cells, "facet_cells")?)?;
         let coords = rt.dat(&name("coords"), &vertices, d, self.coords.clone())?;
         let mut subsets = Vec::with_capacity(self.groups.len());
+        // The kinds of the groups of each name, and the groups per name
+        // and kind so far (counted once: a file can hold hundreds of
+        // thousands of groups).
+        let mut kinds: HashMap<&str, Vec<EntityKind>> = HashMap::new();
+        for g in &self.groups {
+            let k = kinds.entry(g.name.as_str()).or_default();
+            if !k.contains(&g.kind) {
+                k.push(g.kind);
+            }
+        }
+        let mut seen: HashMap<(&str, EntityKind), usize> = HashMap::new();
         for g in &self.groups {
             let (set, kind) = match g.kind {
                 EntityKind::Vertex => (&vertices, "vertex"),
                 EntityKind::Cell => (&cells, "cell"),
                 EntityKind::Facet => (&facets, "facet"),
             };
-            let shared = self.groups.iter().filter(|h| h.name == g.name).count() > 1;
-            let sub = if shared { name(&format!("{}({kind})", g.name)) } else { name(&g.name) };
+            let mut sub = format!("{prefix}/{}", g.name);
+            if kinds[g.name.as_str()].len() > 1 {
+                sub.push_str(&format!("({kind})"));
+            }
+            let earlier = seen.entry((g.name.as_str(), g.kind)).or_default();
+            if *earlier > 0 {
+                // Two groups of one kind and name (two physical tags).
+                sub.push_str(&format!("#{}", *earlier + 1));
+            }
+            *earlier += 1;
             subsets.push(rt.subset(&sub, set, g.entities.iter().map(|&e| e as usize).collect())?);
         }
         Ok(DeclaredMesh {

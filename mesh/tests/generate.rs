@@ -230,7 +230,7 @@ fn declared_mesh_matches_the_plain_data() {
             EntityKind::Facet => &d.facets,
         };
         assert_eq!(s.parent().name(), parent.name(), "subset {}", g.name);
-        assert_eq!(s.name(), format!("box_{}", g.name));
+        assert_eq!(s.name(), format!("box/{}", g.name));
         assert_eq!(s.indices(), as_i32(&g.entities));
     }
     assert_eq!(d.subset_of("back", EntityKind::Facet).unwrap().size(), 2 * 2); // 2 x 2 cube faces, one layer
@@ -239,9 +239,32 @@ fn declared_mesh_matches_the_plain_data() {
     let mut shared = mesh.clone();
     shared.groups.push(parloop_mesh::Group { name: "left".into(), kind: EntityKind::Cell, entities: vec![0, 5] });
     let s = shared.declare(&rt, "twice").unwrap();
-    assert_eq!(s.subset_of("left", EntityKind::Facet).unwrap().name(), "twice_left(facet)");
-    assert_eq!(s.subset_of("left", EntityKind::Cell).unwrap().name(), "twice_left(cell)");
+    assert_eq!(s.subset_of("left", EntityKind::Facet).unwrap().name(), "twice/left(facet)");
+    assert_eq!(s.subset_of("left", EntityKind::Cell).unwrap().name(), "twice/left(cell)");
     assert_eq!(s.subset_of("left", EntityKind::Cell).unwrap().indices(), &[0, 5]);
+    // Group names that are also the mesh's own parts, or a solver's names
+    // beside them, and two groups of one kind and name (two physical tags
+    // of one name) declare too.
+    let mut clash = mesh.clone();
+    for (name, kind) in
+        [("vertices", EntityKind::Vertex), ("cells", EntityKind::Cell), ("dirichlet", EntityKind::Vertex)]
+    {
+        clash.groups.push(parloop_mesh::Group { name: name.into(), kind, entities: vec![1] });
+    }
+    clash.groups.push(parloop_mesh::Group { name: "dirichlet".into(), kind: EntityKind::Vertex, entities: vec![2] });
+    let c = clash.declare(&rt, "clash").unwrap();
+    let _solver_own = rt.subset("clash_dirichlet", &c.vertices, vec![0]).unwrap();
+    let named: Vec<&str> = c.subsets.iter().rev().take(4).map(|s| s.name()).collect();
+    assert_eq!(named, ["clash/dirichlet#2", "clash/dirichlet", "clash/cells", "clash/vertices"]);
+    assert_eq!(c.subsets.last().unwrap().indices(), &[2]);
+    // Many groups declare in time linear in their number (a file may hold
+    // one physical group per point element).
+    let mut many = parloop_mesh::unit_square(1, 1).unwrap();
+    many.groups = (0..20_000)
+        .map(|k| parloop_mesh::Group { name: format!("g{k}"), kind: EntityKind::Vertex, entities: vec![k % 4] })
+        .collect();
+    let m = many.declare(&rt, "many").unwrap();
+    assert_eq!(m.subsets.len(), 20_000);
     // The same names twice in one runtime are refused.
     assert!(matches!(mesh.declare(&rt, "box"), Err(Error::DuplicateName { .. })));
     // A damaged mesh is refused before anything is declared.

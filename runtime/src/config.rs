@@ -57,25 +57,100 @@ pub(crate) fn number(
     }
 }
 
+/// `PARLOOP_BLOCK_SIZE` (checked when the runtime was created), else
+/// the device's `default`.
+pub(crate) fn block_size(default: u32) -> u32 {
+    number("PARLOOP_BLOCK_SIZE", block_size_ok, BLOCK_SIZES)
+        .ok()
+        .flatten()
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(default)
+}
+
+fn block_size_ok(n: usize) -> bool {
+    (32..=1024).contains(&n) && n.is_multiple_of(32)
+}
+
+const BLOCK_SIZES: &str = "a multiple of 32 in 32..=1024";
+
 /// Checks the variables that parts of the runtime outside [`Runtime`]'s
 /// construction read themselves (devices, huge pages, distributed runs),
 /// so that a bad value fails when the runtime is created.
 ///
 /// [`Runtime`]: crate::Runtime
 pub(crate) fn check_others() -> Result<()> {
+    check_unicode(std::env::vars_os())?;
     switch("PARLOOP_HUGE_PAGES", true)?;
     switch("PARLOOP_CHECK_RANKS", false)?;
     switch("PARLOOP_OVERLAP", true)?;
     switch("PARLOOP_CUDA_AWARE", false)?;
-    number("PARLOOP_BLOCK_SIZE", |n| (32..=1024).contains(&n) && n % 32 == 0, "a multiple of 32 in 32..=1024")?;
+    number("PARLOOP_BLOCK_SIZE", block_size_ok, BLOCK_SIZES)?;
     number("PARLOOP_DEVICE", |_| true, "a GPU ordinal (a non-negative integer)")?;
     crate::device::check_from_env()?;
     Ok(())
 }
 
+/// Variables whose value is a path, taken as the OS gives it.
+const PATH_VARIABLES: [&str; 2] = ["PARLOOP_CACHE_DIR", "PARLOOP_TRACE_DOT"];
+
+/// A `PARLOOP_*` variable whose value is not UTF-8 is an error (reading it
+/// with `std::env::var` would see it as unset and take the default
+/// silently), except the path variables.
+fn check_unicode(vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>) -> Result<()> {
+    for (name, value) in vars {
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with("PARLOOP_") || PATH_VARIABLES.contains(&name) || value.to_str().is_some() {
+            continue;
+        }
+        // `Error::Env` names the variable with a `&'static str`.
+        let var = KNOWN.iter().find(|k| **k == name).copied().unwrap_or("PARLOOP_*");
+        return Err(Error::Env {
+            var,
+            value: value.to_string_lossy().into_owned(),
+            reason: format!("the value of {name} is not valid UTF-8"),
+        });
+    }
+    Ok(())
+}
+
+/// Every variable of the table above.
+const KNOWN: [&str; 18] = [
+    "PARLOOP_BACKEND",
+    "PARLOOP_PART_SIZE",
+    "PARLOOP_PROFILE",
+    "PARLOOP_STRATEGY",
+    "PARLOOP_DETERMINISTIC",
+    "PARLOOP_SIMD",
+    "PARLOOP_HUGE_PAGES",
+    "PARLOOP_BLOCK_SIZE",
+    "PARLOOP_DEVICE",
+    "PARLOOP_CHECK_RANKS",
+    "PARLOOP_OVERLAP",
+    "PARLOOP_CUDA_AWARE",
+    "PARLOOP_CHECK",
+    "PARLOOP_LAZY",
+    "PARLOOP_REPLAY",
+    "PARLOOP_FUSION",
+    "PARLOOP_TRACE_DOT",
+    "PARLOOP_CACHE_DIR",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_that_are_not_utf8_are_errors_except_paths() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = || std::ffi::OsString::from_vec(vec![b'1', 0xff]);
+        let vars = |name: &str| vec![("HOME".into(), bad()), (name.into(), bad())].into_iter();
+        let err = check_unicode(vars("PARLOOP_LAZY")).unwrap_err();
+        assert!(matches!(err, Error::Env { var: "PARLOOP_LAZY", .. }), "{err}");
+        let err = check_unicode(vars("PARLOOP_PROFILE")).unwrap_err().to_string();
+        assert!(err.contains("PARLOOP_PROFILE") && err.contains("UTF-8"), "{err}");
+        assert!(check_unicode(vars("PARLOOP_CACHE_DIR")).is_ok());
+        assert!(check_unicode(vars("OTHER")).is_ok());
+    }
 
     #[test]
     fn switches_and_numbers_reject_what_they_do_not_understand() {

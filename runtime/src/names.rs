@@ -24,7 +24,31 @@ type Alive = Box<dyn Fn() -> bool + Send + Sync>;
 /// The names a runtime has handed out.
 #[derive(Default)]
 pub(crate) struct Names {
-    taken: Mutex<HashMap<(Namespace, String), Alive>>,
+    taken: Mutex<Taken>,
+}
+
+/// The names, and when to forget those of dropped objects next.
+#[derive(Default)]
+struct Taken {
+    names: HashMap<(Namespace, String), Alive>,
+    /// The table's length that triggers the next sweep: twice the live
+    /// names after the last one (at least [`Taken::FIRST_SWEEP`]), so a
+    /// program declaring fresh names forever (a solver's work vectors,
+    /// `cg#17:r`) keeps a table of its live names, not of every name it
+    /// ever used, at O(1) amortised per declaration.
+    sweep_at: usize,
+}
+
+impl Taken {
+    const FIRST_SWEEP: usize = 256;
+
+    /// Forgets the names of dropped objects when the table has doubled.
+    fn sweep(&mut self) {
+        if self.names.len() >= self.sweep_at.max(Self::FIRST_SWEEP) {
+            self.names.retain(|_, alive| alive());
+            self.sweep_at = 2 * self.names.len();
+        }
+    }
 }
 
 impl Names {
@@ -42,12 +66,44 @@ impl Names {
     ) -> Result<R> {
         let mut taken = lock(&self.taken);
         let key = (space, name.to_owned());
-        if taken.get(&key).is_some_and(|alive| alive()) {
+        if taken.names.get(&key).is_some_and(|alive| alive()) {
             return Err(Error::DuplicateName { what, name: name.into() });
         }
         let object = create()?;
         let weak: Weak<T> = Arc::downgrade(inner(&object));
-        taken.insert(key, Box::new(move || weak.strong_count() > 0));
+        taken.names.insert(key, Box::new(move || weak.strong_count() > 0));
+        taken.sweep();
         Ok(object)
+    }
+
+    /// Names recorded (live, or dropped and not yet swept).
+    #[cfg(test)]
+    fn recorded(&self) -> usize {
+        lock(&self.taken).names.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_of_dropped_objects_are_forgotten_so_the_table_stays_bounded() {
+        let names = Names::default();
+        let mut live = Vec::new();
+        for k in 0..100_000 {
+            let object = names
+                .declare(Namespace::Data, "dat", &format!("work#{k}"), || Ok(Arc::new(k)), |a: &Arc<usize>| a)
+                .unwrap();
+            // Every tenth object stays alive; the rest are dropped at once.
+            if k % 10 == 0 {
+                live.push(object);
+            }
+        }
+        assert!(names.recorded() <= 3 * live.len() + Taken::FIRST_SWEEP, "{} names recorded", names.recorded());
+        // Live names stay taken, dropped ones are free.
+        let again = |name: &str| names.declare(Namespace::Data, "dat", name, || Ok(Arc::new(0usize)), |a| a);
+        assert!(matches!(again("work#99990"), Err(Error::DuplicateName { .. })));
+        assert!(again("work#99991").is_ok());
     }
 }

@@ -602,6 +602,13 @@ fn bad_input_is_refused() {
     assert!(err.contains("`e2c`") && err.contains("rows live on one set"), "{err}");
     assert!(rt.sparsity("bad", &[], (1, 1)).is_err());
     assert!(rt.sparsity("bad", &[(&c2n, &c2n)], (0, 1)).is_err());
+    // Block sizes whose products overflow are refused, not wrapped (a
+    // wrapped block size made an empty pattern, then indexed past it).
+    for dims in [(1usize << 63, 2), (usize::MAX, 1), (1 << 32, 1 << 32), (1 << 31, 1)] {
+        let err = rt.sparsity("huge", &[(&c2n, &c2n)], dims).unwrap_err();
+        assert!(matches!(err, Error::SizeOverflow { .. }), "{dims:?}: {err}");
+        assert!(err.to_string().contains("`nodes`"), "{err}");
+    }
 
     let s = rt.sparsity("s", &[(&c2n, &c2n)], (1, 1)).unwrap();
     let a = rt.mat::<f64>("A", &s).unwrap();

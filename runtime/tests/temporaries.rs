@@ -203,3 +203,28 @@ fn a_pending_temporary_dropped_by_the_user_is_released_after_its_last_use_runs()
     v.set_values(&[0.0; 12]).unwrap();
     assert_eq!(rt.trace_stats().temporaries_reused, 1, "t's buffer, released once its loops ran");
 }
+
+#[test]
+fn a_temporary_too_large_for_memory_is_an_error_when_first_written() {
+    // 2^59 doubles (4 EiB): accepted as a shape, allocated only when a
+    // write runs. That allocation aborted the process; `set_values` with a
+    // wrong length allocated it before checking the length.
+    for lazy in [false, true] {
+        let rt = Runtime::with_lazy(Backend::Seq, lazy).unwrap();
+        let s = rt.set("huge", 1 << 59).unwrap();
+        let t: Dat<f64> = rt.temporary("t", &s, 1).unwrap();
+        let err = t.set_values(&[0.0]).unwrap_err();
+        assert!(matches!(err, Error::WrongLength { .. }), "{err}");
+        let err = match rt.par_loop(zero::KERNEL, &s, &[t.arg(Access::WRITE)]) {
+            Err(e) => e,
+            Ok(()) => rt.flush().unwrap_err(),
+        };
+        let msg = err.to_string();
+        assert!(msg.contains("`t`") && msg.contains("huge"), "{msg}");
+        assert!(
+            matches!(err, Error::OutOfMemory { .. })
+                || matches!(&err, Error::Deferred { source, .. } if matches!(**source, Error::OutOfMemory { .. })),
+            "{err:?}"
+        );
+    }
+}

@@ -47,12 +47,17 @@ struct Args {
     preview_parts: Vec<usize>,
 }
 
-/// C's `%10.5e`: five decimals, signed exponent of at least two digits.
+/// C's `%10.5e`: five decimals, signed exponent of at least two digits;
+/// `nan`, `inf` and `-inf` as C prints them (a diverged run's last rms is
+/// reported before the run stops).
 fn c_exp(v: f64) -> String {
     let s = format!("{v:.5e}");
-    let (mantissa, exp) = s.split_once('e').expect("`e` formatting has an exponent");
-    let exp: i32 = exp.parse().expect("an integer exponent");
-    format!("{:>10}", format!("{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs()))
+    let text = match s.split_once('e').map(|(m, e)| (m, e.parse::<i32>())) {
+        Some((mantissa, Ok(exp))) => format!("{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs()),
+        _ if v.is_nan() => "nan".into(),
+        _ => s.to_lowercase(),
+    };
+    format!("{text:>10}")
 }
 
 /// A write to standard output that failed (a full disk, a closed pipe).
@@ -232,5 +237,21 @@ fn main() -> ExitCode {
             eprintln!("airfoil: error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::c_exp;
+
+    #[test]
+    fn c_exp_prints_as_c_does_and_never_panics() {
+        assert_eq!(c_exp(1.06011e-4), "1.06011e-04");
+        assert_eq!(c_exp(-2.5e12), "-2.50000e+12");
+        assert_eq!(c_exp(0.0), "0.00000e+00");
+        // A diverged run reports its non-finite rms before stopping.
+        assert_eq!(c_exp(f64::NAN), "       nan");
+        assert_eq!(c_exp(f64::INFINITY), "       inf");
+        assert_eq!(c_exp(f64::NEG_INFINITY), "      -inf");
     }
 }

@@ -134,6 +134,22 @@ fn run(args: Args) -> Result<(), Error> {
     let e1 = wave.energy()?;
     let report = rt.report();
     let (Some(e0), Some(e1)) = (e0, e1) else { return Ok(()) };
+    // Leapfrog keeps its (modified) energy to rounding while dt is below
+    // its stability limit (about 0.7 h on these meshes: dt^2 lambda_max
+    // of the lumped-mass operator under 4); above it the solution grows
+    // exponentially. A run that blew up is an error, not a summary.
+    if !(e1.plain.is_finite() && e1.plain <= 1e3 * e0.plain.max(f64::MIN_POSITIVE)) {
+        return Err(Error::Incompatible {
+            op: format!("wave on unit_square({0}, {0})", args.mesh_size),
+            reason: format!(
+                "the solution blew up: energy {:.6e} -> {:.6e} after {steps} steps; dt = {DT} is above the \
+                 leapfrog's stability limit on this mesh (about 0.7 h = {:.2e}): use a coarser --mesh-size",
+                e0.plain,
+                e1.plain,
+                0.7 / args.mesh_size as f64
+            ),
+        });
+    }
     let planning: f64 = report.iter().fold(0.0, |sum, r| sum + r.plan_seconds);
     let loops: u64 = report.iter().map(|r| r.calls).sum();
     let in_loops: f64 = report.iter().fold(0.0, |sum, r| sum + r.seconds);

@@ -81,7 +81,7 @@ impl<T: Scalar, M> Stored<T, M> {
         self.link.force(self.id, true, false)?;
         let mut values = host_access::write(&self.values, self.id, &self.name, wanted)?;
         if let Some(t) = &self.temp {
-            t.allocate(&mut values.guard, &self.mirror);
+            t.allocate(&self.name, &mut values.guard, &self.mirror)?;
         }
         self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut values.guard))?;
         Ok(values)
@@ -202,17 +202,19 @@ impl<T: Scalar> Dat<T> {
     /// Replaces all values; the length must be `set.total() * dim`.
     #[track_caller]
     pub fn set_values(&self, values: &[T]) -> Result<()> {
-        let mut v = self.0.write("written")?;
-        let v = &mut v.guard;
-        if v.len() != values.len() {
+        // Checked before the write: a temporary allocates its memory there.
+        let expected = self.set().total() * self.dim();
+        if expected != values.len() {
             return Err(Error::WrongLength {
                 what: "dat",
                 name: self.name().into(),
-                expected: v.len(),
+                expected,
                 got: values.len(),
                 detail: format!("{} entities x dim {}", self.set().total(), self.dim()),
             });
         }
+        let mut v = self.0.write("written")?;
+        let v = &mut v.guard;
         v.copy_from_slice(values);
         self.0.mirror.host_written();
         if let Some(t) = &self.0.temp {
@@ -425,7 +427,9 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
         }
         let mut guard = self.try_exclusive()?;
         if let Some(t) = &self.temp {
-            t.allocate(&mut guard.guard, &self.mirror);
+            if let Err(e) = t.allocate(&self.name, &mut guard.guard, &self.mirror) {
+                return Some(Err(e));
+            }
         }
         if let Err(e) = self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut guard.guard)) {
             return Some(Err(e));
@@ -438,7 +442,9 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
         }
         let mut values = self.try_exclusive()?;
         if let Some(t) = &self.temp {
-            t.allocate(&mut values.guard, &self.mirror);
+            if let Err(e) = t.allocate(&self.name, &mut values.guard, &self.mirror) {
+                return Some(Err(e));
+            }
         }
         Some(self.mirror.on_device(device, bytemuck::cast_slice_mut(&mut values.guard)))
     }

@@ -90,10 +90,13 @@ impl Temp {
     /// Gives `values` (empty while unallocated) its memory, a pooled
     /// buffer of the same shape when there is one (with its device mirror,
     /// put into `mirror`).
-    pub(crate) fn allocate<T: Scalar>(&self, values: &mut Vec<T>, mirror: &MirrorSlot) {
+    /// An allocation that fails is [`Error::OutOfMemory`] naming the
+    /// temporary (`name`), never an abort.
+    pub(crate) fn allocate<T: Scalar>(&self, name: &str, values: &mut Vec<T>, mirror: &MirrorSlot) -> Result<()> {
+        // (The product fits: `Runtime::temporary` checked the bytes.)
         let len = self.set.total() * self.dim;
         if values.len() == len {
-            return;
+            return Ok(());
         }
         let pooled = lock(&self.pool.free).get_mut(&self.key::<T>(len)).and_then(Vec::pop);
         match pooled.and_then(|b| b.downcast::<Buffer<T>>().ok()) {
@@ -104,8 +107,22 @@ impl Temp {
                     mirror.put(m);
                 }
             }
-            None => *values = crate::pages::on_huge_pages(vec![T::default(); len]),
+            None => {
+                let mut fresh = Vec::new();
+                fresh.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+                    what: format!(
+                        "temporary `{name}` ({} entities of set `{}` x dim {})",
+                        self.set.total(),
+                        self.set.name(),
+                        self.dim
+                    ),
+                    bytes: len.saturating_mul(std::mem::size_of::<T>()),
+                })?;
+                fresh.resize(len, T::default());
+                *values = crate::pages::on_huge_pages(fresh);
+            }
         }
+        Ok(())
     }
 
     /// Returns a dropped temporary's memory to the pool.

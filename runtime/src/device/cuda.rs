@@ -92,9 +92,8 @@ impl Cuda {
         }
         result::init().map_err(fail("initialising the driver"))?;
         let count = CudaContext::device_count().map_err(fail("counting devices"))?;
-        let ordinal: usize = std::env::var("PARLOOP_DEVICE")
-            .ok()
-            .and_then(|v| v.parse().ok())
+        // (Checked, trimmed, when the runtime was created.)
+        let ordinal: usize = crate::config::number("PARLOOP_DEVICE", |_| true, "a GPU ordinal")?
             .unwrap_or(local_rank % count.max(1) as usize);
         if count <= 0 || ordinal >= count as usize {
             return Err(refuse(format!("device {ordinal} requested, {count} present")));
@@ -393,11 +392,7 @@ impl Device for Cuda {
     }
 
     fn block_size(&self) -> u32 {
-        std::env::var("PARLOOP_BLOCK_SIZE")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|&n| (32..=1024).contains(&n))
-            .unwrap_or(256)
+        crate::config::block_size(256)
     }
 
     fn synchronize(&self) -> Result<()> {

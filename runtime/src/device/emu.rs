@@ -244,11 +244,7 @@ impl Device for Emu {
     }
 
     fn block_size(&self) -> u32 {
-        std::env::var("PARLOOP_BLOCK_SIZE")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|&n| (32..=1024).contains(&n))
-            .unwrap_or(128)
+        crate::config::block_size(128)
     }
 
     fn synchronize(&self) -> Result<()> {

@@ -301,7 +301,10 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
         return Err(Error::SizeOverflow {
             what: "sparsity",
             name: name.into(),
-            detail: format!("{col_total} column entities x dim {col_dim} exceed the u32 column indices"),
+            detail: format!(
+                "{col_total} column entities of `{}` x dim {col_dim} exceed the u32 column indices",
+                col_set.name()
+            ),
         });
     }
     for (r, _) in pairs {
@@ -319,6 +322,21 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
             what: "sparsity",
             name: name.into(),
             detail: format!("{rows} row entities of `{}`: more than u32 indices hold", row_set.name()),
+        });
+    }
+    // Scalar rows and a block's entries are counted in `usize` below (and
+    // rows indexed like the column side): bound them first.
+    if row_set.total().checked_mul(row_dim).is_none_or(|n| n > u32::MAX as usize)
+        || row_dim.checked_mul(col_dim).is_none()
+    {
+        return Err(Error::SizeOverflow {
+            what: "sparsity",
+            name: name.into(),
+            detail: format!(
+                "{} row entities of `{}` x dim {row_dim} (blocks of {row_dim} x {col_dim}) exceed the u32 row indices",
+                row_set.total(),
+                row_set.name()
+            ),
         });
     }
     // Row entity -> the elements (of each pair) that reach it.
