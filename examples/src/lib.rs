@@ -7,9 +7,12 @@
 //!   `parloop_mesh::unit_square`, seven loops per step.
 //! - [`poisson`]: P1 Poisson (assembled stiffness matrix, Dirichlet rows,
 //!   CG) and the L2 projection, 2-D and 3-D, with error integrals.
+//! - [`memory`]: what the system has left, to refuse a size before
+//!   allocating it.
 
 pub mod airfoil;
 pub mod distributed;
+pub mod memory;
 pub mod poisson;
 pub mod wave;
 

@@ -312,6 +312,12 @@ fn cli_help_runs_errors_and_output() {
         assert!(text.contains(word), "--help lacks {word}: {text}");
     }
 
+    // A mesh far beyond memory is refused before it is generated (it was
+    // generated until the kernel killed the process).
+    let huge = cli(&["--dim", "3", "--mesh-size", "20000", "--quiet"]);
+    let err = String::from_utf8_lossy(&huge.stderr);
+    assert!(!huge.status.success() && err.contains("--mesh-size 20000") && err.contains("memory"), "{err}");
+
     let missing = "/nonexistent/parloop-poisson.msh";
     let bad = cli(&["--mesh", missing]);
     let err = String::from_utf8_lossy(&bad.stderr);

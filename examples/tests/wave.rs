@@ -218,6 +218,11 @@ fn cli_writes_a_time_series() {
     std::fs::remove_dir_all(&dir).unwrap();
     let bad = std::process::Command::new(env!("CARGO_BIN_EXE_wave")).args(["--mesh-size", "0"]).output().unwrap();
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("0 divisions"));
+    // A mesh far beyond memory is refused before it is generated.
+    let huge =
+        std::process::Command::new(env!("CARGO_BIN_EXE_wave")).args(["--mesh-size", "2000000"]).output().unwrap();
+    let err = String::from_utf8_lossy(&huge.stderr);
+    assert!(!huge.status.success() && err.contains("--mesh-size 2000000") && err.contains("memory"), "{err}");
 }
 
 #[test]

@@ -14,6 +14,7 @@ use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use parloop::{Backend, Error, Runtime};
 use parloop_examples::distributed;
+use parloop_examples::memory::check_memory;
 use parloop_examples::poisson::{order, Errors, Function, Mode, Problem};
 use parloop_mesh::vtk::{write_vtu, Field};
 use parloop_mesh::{unit_cube, unit_square, Mesh};
@@ -138,6 +139,12 @@ fn run(args: Args) -> Result<(), Error> {
         ProgressBar::hidden()
     };
 
+    if args.mesh.is_none() {
+        // Refuse a finest mesh that cannot fit before generating any.
+        let finest = n0.checked_mul(args.refinements);
+        let what = format!("--mesh-size {n0} with --refinements {}: the finest mesh and its solve", args.refinements);
+        check_memory(&what, finest.and_then(|n| Problem::estimated_bytes(dim, n)))?;
+    }
     let mut runs: Vec<Run> = Vec::new();
     for level in 1..=args.refinements {
         // Each mesh on a runtime of its own: names are per runtime.

@@ -13,6 +13,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use parloop::{Backend, Error, Runtime};
 use parloop_examples::distributed;
+use parloop_examples::memory::check_memory;
 use parloop_examples::wave::{Wave, DT, T_END};
 use parloop_mesh::unit_square;
 use parloop_mesh::vtk::{Field, TimeSeries};
@@ -70,6 +71,9 @@ fn run(args: Args) -> Result<(), Error> {
     // Under MPI, rank 0 alone prints and writes.
     let lead = rt.rank() == 0;
     let t0 = Instant::now();
+    // Refuse a mesh that cannot fit before generating it.
+    let n = args.mesh_size;
+    check_memory(&format!("--mesh-size {n}: the mesh and the solver's data"), Wave::estimated_bytes(n))?;
     let mesh = unit_square(args.mesh_size, args.mesh_size)?;
     let mut wave = Wave::new_distributed(&rt, &mesh, DT, &distributed::partition(&rt, args.partition.as_deref()))?;
     let mut out: Box<dyn Write> = if lead { Box::new(std::io::stdout()) } else { Box::new(std::io::sink()) };

@@ -216,6 +216,25 @@ fn dirichlet_vertices(mesh: &Mesh, name: &str) -> Result<Vec<usize>, Error> {
 }
 
 impl<'rt> Problem<'rt> {
+    /// Peak memory of one solve on `unit_square(n, n)` (`dim` 2) or
+    /// `unit_cube(n, n, n)` (`dim` 3) in bytes (`None` when the count
+    /// overflows): 180 bytes per triangle, 140 per tetrahedron, above the
+    /// 154 and 108-118 measured (peak resident memory of `poisson
+    /// --refinements 1` at n = 400, 800 in 2-D and 40, 80 in 3-D, session
+    /// 16: mesh, declarations, sparsity, matrix, CG vectors).
+    ///
+    /// ```
+    /// use parloop_examples::poisson::Problem;
+    /// assert_eq!(Problem::estimated_bytes(3, 10), Some(6 * 1000 * 140));
+    /// assert_eq!(Problem::estimated_bytes(3, usize::MAX), None);
+    /// ```
+    pub fn estimated_bytes(dim: usize, n: usize) -> Option<usize> {
+        match dim {
+            2 => n.checked_mul(n)?.checked_mul(2)?.checked_mul(180),
+            _ => n.checked_mul(n)?.checked_mul(n)?.checked_mul(6)?.checked_mul(140),
+        }
+    }
+
     /// Declares `mesh` (2-D or 3-D), the matrix's sparsity (cell -> vertex
     /// with itself), the matrix and the vectors on `rt`, and for Poisson
     /// the Dirichlet subset. An unknown Dirichlet group, or an empty one

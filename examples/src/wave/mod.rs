@@ -94,6 +94,20 @@ pub struct Wave<'rt> {
 }
 
 impl<'rt> Wave<'rt> {
+    /// Peak memory of the `wave` demo on `unit_square(n, n)` in bytes
+    /// (`None` when the count overflows): 120 bytes per triangle, above the
+    /// 100-117 measured (peak resident memory at n = 300 and 600, session
+    /// 16: the mesh, its declarations, plans and the solver's dats).
+    ///
+    /// ```
+    /// use parloop_examples::wave::Wave;
+    /// assert_eq!(Wave::estimated_bytes(100), Some(2 * 100 * 100 * 120));
+    /// assert_eq!(Wave::estimated_bytes(usize::MAX), None);
+    /// ```
+    pub fn estimated_bytes(n: usize) -> Option<usize> {
+        n.checked_mul(n)?.checked_mul(2)?.checked_mul(120)
+    }
+
     /// Declares a 2-D triangle `mesh` and the initial state on `rt`. A 3-D
     /// mesh is an [`Error::InvalidDeclaration`].
     pub fn new(rt: &'rt Runtime, mesh: &Mesh, dt: f64) -> Result<Wave<'rt>, Error> {
