@@ -104,7 +104,13 @@ impl Mesh {
         let facet_vertices = rt.map(&name("facet_vertices"), &facets, &vertices, d, to_i32(&self.facets, "facets")?)?;
         let facet_cells =
             rt.map(&name("facet_cells"), &facets, &cells, 1, to_i32(&self.facet_cells, "facet_cells")?)?;
-        let coords = rt.dat(&name("coords"), &vertices, d, self.coords.clone())?;
+        let mut coords = Vec::new();
+        coords.try_reserve_exact(self.coords.len()).map_err(|_| Error::OutOfMemory {
+            what: format!("a copy of the mesh's coordinates for dat `{}`", name("coords")),
+            bytes: self.coords.len().saturating_mul(8),
+        })?;
+        coords.extend_from_slice(&self.coords);
+        let coords = rt.dat(&name("coords"), &vertices, d, coords)?;
         let mut subsets = Vec::with_capacity(self.groups.len());
         // The kinds of the groups of each name, and the groups per name
         // and kind so far (counted once: a file can hold hundreds of
@@ -133,7 +139,13 @@ impl Mesh {
                 sub.push_str(&format!("#{}", *earlier + 1));
             }
             *earlier += 1;
-            subsets.push(rt.subset(&sub, set, g.entities.iter().map(|&e| e as usize).collect())?);
+            let mut entities = Vec::new();
+            entities.try_reserve_exact(g.entities.len()).map_err(|_| Error::OutOfMemory {
+                what: format!("the entities of subset `{sub}`"),
+                bytes: g.entities.len().saturating_mul(8),
+            })?;
+            entities.extend(g.entities.iter().map(|&e| e as usize));
+            subsets.push(rt.subset(&sub, set, entities)?);
         }
         Ok(DeclaredMesh {
             vertices,
@@ -209,9 +221,17 @@ impl Mesh {
 
 /// Entity numbers as parloop map values (`i32`).
 fn to_i32(values: &[u32], array: &str) -> Result<Vec<i32>, Error> {
-    values.iter().map(|&v| i32::try_from(v)).collect::<Result<Vec<i32>, _>>().map_err(|_| Error::SizeOverflow {
-        what: "map",
-        name: array.into(),
-        detail: format!("entity numbers above {}", i32::MAX),
-    })
+    let mut out = Vec::new();
+    out.try_reserve_exact(values.len()).map_err(|_| Error::OutOfMemory {
+        what: format!("mesh array `{array}` as i32 map values"),
+        bytes: values.len().saturating_mul(4),
+    })?;
+    for &v in values {
+        out.push(i32::try_from(v).map_err(|_| Error::SizeOverflow {
+            what: "map",
+            name: array.into(),
+            detail: format!("entity number {v} above {}", i32::MAX),
+        })?);
+    }
+    Ok(out)
 }

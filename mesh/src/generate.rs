@@ -81,17 +81,21 @@ pub fn unit_square(nx: usize, ny: usize) -> Result<Mesh, Error> {
 
     let v = |i: usize, j: usize| (j * px + i) as u32;
     let cell = |i: usize, j: usize, upper: usize| (2 * (j * nx + i) + upper) as u32;
-    let mut facets = Vec::with_capacity(4 * (nx + ny));
-    let mut facet_cells = Vec::with_capacity(2 * (nx + ny));
+    // Everything below is sized by the boundary, allocated fallibly too
+    // (a long thin square has as many boundary segments as triangles).
+    let nsegments = 2 * (nx + ny);
+    let mut facets = reserve(&name, "facets", 2 * nsegments)?;
+    let mut facet_cells = reserve(&name, "facet cells", nsegments)?;
     let mut groups = Vec::new();
     // Walked counter-clockwise: the domain is on each segment's left.
     // (first vertex, second vertex, cell) per segment.
     type Segments = Vec<(u32, u32, u32)>;
+    let segments = "boundary segments";
     let sides: [(&str, Segments); 4] = [
-        ("left", (0..ny).rev().map(|j| (v(0, j + 1), v(0, j), cell(0, j, 0))).collect()),
-        ("right", (0..ny).map(|j| (v(nx, j), v(nx, j + 1), cell(nx - 1, j, 1))).collect()),
-        ("bottom", (0..nx).map(|i| (v(i, 0), v(i + 1, 0), cell(i, 0, 0))).collect()),
-        ("top", (0..nx).rev().map(|i| (v(i + 1, ny), v(i, ny), cell(i, ny - 1, 1))).collect()),
+        ("left", collect_in(&name, segments, (0..ny).rev().map(|j| (v(0, j + 1), v(0, j), cell(0, j, 0))))?),
+        ("right", collect_in(&name, segments, (0..ny).map(|j| (v(nx, j), v(nx, j + 1), cell(nx - 1, j, 1))))?),
+        ("bottom", collect_in(&name, segments, (0..nx).map(|i| (v(i, 0), v(i + 1, 0), cell(i, 0, 0))))?),
+        ("top", collect_in(&name, segments, (0..nx).rev().map(|i| (v(i + 1, ny), v(i, ny), cell(i, ny - 1, 1))))?),
     ];
     for (side, segments) in sides {
         let first = facet_cells.len() as u32;
@@ -102,17 +106,18 @@ pub fn unit_square(nx: usize, ny: usize) -> Result<Mesh, Error> {
         groups.push(Group {
             name: side.into(),
             kind: EntityKind::Facet,
-            entities: (first..facet_cells.len() as u32).collect(),
+            entities: collect_in(&name, "facet groups", first..facet_cells.len() as u32)?,
         });
+        let vertices = "vertex groups";
         let verts: Vec<u32> = match side {
-            "left" => (0..py).map(|j| v(0, j)).collect(),
-            "right" => (0..py).map(|j| v(nx, j)).collect(),
-            "bottom" => (0..px).map(|i| v(i, 0)).collect(),
-            _ => (0..px).map(|i| v(i, ny)).collect(),
+            "left" => collect_in(&name, vertices, (0..py).map(|j| v(0, j)))?,
+            "right" => collect_in(&name, vertices, (0..py).map(|j| v(nx, j)))?,
+            "bottom" => collect_in(&name, vertices, (0..px).map(|i| v(i, 0)))?,
+            _ => collect_in(&name, vertices, (0..px).map(|i| v(i, ny)))?,
         };
         groups.push(Group { name: format!("{side}.vertices"), kind: EntityKind::Vertex, entities: verts });
     }
-    groups.push(boundary_vertices(&groups));
+    groups.push(boundary_vertices(&name, &groups)?);
     Ok(Mesh { dim: 2, coords, cells, facets, facet_cells, groups })
 }
 
@@ -201,7 +206,7 @@ pub fn unit_cube(nx: usize, ny: usize, nz: usize) -> Result<Mesh, Error> {
     facets
         .try_reserve_exact(3 * nfacets)
         .map_err(|_| Error::OutOfMemory { what: format!("mesh `{name}`: facets"), bytes: 12 * nfacets })?;
-    let mut facet_cells = Vec::with_capacity(nfacets);
+    let mut facet_cells = reserve(&name, "facet cells", nfacets)?;
     let mut groups = Vec::new();
     let vid = |i: usize, j: usize, k: usize| ((k * py + j) * px + i) as u32;
     for (side, (axis, high)) in SIDES.iter().enumerate() {
@@ -230,11 +235,11 @@ pub fn unit_cube(nx: usize, ny: usize, nz: usize) -> Result<Mesh, Error> {
         groups.push(Group {
             name: SIDE_NAMES[side].into(),
             kind: EntityKind::Facet,
-            entities: (first..facet_cells.len() as u32).collect(),
+            entities: collect_in(&name, "facet groups", first..facet_cells.len() as u32)?,
         });
         let fixed = if *high { n[*axis] } else { 0 };
         let range = |a: usize| if a == *axis { fixed..fixed + 1 } else { 0..n[a] + 1 };
-        let mut verts = Vec::new();
+        let mut verts = reserve(&name, "vertex groups", range(0).len() * range(1).len() * range(2).len())?;
         for k in range(2) {
             for j in range(1) {
                 for i in range(0) {
@@ -248,7 +253,7 @@ pub fn unit_cube(nx: usize, ny: usize, nz: usize) -> Result<Mesh, Error> {
             entities: verts,
         });
     }
-    groups.push(boundary_vertices(&groups));
+    groups.push(boundary_vertices(&name, &groups)?);
     Ok(Mesh { dim: 3, coords, cells, facets, facet_cells, groups })
 }
 
@@ -283,12 +288,13 @@ fn face_patterns() -> [Vec<(usize, [usize; 3])>; 6] {
 }
 
 /// The sorted union of the vertex groups so far.
-fn boundary_vertices(groups: &[Group]) -> Group {
-    let mut all: Vec<u32> =
-        groups.iter().filter(|g| g.kind == EntityKind::Vertex).flat_map(|g| g.entities.iter().copied()).collect();
+fn boundary_vertices(name: &str, groups: &[Group]) -> Result<Group, Error> {
+    let vertex_groups = || groups.iter().filter(|g| g.kind == EntityKind::Vertex);
+    let mut all = reserve(name, "boundary vertices", vertex_groups().map(|g| g.entities.len()).sum())?;
+    all.extend(vertex_groups().flat_map(|g| g.entities.iter().copied()));
     all.sort_unstable();
     all.dedup();
-    Group { name: "boundary".into(), kind: EntityKind::Vertex, entities: all }
+    Ok(Group { name: "boundary".into(), kind: EntityKind::Vertex, entities: all })
 }
 
 fn check_divisions(name: &str, n: &[usize]) -> Result<(), Error> {
@@ -318,6 +324,21 @@ fn checked_count(name: &str, what: &str, factors: &[usize]) -> Result<usize, Err
             ),
         }),
     }
+}
+
+/// An empty vector with room for `len` values, or [`Error::OutOfMemory`].
+fn reserve<T>(name: &str, what: &str, len: usize) -> Result<Vec<T>, Error> {
+    let mut v = Vec::new();
+    let bytes = len.saturating_mul(std::mem::size_of::<T>());
+    v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory { what: format!("mesh `{name}`: {what}"), bytes })?;
+    Ok(v)
+}
+
+/// The values of `values`, in a vector allocated fallibly.
+fn collect_in<T>(name: &str, what: &str, values: impl ExactSizeIterator<Item = T>) -> Result<Vec<T>, Error> {
+    let mut v = reserve(name, what, values.len())?;
+    v.extend(values);
+    Ok(v)
 }
 
 /// A zero-filled vector of `len` values, or [`Error::OutOfMemory`].

@@ -288,3 +288,23 @@ fn large_cube_is_built() {
     let count = (0..m.num_cells()).step_by(997).count();
     assert!((total - count as f64 / (6 * n * n * n) as f64).abs() < 1e-12);
 }
+
+#[path = "../../runtime/tests/support/child.rs"]
+mod child;
+
+#[test]
+fn a_long_thin_square_under_a_memory_cap_is_an_error_not_an_abort() {
+    // 24 million squares in one row under a 2 GiB address-space cap: the
+    // coordinates and cells (1.3 GB) fit, the boundary (48 million
+    // segments, as many as triangles) does not. Its vectors were allocated
+    // infallibly: the process aborted.
+    let name = "a_long_thin_square_under_a_memory_cap_is_an_error_not_an_abort";
+    child::in_child(name, "thin", &[], std::time::Duration::from_secs(120), || {
+        let cap = libc::rlimit { rlim_cur: 2 << 30, rlim_max: 2 << 30 };
+        // SAFETY: plain system call on a valid struct.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &cap) }, 0);
+        let err = parloop_mesh::unit_square(24_000_000, 1).unwrap_err();
+        assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
+        assert!(err.to_string().contains("unit_square(24000000, 1)"), "{err}");
+    });
+}

@@ -152,6 +152,13 @@ fn run(args: Args) -> Result<(), Error> {
         let t = Instant::now();
         let (mesh, what): (Mesh, String) = match &args.mesh {
             Some(path) => {
+                // Reading takes up to about 20 times a binary file's size
+                // (element records, the cell and face tables), the solve 7
+                // more (140 bytes per tetrahedron of 20 file bytes).
+                if let Ok(meta) = std::fs::metadata(path) {
+                    let bytes = usize::try_from(meta.len()).ok().and_then(|b| b.checked_mul(30));
+                    check_memory(&format!("--mesh {}: reading it and the solve", path.display()), bytes)?;
+                }
                 spinner.set_message(format!("reading {}", path.display()));
                 (parloop_mesh::gmsh::read(path)?, path.display().to_string())
             }
