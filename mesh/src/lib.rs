@@ -68,7 +68,8 @@ impl Mesh {
 
     /// Number of cells.
     pub fn num_cells(&self) -> usize {
-        self.cells.len() / (self.dim + 1)
+        // (Saturating: a hand-built mesh may carry any dim; `check` refuses it.)
+        self.cells.len() / self.dim.saturating_add(1)
     }
 
     /// Number of boundary facets.

@@ -308,3 +308,15 @@ fn a_long_thin_square_under_a_memory_cap_is_an_error_not_an_abort() {
         assert!(err.to_string().contains("unit_square(24000000, 1)"), "{err}");
     });
 }
+
+#[test]
+fn counts_of_a_hand_built_mesh_with_a_bad_dim_never_panic() {
+    let mut mesh = unit_square(2, 2).unwrap();
+    for dim in [0, usize::MAX] {
+        mesh.dim = dim;
+        let _ = (mesh.vertices(), mesh.num_cells(), mesh.num_facets());
+        assert!(mesh.check().is_err(), "dim {dim}");
+        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+        assert!(mesh.declare(&rt, "bad").is_err(), "dim {dim}");
+    }
+}
