@@ -166,6 +166,14 @@ pub(crate) trait Distribution: Any + Send + Sync {
     /// entities only: their halos are stale.
     fn written(&self, _args: &[Arg]) {}
 
+    /// Sums `values`, this rank's parts of sums over the owned entities of
+    /// `set`, across the ranks (every rank gets the totals; a library
+    /// operation's reduction, such as the fused product and dot). Nothing
+    /// in a serial run or for a set that is not distributed. Collective.
+    fn sum_over_ranks(&self, _set: &Set, _values: &mut [f64]) -> Result<()> {
+        Ok(())
+    }
+
     /// Whether the halo of dat `id` on `set` is out of date (`None`: the
     /// set has no halo here, nothing to exchange). The lazy trace asks when
     /// it records a loop (halo skipping), before what it has pending.

@@ -381,6 +381,17 @@ impl Distribution for Mpi {
         self.mark_written(args);
     }
 
+    fn sum_over_ranks(&self, set: &Set, values: &mut [f64]) -> Result<()> {
+        match &self.comm {
+            Some(comm) if set.is_distributed() => {
+                comm.before_collective()?;
+                comm.sum(values);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn halo_stale(&self, set: &Set, id: u64) -> Option<bool> {
         if self.comm.is_none() || !set.is_distributed() || !lock(&self.halos).contains_key(&set.id()) {
             return None;

@@ -114,6 +114,12 @@ impl Comm {
         Error::Distributed { rank: self.rank, reason: reason.into() }
     }
 
+    /// Sums `values` across the ranks, in place (a blocking all-reduce).
+    pub(crate) fn sum(&self, values: &mut [f64]) {
+        let local = values.to_vec();
+        self.lock().all_reduce_into(&local[..], values, SystemOperation::sum());
+    }
+
     /// Whether every rank passed the same `value`.
     pub(crate) fn agree(&self, value: u64) -> bool {
         let c = self.lock();

@@ -7,13 +7,15 @@
 //! added in chunk order, on `seq` as on `threads`: the sum does not depend
 //! on the thread count, and the two backends agree bitwise. (It groups the
 //! additions unlike [`Runtime::dot`], so the two differ in the last bits.)
+//! Under MPI each rank sums its rows so (the rows before the halo's, then
+//! the rest) and one all-reduce adds the ranks' sums.
 
 use rayon::prelude::*;
 
-use super::spmv::{check_product, host_parallelism, CsrRef};
+use super::spmv::{check_product, CsrRef};
 use super::Real;
 use crate::decl::Dat;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::matrix::Mat;
 use crate::runtime::Runtime;
 
@@ -68,42 +70,25 @@ impl<T: Real> CsrRef<'_, T> {
 
 impl Runtime {
     /// `y = A x`, returning `x . y` ([`LinearOperator::apply_dot`] of a
-    /// [`Mat`]): in one pass over the matrix on `seq` and `threads` on one
-    /// rank; elsewhere (a device, several ranks, a matrix that is not
-    /// square) [`Runtime::mult`] then [`Runtime::dot`].
+    /// [`Mat`]): in one pass over the matrix on `seq` and `threads`, on one
+    /// rank or several (each rank's rows, then one all-reduce of the
+    /// ranks' sums); on a device, or for a matrix that is not square,
+    /// [`Runtime::mult`] then [`Runtime::dot`].
     ///
     /// [`LinearOperator::apply_dot`]: super::LinearOperator::apply_dot
     pub(crate) fn mult_dot<T: Real>(&self, a: &Mat<T>, x: &Dat<T>, y: &Dat<T>) -> Result<T> {
         let s = a.sparsity();
-        let what = a.name();
         let square = s.row_set() == s.col_set() && s.row_dim() == s.col_dim();
-        if !square || self.device().is_some() || self.ranks() > 1 {
+        if !square || self.device().is_some() {
             self.mult(a, x, y)?;
             return self.dot(x, y);
         }
         check_product(a, x, y)?;
-        let parallel = host_parallelism(self, what, "mult")?;
-        let (row_ptr, cols, gather) = (s.row_ptr(), s.col_indices(), s.gather_bound(self.simd()));
-        // The dot runs over the owned values, which are the matrix's rows
-        // on one rank.
-        let owned = y.set().size() * y.dim();
-        a.values_dat().with_values(|vals| {
-            let csr = CsrRef { row_ptr, cols, vals, gather, ascending: s.rows_ascend() };
-            x.with_values(|xv| {
-                csr.check(what, xv.len(), y.set().total() * y.dim())?;
-                if csr.rows() != owned || xv.len() < owned {
-                    return Err(Error::Incompatible {
-                        op: format!("mult of matrix `{what}`"),
-                        reason: format!(
-                            "{} rows for {owned} owned values of y and {} of x; a square matrix has one per value",
-                            csr.rows(),
-                            xv.len()
-                        ),
-                    });
-                }
-                y.with_values_mut(|yv| csr.mult_range_dot(0..owned, xv, yv, parallel))
-            })?
-        })?
+        let mine = self.mult_host(a, x, y, true)?;
+        let mut total = [mine.to_f64()];
+        self.dist.sum_over_ranks(y.set(), &mut total)?;
+        // One rank: the sum as it is (`T` to `f64` and back is exact).
+        Ok(T::from_f64(total[0]))
     }
 }
 

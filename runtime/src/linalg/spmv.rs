@@ -411,7 +411,6 @@ impl Runtime {
     /// ```
     #[track_caller]
     pub fn mult<T: Real>(&self, a: &Mat<T>, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
-        let s = a.sparsity();
         let what = a.name();
         check_product(a, x, y)?;
         let args = [x.arg(Access::READ), y.arg(Access::WRITE)];
@@ -423,6 +422,17 @@ impl Runtime {
             self.dist.written(&args);
             return Ok(());
         }
+        self.mult_host(a, x, y, false).map(drop)
+    }
+
+    /// The host product `y = A x` of [`Runtime::mult`] (the column halo of
+    /// `x` exchanged while the rows that need none run); with `dot`, of a
+    /// square matrix, also this rank's part of `x . y` over its rows (the
+    /// owned values), added chunk by chunk in row order.
+    pub(crate) fn mult_host<T: Real>(&self, a: &Mat<T>, x: &Dat<T>, y: &Dat<T>, dot: bool) -> Result<T> {
+        let s = a.sparsity();
+        let what = a.name();
+        let args = [x.arg(Access::READ), y.arg(Access::WRITE)];
         let parallel = host_parallelism(self, what, "mult")?;
         let (row_ptr, cols, gather) = (s.row_ptr(), s.col_indices(), s.gather_bound(self.simd()));
         let split = a.halo_rows_from();
@@ -444,14 +454,32 @@ impl Runtime {
                     std::slice::from_raw_parts_mut(yv.data.cast::<T>(), y_len),
                 )
             };
+            if dot && (csr.rows() > owned_x || split > csr.rows()) {
+                return Err(Error::Incompatible {
+                    op: format!("mult of matrix `{what}`"),
+                    reason: format!(
+                        "{} rows for {owned_x} owned values of x; a square matrix has one per value",
+                        csr.rows()
+                    ),
+                });
+            }
             let op = format!("mult of matrix `{what}`");
-            self.dist.refresh(&op, &args, &locked.views, &mut || csr.mult_range(0..split, x_owned, y_all, parallel))?;
+            let mut sum = T::ZERO;
+            let mut core = || match dot {
+                true => sum = csr.mult_range_dot(0..split, x_owned, y_all, parallel),
+                false => csr.mult_range(0..split, x_owned, y_all, parallel),
+            };
+            self.dist.refresh(&op, &args, &locked.views, &mut core)?;
             // SAFETY: as above; the exchange is over, nothing else writes `x`.
             let x_all = unsafe { std::slice::from_raw_parts(xv.data.cast::<T>().cast_const(), x_len) };
-            csr.mult_range(split..csr.rows(), x_all, y_all, parallel);
+            if dot {
+                sum = sum + csr.mult_range_dot(split..csr.rows(), x_all, y_all, parallel);
+            } else {
+                csr.mult_range(split..csr.rows(), x_all, y_all, parallel);
+            }
             drop(locked);
             self.dist.written(&args);
-            Ok(())
+            Ok(sum)
         })?
     }
 
