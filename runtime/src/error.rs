@@ -272,6 +272,27 @@ pub enum Error {
         /// What went wrong when it ran.
         source: Box<Error>,
     },
+    /// A dat, global or matrix that loops discarded by the lazy trace would
+    /// have written (they were recorded after a loop that failed, and
+    /// nothing after a failed loop runs): its values are not what the
+    /// program computed, so reading it, on the host or in a loop, is
+    /// refused until it is written whole again (`set_values`, or a direct
+    /// WRITE argument of a loop over its set).
+    #[error(
+        "`{name}` may hold stale values: loops that write it were discarded when loop `{kernel}` (recorded at \
+         {location}) failed; {by} is refused until it is written whole again (set_values, or a direct WRITE loop \
+         over its set)"
+    )]
+    Discarded {
+        /// The datum.
+        name: String,
+        /// The loop that failed (a fused group's kernels, `a+b`).
+        kernel: String,
+        /// Where that loop was recorded.
+        location: String,
+        /// What wanted the datum: a host read, or a loop.
+        by: String,
+    },
     /// A temporary ([`Runtime::temporary`](crate::Runtime::temporary)) was
     /// read before anything wrote it, or first written by something that
     /// may not cover every entity (its values would be another

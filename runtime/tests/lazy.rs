@@ -19,6 +19,17 @@ fn fails_at_three(i: &i64, x: &mut f64) {
     *x = (6 / (*i - 3)) as f64;
 }
 
+#[parloop::kernel]
+fn scale_by_two(y: &mut f64) {
+    *y *= 2.0;
+}
+
+#[parloop::kernel]
+fn div_by_three_minus(x: &f64, z: &mut f64) {
+    let i = *x as i64;
+    *z = (6 / (3 - i)) as f64;
+}
+
 fn mesh() -> impl Strategy<Value = Mesh> {
     (1usize..60, 0usize..120).prop_flat_map(|(nodes, edges)| {
         proptest::collection::vec(0..nodes as i32, edges * 2).prop_map(move |map| Mesh { nodes, edges, map })
@@ -293,8 +304,71 @@ fn an_error_surfaces_at_the_forcing_point_naming_the_loop_and_nothing_after_it_r
     assert!(location.ends_with(&format!("lazy.rs:{line}:8")), "{location}");
     assert!(matches!(**source, Error::KernelPanicked { element: 3, .. }), "{source}");
     assert_eq!(rt.trace_stats().discarded, 1);
-    // The loop after it never ran: y is as declared.
-    assert_eq!(y.values().unwrap(), vec![5.0; 6]);
+    // The loop after it never ran: y is not what the program computed, and
+    // reading it says so (it returned y as declared, as `Ok`).
+    let err = y.values().unwrap_err();
+    let Error::Discarded { name, kernel, .. } = &err else { panic!("{err}") };
+    assert_eq!((name.as_str(), kernel.as_str()), ("y", "fails_at_three"));
+    // The failed loop's own output is what it wrote before failing, as in
+    // an eager run (where `par_loop` returned the error).
+    assert_eq!(x.values().unwrap()[..3], [-2.0, -3.0, -6.0]);
+}
+
+#[test]
+fn data_a_discarded_loop_would_have_written_stay_refused_until_written_whole() {
+    let rt = lazy_rt();
+    let s = rt.set("s", 6).unwrap();
+    let half = rt.subset("half", &s, vec![0, 1, 2]).unwrap();
+    let x = rt.dat("x", &s, 1, vec![0.0; 6]).unwrap();
+    let (y, z, w) = (
+        rt.dat("y", &s, 1, vec![5.0; 6]).unwrap(),
+        rt.dat("z", &s, 1, vec![1.0; 6]).unwrap(),
+        rt.dat("w", &s, 1, vec![2.0; 6]).unwrap(),
+    );
+    let g = rt.global("g", &[0.0f64]).unwrap();
+    rt.par_loop(fails_at_three::KERNEL, &s, &[parloop::Arg::index(), x.arg(Access::WRITE)]).unwrap();
+    // Unrelated to x: discarded all the same (nothing after a failure runs).
+    rt.par_loop(scale_by_two::KERNEL, &s, &[y.arg(Access::RW)]).unwrap();
+    rt.par_loop(total::KERNEL, &s, &[z.arg(Access::READ), g.arg(Access::INC)]).unwrap();
+    assert!(matches!(x.values(), Err(Error::Deferred { .. })));
+    for err in [y.values().unwrap_err(), g.values().unwrap_err()] {
+        assert!(matches!(&err, Error::Discarded { kernel, .. } if kernel == "fails_at_three"), "{err}");
+        assert!(err.to_string().contains("set_values"), "{err}");
+    }
+    // z was only read: it is as declared, and fine.
+    assert_eq!(z.values().unwrap(), vec![1.0; 6]);
+    // A loop reading poisoned data is refused when recorded; so is a
+    // write that does not cover the dat (a subset) or a partial host write.
+    let err = rt.par_loop(axpy::KERNEL, &s, &[y.arg(Access::READ), w.arg(Access::RW)]).unwrap_err();
+    assert!(matches!(&err, Error::Discarded { name, by, .. } if name == "y" && by.contains("axpy")), "{err}");
+    assert!(matches!(
+        rt.par_loop(square::KERNEL, &half, &[z.arg(Access::READ), y.arg(Access::WRITE)]),
+        Err(Error::Discarded { .. })
+    ));
+    assert!(matches!(y.with_values_mut(|v| v[0] = 1.0), Err(Error::Discarded { .. })));
+    assert_eq!(w.values().unwrap(), vec![2.0; 6]);
+    // Written whole again: a direct WRITE over its set, a host write.
+    rt.par_loop(square::KERNEL, &s, &[z.arg(Access::READ), y.arg(Access::WRITE)]).unwrap();
+    assert_eq!(y.values().unwrap(), vec![0.0; 6]);
+    g.set_values(&[4.0]).unwrap();
+    assert_eq!(g.value().unwrap(), 4.0);
+}
+
+#[test]
+fn a_failed_fused_launch_poisons_what_its_other_loops_wrote() {
+    let rt = lazy_rt();
+    let s = rt.set("s", 6).unwrap();
+    let x = rt.dat("x", &s, 1, (0..6).map(f64::from).collect()).unwrap();
+    let y = rt.dat("y", &s, 1, vec![5.0; 6]).unwrap();
+    let z = rt.dat("z", &s, 1, vec![0.0; 6]).unwrap();
+    // Fused: y may be updated on some chunks only.
+    rt.par_loop(axpy::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+    rt.par_loop(div_by_three_minus::KERNEL, &s, &[x.arg(Access::READ), z.arg(Access::WRITE)]).unwrap();
+    let err = rt.flush().unwrap_err();
+    assert!(matches!(&err, Error::Deferred { kernel, .. } if kernel == "axpy+div_by_three_minus"), "{err}");
+    assert!(matches!(y.values(), Err(Error::Discarded { .. })));
+    y.set_values(&[1.0; 6]).unwrap();
+    assert_eq!(y.values().unwrap(), vec![1.0; 6]);
 }
 
 #[test]

@@ -62,6 +62,7 @@ impl<T: Scalar, M> Stored<T, M> {
             t.check_read(&self.name, "a host read")?;
         }
         self.link.force(self.id, false, false)?;
+        self.link.check_poison(self.id, &self.name)?;
         loop {
             if self.mirror.host_stale() {
                 drop(self.write("read")?);
@@ -79,6 +80,7 @@ impl<T: Scalar, M> Stored<T, M> {
     #[track_caller]
     fn write(&self, wanted: &'static str) -> Result<host_access::WriteGuard<'_, Vec<T>>> {
         self.link.force(self.id, true, false)?;
+        self.link.check_poison(self.id, &self.name)?;
         let mut values = host_access::write(&self.values, self.id, &self.name, wanted)?;
         if let Some(t) = &self.temp {
             t.allocate(&self.name, &mut values.guard, &self.mirror)?;
@@ -204,6 +206,10 @@ impl<T: Scalar> Dat<T> {
     pub fn set_values(&self, values: &[T]) -> Result<()> {
         // Checked before the write: a temporary allocates its memory there.
         let expected = self.set().total() * self.dim();
+        if expected == values.len() {
+            // Written whole: its values are the program's again.
+            self.0.link.written_whole(self.0.id);
+        }
         if expected != values.len() {
             return Err(Error::WrongLength {
                 what: "dat",
@@ -336,6 +342,7 @@ impl<T: Scalar> Global<T> {
             });
         }
         let bytes = bytemuck::cast_slice(values);
+        self.0.link.written_whole(self.0.id);
         if self.0.link.record_host_write(|| self.0.clone(), self.dim(), bytes)? {
             return Ok(());
         }

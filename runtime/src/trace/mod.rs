@@ -29,6 +29,7 @@
 pub(crate) mod dot;
 pub(crate) mod fuse;
 mod host_write;
+mod poison;
 mod replay;
 mod tokens;
 
@@ -217,6 +218,11 @@ struct Pending {
     /// datum, set and map: atomic operations that made a lazy airfoil
     /// loop cost 15 % more than an eager one).
     user: Weak<crate::par_loop::LoopInner>,
+}
+
+/// The data a recorded loop writes (host writes of globals included).
+fn written(p: &Pending) -> impl Iterator<Item = u64> + '_ {
+    p.args.iter().filter(|a| a.access.writes()).map(|a| a.id)
 }
 
 impl Pending {
@@ -437,6 +443,9 @@ struct State {
     /// of the same loops. Only weak references to data: no datum is kept
     /// alive by them (their sets and maps are, until evicted).
     spare_records: Vec<Record>,
+    /// Data that loops discarded after a failure would have written
+    /// (`poison`).
+    poisoned: poison::Poisoned,
 }
 
 /// A runtime's trace.
@@ -497,6 +506,24 @@ impl Link {
             trace.force(at, None)
         } else {
             trace.force(at, Some((&data_tokens(id), write)))
+        }
+    }
+
+    /// An [`Error::Discarded`] when loops that would have written datum
+    /// `id` (called `name`) were discarded after a failure (see `poison`).
+    pub(crate) fn check_poison(&self, id: u64, name: &str) -> Result<()> {
+        let Some(trace) = self.trace() else { return Ok(()) };
+        let st = lock(&trace.state);
+        if st.poisoned.is_empty() {
+            return Ok(());
+        }
+        st.poisoned.check(id, name, || "a host access".into())
+    }
+
+    /// Datum `id` is being written whole by the host (`set_values`).
+    pub(crate) fn written_whole(&self, id: u64) {
+        if let Some(trace) = self.trace() {
+            lock(&trace.state).poisoned.cure(id);
         }
     }
 
@@ -575,6 +602,7 @@ impl Trace {
             preds: Vec::new(),
             comps: Vec::new(),
             spare_records: Vec::new(),
+            poisoned: poison::Poisoned::default(),
         };
         Trace {
             state: Mutex::new(state),
@@ -658,6 +686,21 @@ impl Trace {
         }
         let full = {
             let mut st = lock(&self.state);
+            if !st.poisoned.is_empty() {
+                // A loop reading poisoned data would compute from stale
+                // values; one writing a datum whole cures it.
+                for a in lp.args() {
+                    let whole = a.access == Access::Write
+                        && matches!(a.kind, ArgKind::Direct)
+                        && a.set.as_ref() == Some(lp.set());
+                    if whole {
+                        st.poisoned.cure(a.data_id());
+                    } else {
+                        let by = || format!("loop `{}` recorded at {location}", lp.kernel().name());
+                        st.poisoned.check(a.data_id(), a.data_name(), by)?;
+                    }
+                }
+            }
             match st.replay.on_loop(lp, || (rt.part_size(), rt.strategy())) {
                 Some(kept) => st.tape(lp, kept, location, payload),
                 None => {
@@ -811,7 +854,11 @@ impl Trace {
                 let last = group.last().expect("a group has a loop").0;
                 let kernel = group.iter().map(|(_, p)| p.kernel.name()).collect::<Vec<_>>().join("+");
                 let location = group[0].1.location.to_string();
-                failed = Some((last, left as u64, Error::Deferred { kernel, location, source: Box::new(e) }));
+                // What the loops not run would have written, and what the
+                // loops fused with the failed one wrote in part.
+                let fused_with = if group.len() > 1 { group } else { &[] };
+                let stale: Vec<u64> = fused_with.iter().chain(&taken[j..]).flat_map(|(_, p)| written(p)).collect();
+                failed = Some((last, left as u64, stale, Error::Deferred { kernel, location, source: Box::new(e) }));
                 break;
             }
             ran += loops_in(group);
@@ -855,8 +902,9 @@ impl Trace {
         }
         match failed {
             None => Ok(()),
-            Some((seq, skipped, e)) => {
-                self.discard_after(seq, skipped);
+            Some((seq, skipped, stale, e)) => {
+                let Error::Deferred { kernel, location, .. } = &e else { unreachable!("built as Deferred above") };
+                self.discard_after(seq, skipped, stale, kernel, location);
                 Err(e)
             }
         }
@@ -879,14 +927,19 @@ impl Trace {
     }
 
     /// Drops the pending loops recorded after `seq` (nothing after a
-    /// failed loop runs); `already` were taken out and not run.
-    fn discard_after(&self, seq: u64, already: u64) {
+    /// failed loop runs); `already` were taken out and not run. What they
+    /// would have written, and `stale` (what the force left unwritten or
+    /// half written), is poisoned by loop `kernel` recorded at `location`.
+    fn discard_after(&self, seq: u64, already: u64, mut stale: Vec<u64>, kernel: &str, location: &str) {
         let mut st = lock(&self.state);
         let later: Vec<u64> = st.pending.range(seq + 1..).map(|(&s, _)| s).collect();
         for s in &later {
-            st.take(*s);
+            let p = st.take(*s);
+            stale.extend(written(&p));
         }
         let taped = st.replay.tape.len();
+        stale.extend(st.replay.tape.iter().filter(|(s, _)| *s > seq).flat_map(|(_, p)| written(p)));
+        st.poisoned.add(stale, kernel, location);
         st.replay.tape.retain(|(s, _)| *s <= seq);
         let taped = (taped - st.replay.tape.len()) as u64;
         st.stats.discarded += already + later.len() as u64 + taped;
