@@ -4,7 +4,7 @@
 
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::{parse_macro_input, FnArg, Item, ItemConst, ItemFn, LitStr, Pat};
 
 use parloop_kernels::{lane_twin, translate, translate_const, ConstUse, FnKind, LaneTwin, Scalar};
@@ -175,6 +175,29 @@ fn options(attr: TokenStream2) -> syn::Result<Option<LitStr>> {
     Ok(cuda)
 }
 
+/// The span of the first call `name(...)` in `tokens`.
+fn call_span(tokens: TokenStream2, name: &str) -> Option<Span> {
+    let mut before: Option<proc_macro2::Ident> = None;
+    for tree in tokens {
+        match tree {
+            proc_macro2::TokenTree::Group(g) => {
+                if g.delimiter() == proc_macro2::Delimiter::Parenthesis {
+                    if let Some(ident) = before.as_ref().filter(|i| *i == name) {
+                        return Some(ident.span());
+                    }
+                }
+                if let Some(span) = call_span(g.stream(), name) {
+                    return Some(span);
+                }
+                before = None;
+            }
+            proc_macro2::TokenTree::Ident(i) => before = Some(i),
+            _ => before = None,
+        }
+    }
+    None
+}
+
 fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     let lints = quote! {
         // Kernels are written in the indexable subset that translates to CUDA.
@@ -199,10 +222,14 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     let vis = &func.vis;
     let name_str = name.to_string();
     let (const_deps, const_checks) = const_deps(&name_str, &consts);
+    let body = func.block.to_token_stream();
     let deps = calls
         .iter()
         .map(|c| {
-            let c = format_ident!("{}", c, span = Span::call_site());
+            // At the call, so that a helper without #[parloop::device]
+            // (no `DEVICE` beside it) is reported there, not at the attribute.
+            let span = call_span(body.clone(), c).unwrap_or_else(Span::call_site);
+            let c = format_ident!("{}", c, span = span);
             quote! { #c::DEVICE }
         })
         .chain(const_deps);
