@@ -34,9 +34,11 @@
 //! # Ok::<(), parloop::Error>(())
 //! ```
 //!
-//! Environment: `PARLOOP_BACKEND` (`auto`, `seq`, `threads`),
-//! `PARLOOP_PART_SIZE` (elements per block), `PARLOOP_PROFILE` (`1` prints a
-//! per-loop table when the runtime is dropped, `json:FILE` writes JSON).
+//! Environment: `PARLOOP_BACKEND` (`auto`, `seq`, `threads`, `emu`,
+//! `cuda`), `PARLOOP_PART_SIZE` (elements per block), `PARLOOP_PROFILE`
+//! (`1` prints a per-loop table when the runtime is dropped, `json:FILE`
+//! writes JSON), `PARLOOP_LAZY` (`1`: the lazy trace); the README's
+//! environment table lists every variable.
 
 #![warn(missing_docs)]
 

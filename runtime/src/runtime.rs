@@ -131,7 +131,8 @@ use crate::config::{self, var as env};
 
 impl Runtime {
     /// A runtime configured from the environment: `PARLOOP_BACKEND`
-    /// (`auto`, `seq`, `threads`), `PARLOOP_PART_SIZE`, `PARLOOP_PROFILE`.
+    /// (`auto`, `seq`, `threads`, `emu`, `cuda`), `PARLOOP_PART_SIZE`,
+    /// `PARLOOP_PROFILE`, `PARLOOP_LAZY` and the rest of the README's table.
     pub fn new() -> Result<Runtime> {
         let backend = match env("PARLOOP_BACKEND") {
             Some(b) => b.parse()?,

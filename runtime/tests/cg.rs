@@ -447,3 +447,29 @@ fn fused_passes_follow_the_unfused_iteration_on_every_backend() {
         }
     }
 }
+
+#[test]
+fn dirichlet_rows_need_a_consistent_start_and_say_so_otherwise() {
+    // A 1-D Laplacian with identity rows at both ends (`zero_rows`, columns
+    // kept: unsymmetric), b = 0 there but x = 1: the boundary residual is
+    // not zero and CG cannot converge; it must say so, never return an x.
+    // From x = b on those rows the same system solves (`Mat::zero_rows`).
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let n = 200;
+    let nodes = rt.set("nodes", n).unwrap();
+    let conn: Vec<i32> = (1..n).flat_map(|i| [i as i32 - 1, i as i32]).collect();
+    let a = graph_matrix(&rt, &nodes, &conn, &vec![1.0; n - 1], &vec![0.0; n]);
+    let ends = rt.subset("ends", &nodes, vec![0, n - 1]).unwrap();
+    a.zero_rows(&ends, 1.0).unwrap();
+    let mut bv = vec![1.0; n];
+    bv[0] = 0.0;
+    bv[n - 1] = 0.0;
+    let b = rt.dat("b", &nodes, 1, bv).unwrap();
+    let opts = CgOptions { rtol: 1e-10, max_iterations: 5_000, preconditioner: Preconditioner::Jacobi, atol: 0.0 };
+    let x = rt.dat("x", &nodes, 1, vec![1.0; n]).unwrap();
+    let err = cg(&rt, &a, &b, &x, &opts).unwrap_err();
+    assert!(matches!(err, Error::NotConverged { .. }), "{err}");
+    let x = rt.dat("x0", &nodes, 1, vec![0.0; n]).unwrap();
+    let report = cg(&rt, &a, &b, &x, &opts).unwrap();
+    assert!(true_relative_residual(&a, &b, &x) < 1e-9, "{report:?}");
+}

@@ -104,7 +104,8 @@ pub enum Backend {
     /// The emulated device: generated CUDA compiled by the host C++
     /// compiler, so the whole device path runs without a GPU.
     Emu,
-    /// An NVIDIA GPU through CUDA (`PARLOOP_DEVICE` picks one, default 0).
+    /// An NVIDIA GPU through CUDA (`PARLOOP_DEVICE` picks one; by default
+    /// the rank on its node modulo the GPUs there, 0 in a serial run).
     Cuda,
 }
 

@@ -170,6 +170,13 @@ impl<T: Scalar> Mat<T> {
     /// entry must be stored (an error names the first that is not; nothing
     /// changes then).
     ///
+    /// The columns stay: the matrix is no longer symmetric. CG
+    /// ([`crate::solve::cg`]) still solves it when `x` starts equal to
+    /// `b / diagonal` on these rows (their residual is then zero and stays
+    /// so; the `poisson` demo sets `b` and `x` to zero there); from another
+    /// start it does not converge ([`crate::Error::NotConverged`] after
+    /// `max_iterations`, or a breakdown).
+    ///
     /// ```
     /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
     /// # let n = rt.set("n", 2)?;
