@@ -36,7 +36,7 @@
 //! - `as` casts between the scalar types;
 //! - float methods `sqrt abs min max mul_add powi powf exp ln log10 sin cos
 //!   tan atan atan2 floor ceil round signum hypot is_nan`, integer `min max
-//!   abs`;
+//!   abs`, `len()` of arrays (a constant: the length their type states);
 //! - `f64::consts::PI` and the other `consts`, `MIN`/`MAX`/`EPSILON`/
 //!   `MIN_POSITIVE` of the scalar types;
 //! - calls of helpers by name.

@@ -1,7 +1,7 @@
 //! The kernel-language constructs finite-element kernels need compute the
 //! same on every backend as the Rust function itself: nested local arrays
 //! (rows read, filled by helpers, copied, assigned), array literals as
-//! arguments and values, local `const` tables, module-level
+//! arguments and values, local `const` tables, `len()` of arrays, module-level
 //! `#[parloop::device] const`s, and parameters of nested array type bound
 //! to dats of dim rows x cols (direct, through a map, incremented).
 //!
@@ -61,8 +61,9 @@ fn constructs(x: &[[f64; 2]; 3], out: &mut [[f64; 3]; 2], s: &mut [f64; 4]) {
     let mut k = [[0.0f64; 3]; 3];
     const W: [f64; 3] = [1.0 / 6.0; 3];
     const G: [[f64; 2]; 3] = [[-1.0, -1.0], [1.0, 0.0], [0.0, 1.0]];
-    for i in 0..3 {
-        for j in 0..3 {
+    // `len` of arrays: parameters (through `&`), locals, rows.
+    for i in 0..k.len() {
+        for j in 0..x.len() {
             k[i][j] += W[i] * (G[i][0] * x[j][0] + G[j][1] * x[i][1]);
         }
     }
@@ -86,10 +87,10 @@ fn constructs(x: &[[f64; 2]; 3], out: &mut [[f64; 3]; 2], s: &mut [f64; 4]) {
     z = [[z[1][0], 3.0], [4.0, z[0][1]]];
     s[2] = z[0][0] + 10.0 * z[1][1] + 100.0 * z[0][1];
     let mut acc = 0.0;
-    for q in 0..4 {
-        acc += WEIGHTS[q] * x[q % 3][q % 2];
+    for q in 0..s.len() {
+        acc += WEIGHTS[q] * x[q % 3][q % x[0].len()];
     }
-    s[3] = acc;
+    s[3] = acc + (out[1].len() * 10) as f64;
 }
 
 /// Nested parameters through a map: a READ of the target's 2x2 block and

@@ -389,6 +389,12 @@ impl Emit<'_> {
             let v = self.value(&m.receiver)?;
             return Ok(format!("({v} != {v})"));
         }
+        if name == "len" {
+            // An array's length, known from its type (inference checked).
+            let n =
+                self.infer.lens.get(&key(m)).copied().ok_or_else(|| error(m.span(), "`len` of an unknown array"))?;
+            return Ok(int_literal(n as u128, Scalar::Usize));
+        }
         let s = self.scalar_of(e)?;
         let recv = self.value(&m.receiver)?;
         let args: Vec<String> = m.args.iter().map(|a| self.value(a)).collect::<syn::Result<_>>()?;

@@ -364,6 +364,24 @@ impl Infer {
                 self.vars.require_float(&recv).map_err(|e| error(m.receiver.span(), e))?;
                 Ok(self.vars.known(Scalar::Bool))
             }
+            "len" => {
+                if !args.is_empty() {
+                    return arity_err(0);
+                }
+                // `x.len()` of an array parameter or local: its length, a
+                // constant (auto-dereferenced through `&`/`&mut`).
+                let mut t = recv.clone();
+                while let Ty::Ref(inner, _) = t {
+                    t = self.vars.deref(&inner);
+                }
+                match t {
+                    Ty::Array(_, n) if n != crate::types::UNKNOWN_LEN => {
+                        self.lens.insert(key(m), n);
+                        Ok(self.vars.known(Scalar::Usize))
+                    }
+                    _ => Err(error(m.span(), "`len` is supported on arrays whose length the kernel's types state")),
+                }
+            }
             "rev" | "step_by" => {
                 Err(error(m.span(), "`.rev()` and `.step_by()` are only supported on the range of a `for` loop"))
             }
@@ -372,7 +390,7 @@ impl Infer {
                 format!(
                     "method `{name}` is not supported in kernels; supported: sqrt abs min max mul_add powi powf exp \
                      ln log10 sin cos tan atan atan2 floor ceil round signum hypot is_nan (floats), min max abs \
-                     (integers)"
+                     (integers), len (arrays)"
                 ),
             )),
         }

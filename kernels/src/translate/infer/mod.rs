@@ -223,6 +223,8 @@ pub(crate) struct Infer {
     /// Binding of every path expression and `let`/`for` pattern, by address.
     pub(crate) resolved: HashMap<usize, usize>,
     pub(super) calls: Vec<String>,
+    /// The length of the array of every `.len()` call, by address.
+    pub(crate) lens: HashMap<usize, usize>,
     /// Module-level constants read, in order of first use.
     pub(crate) externals: Vec<External>,
     /// The constant each path expression naming one reads, by address.
@@ -273,6 +275,7 @@ impl Infer {
             types: HashMap::new(),
             resolved: HashMap::new(),
             calls: Vec::new(),
+            lens: HashMap::new(),
             externals: Vec::new(),
             ext_resolved: HashMap::new(),
             ext_rank: HashMap::new(),
