@@ -67,8 +67,10 @@ pub(crate) fn block_size(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
+// (`is_multiple_of` is newer than the workspace's rust-version, 1.86.)
+#[allow(clippy::manual_is_multiple_of)]
 fn block_size_ok(n: usize) -> bool {
-    (32..=1024).contains(&n) && n.is_multiple_of(32)
+    (32..=1024).contains(&n) && n % 32 == 0
 }
 
 const BLOCK_SIZES: &str = "a multiple of 32 in 32..=1024";

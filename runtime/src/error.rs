@@ -280,8 +280,8 @@ pub enum Error {
     /// WRITE argument of a loop over its set).
     #[error(
         "`{name}` may hold stale values: loops that write it were discarded when loop `{kernel}` (recorded at \
-         {location}) failed; {by} is refused until it is written whole again (set_values, or a direct WRITE loop \
-         over its set)"
+         {location}) failed; {by} is refused until it is written whole again (set_values, a direct WRITE loop \
+         over its set, or Mat::zero for a matrix)"
     )]
     Discarded {
         /// The datum.

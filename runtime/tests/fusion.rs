@@ -412,3 +412,45 @@ fn replayed_windows_run_fused_launches_too() {
         assert_eq!((off.loops_fused, off.loops_replayed), (0, stats.loops_replayed), "{backend:?}");
     }
 }
+
+mod one {
+    #[parloop::kernel]
+    pub fn bump(x: &mut f64) {
+        *x += 1.0;
+    }
+}
+
+mod two {
+    #[parloop::kernel]
+    pub fn bump(x: &mut [f64; 2]) {
+        x[0] += 2.0;
+        x[1] -= 1.0;
+    }
+}
+
+#[test]
+fn kernels_of_one_cxx_name_and_different_bodies_never_share_a_device_launch() {
+    // Two kernels named `bump` in two modules have one C++ name; a fused
+    // module holds a name once, so fusing them ran one body for both (the
+    // runtime's own vector kernels of each dim and type are such twins).
+    let go = |lazy: bool| {
+        let rt = Runtime::with_lazy(device::device_backend(), lazy).unwrap();
+        let s = rt.set("s", 300).unwrap();
+        let p = rt.dat("p", &s, 1, (0..300).map(|i| i as f64).collect()).unwrap();
+        let u = rt.dat("u", &s, 2, (0..600).map(|i| i as f64 * 0.5).collect()).unwrap();
+        let q = rt.dat("q", &s, 1, vec![2.0; 300]).unwrap();
+        rt.par_loop(one::bump::KERNEL, &s, &[p.arg(Access::RW)]).unwrap();
+        rt.par_loop(two::bump::KERNEL, &s, &[u.arg(Access::RW)]).unwrap();
+        rt.par_loop(one::bump::KERNEL, &s, &[q.arg(Access::RW)]).unwrap();
+        // All three in one force (a read of p alone would run p's loop alone).
+        rt.flush().unwrap();
+        let out = (bits(&p.values().unwrap()), bits(&u.values().unwrap()), bits(&q.values().unwrap()));
+        (out, rt.trace_stats().loops_fused)
+    };
+    let (eager, _) = go(false);
+    let (lazy, fused) = go(true);
+    assert_eq!(lazy, eager);
+    // two::bump joins no group; the two one::bump loops around it are not
+    // consecutive.
+    assert_eq!(fused, 0, "one::bump and two::bump share a launch");
+}

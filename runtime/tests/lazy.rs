@@ -326,9 +326,11 @@ fn data_a_discarded_loop_would_have_written_stay_refused_until_written_whole() {
         rt.dat("w", &s, 1, vec![2.0; 6]).unwrap(),
     );
     let g = rt.global("g", &[0.0f64]).unwrap();
+    let v = rt.dat("v", &s, 1, vec![3.0; 6]).unwrap();
     rt.par_loop(fails_at_three::KERNEL, &s, &[parloop::Arg::index(), x.arg(Access::WRITE)]).unwrap();
     // Unrelated to x: discarded all the same (nothing after a failure runs).
     rt.par_loop(scale_by_two::KERNEL, &s, &[y.arg(Access::RW)]).unwrap();
+    rt.par_loop(scale_by_two::KERNEL, &s, &[v.arg(Access::RW)]).unwrap();
     rt.par_loop(total::KERNEL, &s, &[z.arg(Access::READ), g.arg(Access::INC)]).unwrap();
     assert!(matches!(x.values(), Err(Error::Deferred { .. })));
     for err in [y.values().unwrap_err(), g.values().unwrap_err()] {
@@ -347,6 +349,12 @@ fn data_a_discarded_loop_would_have_written_stay_refused_until_written_whole() {
     ));
     assert!(matches!(y.with_values_mut(|v| v[0] = 1.0), Err(Error::Discarded { .. })));
     assert_eq!(w.values().unwrap(), vec![2.0; 6]);
+    // A refused loop cures nothing: v stays refused although the loop
+    // would have written it whole (it was cured before y's check refused
+    // the loop, and read as declared).
+    let err = rt.par_loop(square::KERNEL, &s, &[y.arg(Access::READ), v.arg(Access::WRITE)]).unwrap_err();
+    assert!(matches!(err, Error::Discarded { .. }), "{err}");
+    assert!(matches!(v.values(), Err(Error::Discarded { .. })));
     // Written whole again: a direct WRITE over its set, a host write.
     rt.par_loop(square::KERNEL, &s, &[z.arg(Access::READ), y.arg(Access::WRITE)]).unwrap();
     assert_eq!(y.values().unwrap(), vec![0.0; 6]);
@@ -524,4 +532,31 @@ fn the_first_three_wave_loops_give_the_seed_dag_with_halos() {
             ("assemble1[owned]", "bot"),
         ])
     );
+}
+
+#[parloop::kernel]
+fn unit_entry(a: &mut [f64; 1]) {
+    a[0] += 1.0;
+}
+
+#[test]
+fn a_matrix_and_the_product_refuse_stale_data_and_zero_cures_the_matrix() {
+    let rt = lazy_rt();
+    let s = rt.set("s", 6).unwrap();
+    let id = rt.map("id", &s, &s, 1, (0..6).collect()).unwrap();
+    let a = rt.mat::<f64>("A", &rt.sparsity("p", &[(&id, &id)], (1, 1)).unwrap()).unwrap();
+    let x = rt.dat("x", &s, 1, vec![0.0; 6]).unwrap();
+    let (u, y) = (rt.dat("u", &s, 1, vec![1.0; 6]).unwrap(), rt.dat("y", &s, 1, vec![0.0; 6]).unwrap());
+    rt.par_loop(fails_at_three::KERNEL, &s, &[parloop::Arg::index(), x.arg(Access::WRITE)]).unwrap();
+    rt.par_loop(unit_entry::KERNEL, &s, &[a.arg(&id, &id, Access::INC)]).unwrap();
+    rt.par_loop(scale_by_two::KERNEL, &s, &[u.arg(Access::RW)]).unwrap();
+    assert!(matches!(rt.flush(), Err(Error::Deferred { .. })));
+    assert!(matches!(a.values(), Err(Error::Discarded { .. })));
+    // The product reads u as a loop would: refused, not computed from it.
+    assert!(matches!(rt.mult(&a, &u, &y), Err(Error::Discarded { .. })));
+    u.set_values(&[1.0; 6]).unwrap();
+    a.zero().unwrap();
+    rt.par_loop(unit_entry::KERNEL, &s, &[a.arg(&id, &id, Access::INC)]).unwrap();
+    rt.mult(&a, &u, &y).unwrap();
+    assert_eq!(y.values().unwrap(), vec![1.0; 6]);
 }

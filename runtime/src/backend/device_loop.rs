@@ -311,7 +311,8 @@ pub(crate) fn build_fused<A: Borrow<Arg>>(
         let one = build(kernel, &args[range.clone()], sections, Strategy::Direct, None, shared, check)?.spec;
         let device_fn = kernel.device_fn().expect("`build` checked the translation");
         fns.push(device_fn);
-        kernel_frames = kernel_frames.saturating_add(device_fn.frame_bytes());
+        // The calls run one after another: the largest frame, not the sum.
+        kernel_frames = kernel_frames.max(device_fn.frame_bytes());
         let call = Call { kernel: one.kernel.clone(), args: range.clone(), panics: one.panics };
         match &mut spec {
             None => spec = Some(LoopSpec { fused: vec![call], ..one }),

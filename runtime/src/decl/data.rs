@@ -58,11 +58,20 @@ impl<T: Scalar, M> Stored<T, M> {
     /// `with_values_mut` is an [`Error::HostBusy`] (see `host_access`).
     #[track_caller]
     fn read(&self) -> Result<host_access::ReadGuard<'_, Vec<T>>> {
+        self.read_with(true)
+    }
+
+    /// [`Stored::read`]; `poison`: refuse a datum the lazy trace left
+    /// stale (`trace::poison`; everything but moving values between ranks).
+    #[track_caller]
+    fn read_with(&self, poison: bool) -> Result<host_access::ReadGuard<'_, Vec<T>>> {
         if let Some(t) = &self.temp {
             t.check_read(&self.name, "a host read")?;
         }
         self.link.force(self.id, false, false)?;
-        self.link.check_poison(self.id, &self.name)?;
+        if poison {
+            self.link.check_poison(self.id, &self.name)?;
+        }
         loop {
             if self.mirror.host_stale() {
                 drop(self.write("read")?);
@@ -79,8 +88,17 @@ impl<T: Scalar, M> Stored<T, M> {
     /// write mark the device copy stale. `wanted` says what for, in errors.
     #[track_caller]
     fn write(&self, wanted: &'static str) -> Result<host_access::WriteGuard<'_, Vec<T>>> {
+        self.write_with(wanted, true)
+    }
+
+    /// [`Stored::write`]; `poison` as for [`Stored::read_with`] (a write
+    /// of every value, which cures the datum, does not check).
+    #[track_caller]
+    fn write_with(&self, wanted: &'static str, poison: bool) -> Result<host_access::WriteGuard<'_, Vec<T>>> {
         self.link.force(self.id, true, false)?;
-        self.link.check_poison(self.id, &self.name)?;
+        if poison {
+            self.link.check_poison(self.id, &self.name)?;
+        }
         let mut values = host_access::write(&self.values, self.id, &self.name, wanted)?;
         if let Some(t) = &self.temp {
             t.allocate(&self.name, &mut values.guard, &self.mirror)?;
@@ -201,15 +219,35 @@ impl<T: Scalar> Dat<T> {
         Ok(r)
     }
 
+    /// Calls `f` to overwrite every value (what `f` leaves is the new
+    /// content, whatever was there): not refused when the lazy trace left
+    /// the dat stale, and the dat's values are the program's again after.
+    pub(crate) fn overwrite<R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+        self.0.link.force(self.0.id, true, true)?;
+        let mut guard = self.0.write_with("written", false)?;
+        let r = f(&mut guard.guard);
+        self.0.mirror.host_written();
+        drop(guard);
+        self.0.link.written_whole(self.0.id);
+        Ok(r)
+    }
+
+    /// An [`Error::Discarded`] when the lazy trace left this dat stale
+    /// (for library operations that lock it as a loop does).
+    pub(crate) fn check_poison(&self) -> Result<()> {
+        self.0.link.check_poison(self.0.id, &self.0.name)
+    }
+
+    /// This dat was written whole by a library operation.
+    pub(crate) fn written_whole(&self) {
+        self.0.link.written_whole(self.0.id);
+    }
+
     /// Replaces all values; the length must be `set.total() * dim`.
     #[track_caller]
     pub fn set_values(&self, values: &[T]) -> Result<()> {
         // Checked before the write: a temporary allocates its memory there.
         let expected = self.set().total() * self.dim();
-        if expected == values.len() {
-            // Written whole: its values are the program's again.
-            self.0.link.written_whole(self.0.id);
-        }
         if expected != values.len() {
             return Err(Error::WrongLength {
                 what: "dat",
@@ -219,13 +257,16 @@ impl<T: Scalar> Dat<T> {
                 detail: format!("{} entities x dim {}", self.set().total(), self.dim()),
             });
         }
-        let mut v = self.0.write("written")?;
+        // Every value is written: a datum the trace left stale is not
+        // refused, and is the program's again once written.
+        let mut v = self.0.write_with("written", false)?;
         let v = &mut v.guard;
         v.copy_from_slice(values);
         self.0.mirror.host_written();
         if let Some(t) = &self.0.temp {
             t.mark_written();
         }
+        self.0.link.written_whole(self.0.id);
         Ok(())
     }
 }
@@ -248,7 +289,7 @@ impl<T: Scalar> Redistribute for DatInner<T> {
     }
     fn keep(&self, global: &[usize]) {
         let dim = self.meta.dim;
-        let mut values = self.write("redistributed").expect("partitioning runs outside any host access");
+        let mut values = self.write_with("redistributed", false).expect("partitioning runs outside any host access");
         let values = &mut *values.guard;
         if self.temp.is_some() && values.is_empty() {
             // An unwritten temporary: nothing to keep (it allocates for
@@ -260,11 +301,11 @@ impl<T: Scalar> Redistribute for DatInner<T> {
         self.mirror.forget();
     }
     fn to_bytes(&self) -> Vec<u8> {
-        bytemuck::cast_slice(&self.read().expect("partitioning runs outside any host access").guard).to_vec()
+        bytemuck::cast_slice(&self.read_with(false).expect("partitioning runs outside any host access").guard).to_vec()
     }
     fn replace(&self, bytes: &[u8]) {
         let size = std::mem::size_of::<T>();
-        *self.write("redistributed").expect("partitioning runs outside any host access").guard =
+        *self.write_with("redistributed", false).expect("partitioning runs outside any host access").guard =
             bytes.chunks_exact(size).map(bytemuck::pod_read_unaligned).collect();
         self.mirror.forget();
     }
@@ -342,11 +383,15 @@ impl<T: Scalar> Global<T> {
             });
         }
         let bytes = bytemuck::cast_slice(values);
-        self.0.link.written_whole(self.0.id);
-        if self.0.link.record_host_write(|| self.0.clone(), self.dim(), bytes)? {
-            return Ok(());
+        if !self.0.link.record_host_write(|| self.0.clone(), self.dim(), bytes)? {
+            // Every value is written: not refused when the trace left it stale.
+            let mut v = self.0.write_with("written", false)?;
+            // (`dim` values: checked above.)
+            v.guard.copy_from_slice(values);
+            self.0.mirror.host_written();
         }
-        self.0.write_bytes(bytes)
+        self.0.link.written_whole(self.0.id);
+        Ok(())
     }
 }
 

@@ -84,6 +84,7 @@ impl Runtime {
             return self.dot(x, y);
         }
         check_product(a, x, y)?;
+        x.check_poison()?;
         let mine = self.mult_host(a, x, y, true)?;
         let mut total = [mine.to_f64()];
         self.dist.sum_over_ranks(y.set(), &mut total)?;

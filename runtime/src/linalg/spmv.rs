@@ -413,6 +413,9 @@ impl Runtime {
     pub fn mult<T: Real>(&self, a: &Mat<T>, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
         let what = a.name();
         check_product(a, x, y)?;
+        // x is locked as a loop locks it: refuse it here if the lazy trace
+        // left it stale (the matrix's values are read as a host read).
+        x.check_poison()?;
         let args = [x.arg(Access::READ), y.arg(Access::WRITE)];
         if let Some(device) = self.device() {
             // The halo first, then the product (the device's product reads
@@ -420,6 +423,7 @@ impl Runtime {
             self.dist.refresh_device(device, &format!("mult of matrix `{what}`"), &args)?;
             self.mult_on_device(device, a, x, y)?;
             self.dist.written(&args);
+            y.written_whole();
             return Ok(());
         }
         self.mult_host(a, x, y, false).map(drop)
@@ -479,6 +483,7 @@ impl Runtime {
             }
             drop(locked);
             self.dist.written(&args);
+            y.written_whole();
             Ok(sum)
         })?
     }

@@ -161,7 +161,8 @@ impl<T: Scalar> Mat<T> {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn zero(&self) -> Result<()> {
-        self.values.with_values_mut(|v| v.fill(T::default()))
+        // Every entry: a matrix the lazy trace left stale is usable again.
+        self.values.overwrite(|v| v.fill(T::default()))
     }
 
     /// Dirichlet rows: zeroes every stored entry of the rows of `rows`'

@@ -62,21 +62,73 @@ pub(super) fn candidate(p: &Pending) -> bool {
         && p.args.iter().all(|a| matches!(a.kind, ArgKind::Direct | ArgKind::Global))
 }
 
+/// What one device launch offers a fused group.
+#[derive(Clone, Copy)]
+pub(super) struct DeviceRoom {
+    /// Pointer slots (each argument takes one, each reduced global one
+    /// more for its partial results).
+    pub slots: usize,
+    /// Shared memory per thread of a block, in bytes: the staging of the
+    /// group's distinct multi-component direct dats.
+    pub shared_per_thread: usize,
+}
+
+impl DeviceRoom {
+    pub(super) fn of(device: &dyn crate::device::Device) -> DeviceRoom {
+        DeviceRoom {
+            slots: parloop_kernels::loops::MAX_PTRS,
+            shared_per_thread: device.shared_memory_per_block() / device.block_size().max(1) as usize,
+        }
+    }
+
+    /// Whether `loops` fit one launch.
+    fn fits<'a>(&self, loops: impl Iterator<Item = &'a Pending> + Clone) -> bool {
+        let slots: usize = loops
+            .clone()
+            .flat_map(|p| &p.args)
+            .map(|a| 1 + usize::from(matches!(a.kind, ArgKind::Global) && a.access != Access::Read))
+            .sum();
+        // Staged dats, once each, at 8 bytes a value (the widest type).
+        let mut staged: smallvec::SmallVec<[u64; 2 * MAX_GROUP]> = smallvec::SmallVec::new();
+        let mut bytes = 0usize;
+        for a in loops.flat_map(|p| &p.args).filter(|a| matches!(a.kind, ArgKind::Direct) && a.dim > 1) {
+            if !staged.contains(&a.id) {
+                staged.push(a.id);
+                bytes = bytes.saturating_add(8 * a.dim);
+            }
+        }
+        slots <= self.slots && bytes <= self.shared_per_thread
+    }
+}
+
+/// Whether two different device functions (kernels or helpers) that
+/// `loops` and `next` call share a C++ name: a fused module holds each
+/// name once, so they cannot share a launch (the runtime's vector kernels
+/// of another dim or type, a helper of another module).
+fn names_clash<'a>(loops: impl Iterator<Item = &'a Pending>, next: &'a Pending) -> bool {
+    fn walk(f: &'static crate::kernel::DeviceFn, seen: &mut Vec<(&'static str, usize)>) -> bool {
+        let me = (f.cname(), f as *const crate::kernel::DeviceFn as usize);
+        match seen.iter().find(|(name, _)| *name == me.0) {
+            Some(&(_, addr)) => addr != me.1,
+            None => {
+                seen.push(me);
+                f.deps().iter().any(|d| walk(d, seen))
+            }
+        }
+    }
+    let mut seen = Vec::new();
+    loops.chain(std::iter::once(next)).any(|p| p.kernel.device_fn().is_some_and(|f| walk(f, &mut seen)))
+}
+
 /// Whether `next` may join `group` (candidates over one set, in run order).
-/// `slots`: on a device, the pointer slots a launch has (each argument
-/// takes one, each reduced global one more for its partial results).
-pub(super) fn joins(group: &[(u64, Record)], next: &Pending, slots: Option<usize>) -> bool {
+/// `device`: what a device launch offers, on device backends.
+pub(super) fn joins(group: &[(u64, Record)], next: &Pending, device: Option<DeviceRoom>) -> bool {
     if group.len() >= MAX_GROUP || !candidate(next) || group[0].1.set != next.set {
         return false;
     }
-    if let Some(slots) = slots {
-        let needs = |p: &Pending| {
-            p.args
-                .iter()
-                .map(|a| 1 + usize::from(matches!(a.kind, ArgKind::Global) && a.access != Access::Read))
-                .sum::<usize>()
-        };
-        if group.iter().map(|(_, p)| needs(p)).sum::<usize>() + needs(next) > slots {
+    if let Some(room) = device {
+        let loops = group.iter().map(|(_, p)| &**p);
+        if !room.fits(loops.clone().chain(std::iter::once(next))) || names_clash(loops, next) {
             return false;
         }
     }

@@ -689,16 +689,24 @@ impl Trace {
             if !st.poisoned.is_empty() {
                 // A loop reading poisoned data would compute from stale
                 // values; one writing a datum whole cures it.
-                for a in lp.args() {
-                    let whole = a.access == Access::Write
-                        && matches!(a.kind, ArgKind::Direct)
-                        && a.set.as_ref() == Some(lp.set());
-                    if whole {
-                        st.poisoned.cure(a.data_id());
-                    } else {
-                        let by = || format!("loop `{}` recorded at {location}", lp.kernel().name());
-                        st.poisoned.check(a.data_id(), a.data_name(), by)?;
-                    }
+                // A direct WRITE over the dat's set, or a global's host
+                // write (`set_values`, recorded as a WRITE), writes it whole.
+                let whole = |a: &crate::arg::Arg| {
+                    a.access == Access::Write
+                        && match a.kind {
+                            ArgKind::Direct => a.set.as_ref() == Some(lp.set()),
+                            ArgKind::Global => true,
+                            _ => false,
+                        }
+                };
+                // Every argument checked before any is cured: a refused
+                // loop cures nothing.
+                for a in lp.args().iter().filter(|a| !whole(a)) {
+                    let by = || format!("loop `{}` recorded at {location}", lp.kernel().name());
+                    st.poisoned.check(a.data_id(), a.data_name(), by)?;
+                }
+                for a in lp.args().iter().filter(|a| whole(a)) {
+                    st.poisoned.cure(a.data_id());
                 }
             }
             match st.replay.on_loop(lp, || (rt.part_size(), rt.strategy())) {
@@ -813,8 +821,8 @@ impl Trace {
         let mut ran = 0u64;
         let mut fused = 0u64;
         let fuses = rt.fuses();
-        // A device launch has this many pointer slots for a group.
-        let slots = rt.device().map(|_| parloop_kernels::loops::MAX_PTRS);
+        // What a device launch offers a group.
+        let room = rt.device().map(|d| fuse::DeviceRoom::of(d.as_ref()));
         let mut left = taken.len();
         let mut args = Vec::new();
         // Groups are runs of `taken`, in place (no moves of the records).
@@ -822,7 +830,7 @@ impl Trace {
         while i < taken.len() {
             let mut j = i + 1;
             if fuses && fuse::candidate(&taken[i].1) {
-                while j < taken.len() && fuse::joins(&taken[i..j], &taken[j].1, slots) {
+                while j < taken.len() && fuse::joins(&taken[i..j], &taken[j].1, room) {
                     j += 1;
                 }
             }
