@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use parloop::{Dat, Error, Map, Runtime, Set, Subset};
 
+use crate::generate::{collect_in, reserve};
 use crate::{EntityKind, Group, Mesh};
 
 /// A mesh's sets, maps and coordinates on a [`Runtime`], from
@@ -104,11 +105,7 @@ impl Mesh {
         let facet_vertices = rt.map(&name("facet_vertices"), &facets, &vertices, d, to_i32(&self.facets, "facets")?)?;
         let facet_cells =
             rt.map(&name("facet_cells"), &facets, &cells, 1, to_i32(&self.facet_cells, "facet_cells")?)?;
-        let mut coords = Vec::new();
-        coords.try_reserve_exact(self.coords.len()).map_err(|_| Error::OutOfMemory {
-            what: format!("a copy of the mesh's coordinates for dat `{}`", name("coords")),
-            bytes: self.coords.len().saturating_mul(8),
-        })?;
+        let mut coords = reserve(prefix, "a copy of the coordinates", self.coords.len())?;
         coords.extend_from_slice(&self.coords);
         let coords = rt.dat(&name("coords"), &vertices, d, coords)?;
         let mut subsets = Vec::with_capacity(self.groups.len());
@@ -139,12 +136,8 @@ impl Mesh {
                 sub.push_str(&format!("#{}", *earlier + 1));
             }
             *earlier += 1;
-            let mut entities = Vec::new();
-            entities.try_reserve_exact(g.entities.len()).map_err(|_| Error::OutOfMemory {
-                what: format!("the entities of subset `{sub}`"),
-                bytes: g.entities.len().saturating_mul(8),
-            })?;
-            entities.extend(g.entities.iter().map(|&e| e as usize));
+            let entities =
+                collect_in(prefix, &format!("the entities of subset `{sub}`"), g.entities.iter().map(|&e| e as usize))?;
             subsets.push(rt.subset(&sub, set, entities)?);
         }
         Ok(DeclaredMesh {
@@ -221,11 +214,7 @@ impl Mesh {
 
 /// Entity numbers as parloop map values (`i32`).
 fn to_i32(values: &[u32], array: &str) -> Result<Vec<i32>, Error> {
-    let mut out = Vec::new();
-    out.try_reserve_exact(values.len()).map_err(|_| Error::OutOfMemory {
-        what: format!("mesh array `{array}` as i32 map values"),
-        bytes: values.len().saturating_mul(4),
-    })?;
+    let mut out = reserve("declared", &format!("array `{array}` as i32 map values"), values.len())?;
     for &v in values {
         out.push(i32::try_from(v).map_err(|_| Error::SizeOverflow {
             what: "map",

@@ -327,7 +327,7 @@ fn checked_count(name: &str, what: &str, factors: &[usize]) -> Result<usize, Err
 }
 
 /// An empty vector with room for `len` values, or [`Error::OutOfMemory`].
-fn reserve<T>(name: &str, what: &str, len: usize) -> Result<Vec<T>, Error> {
+pub(crate) fn reserve<T>(name: &str, what: &str, len: usize) -> Result<Vec<T>, Error> {
     let mut v = Vec::new();
     let bytes = len.saturating_mul(std::mem::size_of::<T>());
     v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory { what: format!("mesh `{name}`: {what}"), bytes })?;
@@ -335,7 +335,7 @@ fn reserve<T>(name: &str, what: &str, len: usize) -> Result<Vec<T>, Error> {
 }
 
 /// The values of `values`, in a vector allocated fallibly.
-fn collect_in<T>(name: &str, what: &str, values: impl ExactSizeIterator<Item = T>) -> Result<Vec<T>, Error> {
+pub(crate) fn collect_in<T>(name: &str, what: &str, values: impl ExactSizeIterator<Item = T>) -> Result<Vec<T>, Error> {
     let mut v = reserve(name, what, values.len())?;
     v.extend(values);
     Ok(v)

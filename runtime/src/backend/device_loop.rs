@@ -270,8 +270,7 @@ pub(crate) fn prepare(
 ) -> Result<DeviceLoop> {
     let built = build(kernel, args, sections, strategy, part_size, device.shared_memory_per_block(), device.checked())?;
     let kernel_frames = kernel.device_fn().map_or(0, |d| d.frame_bytes());
-    let args: Vec<&Arg> = args.iter().collect();
-    load(device, kernel.name(), built, kernel_frames, &args, sections)
+    load(device, kernel.name(), built, kernel_frames, args, sections)
 }
 
 /// Prepares direct loops over the same `sections` as one launch (the lazy
@@ -290,8 +289,7 @@ pub(crate) fn prepare_fused<A: Borrow<Arg>>(
 ) -> Result<DeviceLoop> {
     let (built, kernel_frames) =
         build_fused(name, loops, args, sections, device.shared_memory_per_block(), device.checked())?;
-    let args: Vec<&Arg> = args.iter().map(Borrow::borrow).collect();
-    load(device, name, built, kernel_frames, &args, sections)
+    load(device, name, built, kernel_frames, args, sections)
 }
 
 /// [`build`] for a fused launch (see [`prepare_fused`]); also returns the
@@ -345,12 +343,12 @@ pub(crate) fn build_fused<A: Borrow<Arg>>(
 /// Compiles a built loop (`name` for messages), sizes its threads' stacks
 /// and shared memory, uploads its plan and lays out its launches and
 /// reduction partials. `kernel_frames`: the locals of the kernels it calls.
-fn load(
+fn load<A: Borrow<Arg>>(
     device: &Arc<dyn Device>,
     name: &str,
     built: Built,
     kernel_frames: usize,
-    args: &[&Arg],
+    args: &[A],
     sections: &[usize],
 ) -> Result<DeviceLoop> {
     let block = device.block_size();
@@ -475,7 +473,7 @@ fn load(
     let counted = launches.iter().filter(|l| l.section < EXEC_SECTION).map(|l| i64::from(l.grid)).sum();
     let mut partials = Vec::new();
     for &(a, slot) in &generated.layout.partials {
-        let bytes = (base.max(1) as usize) * args[a].bytes_per_entity();
+        let bytes = (base.max(1) as usize) * args[a].borrow().bytes_per_entity();
         partials.push((slot, device.alloc(bytes)?));
     }
     let panics = spec.may_panic();
