@@ -3,7 +3,7 @@
 # machine with the CUDA driver and toolkit and no Rust. Results go to $OUT
 # (default: out/ beside this script).
 #
-#   run.sh [--dry-run] [--keep-going] [--steps tests,sanitizer,timings,profile]
+#   run.sh [--dry-run] [--keep-going] [--steps tests,sanitizer,timings,demos,profile]
 #
 # Steps, in order (the first failure stops the run, with a summary, unless
 # --keep-going):
@@ -15,6 +15,10 @@
 #   timings    device query and copy bandwidth; airfoil ($GRID, default
 #              400,600; $ITERATIONS, default 1000) with each strategy and
 #              auto, residuals against the reference; report.md
+#   demos      wave and poisson (CG) on cuda and on threads (all cores),
+#              airfoil on threads, and the CuPy peer of CG (cupy_cg.py)
+#              where CuPy imports; $DEMO_N (default 125) is the unit cube's
+#              cells per side for the CG timings
 #   profile    NVTX ranges around the kernels: nsys where present, else ncu
 #              (--nvtx, kernels renamed after their innermost range)
 # --dry-run lists the commands without running anything.
@@ -23,7 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/out}
 dry=0
 keep_going=0
-steps=tests,sanitizer,timings,profile
+steps=tests,sanitizer,timings,demos,profile
 usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
     case $1 in
@@ -107,7 +111,7 @@ for line in "${tests[@]}"; do
         missing=1
     fi
 done
-for b in airfoil parloop-device report.py; do
+for b in airfoil wave poisson parloop-device report.py; do
     [ -e "$here/$b" ] || { echo "run.sh: $b is missing" >&2; missing=1; }
 done
 ((missing == 0)) || exit 1
@@ -166,6 +170,24 @@ if want timings; then
         failed+=("airfoil residuals")
         echo "FAILED: residuals differ from the reference (see $out/report.md)" >&2
         [ "$keep_going" = 1 ] || { summary; exit 1; }
+    fi
+fi
+
+if want demos; then
+    n=${DEMO_N:-125}
+    for b in cuda threads; do
+        x "wave 100 x 100, 10000 steps, $b" "$out/wave-100-$b.txt" "$here/wave" --backend $b --quiet
+        x "wave 500 x 500, 2000 steps, $b" "$out/wave-500-$b.txt" \
+            "$here/wave" --backend $b --mesh-size 500 --steps 2000 --quiet
+        x "poisson unit cube $n, $b" "$out/poisson-$n-$b.txt" \
+            "$here/poisson" --backend $b --dim 3 --mesh-size "$n" --quiet
+    done
+    x "airfoil $grid x $iterations, threads" "$out/threads-airfoil.txt" \
+        "$here/airfoil" --backend threads --grid-size "$grid" --iterations "$iterations" --precise --quiet
+    if [ "$dry" = 1 ] || python3 -c 'import cupy' 2>/dev/null; then
+        x "cupy cg $n" "$out/cupy-cg-$n.txt" python3 "$here/cupy_cg.py" "$n"
+    else
+        ran+=("skip      cupy cg (no cupy)")
     fi
 fi
 

@@ -369,3 +369,20 @@ fn cli_help_runs_errors_and_output() {
     let stdout = String::from_utf8_lossy(&ok.stdout);
     assert!(ok.status.success() && stdout.contains("projection: unit_cube(3, 3, 3)"), "{stdout}");
 }
+
+/// `PARLOOP_PROFILE=1` prints the table of the runtime that ran the loops
+/// and no other: the runtime that only asks for the rank printed an empty
+/// table first (and, with `json:FILE`, wrote the file the real one then
+/// had to overwrite).
+#[test]
+fn cli_profile_shows_one_table() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_poisson"))
+        .args(["--mesh-size", "6", "--backend", "seq", "--quiet"])
+        .env("PARLOOP_PROFILE", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.matches("parloop profile (").count(), 1, "{err}");
+    assert!(err.contains("stiffness"), "{err}");
+}

@@ -88,6 +88,34 @@ fn collect_pairs(args: &[IndirectArg]) -> (Vec<PairInfo>, Vec<Vec<usize>>, Vec<u
     (pairs, columns, arg_pair)
 }
 
+/// The elements per block a staged plan of `args` gets by default, at most
+/// `max`: as many as `shared_memory_bytes` stages (a multiple of 32, a warp,
+/// when at least 32 fit). Devices pass their threads per block as `max`, so
+/// that each thread has one element: larger blocks make the threads walk
+/// several elements colour by colour, and on an H100 the airfoil's staged
+/// iteration took 1.04 ms with the budget's blocks against 0.65 ms with
+/// 256-element ones (2026-11-24, docs/PERFORMANCE.md).
+///
+/// ```
+/// use parloop_planner::{staged_part_size, Columns, IndirectArg};
+/// let map = [0, 1, 1, 2];
+/// let arg = IndirectArg { map: &map, arity: 2, to_size: 3, columns: Columns::All,
+///                         map_id: 1, dat_id: 2, bytes_per_entity: 32, conflicts: true };
+/// // 64 bytes staged per element: 768 fit in 48 KiB, capped at 256.
+/// assert_eq!(staged_part_size(&[arg], 48 * 1024, 256), 256);
+/// assert_eq!(staged_part_size(&[arg], 4 * 1024, 256), 64);
+/// ```
+pub fn staged_part_size(args: &[IndirectArg], shared_memory_bytes: usize, max: usize) -> usize {
+    let (pairs, columns, _) = collect_pairs(args);
+    let fit = default_part_size(shared_memory_bytes, staged_bytes_per_element(&pairs, &columns));
+    let capped = fit.min(max.max(1));
+    if capped >= 32 {
+        capped / 32 * 32
+    } else {
+        capped
+    }
+}
+
 /// Elements per block: the request's, or as many as the budget stages.
 fn part_size(request: &PlanRequest, pairs: &[PairInfo], pair_columns: &[Vec<usize>]) -> usize {
     let per_element = staged_bytes_per_element(pairs, pair_columns);

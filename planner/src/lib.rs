@@ -37,7 +37,7 @@ mod colour;
 mod plan;
 mod rcm;
 
-pub use build::{build_plan, colouring_key};
+pub use build::{build_plan, colouring_key, staged_part_size};
 pub use bytes::{min_bytes, ByteArg, ByteArgKind};
 pub use plan::{Block, ColouringKey, Columns, IndirectArg, Plan, PlanError, PlanRequest, Stage};
 pub use rcm::{bandwidth, rcm_order};

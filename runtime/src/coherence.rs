@@ -124,6 +124,21 @@ impl MirrorSlot {
         *crate::sync::lock(&self.mirror) = Some(mirror);
     }
 
+    /// Whether a device copy exists (a temporary may have one and no host
+    /// values yet: `decl::temporary`).
+    pub fn holds_buffer(&self) -> bool {
+        crate::sync::lock(&self.mirror).is_some()
+    }
+
+    /// Gives the values a device copy of `bytes` and no host copy (a
+    /// temporary written on the device first: its contents are not values
+    /// until a loop writes them, so nothing is uploaded).
+    pub fn allocate_on_device(&self, device: &Arc<dyn Device>, bytes: usize) -> Result<()> {
+        let buf = device.alloc(bytes)?;
+        *crate::sync::lock(&self.mirror) = Some(Mirror { device: device.clone(), buf, state: State::InSync });
+        Ok(())
+    }
+
     /// Records a host write.
     pub fn host_written(&self) {
         if let Some(m) = crate::sync::lock(&self.mirror).as_mut() {

@@ -126,10 +126,50 @@ pub(crate) struct LoopPlan {
     /// Minimum bytes one execution moves.
     pub bytes: u64,
     /// The loop prepared for the runtime's device, once per candidate
-    /// strategy (one unless the strategy is automatic).
-    pub device: Vec<DeviceLoop>,
+    /// strategy (one unless the strategy is automatic; see
+    /// [`DeviceCandidate`]).
+    pub device: Vec<DeviceCandidate>,
     /// Automatic strategy: time of each candidate's trial, and the choice.
     pub auto: std::sync::Mutex<crate::strategy::AutoChoice>,
+}
+
+/// One candidate strategy of a device loop, prepared (plan, generated
+/// code, module) when it first runs: the first candidate with the plan,
+/// so that a loop no strategy can run fails there, the others at their
+/// trials. A loop that runs once (an assembly, a setup pass over 12
+/// million cells) builds one plan, not four.
+#[derive(Debug)]
+pub(crate) struct DeviceCandidate {
+    pub strategy: crate::strategy::Strategy,
+    prepared: std::sync::OnceLock<DeviceLoop>,
+}
+
+impl DeviceCandidate {
+    /// A candidate not prepared yet.
+    pub fn new(strategy: crate::strategy::Strategy) -> DeviceCandidate {
+        DeviceCandidate { strategy, prepared: std::sync::OnceLock::new() }
+    }
+
+    /// A candidate prepared already.
+    pub fn prepared(loop_: DeviceLoop) -> DeviceCandidate {
+        DeviceCandidate { strategy: loop_.strategy(), prepared: std::sync::OnceLock::from(loop_) }
+    }
+
+    /// The prepared loop, preparing it with `prepare` on first use; the
+    /// time preparing took (zero when it was ready).
+    pub fn get_or_prepare(
+        &self,
+        prepare: impl FnOnce(crate::strategy::Strategy) -> crate::error::Result<DeviceLoop>,
+    ) -> crate::error::Result<(&DeviceLoop, std::time::Duration)> {
+        if let Some(d) = self.prepared.get() {
+            return Ok((d, std::time::Duration::ZERO));
+        }
+        let start = std::time::Instant::now();
+        let d = prepare(self.strategy)?;
+        // Two threads may prepare at once: either result serves.
+        let _ = self.prepared.set(d);
+        Ok((self.prepared.get().expect("set above"), start.elapsed()))
+    }
 }
 
 impl std::fmt::Debug for DeviceLoop {

@@ -29,6 +29,8 @@ use crate::types::Access;
 pub(crate) struct Ran {
     pub elapsed: Duration,
     pub halo: HaloTraffic,
+    /// Time preparing a device candidate at its first run (planning).
+    pub prepared: Duration,
 }
 
 /// Runs `lp` on a host backend (`Seq` or `Threads`) with its cached plan.
@@ -114,7 +116,7 @@ pub(crate) fn on_host(
                     table.complete();
                 }
             }
-            Ok(Ran { elapsed, halo })
+            Ok(Ran { elapsed, halo, prepared: Duration::ZERO })
         }
     }
 }
@@ -152,19 +154,24 @@ pub(crate) fn on_device(
     profiled: bool,
     lp: &ParLoop,
     sections: &LoopSections,
+    part_size: Option<usize>,
 ) -> Result<Ran> {
     let n = plan.device.len();
     let (k, trial) = {
         let auto = lock(&plan.auto);
         (auto.next(n), n > 1 && auto.chosen.is_none())
     };
+    // Before the timing starts: preparing is planning, not the trial's time.
+    let (prepared, prepare_time) = plan.device[k].get_or_prepare(|strategy| {
+        crate::backend::device_loop::prepare(device, lp.kernel(), lp.args(), &sections.sizes(), strategy, part_size)
+    })?;
     let before = if trial || profiled { Some(device.record_event()?) } else { None };
     let start = Instant::now();
     let mut halo = HaloTraffic::default();
     // A rank with no elements still takes part in a distributed loop's
     // exchanges and reductions.
     if sections.executed() > 0 || dist.collective() {
-        halo = launch(device, dist, &plan.device[k], lp, sections.exec_halo)?;
+        halo = launch(device, dist, prepared, lp, sections.exec_halo)?;
     }
     let elapsed = match before {
         Some(before) => Duration::from_secs_f64(device.elapsed(&before, &device.record_event()?)?),
@@ -173,7 +180,7 @@ pub(crate) fn on_device(
     if trial {
         lock(&plan.auto).record(k, elapsed.as_secs_f64(), n);
     }
-    Ok(Ran { elapsed, halo })
+    Ok(Ran { elapsed, halo, prepared: prepare_time })
 }
 
 /// The launches of one device loop, between the distribution's steps.

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::names::{Names, Namespace};
 use crate::par_loop::ParLoop;
-use crate::plan_cache::{LoopKey, LoopPlan, PlanCache};
+use crate::plan_cache::{DeviceCandidate, LoopKey, LoopPlan, PlanCache};
 use crate::profile::{self, LoopReport, Profile, Range};
 use crate::run;
 use crate::strategy;
@@ -545,6 +545,33 @@ impl Runtime {
         }
     }
 
+    /// Runs every recorded loop, then waits until the device has finished
+    /// all the work queued on it: device loops return once launched, so a
+    /// timing of device work reads its clock after this. On host backends
+    /// loops finish before they return, and this is [`Runtime::flush`].
+    ///
+    /// ```
+    /// # use parloop::{Access, Backend, Runtime};
+    /// #[parloop::kernel] fn one(x: &mut f64) { *x = 1.0; }
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let s = rt.set("s", 8)?;
+    /// let x = rt.dat("x", &s, 1, vec![0.0; 8])?;
+    /// let start = std::time::Instant::now();
+    /// rt.par_loop(one::KERNEL, &s, &[x.arg(Access::WRITE)])?;
+    /// rt.synchronize()?; // the loop has run wherever it runs
+    /// let seconds = start.elapsed().as_secs_f64();
+    /// assert!(seconds >= 0.0);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn synchronize(&self) -> Result<()> {
+        self.flush()?;
+        match &self.device {
+            Some(device) => device.synchronize(),
+            None => Ok(()),
+        }
+    }
+
     /// Flushes where no error can be returned: it surfaces at the next
     /// forcing point instead.
     #[track_caller]
@@ -711,12 +738,12 @@ impl Runtime {
         let ran = match &self.device {
             Some(device) => {
                 let profiled = self.profile_output != ProfileOutput::None;
-                run::on_device(device, self.dist.as_ref(), &plan, profiled, lp, &sections)?
+                run::on_device(device, self.dist.as_ref(), &plan, profiled, lp, &sections, self.part_size())?
             }
             None => run::on_host(self.backend, self.simd(), self.dist.as_ref(), &plan, lp, &sections)?,
         };
         let mut profile = lock(&self.profile);
-        profile.record((kernel.name(), lp.tags()), ran.elapsed, plan_time, plan.bytes);
+        profile.record((kernel.name(), lp.tags()), ran.elapsed, plan_time + ran.prepared, plan.bytes);
         profile.record_halo((kernel.name(), lp.tags()), ran.halo);
         Ok(())
     }
@@ -800,10 +827,12 @@ impl Runtime {
             .collect();
         let bytes = min_bytes(executed, &byte_args);
         let device = match &self.device {
-            Some(dev) => strategy::candidates(args, strategy, self.deterministic)
-                .into_iter()
-                .map(|s| device_loop::prepare(dev, kernel, args, sections, s, self.part_size()))
-                .collect::<Result<Vec<_>>>()?,
+            Some(dev) => {
+                let mut candidates = strategy::candidates(args, strategy, self.deterministic).into_iter();
+                let first = candidates.next().expect("at least one candidate");
+                let first = device_loop::prepare(dev, kernel, args, sections, first, self.part_size())?;
+                std::iter::once(DeviceCandidate::prepared(first)).chain(candidates.map(DeviceCandidate::new)).collect()
+            }
             None => Vec::new(),
         };
         let entry = Arc::new(LoopPlan { plan, bytes, device, auto: Default::default() });
@@ -844,12 +873,14 @@ impl Runtime {
 
     /// The CUDA C++ module a device runs for `lp` with `strategy` (the
     /// kernel's translation, then the generated loop entries), with the
-    /// shared-memory budget of an H100/H200-class GPU's default 48 KiB. For
-    /// inspection and for checking with NVRTC; no device is needed.
+    /// shared-memory budget of an H100/H200-class GPU's default 48 KiB and
+    /// 256 threads per block. For inspection and for checking with NVRTC;
+    /// no device is needed.
     pub fn cuda_loop_source(&self, lp: &ParLoop, strategy: Strategy) -> Result<String> {
         let sections = lp.sections().sizes();
         let strategy = strategy::choose(lp.args(), Some(strategy));
-        Ok(device_loop::build(lp.kernel(), lp.args(), &sections, strategy, self.part_size(), 48 * 1024, false)?.source)
+        let target = device_loop::Target { shared: 48 * 1024, block: 256, check: false };
+        Ok(device_loop::build(lp.kernel(), lp.args(), &sections, strategy, self.part_size(), target)?.source)
     }
 
     /// Number of loop shapes in the plan cache.
@@ -924,8 +955,12 @@ impl Drop for Runtime {
                 eprintln!("parloop: a recorded loop failed when the runtime was dropped: {e}");
             }
         }
+        // A runtime that ran no loop (a helper asked for its rank, say)
+        // prints nothing, and leaves a profile file to the runtime that did.
+        let ran_loops = || !lock(&self.profile).reports().is_empty();
         match &self.profile_output {
             ProfileOutput::None => {}
+            _ if !ran_loops() => {}
             ProfileOutput::Table => eprint!("parloop profile ({} backend)\n{}", self.backend, self.report_table()),
             ProfileOutput::Json(path) => {
                 if let Err(e) = std::fs::write(path, self.report_json()) {

@@ -56,8 +56,9 @@ impl Default for CgOptions {
     }
 }
 
-/// How a solve went.
-#[derive(Clone, Debug, PartialEq)]
+/// How a solve went. Two reports are equal when their solves went alike:
+/// [`CgReport::iteration_seconds`], a timing, is not compared.
+#[derive(Clone, Debug)]
 pub struct CgReport {
     /// Iterations run (products with the matrix inside the iteration; the
     /// initial and final residual checks are not counted).
@@ -76,6 +77,33 @@ pub struct CgReport {
     /// Times the iteration restarted from the true residual because the
     /// updated one had drifted below the tolerance without it.
     pub restarts: usize,
+    /// Wall seconds in the iterations: their products, vector updates and
+    /// the host's reads of their sums, not the set-up before (work
+    /// vectors, the preconditioner, the first residual) or the final
+    /// check. `iteration_seconds / iterations` is the time an iteration
+    /// takes, on a device too (each iteration waits for its sums).
+    pub iteration_seconds: f64,
+}
+
+impl PartialEq for CgReport {
+    fn eq(&self, other: &CgReport) -> bool {
+        // Exhaustive, so that a new field is compared or left out here on purpose.
+        let CgReport {
+            iterations,
+            residual_history,
+            relative_residual,
+            rhs_norm,
+            converged,
+            restarts,
+            iteration_seconds: _,
+        } = self;
+        *iterations == other.iterations
+            && *residual_history == other.residual_history
+            && *relative_residual == other.relative_residual
+            && *rhs_norm == other.rhs_norm
+            && *converged == other.converged
+            && *restarts == other.restarts
+    }
 }
 
 /// Why [`cg`] stopped without a solution (in [`Error::NotConverged`]).
@@ -230,6 +258,7 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
         rhs_norm: 0.0,
         converged: false,
         restarts: 0,
+        iteration_seconds: 0.0,
     };
     let fail = |failure: SolveFailure, mut report: CgReport, rnorm: f64| {
         report.relative_residual = if report.rhs_norm > 0.0 { rnorm / report.rhs_norm } else { rnorm };
@@ -301,6 +330,7 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
         if rz_f <= 0.0 {
             return Err(fail(SolveFailure::Breakdown { quantity: "r . z", value: rz_f }, report, rnorm));
         }
+        let started = std::time::Instant::now();
         // p = z + beta p (p = z after a (re)start).
         let beta = if fresh { None } else { Some(rz_new / rz) };
         rt.cg_direction(&r, dinv, beta, &p)?;
@@ -320,6 +350,7 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
         let (rz_next, rr) = rt.cg_update(alpha, &p, &q, x, &r, dinv)?;
         rz_new = rz_next;
         rnorm = rr.to_f64().sqrt();
+        report.iteration_seconds += started.elapsed().as_secs_f64();
         report.iterations += 1;
         report.residual_history.push(rnorm);
     }
@@ -346,6 +377,7 @@ fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
             rhs_norm: f64::NAN,
             converged: false,
             restarts: 0,
+            iteration_seconds: 0.0,
         };
         return Err(Error::NotConverged {
             solver: "cg",

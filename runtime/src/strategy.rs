@@ -48,13 +48,15 @@ fn indirect_writes(args: &[Arg]) -> (bool, bool) {
 /// The strategies worth trying for a loop: `Direct` without indirect
 /// writes; the requested one when given (or `Staged` when it would be
 /// incorrect); otherwise every correct one, deterministic ones first, only
-/// those when `deterministic`.
+/// those when `deterministic`. `GlobalColour` leads: its plan (a colouring)
+/// is the cheapest deterministic one to build, and a loop that runs once
+/// builds only its first candidate's (`plan_cache::DeviceCandidate`).
 pub(crate) fn candidates(args: &[Arg], requested: Option<Strategy>, deterministic: bool) -> Vec<Strategy> {
     let (writes, mapped_overwrite) = indirect_writes(args);
     if requested.is_some() || !writes {
         return vec![choose(args, requested)];
     }
-    let mut all = vec![Strategy::Staged, Strategy::GlobalColour];
+    let mut all = vec![Strategy::GlobalColour, Strategy::Staged];
     if !deterministic && !mapped_overwrite {
         all.extend([Strategy::StagedAtomic, Strategy::Atomic]);
     }

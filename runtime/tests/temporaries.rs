@@ -228,3 +228,41 @@ fn a_temporary_too_large_for_memory_is_an_error_when_first_written() {
         );
     }
 }
+
+#[parloop::kernel]
+fn twice(src: &f64, dst: &mut f64) {
+    *dst = 2.0 * *src;
+}
+
+/// On a device a temporary first written by a device loop has device
+/// memory alone; the host copy is made when the host reads or writes it,
+/// and a pooled device-only buffer serves a temporary the host writes first.
+#[test]
+fn a_device_only_temporary_reads_back_takes_host_writes_and_is_pooled() {
+    let rt = Runtime::with_backend(device::device_backend()).unwrap();
+    let m = mesh(&rt, 300);
+    let src = rt.dat("src", &m.nodes, 1, (0..300).map(|i| i as f64).collect()).unwrap();
+    let expect: Vec<f64> = (0..300).map(|i| 2.0 * i as f64).collect();
+    let t: Dat<f64> = rt.temporary("t", &m.nodes, 1).unwrap();
+    rt.par_loop(twice::KERNEL, &m.nodes, &[src.arg(Access::READ), t.arg(Access::WRITE)]).unwrap();
+    // A device loop reading it, then the host.
+    let u = rt.dat("u", &m.nodes, 1, vec![0.0; 300]).unwrap();
+    rt.par_loop(twice::KERNEL, &m.nodes, &[t.arg(Access::READ), u.arg(Access::WRITE)]).unwrap();
+    assert_eq!(t.values().unwrap(), expect);
+    assert_eq!(u.values().unwrap(), expect.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
+    // A host write, then a device loop reads the host's values.
+    t.set_values(&vec![1.5; 300]).unwrap();
+    rt.par_loop(twice::KERNEL, &m.nodes, &[t.arg(Access::READ), u.arg(Access::WRITE)]).unwrap();
+    assert_eq!(u.values().unwrap(), vec![3.0; 300]);
+    drop(t);
+    // Device memory alone, released, then taken by one the host writes first.
+    let a: Dat<f64> = rt.temporary("a", &m.nodes, 1).unwrap();
+    rt.par_loop(twice::KERNEL, &m.nodes, &[src.arg(Access::READ), a.arg(Access::WRITE)]).unwrap();
+    drop(a);
+    let b: Dat<f64> = rt.temporary("b", &m.nodes, 1).unwrap();
+    b.set_values(&vec![-1.0; 300]).unwrap();
+    rt.par_loop(twice::KERNEL, &m.nodes, &[b.arg(Access::READ), u.arg(Access::WRITE)]).unwrap();
+    assert_eq!(u.values().unwrap(), vec![-2.0; 300]);
+    assert_eq!(b.values().unwrap(), vec![-1.0; 300]);
+    assert_eq!(rt.trace_stats().temporaries_reused, 2);
+}

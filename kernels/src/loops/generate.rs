@@ -361,10 +361,32 @@ fn coalesced_body(spec: &LoopSpec, coalesced: &[usize], w: &mut Writer) {
         "for (long long base = prm.val[{s}] + (long long)blockIdx.x * blockDim.x; base < prm.val[{e}]; base += (long long)blockDim.x * gridDim.x) {{"
     ));
     w.line(format!("const int n = (int)(prm.val[{e}] - base < (long long)blockDim.x ? prm.val[{e}] - base : (long long)blockDim.x);"));
+    // A full block (every block but the last) loads every word of every
+    // staged dat into registers before storing any into shared memory, so
+    // that all of a thread's loads are in flight at once: a load-store loop
+    // has one at a time, which left the H100's copy bandwidth half used.
+    w.open("if (n == (int)blockDim.x) {");
+    for &a in coalesced {
+        let arg = &spec.args[a];
+        w.line(format!("{} r{a}[{}];", ctype(arg.elem), arg.dim));
+    }
+    for &a in coalesced {
+        let dim = spec.args[a].dim;
+        w.line(format!(
+            "PL_UNROLL for (int j = 0; j < {dim}; ++j) r{a}[j] = d{a}[base * {dim} + threadIdx.x + j * blockDim.x];"
+        ));
+    }
+    for &a in coalesced {
+        let dim = spec.args[a].dim;
+        w.line(format!("PL_UNROLL for (int j = 0; j < {dim}; ++j) c{a}[threadIdx.x + j * blockDim.x] = r{a}[j];"));
+    }
+    w.close();
+    w.open("else {");
     for &a in coalesced {
         let dim = spec.args[a].dim;
         w.line(format!("for (int k = threadIdx.x; k < n * {dim}; k += blockDim.x) c{a}[k] = d{a}[base * {dim} + k];"));
     }
+    w.close();
     w.line("__syncthreads();");
     w.open("if ((int)threadIdx.x < n) {");
     // `e` for whatever is not staged here (scalar direct dats, maps).
@@ -390,7 +412,10 @@ fn coalesced_body(spec: &LoopSpec, coalesced: &[usize], w: &mut Writer) {
         if written {
             let dim = arg.dim;
             w.line(format!(
-                "for (int k = threadIdx.x; k < n * {dim}; k += blockDim.x) d{a}[base * {dim} + k] = c{a}[k];"
+                "if (n == (int)blockDim.x) {{ PL_UNROLL for (int j = 0; j < {dim}; ++j) d{a}[base * {dim} + threadIdx.x + j * blockDim.x] = c{a}[threadIdx.x + j * blockDim.x]; }}"
+            ));
+            w.line(format!(
+                "else {{ for (int k = threadIdx.x; k < n * {dim}; k += blockDim.x) d{a}[base * {dim} + k] = c{a}[k]; }}"
             ));
         }
     }
@@ -756,6 +781,17 @@ mod tests {
         let mut spec = fused_pair();
         spec.strategy = Strategy::Staged;
         assert!(generate(&spec).unwrap_err().contains("direct loops only"));
+    }
+
+    /// A full block's thread loads every word of a coalesced dat before it
+    /// stores any into shared memory (all its loads in flight at once).
+    #[test]
+    fn a_full_block_loads_coalesced_words_into_registers_first() {
+        let g = generate(&fused_pair()).unwrap();
+        let load = g.source.find("r0[j] = d0[base * 2 + threadIdx.x + j * blockDim.x]").expect("register loads");
+        let store = g.source.find("c0[threadIdx.x + j * blockDim.x] = r0[j]").expect("shared stores");
+        assert!(load < store, "{}", g.source);
+        assert!(g.source.contains("PL_UNROLL"));
     }
 
     #[test]

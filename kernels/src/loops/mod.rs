@@ -311,7 +311,9 @@ impl std::fmt::Display for LoopPrelude {
     extern "C" void name(const void* a) { name##_body(*(const pl_params*)a); } \
     static void name##_body(const pl_params& prm)
 #define PL_DYNAMIC_SHARED(name) char* name = pl_emu_shared
+#define PL_UNROLL
 #else
+#define PL_UNROLL _Pragma("unroll")
 #define PL_ENTRY(name) extern "C" __global__ void name(const pl_params prm)
 #define PL_DYNAMIC_SHARED(name) extern __shared__ __align__(16) char name[]
 #endif

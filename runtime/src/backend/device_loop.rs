@@ -87,9 +87,28 @@ pub(crate) struct Built {
     map_args: Vec<usize>,
 }
 
+/// What code is generated for: a device's shared memory per block and
+/// threads per block, and whether dynamic indices are bounds-checked.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Target {
+    pub shared: usize,
+    pub block: usize,
+    pub check: bool,
+}
+
+impl Target {
+    pub fn of(device: &dyn Device) -> Target {
+        Target {
+            shared: device.shared_memory_per_block(),
+            block: device.block_size() as usize,
+            check: device.checked(),
+        }
+    }
+}
+
 /// Plans `kernel` over `sections` and generates its loop code for a device
-/// with `shared` bytes of shared memory per block, with bounds checks on
-/// every dynamic index when `check`
+/// with `target.shared` bytes of shared memory per block, with bounds checks on
+/// every dynamic index when `target.check`
 /// (`PARLOOP_CHECK=1`): the source then starts with `#define
 /// PARLOOP_CHECK 1`, so the checked module is a different module (and
 /// cache entry) than the unchecked one.
@@ -99,9 +118,9 @@ pub(crate) fn build<A: Borrow<Arg>>(
     sections: &[usize],
     strategy: Strategy,
     part_size: Option<usize>,
-    shared: usize,
-    check: bool,
+    target: Target,
 ) -> Result<Built> {
+    let Target { shared, block, check } = target;
     let device_fn = kernel.device_fn().ok_or_else(|| Error::Backend {
         name: "device".into(),
         reason: format!("kernel `{}` has no CUDA translation (declare it with #[parloop::kernel])", kernel.name()),
@@ -167,11 +186,13 @@ pub(crate) fn build<A: Borrow<Arg>>(
     let mut plan: Option<Plan> = None;
     if strategy.staged() {
         let budget = shared.saturating_sub(8 * indirect.len());
+        // By default no larger than a thread block (`staged_part_size`).
+        let part_size = part_size.unwrap_or_else(|| parloop_planner::staged_part_size(&indirect_args, budget, block));
         let request = PlanRequest {
             sections,
             args: &indirect_args,
             shared_memory_bytes: budget,
-            part_size,
+            part_size: Some(part_size),
             staging: true,
             thread_colours: true,
         };
@@ -268,7 +289,7 @@ pub(crate) fn prepare(
     strategy: Strategy,
     part_size: Option<usize>,
 ) -> Result<DeviceLoop> {
-    let built = build(kernel, args, sections, strategy, part_size, device.shared_memory_per_block(), device.checked())?;
+    let built = build(kernel, args, sections, strategy, part_size, Target::of(device.as_ref()))?;
     let kernel_frames = kernel.device_fn().map_or(0, |d| d.frame_bytes());
     load(device, kernel.name(), built, kernel_frames, args, sections)
 }
@@ -287,8 +308,7 @@ pub(crate) fn prepare_fused<A: Borrow<Arg>>(
     args: &[A],
     sections: &[usize],
 ) -> Result<DeviceLoop> {
-    let (built, kernel_frames) =
-        build_fused(name, loops, args, sections, device.shared_memory_per_block(), device.checked())?;
+    let (built, kernel_frames) = build_fused(name, loops, args, sections, Target::of(device.as_ref()))?;
     load(device, name, built, kernel_frames, args, sections)
 }
 
@@ -299,14 +319,13 @@ pub(crate) fn build_fused<A: Borrow<Arg>>(
     loops: &[(&'static Kernel, std::ops::Range<usize>)],
     args: &[A],
     sections: &[usize],
-    shared: usize,
-    check: bool,
+    target: Target,
 ) -> Result<(Built, usize)> {
     let mut spec: Option<LoopSpec> = None;
     let mut fns: Vec<&'static DeviceFn> = Vec::with_capacity(loops.len());
     let mut kernel_frames = 0usize;
     for (kernel, range) in loops {
-        let one = build(kernel, &args[range.clone()], sections, Strategy::Direct, None, shared, check)?.spec;
+        let one = build(kernel, &args[range.clone()], sections, Strategy::Direct, None, target)?.spec;
         let device_fn = kernel.device_fn().expect("`build` checked the translation");
         fns.push(device_fn);
         // The calls run one after another: the largest frame, not the sum.
@@ -335,7 +354,7 @@ pub(crate) fn build_fused<A: Borrow<Arg>>(
             .flatten();
     }
     let generated = loops::generate(&spec).map_err(|reason| Error::Backend { name: "device".into(), reason })?;
-    let check_define = if check { "#define PARLOOP_CHECK 1\n" } else { "" };
+    let check_define = if target.check { "#define PARLOOP_CHECK 1\n" } else { "" };
     let source = format!("{check_define}{}\n{}", DeviceFn::modules_source(&fns), generated.source);
     Ok((Built { spec, generated, plan: None, source, map_args: Vec::new() }, kernel_frames))
 }
@@ -610,7 +629,8 @@ mod tests {
         let args = [w.arg(Access::READ), r.arg_via(&pair, 0, Access::INC), r.arg_via(&pair, 1, Access::INC)];
         let device: Arc<dyn Device> = Arc::new(Emu::new().unwrap());
         let mut dl = prepare(&device, spread_pair::KERNEL, &args, &[nedges], Strategy::Staged, None).unwrap();
-        let built = build(spread_pair::KERNEL, &args, &[nedges], Strategy::Staged, None, 48 * 1024, false).unwrap();
+        let built =
+            build(spread_pair::KERNEL, &args, &[nedges], Strategy::Staged, None, Target::of(device.as_ref())).unwrap();
         let plan = built.plan.expect("a staged plan");
         assert!(dl.shared >= plan.max_staged_bytes(), "launch {} < plan {}", dl.shared, plan.max_staged_bytes());
         run(&device, &dl, "spread_pair", &args).unwrap();

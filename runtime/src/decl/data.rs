@@ -494,7 +494,7 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
         }
         let mut values = self.try_exclusive()?;
         if let Some(t) = &self.temp {
-            if let Err(e) = t.allocate(&self.name, &mut values.guard, &self.mirror) {
+            if let Err(e) = t.allocate_on_device(&self.name, &mut values.guard, &self.mirror, device) {
                 return Some(Err(e));
             }
         }

@@ -98,15 +98,20 @@ impl Temp {
         if values.len() == len {
             return Ok(());
         }
-        let pooled = lock(&self.pool.free).get_mut(&self.key::<T>(len)).and_then(Vec::pop);
-        match pooled.and_then(|b| b.downcast::<Buffer<T>>().ok()) {
+        // A temporary with device memory only (`allocate_on_device`) keeps
+        // it: its values may be there.
+        let pooled = if mirror.holds_buffer() { None } else { self.pooled::<T>(len) };
+        let pooled_values = match pooled {
             Some(b) => {
-                self.pool.reused.fetch_add(1, Ordering::Relaxed);
-                *values = b.values;
                 if let Some(m) = b.mirror {
                     mirror.put(m);
                 }
+                Some(b.values).filter(|v| v.len() == len)
             }
+            None => None,
+        };
+        match pooled_values {
+            Some(v) => *values = v,
             None => {
                 let mut fresh = Vec::new();
                 fresh.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
@@ -125,12 +130,58 @@ impl Temp {
         Ok(())
     }
 
-    /// Returns a dropped temporary's memory to the pool.
-    pub(crate) fn release<T: Scalar>(&self, values: Vec<T>, mirror: Option<Mirror>) {
-        if values.is_empty() {
-            return;
+    /// A released buffer of `len` values, if the pool has one.
+    fn pooled<T: Scalar>(&self, len: usize) -> Option<Box<Buffer<T>>> {
+        let pooled = lock(&self.pool.free).get_mut(&self.key::<T>(len)).and_then(Vec::pop)?;
+        let b = pooled.downcast::<Buffer<T>>().ok()?;
+        self.pool.reused.fetch_add(1, Ordering::Relaxed);
+        Some(b)
+    }
+
+    /// Gives an unallocated temporary memory on `device` for a device
+    /// loop or product: a pooled buffer, else device memory alone. The
+    /// host copy is allocated only when the host needs the values (a host
+    /// read or write, or a host loop: `allocate`), then downloaded: a
+    /// device-only temporary (element matrices, a solver's work vectors)
+    /// never costs host memory, a host fill or an upload.
+    pub(crate) fn allocate_on_device<T: Scalar>(
+        &self,
+        name: &str,
+        values: &mut Vec<T>,
+        mirror: &MirrorSlot,
+        device: &Arc<dyn crate::device::Device>,
+    ) -> Result<()> {
+        let len = self.set.total() * self.dim;
+        if values.len() == len || mirror.holds_buffer() {
+            return Ok(());
         }
-        let key = self.key::<T>(values.len());
+        // Another device than the runtime's (never in practice): the host path.
+        if Arc::as_ptr(device) as *const () as usize != self.device {
+            return self.allocate(name, values, mirror);
+        }
+        if let Some(b) = self.pooled::<T>(len) {
+            if let Some(m) = b.mirror {
+                mirror.put(m);
+            }
+            if b.values.len() == len {
+                *values = b.values;
+            }
+            if values.len() == len || mirror.holds_buffer() {
+                return Ok(());
+            }
+        }
+        mirror.allocate_on_device(device, len * std::mem::size_of::<T>())
+    }
+
+    /// Returns a dropped temporary's memory to the pool: its host values,
+    /// its device copy, or both.
+    pub(crate) fn release<T: Scalar>(&self, values: Vec<T>, mirror: Option<Mirror>) {
+        let len = match (&mirror, values.len()) {
+            (_, n) if n > 0 => n,
+            (Some(m), _) => m.buf.bytes / std::mem::size_of::<T>(),
+            (None, _) => return,
+        };
+        let key = self.key::<T>(len);
         let buffer: Box<dyn Any + Send> = Box::new(Buffer { values, mirror });
         lock(&self.pool.free).entry(key).or_default().push(buffer);
     }

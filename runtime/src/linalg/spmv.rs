@@ -520,9 +520,13 @@ impl Runtime {
             });
         }
         check_dat("diagonal", what, "d", d, s.row_set(), s.row_dim())?;
-        // On the host on every backend: a set-up step, once per solve (on a
-        // device the values come down once and `d` goes up with its next use).
         // The owned rows only: `d`'s halo is stale after it.
+        if let Some(device) = self.device() {
+            self.diagonal_on_device(device, a, d)?;
+            self.dist.written(&[d.arg(Access::WRITE)]);
+            d.written_whole();
+            return Ok(());
+        }
         let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
         a.values_dat().with_values(|vals| {
             let csr = CsrRef { row_ptr, cols, vals, gather: None, ascending: false };

@@ -341,7 +341,10 @@ impl Runtime {
             args.extend(lp.args());
         }
         let set = first.set().sections();
-        let (built, _) = device_loop::build_fused(&name, &loops_args, &args, &[set.core, set.owned], 48 * 1024, false)?;
+        // The source of a 48 KiB, 256-thread device without bounds checks
+        // (what NVRTC compiles for a GPU without `PARLOOP_CHECK`).
+        let target = device_loop::Target { shared: 48 * 1024, block: 256, check: false };
+        let (built, _) = device_loop::build_fused(&name, &loops_args, &args, &[set.core, set.owned], target)?;
         Ok(built.source)
     }
 
