@@ -20,7 +20,8 @@
 #              where CuPy imports; $DEMO_N (default 125) is the unit cube's
 #              cells per side for the CG timings
 #   profile    NVTX ranges around the kernels: nsys where present, else ncu
-#              (--nvtx, kernels renamed after their innermost range)
+#              (--nvtx, kernels renamed after their innermost range): the
+#              airfoil, and (ncu) the wave and poisson demos
 # --dry-run lists the commands without running anything.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,7 +29,7 @@ out=${OUT:-$here/out}
 dry=0
 keep_going=0
 steps=tests,sanitizer,timings,demos,profile
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
     case $1 in
         --dry-run) dry=1 ;;
@@ -211,6 +212,14 @@ if want profile; then
             "$here/airfoil" --backend cuda --grid-size "$pgrid" --iterations 2 --quiet
         x "ncu summary" "$out/ncu-summary.txt" \
             ncu --import "$out/airfoil-staged.ncu-rep" --print-nvtx-rename kernel --print-summary per-kernel
+        # The FEM demos' loops by their NVTX names: the wave's seven loops
+        # of seed 000, poisson's assembly and CG.
+        x "ncu wave (NVTX ranges)" "$out/ncu-wave.txt" \
+            ncu --nvtx --print-nvtx-rename kernel --print-summary per-kernel --section SpeedOfLight \
+            --launch-count 100 "$here/wave" --backend cuda --mesh-size 100 --steps 5 --quiet
+        x "ncu poisson (NVTX ranges)" "$out/ncu-poisson.txt" \
+            ncu --nvtx --print-nvtx-rename kernel --print-summary per-kernel --section SpeedOfLight \
+            --launch-count 200 "$here/poisson" --backend cuda --dim 3 --mesh-size 16 --quiet
     else
         ran+=("skip      profile (neither nsys nor ncu)")
     fi

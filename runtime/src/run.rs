@@ -162,9 +162,10 @@ pub(crate) fn on_device(
         (auto.next(n), n > 1 && auto.chosen.is_none())
     };
     // Before the timing starts: preparing is planning, not the trial's time.
-    let (prepared, prepare_time) = plan.device[k].get_or_prepare(|strategy| {
+    let prepare = |strategy| {
         crate::backend::device_loop::prepare(device, lp.kernel(), lp.args(), &sections.sizes(), strategy, part_size)
-    })?;
+    };
+    let (prepared, prepare_time) = plan.device[k].get_or_prepare(prepare)?;
     let before = if trial || profiled { Some(device.record_event()?) } else { None };
     let start = Instant::now();
     let mut halo = HaloTraffic::default();

@@ -239,7 +239,9 @@ fn twice(src: &f64, dst: &mut f64) {
 /// and a pooled device-only buffer serves a temporary the host writes first.
 #[test]
 fn a_device_only_temporary_reads_back_takes_host_writes_and_is_pooled() {
-    let rt = Runtime::with_backend(device::device_backend()).unwrap();
+    // Eager, so that each buffer is back in the pool when the next
+    // temporary is written (the counts below).
+    let rt = Runtime::with_lazy(device::device_backend(), false).unwrap();
     let m = mesh(&rt, 300);
     let src = rt.dat("src", &m.nodes, 1, (0..300).map(|i| i as f64).collect()).unwrap();
     let expect: Vec<f64> = (0..300).map(|i| 2.0 * i as f64).collect();
