@@ -545,8 +545,9 @@ impl Runtime {
         }
     }
 
-    /// Runs every recorded loop, then waits until the device has finished
-    /// all the work queued on it: device loops return once launched, so a
+    /// Runs every recorded loop, then waits until the device's compute
+    /// stream has finished the loops and products queued on it (not copies
+    /// on the halo stream): device loops return once launched, so a
     /// timing of device work reads its clock after this. On host backends
     /// loops finish before they return, and this is [`Runtime::flush`].
     ///

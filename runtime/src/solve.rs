@@ -79,8 +79,8 @@ pub struct CgReport {
     pub restarts: usize,
     /// Wall seconds in the iterations: their products, vector updates and
     /// the host's reads of their sums, not the set-up before (work
-    /// vectors, the preconditioner, the first residual) or the final
-    /// check. `iteration_seconds / iterations` is the time an iteration
+    /// vectors, the preconditioner, the first residual) or the true
+    /// residuals at a restart and at the end. `iteration_seconds / iterations` is the time an iteration
     /// takes, on a device too (each iteration waits for its sums).
     pub iteration_seconds: f64,
 }

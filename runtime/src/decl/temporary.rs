@@ -142,7 +142,7 @@ impl Temp {
     /// loop or product: a pooled buffer, else device memory alone. The
     /// host copy is allocated only when the host needs the values (a host
     /// read or write, or a host loop: `allocate`), then downloaded: a
-    /// device-only temporary (element matrices, a solver's work vectors)
+    /// device-only temporary (the device assembly's element matrices)
     /// never costs host memory, a host fill or an upload.
     pub(crate) fn allocate_on_device<T: Scalar>(
         &self,

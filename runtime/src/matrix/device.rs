@@ -333,9 +333,6 @@ fn scatter_tables(
     })
 }
 
-/// The element matrices of a scatter: a temporary, so that on the device
-/// they take device memory alone (no host copy, host fill or upload: 1.5 GB
-/// each for the n = 125 unit cube).
 /// The contributions of `positions` (each entry's nonzero, or `NOT_OWNED`)
 /// per nonzero: `offsets` (`nnz + 1` prefix sums) and the entries of each
 /// nonzero in entry order (element order, so that the device's sums follow
@@ -390,6 +387,9 @@ fn contribution_table(positions: &[u32], nnz: usize, kernel: &str) -> Result<(Ve
     Ok((offsets, contributions))
 }
 
+/// The element matrices of a scatter: a temporary, so that on the device
+/// they take device memory alone (no host copy, host fill or upload: 1.5 GB
+/// each for the n = 125 unit cube).
 fn element_dat<T: Scalar>(
     rt: &Runtime,
     set: &Set,
@@ -398,6 +398,14 @@ fn element_dat<T: Scalar>(
 ) -> Result<Arc<dyn Storage>> {
     let dat = rt.temporary::<T>(&format!("pl_elemat_{}_{}", scatter.sparsity_name, set.name()), set, per_element)?;
     Ok(dat.0.clone())
+}
+
+/// What a CSR kernel's launch starts from (`Runtime::csr_launch`).
+struct CsrLaunch {
+    library: Arc<dyn Module>,
+    csr: Arc<CsrOnDevice>,
+    params: LaunchParams,
+    rows: usize,
 }
 
 /// Whether matrix scatters on this runtime add atomically (the user asked
@@ -498,6 +506,20 @@ impl Runtime {
         Ok(())
     }
 
+    /// The matrix library, the launch parameters every CSR kernel starts
+    /// with (row pointers, column indices, `a`'s values on the device) and
+    /// the number of rows.
+    fn csr_launch<T: Scalar>(&self, device: &Arc<dyn Device>, a: &Mat<T>, what: &str) -> Result<CsrLaunch> {
+        c_type(T::TYPE)?;
+        let library = self.matrices.device.library(device)?;
+        let csr = self.matrices.device.csr(device, a.sparsity())?;
+        let mut params = LaunchParams::default();
+        params.ptr[0] = csr.row_ptr.addr;
+        params.ptr[1] = csr.col_indices.addr;
+        params.ptr[2] = address(a.values_dat().0.as_ref(), device, what)?;
+        Ok(CsrLaunch { library, csr, params, rows: a.sparsity().rows() })
+    }
+
     /// `y = A x` on the device.
     pub(crate) fn mult_on_device<T: Scalar>(
         &self,
@@ -507,14 +529,7 @@ impl Runtime {
         y: &Dat<T>,
     ) -> Result<()> {
         let what = "mult";
-        c_type(T::TYPE)?;
-        let library = self.matrices.device.library(device)?;
-        let csr = self.matrices.device.csr(device, a.sparsity())?;
-        let rows = a.sparsity().rows();
-        let mut params = LaunchParams::default();
-        params.ptr[0] = csr.row_ptr.addr;
-        params.ptr[1] = csr.col_indices.addr;
-        params.ptr[2] = address(a.values_dat().0.as_ref(), device, what)?;
+        let CsrLaunch { library, csr, mut params, rows } = self.csr_launch(device, a, what)?;
         params.ptr[3] = address(x.0.as_ref(), device, what)?;
         params.ptr[4] = address(y.0.as_ref(), device, what)?;
         params.val[0] = rows as i64;
@@ -531,16 +546,8 @@ impl Runtime {
     /// stay there: a host diagonal downloaded them, 237 MB for the n = 125
     /// unit cube, at every solve).
     pub(crate) fn diagonal_on_device<T: Scalar>(&self, device: &Arc<dyn Device>, a: &Mat<T>, d: &Dat<T>) -> Result<()> {
-        let what = "diagonal";
-        c_type(T::TYPE)?;
-        let library = self.matrices.device.library(device)?;
-        let csr = self.matrices.device.csr(device, a.sparsity())?;
-        let rows = a.sparsity().rows();
-        let mut params = LaunchParams::default();
-        params.ptr[0] = csr.row_ptr.addr;
-        params.ptr[1] = csr.col_indices.addr;
-        params.ptr[2] = address(a.values_dat().0.as_ref(), device, what)?;
-        params.ptr[3] = address(d.0.as_ref(), device, what)?;
+        let CsrLaunch { library, mut params, rows, .. } = self.csr_launch(device, a, "diagonal")?;
+        params.ptr[3] = address(d.0.as_ref(), device, "diagonal")?;
         params.val[0] = rows as i64;
         library.launch(&format!("pl_lib_diagonal_{}", suffix(T::TYPE)), grid_for(rows), BLOCK, 0, &params)?;
         d.0.device_written();
