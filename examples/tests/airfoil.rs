@@ -252,3 +252,12 @@ fn lane_wise_kernels_compute_the_scalar_results_bit_for_bit() {
         assert_eq!(differ, 0, "{backend:?}: {differ} of {} values differ between lanes and scalar", scalar.len());
     }
 }
+
+#[test]
+fn a_grid_without_cells_is_an_error_not_a_divergence() {
+    // Its residual, a mean over cells, was 0 / 0: "diverged (rms is NaN)".
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let mut airfoil = Airfoil::new(&rt, &Grid::parse(" 0 0 0 0 \n", "empty.dat").unwrap()).unwrap();
+    let err = airfoil.step().unwrap_err();
+    assert!(matches!(&err, Error::Incompatible { reason, .. } if reason.contains("no cells")), "{err}");
+}

@@ -25,10 +25,25 @@ fn default_part_size(budget: usize, per_element: usize) -> usize {
     }
 }
 
+/// A vector of `n` copies of `value`, or [`PlanError::TooLarge`] naming
+/// `what` when it cannot be allocated.
+fn filled<T: Clone>(what: &'static str, n: usize, value: T) -> Result<Vec<T>, PlanError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| PlanError::TooLarge { what, detail: format!("{n} entries cannot be allocated") })?;
+    v.resize(n, value);
+    Ok(v)
+}
+
 fn validate(request: &PlanRequest) -> Result<usize, PlanError> {
-    let total: usize = request.sections.iter().sum();
+    let total = request.sections.iter().try_fold(0usize, |t, &s| t.checked_add(s)).ok_or_else(|| {
+        PlanError::TooLarge { what: "iteration set", detail: format!("sections {:?} overflow usize", request.sections) }
+    })?;
     for (a, arg) in request.args.iter().enumerate() {
-        let needed = total * arg.arity;
+        let needed = total.checked_mul(arg.arity).ok_or_else(|| PlanError::TooLarge {
+            what: "map",
+            detail: format!("argument {a}: {total} elements x arity {} overflow usize", arg.arity),
+        })?;
         if arg.map.len() < needed {
             return Err(PlanError::MapLength { arg: a, len: arg.map.len(), needed });
         }
@@ -205,7 +220,12 @@ pub fn build_plan(request: &PlanRequest) -> Result<Plan, PlanError> {
     }
 
     // Blocks within sections.
-    let mut blocks = Vec::with_capacity(total / part_size + request.sections.len());
+    let mut blocks = Vec::new();
+    let block_count = total / part_size + request.sections.len();
+    blocks.try_reserve_exact(block_count).map_err(|_| PlanError::TooLarge {
+        what: "blocks",
+        detail: format!("{block_count} blocks of {part_size} elements cannot be allocated"),
+    })?;
     let mut start = 0;
     for (section, &size) in request.sections.iter().enumerate() {
         let end = start + size;
@@ -228,7 +248,7 @@ pub fn build_plan(request: &PlanRequest) -> Result<Plan, PlanError> {
     let targets = ConflictTargets::new(request.args);
     let mut thread_colour = Vec::new();
     if request.thread_colours {
-        thread_colour = vec![0u32; total];
+        thread_colour = filled("thread colours", total, 0u32)?;
         colour_threads(&targets, &mut blocks, &mut thread_colour);
     }
     let (colours, core_colours) = colour_blocks(&targets, &mut blocks);

@@ -117,6 +117,15 @@ pub enum PlanError {
         /// The arity.
         arity: usize,
     },
+    /// The request is too large to plan: its sizes overflow, or the
+    /// plan's arrays cannot be allocated.
+    #[error("{what}: {detail}")]
+    TooLarge {
+        /// What could not be sized or allocated.
+        what: &'static str,
+        /// The sizes involved.
+        detail: String,
+    },
 }
 
 /// A mini-partition: a contiguous range of the iteration set.

@@ -297,6 +297,14 @@ fn invalid_requests_are_errors() {
     assert_eq!(build_plan(&request).unwrap_err(), PlanError::MapValue { arg: 0, element: 1, value: 5, to_size: 5 });
     let short = PlanRequest { sections: &[3], ..request };
     assert!(matches!(build_plan(&short).unwrap_err(), PlanError::MapLength { .. }));
+    // Sizes past usize: errors, not overflow panics or aborts.
+    let wraps = PlanRequest { sections: &[usize::MAX, 1], ..request };
+    assert!(matches!(build_plan(&wraps).unwrap_err(), PlanError::TooLarge { what: "iteration set", .. }));
+    let wide = [IndirectArg { arity: 4, ..args[0] }];
+    let huge = PlanRequest { sections: &[usize::MAX / 2], args: &wide, ..request };
+    assert!(matches!(build_plan(&huge).unwrap_err(), PlanError::TooLarge { what: "map", .. }));
+    let no_args = PlanRequest { sections: &[usize::MAX / 2], args: &[], part_size: Some(1), ..request };
+    assert!(matches!(build_plan(&no_args).unwrap_err(), PlanError::TooLarge { what: "blocks", .. }));
 }
 
 /// Cells of an `n x n` structured grid with their 4 nodes, in shuffled order.

@@ -89,7 +89,29 @@ pub(crate) fn check_others() -> Result<()> {
     number("PARLOOP_BLOCK_SIZE", block_size_ok, BLOCK_SIZES)?;
     number("PARLOOP_DEVICE", |_| true, "a GPU ordinal (a non-negative integer)")?;
     crate::device::check_from_env()?;
+    check_dot_directory(std::env::var_os("PARLOOP_TRACE_DOT"))?;
     Ok(())
+}
+
+/// `PARLOOP_TRACE_DOT`'s file is written at the first forcing point, maybe
+/// far into a run: a directory that does not exist fails now instead.
+/// (The file itself is not created here: under MPI each rank writes
+/// `path.rank<r>`.)
+fn check_dot_directory(value: Option<std::ffi::OsString>) -> Result<()> {
+    let Some(value) = value.filter(|v| !v.is_empty()) else { return Ok(()) };
+    let path = std::path::Path::new(&value);
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if dir.is_dir() && path.file_name().is_some() {
+        return Ok(());
+    }
+    Err(Error::Env {
+        var: "PARLOOP_TRACE_DOT",
+        value: value.to_string_lossy().into_owned(),
+        reason: format!("expected a file path in an existing directory; `{}` is not a directory", dir.display()),
+    })
 }
 
 /// Variables whose value is a path, taken as the OS gives it.
@@ -152,6 +174,19 @@ mod tests {
         assert!(err.contains("PARLOOP_PROFILE") && err.contains("UTF-8"), "{err}");
         assert!(check_unicode(vars("PARLOOP_CACHE_DIR")).is_ok());
         assert!(check_unicode(vars("OTHER")).is_ok());
+    }
+
+    #[test]
+    fn a_trace_dot_path_in_a_missing_directory_is_refused_at_once() {
+        let os = |s: &str| Some(std::ffi::OsString::from(s));
+        assert!(check_dot_directory(None).is_ok());
+        assert!(check_dot_directory(os("")).is_ok());
+        assert!(check_dot_directory(os("trace.dot")).is_ok());
+        assert!(check_dot_directory(os("/tmp/trace.dot")).is_ok());
+        let err = check_dot_directory(os("/no/such/dir/trace.dot")).unwrap_err();
+        assert!(matches!(err, Error::Env { var: "PARLOOP_TRACE_DOT", .. }), "{err}");
+        assert!(err.to_string().contains("/no/such/dir"), "{err}");
+        assert!(check_dot_directory(os("/tmp/..")).is_err(), "no file name");
     }
 
     #[test]

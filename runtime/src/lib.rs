@@ -57,6 +57,7 @@ mod dist;
 mod distribution;
 mod error;
 mod exec;
+mod fallible;
 mod host_access;
 mod kernel;
 mod kernel_panic;

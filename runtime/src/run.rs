@@ -157,7 +157,7 @@ pub(crate) fn on_device(
     part_size: Option<usize>,
 ) -> Result<Ran> {
     let n = plan.device.len();
-    let (k, trial) = {
+    let (mut k, mut trial) = {
         let auto = lock(&plan.auto);
         (auto.next(n), n > 1 && auto.chosen.is_none())
     };
@@ -165,7 +165,17 @@ pub(crate) fn on_device(
     let prepare = |strategy| {
         crate::backend::device_loop::prepare(device, lp.kernel(), lp.args(), &sections.sizes(), strategy, part_size)
     };
-    let (prepared, prepare_time) = plan.device[k].get_or_prepare(prepare)?;
+    let (prepared, prepare_time) = match plan.device[k].get_or_prepare(prepare) {
+        Ok(p) => p,
+        // A later candidate that cannot be prepared (the first one was, at
+        // the loop's first run) is out of the choice; the first runs.
+        Err(_) if trial && k > 0 => {
+            lock(&plan.auto).failed(k, n);
+            (k, trial) = (0, false);
+            plan.device[0].get_or_prepare(prepare)?
+        }
+        Err(e) => return Err(e),
+    };
     let before = if trial || profiled { Some(device.record_event()?) } else { None };
     let start = Instant::now();
     let mut halo = HaloTraffic::default();

@@ -204,18 +204,21 @@ impl Runtime {
         config::check_others()?;
         let dist = dist()?;
         let part_size = config::number("PARLOOP_PART_SIZE", |n| n > 0, "a positive integer")?;
+        // Trimmed as the switches are (`" 1"` is 1); a path keeps its spaces.
         let profile_output = match env("PARLOOP_PROFILE") {
             None => ProfileOutput::None,
-            Some(v) if v == "0" => ProfileOutput::None,
-            Some(v) if v == "1" => ProfileOutput::Table,
-            Some(v) => match v.strip_prefix("json:") {
+            Some(v) if v.trim() == "0" || v.trim().is_empty() => ProfileOutput::None,
+            Some(v) if v.trim() == "1" => ProfileOutput::Table,
+            Some(v) => match v.trim_start().strip_prefix("json:") {
                 Some(path) if !path.is_empty() => {
                     // Found out now, not when the runtime is dropped at the
-                    // end of a long run: the file must be writable.
+                    // end of a long run: the file must be writable. Not
+                    // emptied: a runtime that runs no loop (a helper a
+                    // program makes before its real one) leaves the file
+                    // to the runtime that does.
                     std::fs::OpenOptions::new()
-                        .write(true)
+                        .append(true)
                         .create(true)
-                        .truncate(true)
                         .open(path)
                         .map_err(|source| Error::Io { path: format!("PARLOOP_PROFILE={v}"), source })?;
                     ProfileOutput::Json(path.into())
@@ -749,6 +752,32 @@ impl Runtime {
         Ok(())
     }
 
+    /// Runs library operation `op` (a matrix product, a diagonal: work
+    /// that is not a loop) under an NVTX range and adds it to the profile
+    /// as row `name` tagged `tag` (the matrix), `bytes` moved at least.
+    /// Timed as loops are: on a device, with events when profiling (the
+    /// time on the device), else the time of queuing it.
+    pub(crate) fn library_op<R>(
+        &self,
+        (name, tag): (&'static str, &str),
+        bytes: u64,
+        op: impl FnOnce() -> Result<R>,
+    ) -> Result<R> {
+        let _range = Range::lazy(|| crate::profile::label(name, tag));
+        let events = match &self.device {
+            Some(d) if self.profile_output != ProfileOutput::None => Some((d, d.record_event()?)),
+            _ => None,
+        };
+        let start = Instant::now();
+        let r = op()?;
+        let elapsed = match events {
+            Some((d, before)) => Duration::from_secs_f64(d.elapsed(&before, &d.record_event()?)?),
+            None => start.elapsed(),
+        };
+        lock(&self.profile).record((name, tag), elapsed, Duration::ZERO, bytes);
+        Ok(r)
+    }
+
     /// The cached plan and byte count of a loop shape, built on first use.
     fn loop_plan(
         &self,
@@ -880,7 +909,7 @@ impl Runtime {
     pub fn cuda_loop_source(&self, lp: &ParLoop, strategy: Strategy) -> Result<String> {
         let sections = lp.sections().sizes();
         let strategy = strategy::choose(lp.args(), Some(strategy));
-        let target = device_loop::Target { shared: 48 * 1024, block: 256, check: false };
+        let target = device_loop::Target::GPU;
         Ok(device_loop::build(lp.kernel(), lp.args(), &sections, strategy, self.part_size(), target)?.source)
     }
 

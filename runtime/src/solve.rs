@@ -242,7 +242,12 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
 
     let n = NEXT_SOLVE.fetch_add(1, Ordering::Relaxed);
     let len = b.set().total() * b.dim();
-    let work = |role: &str| rt.dat(&format!("cg#{n}:{role}"), b.set(), b.dim(), vec![T::ZERO; len]);
+    let work = |role: &str| {
+        let name = format!("cg#{n}:{role}");
+        let zeros =
+            crate::fallible::filled(len, T::ZERO, || format!("cg on matrix `{}`: work vector `{name}`", a.name()))?;
+        rt.dat(&name, b.set(), b.dim(), zeros)
+    };
     let (r, p, q) = (work("r")?, work("p")?, work("q")?);
     // 1 ./ diag(A); z = r .* dinv is computed where it is used, not stored.
     let dinv = match opts.preconditioner {
@@ -387,7 +392,10 @@ fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
         });
     }
     // dinv = 1 ./ d, in place (`pointwise_divide` with w = y).
-    let ones = rt.dat(&format!("{}:ones", dinv.name()), dinv.set(), dinv.dim(), vec![T::ONE; dinv.values()?.len()])?;
+    let ones_name = format!("{}:ones", dinv.name());
+    let len = dinv.set().total() * dinv.dim();
+    let ones = crate::fallible::filled(len, T::ONE, || format!("cg on matrix `{name}`: `{ones_name}`"))?;
+    let ones = rt.dat(&ones_name, dinv.set(), dinv.dim(), ones)?;
     rt.pointwise_divide(&dinv, &ones, &dinv)?;
     Ok(dinv)
 }

@@ -77,17 +77,24 @@ pub(crate) fn choose(args: &[Arg], requested: Option<Strategy>) -> Strategy {
     }
 }
 
-/// The state of an automatic strategy choice.
+/// The state of an automatic strategy choice: each candidate runs twice,
+/// a warm-up and a timed trial, then the fastest trial's candidate runs
+/// from then on. The warm-up takes what a first run costs and later runs
+/// do not: the uploads of data the host wrote (the first candidate's first
+/// run moves the whole mesh), a module's lazy loading at its first launch;
+/// timed, these made the first candidate look slow.
 #[derive(Debug, Default)]
 pub(crate) struct AutoChoice {
     /// Seconds of each candidate's trial run, in candidate order.
     pub trials: Vec<f64>,
+    /// The next candidate (`trials.len()`) has had its warm-up run.
+    warmed_up: bool,
     /// The fastest candidate, once every one has run.
     pub chosen: Option<usize>,
 }
 
 impl AutoChoice {
-    /// The candidate to run next out of `n`: each once, then the fastest.
+    /// The candidate to run next out of `n`: each twice, then the fastest.
     pub fn next(&self, n: usize) -> usize {
         match self.chosen {
             Some(c) => c,
@@ -96,14 +103,33 @@ impl AutoChoice {
         }
     }
 
-    /// Records candidate `k`'s time; chooses once all `n` have run.
+    /// Records a run of candidate `k` that took `seconds`: its warm-up, or
+    /// its trial; chooses once all `n` have had a trial.
     pub fn record(&mut self, k: usize, seconds: f64, n: usize) {
+        if self.chosen.is_some() || k != self.trials.len() {
+            return;
+        }
+        if !self.warmed_up {
+            self.warmed_up = true;
+            return;
+        }
+        self.push(seconds, n);
+    }
+
+    /// Candidate `k` could not be prepared (its plan or code failed where
+    /// another candidate's did not): it is never chosen.
+    pub fn failed(&mut self, k: usize, n: usize) {
         if self.chosen.is_none() && k == self.trials.len() {
-            self.trials.push(seconds);
-            if self.trials.len() == n {
-                let best = (0..n).min_by(|&a, &b| self.trials[a].total_cmp(&self.trials[b])).expect("n > 0");
-                self.chosen = Some(best);
-            }
+            self.push(f64::INFINITY, n);
+        }
+    }
+
+    fn push(&mut self, seconds: f64, n: usize) {
+        self.warmed_up = false;
+        self.trials.push(seconds);
+        if self.trials.len() == n {
+            let best = (0..n).min_by(|&a, &b| self.trials[a].total_cmp(&self.trials[b])).expect("n > 0");
+            self.chosen = Some(best);
         }
     }
 }
@@ -115,15 +141,30 @@ mod tests {
     #[test]
     fn the_automatic_choice_tries_each_candidate_once_then_keeps_the_fastest() {
         let mut auto = AutoChoice::default();
-        let times = [3.0, 1.0, 2.0];
-        for (k, &t) in times.iter().enumerate() {
+        // Each candidate's first run is a warm-up, however slow (the
+        // first one's uploads made the first candidate lose).
+        let runs = [(100.0, 3.0), (50.0, 1.0), (60.0, 2.0)];
+        for (k, &(warm_up, trial)) in runs.iter().enumerate() {
             assert_eq!(auto.next(3), k);
-            auto.record(k, t, 3);
+            auto.record(k, warm_up, 3);
+            assert_eq!(auto.next(3), k, "candidate {k} runs again after its warm-up");
+            auto.record(k, trial, 3);
         }
+        assert_eq!(auto.trials, [3.0, 1.0, 2.0]);
         assert_eq!(auto.chosen, Some(1));
         assert_eq!(auto.next(3), 1);
         auto.record(1, 10.0, 3);
         assert_eq!(auto.chosen, Some(1), "a choice is final");
         assert_eq!(AutoChoice::default().next(1), 0);
+    }
+
+    #[test]
+    fn a_candidate_that_cannot_be_prepared_is_never_chosen() {
+        let mut auto = AutoChoice::default();
+        auto.record(0, 9.0, 2);
+        auto.record(0, 9.0, 2);
+        assert_eq!(auto.next(2), 1);
+        auto.failed(1, 2);
+        assert_eq!(auto.chosen, Some(0));
     }
 }

@@ -459,3 +459,38 @@ fn min_and_max_ignore_nan_on_every_backend() {
         assert_eq!((lo.value().unwrap(), hi.value().unwrap()), expected, "{}", rt.backend());
     }
 }
+
+// ---------------------------------------------------------- matrix shapes
+
+#[parloop::kernel]
+fn element_pair(a: &mut [[f64; 2]; 2]) {
+    a[0][0] += 1.0;
+}
+
+#[test]
+fn a_matrix_argument_whose_shape_overflows_is_refused_by_validation() {
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let (e, n) = (rt.set("no_elements", 0).unwrap(), rt.set("no_nodes", 0).unwrap());
+    // Arity x dim past usize: `Mat::arg` multiplied them unchecked.
+    let m = rt.map("wide", &e, &n, usize::MAX, Vec::new()).unwrap();
+    let s = rt.sparsity("wide_pattern", &[(&m, &m)], (1, 1)).unwrap();
+    let a = rt.mat::<f64>("A", &s).unwrap();
+    let err = rt.par_loop(element_pair::KERNEL, &e, &[a.arg(&m, &m, Access::INC)]).unwrap_err();
+    assert!(err.to_string().contains("element_pair"), "{err}");
+}
+
+#[test]
+fn a_sparsity_over_a_huge_column_set_costs_what_its_maps_reach() {
+    // Two billion column entities reached by three map values: the
+    // build once kept a stamp per column entity (8 GB per worker).
+    let rt = Runtime::with_backend(Backend::Threads).unwrap();
+    let elements = rt.set("elements", 3).unwrap();
+    let rows = rt.set("rows", 3).unwrap();
+    let cols = rt.set("cols", 2_000_000_000).unwrap();
+    let rm = rt.map("rm", &elements, &rows, 1, vec![0, 1, 2]).unwrap();
+    let cm = rt.map("cm", &elements, &cols, 2, vec![5, 7, 1_999_999_999, 5, 7, 7]).unwrap();
+    let s = rt.sparsity("tall", &[(&rm, &cm)], (1, 1)).unwrap();
+    let csr = rt.mat::<f64>("B", &s).unwrap().to_csr().unwrap();
+    assert_eq!(csr.row_ptr, vec![0, 2, 4, 5]);
+    assert_eq!(csr.cols, vec![5, 7, 5, 1_999_999_999, 7]);
+}

@@ -401,7 +401,7 @@ fn every_strategy_matches_seq_on_random_meshes() {
         for strategy in STRATEGIES {
             // A fresh runtime per case: names are unique per runtime.
             let mut dev = device();
-            let calls = if strategy.is_none() { 6 } else { 1 };
+            let calls = if strategy.is_none() { 10 } else { 1 };
             let got = run_mesh(&mut dev, strategy, part, &m, calls);
             let what = format!("{strategy:?}, {nedges} edges, {nnodes} nodes, part {part:?}");
             if calls == 1 {

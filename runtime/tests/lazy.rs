@@ -541,12 +541,21 @@ fn unit_entry(a: &mut [f64; 1]) {
 
 #[test]
 fn a_matrix_and_the_product_refuse_stale_data_and_zero_cures_the_matrix() {
-    let rt = lazy_rt();
+    // The device too: its product and diagonal read the matrix's values
+    // on the device, where no host read checks them (they once used a
+    // discarded assembly's values).
+    for backend in [Backend::Seq, Backend::Emu] {
+        a_matrix_refuses_stale_data(Runtime::with_lazy(backend, true).unwrap());
+    }
+}
+
+fn a_matrix_refuses_stale_data(rt: Runtime) {
     let s = rt.set("s", 6).unwrap();
     let id = rt.map("id", &s, &s, 1, (0..6).collect()).unwrap();
     let a = rt.mat::<f64>("A", &rt.sparsity("p", &[(&id, &id)], (1, 1)).unwrap()).unwrap();
     let x = rt.dat("x", &s, 1, vec![0.0; 6]).unwrap();
     let (u, y) = (rt.dat("u", &s, 1, vec![1.0; 6]).unwrap(), rt.dat("y", &s, 1, vec![0.0; 6]).unwrap());
+    let clean = rt.dat("clean", &s, 1, vec![1.0; 6]).unwrap();
     rt.par_loop(fails_at_three::KERNEL, &s, &[parloop::Arg::index(), x.arg(Access::WRITE)]).unwrap();
     rt.par_loop(unit_entry::KERNEL, &s, &[a.arg(&id, &id, Access::INC)]).unwrap();
     rt.par_loop(scale_by_two::KERNEL, &s, &[u.arg(Access::RW)]).unwrap();
@@ -554,9 +563,16 @@ fn a_matrix_and_the_product_refuse_stale_data_and_zero_cures_the_matrix() {
     assert!(matches!(a.values(), Err(Error::Discarded { .. })));
     // The product reads u as a loop would: refused, not computed from it.
     assert!(matches!(rt.mult(&a, &u, &y), Err(Error::Discarded { .. })));
+    // With a clean x, the matrix itself is refused, as is its diagonal.
+    let err = rt.mult(&a, &clean, &y).unwrap_err();
+    assert!(matches!(&err, Error::Discarded { name, .. } if name.contains('A')), "{err}");
+    let err = rt.diagonal(&a, &y).unwrap_err();
+    assert!(matches!(&err, Error::Discarded { name, .. } if name.contains('A')), "{err}");
     u.set_values(&[1.0; 6]).unwrap();
     a.zero().unwrap();
     rt.par_loop(unit_entry::KERNEL, &s, &[a.arg(&id, &id, Access::INC)]).unwrap();
     rt.mult(&a, &u, &y).unwrap();
+    assert_eq!(y.values().unwrap(), vec![1.0; 6]);
+    rt.diagonal(&a, &y).unwrap();
     assert_eq!(y.values().unwrap(), vec![1.0; 6]);
 }

@@ -402,3 +402,28 @@ fn vector_operations_run_inside_a_profile_like_loops() {
     rt.scale(2.0, &x).unwrap();
     assert!(rt.report().iter().any(|r| r.name.contains("scale")), "{:?}", rt.report());
 }
+
+#[test]
+fn matrix_products_and_diagonals_appear_in_the_profile_with_their_bytes() {
+    // Not loops, but a solve's largest cost: the profile once left them
+    // out, so a CG's table showed its vector passes only.
+    for backend in [Backend::Seq, Backend::Emu] {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let mut rng = Rng(7);
+        let nodes = rt.set("nodes", 10).unwrap();
+        let (a, _) = random_matrix(&rt, &mut rng, &nodes, 20, 1);
+        let x = rt.dat("x", &nodes, 1, vec![1.0; 10]).unwrap();
+        let y = rt.dat("y", &nodes, 1, vec![0.0; 10]).unwrap();
+        rt.mult(&a, &x, &y).unwrap();
+        rt.mult(&a, &x, &y).unwrap();
+        rt.diagonal(&a, &y).unwrap();
+        let report = rt.report();
+        let row = |name: &str| report.iter().find(|r| r.name == name && r.tags == a.name());
+        let mult = row("mult").unwrap_or_else(|| panic!("{backend:?}: no mult row in {report:?}"));
+        let nnz = a.sparsity().nnz() as u64;
+        // Values and column indices, row pointers, x and y, twice.
+        assert_eq!(mult.calls, 2, "{backend:?}");
+        assert_eq!(mult.bytes, 2 * (nnz * 12 + 11 * 8 + 20 * 8), "{backend:?}");
+        assert_eq!(row("diagonal").map(|r| r.calls), Some(1), "{backend:?}: {report:?}");
+    }
+}

@@ -134,7 +134,15 @@ impl<'rt> Airfoil<'rt> {
             rt.execute(&self.update)?;
         }
         // Cells of the whole grid, on every rank of a distributed run.
-        Ok((self.rms.value()? / self.cells.global_size() as f64).sqrt())
+        let cells = self.cells.global_size();
+        if cells == 0 {
+            // 0 / 0 would read as a divergence.
+            return Err(Error::Incompatible {
+                op: "airfoil step".into(),
+                reason: "the grid has no cells, and the residual is a mean over cells".into(),
+            });
+        }
+        Ok((self.rms.value()? / cells as f64).sqrt())
     }
 
     /// Runs `iterations` steps, calling `report(iteration, rms)` after every

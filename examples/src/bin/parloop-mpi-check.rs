@@ -450,6 +450,40 @@ fn main() {
         let total = total.value().unwrap_or_else(|e| panic!("{}", rt.fail(e)));
         check(total == -3.5 * 11.5, &format!("more ranks than cells: total {total}"), &mut failures);
     }
+    // A temporary written on rank 0 alone, the mesh declared there only:
+    // the other ranks receive its values with the mesh, and may read them
+    // (they once refused them as never written); one never written moves
+    // nothing.
+    {
+        let rt = Runtime::with_communicator(Backend::Seq, &world).expect("runtime");
+        let n = if rank == 0 { 4 } else { 0 };
+        let cells = rt.set("root_cells", n).unwrap();
+        let edges = rt.set("root_edges", n.saturating_sub(1)).unwrap();
+        let chain: Vec<i32> = (0..n.saturating_sub(1) as i32).flat_map(|e| [e, e + 1]).collect();
+        let m = rt.map("root_chain", &edges, &cells, 2, chain).expect("map");
+        let t = rt.temporary::<f64>("root_t", &cells, 2).expect("temporary");
+        // Never written: nothing to send (reading it for rank 0's mesh
+        // panicked the partition).
+        let _unwritten = rt.temporary::<f64>("root_u", &cells, 1).expect("temporary");
+        if rank == 0 {
+            t.set_values(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]).expect("set_values");
+        }
+        rt.partition(&cells, &m, Partitioner::Block).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+        let (count, sum) = (rt.global("root_count", &[0.0]).unwrap(), rt.global("root_sum", &[0.0]).unwrap());
+        rt.par_loop(
+            count_and_sum::KERNEL,
+            &cells,
+            &[t.arg(Access::READ), count.arg(Access::INC), sum.arg(Access::INC)],
+        )
+        .unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+        let (count, sum) = (count.value().unwrap(), sum.value().unwrap());
+        // 1 + 3 + 5 + 7 + 2 (2 + 4 + 6 + 8) = 56.
+        check(
+            (count, sum) == (4.0, 56.0),
+            &format!("a temporary declared on rank 0: count {count}, sum {sum}, want 4 and 56"),
+            &mut failures,
+        );
+    }
     finish(universe, &failures);
 }
 

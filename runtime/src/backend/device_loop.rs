@@ -97,6 +97,11 @@ pub(crate) struct Target {
 }
 
 impl Target {
+    /// An H100/H200-class GPU's defaults (48 KiB of shared memory per
+    /// block, 256 threads), without bounds checks: what NVRTC compiles for
+    /// a GPU without `PARLOOP_CHECK`, for source shown without a device.
+    pub const GPU: Target = Target { shared: 48 * 1024, block: 256, check: false };
+
     pub fn of(device: &dyn Device) -> Target {
         Target {
             shared: device.shared_memory_per_block(),

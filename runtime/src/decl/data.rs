@@ -110,6 +110,23 @@ impl<T: Scalar, M> Stored<T, M> {
     /// Exclusive access for a loop; `None` while this thread's host code
     /// holds the values (a loop inside `with_values`). Holders on other
     /// threads are waited for.
+    /// The values as they are, for the partition to move between ranks: a
+    /// temporary is not given memory for its set, whose size the partition
+    /// is changing (rank 0's values arrive on ranks that declared it empty).
+    fn redistributed(&self) -> host_access::WriteGuard<'_, Vec<T>> {
+        let held = |r: Result<()>| r.expect("partitioning runs outside any host access, before any loop");
+        held(self.link.force(self.id, true, false));
+        let mut values = host_access::write(&self.values, self.id, &self.name, "redistributed")
+            .expect("partitioning runs outside any host access");
+        held(self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut values.guard)));
+        values
+    }
+
+    /// A temporary not written yet: it has no values to move between ranks.
+    fn unwritten_temporary(&self) -> bool {
+        self.temp.as_ref().is_some_and(|t| !t.written())
+    }
+
     fn try_exclusive(&self) -> Option<host_access::WriteGuard<'_, Vec<T>>> {
         host_access::write(&self.values, self.id, &self.name, "written by a loop").ok()
     }
@@ -179,7 +196,7 @@ impl<T: Scalar> Dat<T> {
     /// ```
     #[track_caller]
     pub fn values(&self) -> Result<Vec<T>> {
-        Ok(self.0.read()?.guard.to_vec())
+        crate::fallible::copy_of(&self.0.read()?.guard, || format!("a copy of dat `{}`'s values", self.0.name))
     }
 
     /// Calls `f` with the values, without copying. Reads nest (`values()`
@@ -288,26 +305,36 @@ impl<T: Scalar> Redistribute for DatInner<T> {
         &self.meta.set
     }
     fn keep(&self, global: &[usize]) {
-        let dim = self.meta.dim;
-        let mut values = self.write_with("redistributed", false).expect("partitioning runs outside any host access");
-        let values = &mut *values.guard;
-        if self.temp.is_some() && values.is_empty() {
-            // An unwritten temporary: nothing to keep (it allocates for
-            // the partitioned set when first written).
+        if self.unwritten_temporary() {
+            // Nothing to keep: it allocates for the partitioned set when
+            // first written.
             return;
         }
+        let dim = self.meta.dim;
+        let mut values = self.redistributed();
+        let values = &mut *values.guard;
         let local: Vec<T> = global.iter().flat_map(|&g| values[g * dim..(g + 1) * dim].iter().copied()).collect();
         *values = crate::pages::on_huge_pages(local);
         self.mirror.forget();
     }
     fn to_bytes(&self) -> Vec<u8> {
-        bytemuck::cast_slice(&self.read_with(false).expect("partitioning runs outside any host access").guard).to_vec()
+        // (A read of an unwritten temporary is refused: it has no values.)
+        if self.unwritten_temporary() {
+            return Vec::new();
+        }
+        bytemuck::cast_slice(&self.redistributed().guard).to_vec()
     }
     fn replace(&self, bytes: &[u8]) {
+        if bytes.is_empty() && self.unwritten_temporary() {
+            return;
+        }
         let size = std::mem::size_of::<T>();
-        *self.write_with("redistributed", false).expect("partitioning runs outside any host access").guard =
-            bytes.chunks_exact(size).map(bytemuck::pod_read_unaligned).collect();
+        *self.redistributed().guard = bytes.chunks_exact(size).map(bytemuck::pod_read_unaligned).collect();
         self.mirror.forget();
+        // A temporary rank 0 wrote arrives written.
+        if let (Some(t), false) = (&self.temp, bytes.is_empty()) {
+            t.mark_written();
+        }
     }
 }
 
@@ -352,7 +379,7 @@ impl<T: Scalar> Global<T> {
     /// All values (downloaded when a device loop reduced last).
     #[track_caller]
     pub fn values(&self) -> Result<Vec<T>> {
-        Ok(self.0.read()?.guard.clone())
+        crate::fallible::copy_of(&self.0.read()?.guard, || format!("a copy of global `{}`'s values", self.0.name))
     }
     /// The first value (the value of a scalar global).
     ///

@@ -54,6 +54,17 @@ struct Buffer<T> {
     mirror: Option<Mirror>,
 }
 
+/// Takes a pooled buffer's memory: its device mirror, and its host values
+/// when they have the length wanted (a device-only buffer has none).
+fn adopt<T>(buffer: Buffer<T>, len: usize, values: &mut Vec<T>, mirror: &MirrorSlot) {
+    if let Some(m) = buffer.mirror {
+        mirror.put(m);
+    }
+    if buffer.values.len() == len {
+        *values = buffer.values;
+    }
+}
+
 /// A runtime's free temporary buffers.
 #[derive(Default)]
 pub(crate) struct Pool {
@@ -65,6 +76,12 @@ impl Pool {
     /// Temporaries that took a released buffer instead of allocating.
     pub(crate) fn reused(&self) -> u64 {
         self.reused.load(Ordering::Relaxed)
+    }
+
+    /// Released buffers it holds.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        lock(&self.free).values().map(Vec::len).sum()
     }
 }
 
@@ -80,6 +97,11 @@ pub(crate) struct Temp {
     /// Written, in program order (a loop writing it was recorded or run,
     /// or `set_values` ran).
     written: AtomicBool,
+    /// Whether its memory goes back to the pool when it is dropped (the
+    /// runtime's own large temporaries, the device assembly's element
+    /// matrices, free theirs instead: a pool keeps what it holds for the
+    /// runtime's life).
+    pooled: bool,
 }
 
 impl Temp {
@@ -100,32 +122,24 @@ impl Temp {
         }
         // A temporary with device memory only (`allocate_on_device`) keeps
         // it: its values may be there.
-        let pooled = if mirror.holds_buffer() { None } else { self.pooled::<T>(len) };
-        let pooled_values = match pooled {
-            Some(b) => {
-                if let Some(m) = b.mirror {
-                    mirror.put(m);
-                }
-                Some(b.values).filter(|v| v.len() == len)
+        if !mirror.holds_buffer() {
+            if let Some(b) = self.pooled::<T>(len) {
+                adopt(*b, len, values, mirror);
             }
-            None => None,
-        };
-        match pooled_values {
-            Some(v) => *values = v,
-            None => {
-                let mut fresh = Vec::new();
-                fresh.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
-                    what: format!(
-                        "temporary `{name}` ({} entities of set `{}` x dim {})",
-                        self.set.total(),
-                        self.set.name(),
-                        self.dim
-                    ),
-                    bytes: len.saturating_mul(std::mem::size_of::<T>()),
-                })?;
-                fresh.resize(len, T::default());
-                *values = crate::pages::on_huge_pages(fresh);
-            }
+        }
+        if values.len() != len {
+            let mut fresh = Vec::new();
+            fresh.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+                what: format!(
+                    "temporary `{name}` ({} entities of set `{}` x dim {})",
+                    self.set.total(),
+                    self.set.name(),
+                    self.dim
+                ),
+                bytes: len.saturating_mul(std::mem::size_of::<T>()),
+            })?;
+            fresh.resize(len, T::default());
+            *values = crate::pages::on_huge_pages(fresh);
         }
         Ok(())
     }
@@ -160,12 +174,7 @@ impl Temp {
             return self.allocate(name, values, mirror);
         }
         if let Some(b) = self.pooled::<T>(len) {
-            if let Some(m) = b.mirror {
-                mirror.put(m);
-            }
-            if b.values.len() == len {
-                *values = b.values;
-            }
+            adopt(*b, len, values, mirror);
             if values.len() == len || mirror.holds_buffer() {
                 return Ok(());
             }
@@ -176,6 +185,9 @@ impl Temp {
     /// Returns a dropped temporary's memory to the pool: its host values,
     /// its device copy, or both.
     pub(crate) fn release<T: Scalar>(&self, values: Vec<T>, mirror: Option<Mirror>) {
+        if !self.pooled {
+            return;
+        }
         let len = match (&mirror, values.len()) {
             (_, n) if n > 0 => n,
             (Some(m), _) => m.buf.bytes / std::mem::size_of::<T>(),
@@ -269,6 +281,19 @@ impl Runtime {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn temporary<T: Scalar>(&self, name: &str, set: &Set, dim: usize) -> Result<Dat<T>> {
+        self.new_temporary(name, set, dim, true)
+    }
+
+    /// A temporary whose memory is freed when it is dropped rather than
+    /// pooled: for the runtime's own large, long-lived temporaries (the
+    /// device assembly's element matrices, which live as long as their
+    /// matrix's pattern), which a pool would otherwise hold for the
+    /// runtime's life.
+    pub(crate) fn unpooled_temporary<T: Scalar>(&self, name: &str, set: &Set, dim: usize) -> Result<Dat<T>> {
+        self.new_temporary(name, set, dim, false)
+    }
+
+    fn new_temporary<T: Scalar>(&self, name: &str, set: &Set, dim: usize, pooled: bool) -> Result<Dat<T>> {
         if dim == 0 {
             return Err(Error::InvalidDeclaration {
                 what: "temporary",
@@ -278,8 +303,14 @@ impl Runtime {
         }
         checked_len("temporary", name, set.total(), dim, "dim", std::mem::size_of::<T>())?;
         let device = self.device().map_or(0, |d| Arc::as_ptr(d) as *const () as usize);
-        let temp =
-            Temp { pool: self.temporaries.clone(), device, dim, set: set.clone(), written: AtomicBool::new(false) };
+        let temp = Temp {
+            pool: self.temporaries.clone(),
+            device,
+            dim,
+            set: set.clone(),
+            written: AtomicBool::new(false),
+            pooled,
+        };
         let inner = Stored {
             id: super::next_id(),
             name: name.into(),

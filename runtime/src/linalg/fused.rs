@@ -85,7 +85,8 @@ impl Runtime {
         }
         check_product(a, x, y)?;
         x.check_poison()?;
-        let mine = self.mult_host(a, x, y, true)?;
+        let mine =
+            self.library_op(("mult+dot", a.name()), super::spmv::product_bytes(a), || self.mult_host(a, x, y, true))?;
         let mut total = [mine.to_f64()];
         self.dist.sum_over_ranks(y.set(), &mut total)?;
         // One rank: the sum as it is (`T` to `f64` and back is exact).

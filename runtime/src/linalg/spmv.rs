@@ -360,6 +360,17 @@ pub(crate) fn check_product<T: Real>(a: &Mat<T>, x: &Dat<T>, y: &Dat<T>) -> Resu
     Ok(())
 }
 
+/// The bytes a CSR product `y = A x` moves at least: values, column
+/// indices and row pointers once, `x` and `y` once each (the profile's
+/// GB/s for `mult`).
+pub(crate) fn product_bytes<T: Real>(a: &Mat<T>) -> u64 {
+    let s = a.sparsity();
+    let csr = std::mem::size_of_val(s.row_ptr())
+        + std::mem::size_of_val(s.col_indices())
+        + s.nnz() * std::mem::size_of::<T>();
+    (csr + (s.cols() + s.rows()) * std::mem::size_of::<T>()) as u64
+}
+
 /// Checks that `x` lives on `set` with `dim`, for operation `op` on matrix
 /// `what` (`role`: "x", "y", ...).
 pub(crate) fn check_dat<T: Real>(op: &str, what: &str, role: &str, x: &Dat<T>, set: &Set, dim: usize) -> Result<()> {
@@ -417,16 +428,18 @@ impl Runtime {
         // left it stale (the matrix's values are read as a host read).
         x.check_poison()?;
         let args = [x.arg(Access::READ), y.arg(Access::WRITE)];
-        if let Some(device) = self.device() {
-            // The halo first, then the product (the device's product reads
-            // every row at once).
-            self.dist.refresh_device(device, &format!("mult of matrix `{what}`"), &args)?;
-            self.mult_on_device(device, a, x, y)?;
-            self.dist.written(&args);
-            y.written_whole();
-            return Ok(());
-        }
-        self.mult_host(a, x, y, false).map(drop)
+        self.library_op(("mult", what), product_bytes(a), || {
+            if let Some(device) = self.device() {
+                // The halo first, then the product (the device's product
+                // reads every row at once).
+                self.dist.refresh_device(device, &format!("mult of matrix `{what}`"), &args)?;
+                self.mult_on_device(device, a, x, y)?;
+                self.dist.written(&args);
+                y.written_whole();
+                return Ok(());
+            }
+            self.mult_host(a, x, y, false).map(drop)
+        })
     }
 
     /// The host product `y = A x` of [`Runtime::mult`] (the column halo of
@@ -520,20 +533,27 @@ impl Runtime {
             });
         }
         check_dat("diagonal", what, "d", d, s.row_set(), s.row_dim())?;
-        // The owned rows only: `d`'s halo is stale after it.
-        if let Some(device) = self.device() {
-            self.diagonal_on_device(device, a, d)?;
+        // The row pointers, column indices and the vector written (the
+        // values read are a few per row).
+        let bytes = std::mem::size_of_val(s.row_ptr())
+            + std::mem::size_of_val(s.col_indices())
+            + s.rows() * std::mem::size_of::<T>();
+        self.library_op(("diagonal", what), bytes as u64, || {
+            // The owned rows only: `d`'s halo is stale after it.
+            if let Some(device) = self.device() {
+                self.diagonal_on_device(device, a, d)?;
+                self.dist.written(&[d.arg(Access::WRITE)]);
+                d.written_whole();
+                return Ok(());
+            }
+            let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
+            a.values_dat().with_values(|vals| {
+                let csr = CsrRef { row_ptr, cols, vals, gather: None, ascending: false };
+                d.with_values_mut(|dv| csr.diagonal(dv))
+            })??;
             self.dist.written(&[d.arg(Access::WRITE)]);
-            d.written_whole();
-            return Ok(());
-        }
-        let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
-        a.values_dat().with_values(|vals| {
-            let csr = CsrRef { row_ptr, cols, vals, gather: None, ascending: false };
-            d.with_values_mut(|dv| csr.diagonal(dv))
-        })??;
-        self.dist.written(&[d.arg(Access::WRITE)]);
-        Ok(())
+            Ok(())
+        })
     }
 }
 

@@ -389,14 +389,16 @@ fn contribution_table(positions: &[u32], nnz: usize, kernel: &str) -> Result<(Ve
 
 /// The element matrices of a scatter: a temporary, so that on the device
 /// they take device memory alone (no host copy, host fill or upload: 1.5 GB
-/// each for the n = 125 unit cube).
+/// each for the n = 125 unit cube), and an unpooled one, so that this
+/// memory goes with the tables (with the last matrix on the pattern).
 fn element_dat<T: Scalar>(
     rt: &Runtime,
     set: &Set,
     per_element: usize,
     scatter: &MatScatter,
 ) -> Result<Arc<dyn Storage>> {
-    let dat = rt.temporary::<T>(&format!("pl_elemat_{}_{}", scatter.sparsity_name, set.name()), set, per_element)?;
+    let dat =
+        rt.unpooled_temporary::<T>(&format!("pl_elemat_{}_{}", scatter.sparsity_name, set.name()), set, per_element)?;
     Ok(dat.0.clone())
 }
 
@@ -517,6 +519,9 @@ impl Runtime {
         params.ptr[0] = csr.row_ptr.addr;
         params.ptr[1] = csr.col_indices.addr;
         params.ptr[2] = address(a.values_dat().0.as_ref(), device, what)?;
+        // The values are read where no host read checks them: refuse them
+        // if the lazy trace discarded an assembly into them.
+        a.values_dat().check_poison()?;
         Ok(CsrLaunch { library, csr, params, rows: a.sparsity().rows() })
     }
 
@@ -631,7 +636,13 @@ mod tests {
             // The matrix (and its pattern) is dropped at the end of the
             // iteration: the second one's insertions prune the first's.
             assert_eq!(entries(&rt), (1, 1), "matrix {k}");
+            // The pruned tables' element matrices were freed, not pooled
+            // (a pool keeps its buffers for the runtime's life).
+            assert_eq!(rt.temporaries.held(), 0, "matrix {k}");
         }
+        // The second matrix's element matrices were fresh: the first's
+        // were never in the pool to take.
+        assert_eq!(rt.trace_stats().temporaries_reused, 0);
         // Results stay right: the second matrix's product (edges 0-2, 1-3
         // and 0-3, each adding [[1, -1], [-1, 1]]).
         assert_eq!(y.values().unwrap(), vec![-5.0, -2.0, 2.0, 5.0]);

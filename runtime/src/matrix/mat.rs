@@ -141,9 +141,10 @@ impl<T: Scalar> Mat<T> {
     /// ```
     #[track_caller]
     pub fn to_csr(&self) -> Result<Csr<T>> {
+        let what = || format!("the CSR copy of matrix `{}`", self.name());
         Ok(Csr {
-            row_ptr: self.sparsity.row_ptr().to_vec(),
-            cols: self.sparsity.col_indices().iter().map(|&c| c as usize).collect(),
+            row_ptr: crate::fallible::copy_of(self.sparsity.row_ptr(), what)?,
+            cols: crate::fallible::mapped(self.sparsity.col_indices(), |&c| c as usize, what)?,
             vals: self.values()?,
         })
     }
@@ -287,8 +288,10 @@ impl<T: Scalar> Mat<T> {
     /// sparsity was built from.
     pub fn arg(&self, row_map: &Map, col_map: &Map, access: Access) -> Arg {
         let s = &self.sparsity;
-        let rows = row_map.arity() * s.row_dim();
-        let cols = col_map.arity() * s.col_dim();
+        // Saturating: an impossible shape (arity x dim past `usize`) is
+        // then refused by the loop's validation, naming the argument.
+        let rows = row_map.arity().saturating_mul(s.row_dim());
+        let cols = col_map.arity().saturating_mul(s.col_dim());
         Arg::new(
             self.values.0.clone(),
             ArgKind::Mat(Arc::new(MatScatter {
@@ -302,7 +305,7 @@ impl<T: Scalar> Mat<T> {
                 offsets: std::sync::OnceLock::new(),
             })),
             access,
-            rows * cols,
+            rows.saturating_mul(cols),
             None,
         )
     }

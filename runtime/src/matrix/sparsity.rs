@@ -349,13 +349,18 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
     // `map_init` makes a stamp array (4 bytes per column entity, 8 MB for
     // the n = 125 cube) for every piece rayon splits the range into: at
     // least `min_len` tasks a piece keeps that to about four per worker.
+    // A column set far larger than the column maps reach (declared sets
+    // cost nothing; a stamp array for four billion columns would be 16 GB
+    // per worker) has its duplicates dropped by sorting instead.
+    let reachable: usize = pairs.iter().map(|(_, c)| c.values().len()).sum();
+    let stamped = col_total <= reachable.saturating_mul(4).max(1 << 16);
     let task_count = rows.div_ceil(ROWS_PER_TASK);
     let min_len = task_count.div_ceil(4 * rayon::current_num_threads()).max(1);
     let tasks: Vec<(Vec<u32>, Vec<u32>)> = (0..task_count)
         .into_par_iter()
         .with_min_len(min_len)
         .map_init(
-            || vec![u32::MAX; col_total],
+            || if stamped { vec![u32::MAX; col_total] } else { Vec::new() },
             |stamp, t| {
                 let range = t * ROWS_PER_TASK..((t + 1) * ROWS_PER_TASK).min(rows);
                 let mut lens = Vec::with_capacity(range.len());
@@ -368,6 +373,10 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
                         for &e in &elems[ptr[r]..ptr[r + 1]] {
                             let e = e as usize;
                             for &v in &cv[e * ca..(e + 1) * ca] {
+                                if !stamped {
+                                    buf.push(v as u32);
+                                    continue;
+                                }
                                 let seen = &mut stamp[v as usize];
                                 if *seen != r as u32 {
                                     *seen = r as u32;
@@ -377,6 +386,9 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
                         }
                     }
                     buf.sort_unstable();
+                    if !stamped {
+                        buf.dedup();
+                    }
                     lens.push(buf.len() as u32);
                     cols.extend_from_slice(&buf);
                 }

@@ -343,7 +343,7 @@ impl Runtime {
         let set = first.set().sections();
         // The source of a 48 KiB, 256-thread device without bounds checks
         // (what NVRTC compiles for a GPU without `PARLOOP_CHECK`).
-        let target = device_loop::Target { shared: 48 * 1024, block: 256, check: false };
+        let target = device_loop::Target::GPU;
         let (built, _) = device_loop::build_fused(&name, &loops_args, &args, &[set.core, set.owned], target)?;
         Ok(built.source)
     }
