@@ -72,8 +72,9 @@ impl<'a> Field<'a> {
 
 /// Writes `mesh` with its point and cell data to the `.vtu` file `path`.
 /// A field whose length is not `components x entities` is an
-/// [`Error::WrongLength`] naming it; I/O errors are [`Error::Io`] naming
-/// the file.
+/// [`Error::WrongLength`] naming it, a field whose name holds a control
+/// character (which XML cannot carry) an [`Error::InvalidDeclaration`];
+/// I/O errors are [`Error::Io`] naming the file.
 ///
 /// ```
 /// use parloop_mesh::{unit_cube, vtk::{write_vtu, Field}};
@@ -89,6 +90,16 @@ pub fn write_vtu(path: &Path, mesh: &Mesh, point_data: &[Field], cell_data: &[Fi
     let (npoints, ncells) = (mesh.vertices(), mesh.num_cells());
     for (fields, n, kind) in [(point_data, npoints, "points"), (cell_data, ncells, "cells")] {
         for f in fields {
+            if let Some(c) = f.name.chars().find(|&c| !xml_char(c)) {
+                return Err(Error::InvalidDeclaration {
+                    what: "VTK field",
+                    name: f.name.escape_debug().to_string(),
+                    reason: format!(
+                        "its name holds {:?}, which an XML attribute cannot carry (control characters are refused)",
+                        c
+                    ),
+                });
+            }
             let expected = f.components.checked_mul(n);
             if f.components == 0 || expected != Some(f.values.len()) {
                 return Err(Error::WrongLength {
@@ -248,6 +259,14 @@ fn write_vtu_to(w: &mut dyn Write, mesh: &Mesh, point_data: &[Field], cell_data:
     Ok(())
 }
 
+/// Whether `c` may appear in an XML attribute as itself: XML 1.0's
+/// characters less the control characters (tabs and line ends would read
+/// back as spaces; the rest are not XML or are discouraged) and the
+/// non-characters U+FFFE and U+FFFF.
+fn xml_char(c: char) -> bool {
+    !c.is_control() && c != '\u{fffe}' && c != '\u{ffff}'
+}
+
 /// `&`, `<`, `>` and `"` as XML entities.
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
@@ -264,7 +283,10 @@ pub struct TimeSeries {
 }
 
 impl TimeSeries {
-    /// A series in the folder `dir` (created if missing).
+    /// A series in the folder `dir` (created if missing). `name` becomes
+    /// part of file names in `dir`: a name that is empty, `.` or `..`,
+    /// holds a path separator (`/` or `\`), a drive or a control character
+    /// is an [`Error::InvalidDeclaration`].
     ///
     /// ```
     /// let dir = std::env::temp_dir().join(format!("series-doc-{}", std::process::id()));
@@ -274,6 +296,20 @@ impl TimeSeries {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn new(dir: &Path, name: &str) -> Result<TimeSeries, Error> {
+        let invalid = |reason: &str| Error::InvalidDeclaration {
+            what: "VTK time series",
+            name: name.escape_debug().to_string(),
+            reason: format!("{reason}: the name must be a plain file name, whose files stay in {}", dir.display()),
+        };
+        if let Some(c) = name.chars().find(|&c| !xml_char(c) || c == '/' || c == '\\') {
+            return Err(invalid(&format!("the name holds {c:?}")));
+        }
+        // One normal component, itself: not empty, `.`, `..`, a root or a
+        // prefix (`C:`).
+        let mut parts = Path::new(name).components();
+        if !matches!((parts.next(), parts.next()), (Some(std::path::Component::Normal(n)), None) if n == name) {
+            return Err(invalid("the name is not a file name"));
+        }
         std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
         Ok(TimeSeries { dir: dir.to_path_buf(), name: name.into(), steps: Vec::new() })
     }
@@ -284,7 +320,9 @@ impl TimeSeries {
     }
 
     /// Writes the next step, at `time`, and rewrites the collection;
-    /// returns the `.vtu` written. Errors as [`write_vtu`].
+    /// returns the `.vtu` written. Errors as [`write_vtu`]; a time that is
+    /// not finite is an [`Error::InvalidDeclaration`] (and nothing is
+    /// written).
     pub fn write(
         &mut self,
         time: f64,
@@ -292,6 +330,13 @@ impl TimeSeries {
         point_data: &[Field],
         cell_data: &[Field],
     ) -> Result<PathBuf, Error> {
+        if !time.is_finite() {
+            return Err(Error::InvalidDeclaration {
+                what: "VTK time series",
+                name: self.name.clone(),
+                reason: format!("step {}: time {time} is not a finite number", self.steps.len()),
+            });
+        }
         let file = format!("{}_{:06}.vtu", self.name, self.steps.len());
         let path = self.dir.join(&file);
         write_vtu(&path, mesh, point_data, cell_data)?;

@@ -411,3 +411,172 @@ fn long_physical_lists_shared_by_many_elements_are_refused() {
     assert_eq!((m.num_cells(), m.group("gmsh:0:1").unwrap().entities.clone()), (1, vec![0, 1, 2]));
     assert_eq!(m.group("gmsh:2:7").unwrap().entities, vec![0]);
 }
+
+/// Runs `f` on its own thread: a hang fails the test after `secs` seconds
+/// instead of stalling it.
+fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs)).expect("finishes within the deadline")
+}
+
+#[test]
+fn read_refuses_what_is_not_a_regular_file() {
+    let dir = std::env::temp_dir().join(format!("parloop-gmsh-special-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // A directory first: a device or pipe would hang or exhaust memory
+    // where it is not refused.
+    let mut paths = vec![dir.clone()];
+    #[cfg(unix)]
+    {
+        // A FIFO with no writer: opening it would wait forever.
+        let fifo = dir.join("pipe.msh");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        paths.push(fifo);
+    }
+    #[cfg(target_os = "linux")]
+    paths.extend(["/dev/zero".into(), "/dev/urandom".into()]);
+    for p in paths {
+        let shown = p.display().to_string();
+        let e = within(20, move || parloop_mesh::gmsh::read(&p).unwrap_err().to_string());
+        assert!(e.starts_with(&format!("{shown}: not a regular file")), "{e}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn read_refuses_a_file_longer_than_its_size() {
+    // procfs files say they are empty and then hold text: the reader reads
+    // no more than the size the file had when opened.
+    let e = within(20, || parloop_mesh::gmsh::read("/proc/self/status").unwrap_err().to_string());
+    assert!(e.starts_with("/proc/self/status: ") && e.contains("more than the 0 bytes"), "{e}");
+}
+
+#[test]
+fn long_section_names_are_refused_at_once() {
+    // A 100 KB name that overlaps itself, over 16 MB of near matches: a naive
+    // search for `$End<name>` takes seconds.
+    let name = "$End".repeat(25_000) + "Z";
+    let f = format!("$MeshFormat\n2.2 0 8\n$EndMeshFormat\n${name}\n{}\n", "$End".repeat(4_000_000));
+    let start = std::time::Instant::now();
+    let (line, reason) = line_of(within(60, move || read_bytes("bad.msh", f.as_bytes()).unwrap_err()));
+    assert!(start.elapsed() < std::time::Duration::from_secs(1), "took {:?}", start.elapsed());
+    assert_eq!(line, 4, "{reason}");
+    assert!(reason.contains("section name") && reason.contains("100001 bytes"), "{reason}");
+    // Unknown sections of sensible names are still skipped, binary
+    // contents and all, up to their `$End` line.
+    let good = ascii22(&square());
+    let skipped =
+        good.replace("$Nodes\n", "$NodeData\n1\n\"$EndNode\"\n$EndNodeDataX\n\x01\x02\n$EndNodeData\n$Nodes\n");
+    assert_eq!(read_bytes("ok.msh", skipped.as_bytes()).unwrap(), read_bytes("ok.msh", good.as_bytes()).unwrap());
+    let unended = good.replace("$Nodes\n", "$Comments\n$EndComment\n$Nodes\n");
+    let (line, reason) = line_of(read_bytes("bad.msh", unended.as_bytes()).unwrap_err());
+    assert_eq!(line, line_starting(&unended, "$Comments"));
+    assert!(reason.contains("`$EndComments`"), "{reason}");
+}
+
+/// `text` with `from` (which must occur once) replaced by `to`.
+fn replace_once(text: &str, from: &str, to: &str) -> String {
+    assert_eq!(text.matches(from).count(), 1, "`{from}` in\n{text}");
+    text.replace(from, to)
+}
+
+#[test]
+fn physical_groups_of_4_1_files_are_not_lost() {
+    let good = String::from_utf8(write41(&square(), None)).unwrap();
+    let ok = read_bytes("ok.msh", good.as_bytes()).unwrap();
+    check_square(&ok);
+    // An element block of an entity that `$Entities` does not list (the
+    // block of the line element in curve 2, moved to curve 9).
+    let bad = replace_once(&good, "\n1 2 1 1 \n", "\n1 9 1 1 \n");
+    let (line, reason) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());
+    assert_eq!(line, line_starting(&bad, "1 9 1 1"), "{reason}");
+    assert!(reason.contains("1-D 9") && reason.contains("$Entities"), "{reason}");
+    // `$Entities` after `$Elements`.
+    let (a, b) = (good.find("$Entities").unwrap(), good.find("$Nodes").unwrap());
+    let moved = format!("{}{}{}", &good[..a], &good[b..], &good[a..b]);
+    let (line, reason) = line_of(read_bytes("bad.msh", moved.as_bytes()).unwrap_err());
+    assert_eq!(line, line_starting(&moved, "$Entities"), "{reason}");
+    assert!(reason.contains("after `$Elements`"), "{reason}");
+    // A second `$Entities` section (giving curve 2 no physical group).
+    let second = good[a..b].replace("1 6 0 \n", "0 0 \n");
+    assert_ne!(second, good[a..b]);
+    let twice = format!("{}{}{}", &good[..b], second, &good[b..]);
+    let (line, reason) = line_of(read_bytes("bad.msh", twice.as_bytes()).unwrap_err());
+    assert_eq!(line, 1 + twice[..b].lines().count(), "{reason}");
+    assert!(reason.contains("`$Entities`") && reason.contains("twice"), "{reason}");
+    // An entity listed twice in one `$Entities`.
+    let entity = "2 0 0 0 0 0 0 1 6 0 \n";
+    let bad = replace_once(&good, entity, &format!("{entity}2 0 0 0 0 0 0 0 0 \n")).replacen(
+        "$Entities\n1 2 1 0 \n",
+        "$Entities\n1 3 1 0 \n",
+        1,
+    );
+    let (line, reason) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());
+    assert_eq!(line, 1 + line_starting(&bad, entity.trim_end()), "{reason}");
+    assert!(reason.contains("1-D 2") && reason.contains("twice"), "{reason}");
+    // A partitioned mesh: its blocks' entities are partition entities.
+    let parted = good.replace("$Nodes\n", "$PartitionedEntities\n2\n0\n$EndPartitionedEntities\n$Nodes\n");
+    let (line, reason) = line_of(read_bytes("bad.msh", parted.as_bytes()).unwrap_err());
+    assert_eq!(line, line_starting(&parted, "$PartitionedEntities"), "{reason}");
+    assert!(reason.contains("partitioned"), "{reason}");
+    // Without `$Entities`, a 4.1 file has no physical groups: it reads
+    // unless it names some.
+    let none = format!("{}{}", &good[..a], &good[b..]);
+    let (line, reason) = line_of(read_bytes("bad.msh", none.as_bytes()).unwrap_err());
+    assert_eq!(line, line_starting(&none, "1 5 \"bottom\""), "{reason}");
+    assert!(reason.contains("$Entities"), "{reason}");
+    let (p, q) = (none.find("$PhysicalNames").unwrap(), none.find("$Nodes").unwrap());
+    let plain = format!("{}{}", &none[..p], &none[q..]);
+    let m = read_bytes("ok.msh", plain.as_bytes()).unwrap();
+    assert_eq!((m.coords.clone(), m.cells.clone(), m.groups.len()), (ok.coords, ok.cells, 0));
+}
+
+#[test]
+fn repeated_sections_are_errors() {
+    let good = ascii22(&square());
+    let (a, b) = (good.find("$Elements").unwrap(), good.len());
+    for (what, from, to) in [("$Elements", a, b), ("$MeshFormat", 0, good.find("$PhysicalNames").unwrap())] {
+        let twice = format!("{good}{}", &good[from..to]);
+        let (line, reason) = line_of(read_bytes("bad.msh", twice.as_bytes()).unwrap_err());
+        assert_eq!(line, 1 + good.lines().count(), "{reason}");
+        assert!(reason.contains(&format!("`{what}`")) && reason.contains("twice"), "{reason}");
+    }
+}
+
+/// The 1-based line of byte `at` of `text`.
+fn line_at(text: &str, at: usize) -> usize {
+    1 + text[..at].matches('\n').count()
+}
+
+#[test]
+fn ascii_records_are_checked_line_by_line() {
+    // 2.2: an element line one node short, one node long; a node line one
+    // coordinate short. 4.1: an element line (element 4) one node short or
+    // long, and a block header one value short. Each error names its own
+    // line (the one after the `\n` that `to` starts with).
+    let v22 = ascii22(&square());
+    let v41 = String::from_utf8(write41(&square(), None)).unwrap();
+    for (good, from, to, says) in [
+        (&v22, "\n4 2 2 7 1 10 20 50\n", "\n4 2 2 7 1 10 20\n", "the line ends where an element's node"),
+        (&v22, "\n4 2 2 7 1 10 20 50\n", "\n4 2 2 7 1 10 20 50 30\n", "`30`"),
+        (&v22, "\n30 1 1 0\n", "\n30 1 1\n", "the line ends where a node coordinate"),
+        (&v41, "\n4 10 20 50 \n", "\n4 10 20 \n", "the line ends where an element's node"),
+        (&v41, "\n4 10 20 50 \n", "\n4 10 20 50 60 \n", "`60`"),
+        (&v41, "\n1 2 1 1 \n", "\n1 2 1\n1 \n", "the line ends where an element block's number"),
+    ] {
+        let bad = replace_once(good, from, to);
+        let (line, reason) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());
+        assert_eq!(line, line_at(&bad, bad.find(to).unwrap() + 1), "{to:?}: {reason}");
+        assert!(reason.contains(says), "{to:?}: {reason}");
+    }
+    // Blank lines between records, CRLF line ends and trailing spaces are fine.
+    let loose = v22.replace('\n', " \r\n").replace("$Elements \r\n7 \r\n", "$Elements\r\n7\r\n\r\n\r\n");
+    assert_eq!(read_bytes("ok.msh", loose.as_bytes()).unwrap(), read_bytes("ok.msh", v22.as_bytes()).unwrap());
+}

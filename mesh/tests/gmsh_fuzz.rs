@@ -8,6 +8,7 @@
 //! lying header must not be believed).
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -23,15 +24,26 @@ use proptest::prelude::*;
 const HUGE: usize = 64 << 20;
 static HUGE_ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
 
+thread_local! {
+    /// The largest single allocation on this thread since it was reset
+    /// (a const initializer: reading it allocates nothing).
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note(size: usize) {
+    if size > HUGE {
+        HUGE_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+    let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
+}
+
 struct Counting;
 
 // SAFETY: forwards every call to the system allocator unchanged; it only
 // counts oversized requests on the side.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.size() > HUGE {
-            HUGE_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
+        note(layout.size());
         // SAFETY: the caller's contract for `alloc` is passed on as is.
         unsafe { System.alloc(layout) }
     }
@@ -40,9 +52,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if new_size > HUGE {
-            HUGE_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
+        note(new_size);
         // SAFETY: `ptr` came from `System` with `layout`; contract passed on.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -151,6 +161,24 @@ fn every_truncation_of_an_ascii_file() {
 #[test]
 fn every_truncation_of_a_binary_file() {
     truncate_everywhere("disk-41-bin.msh");
+}
+
+#[test]
+fn reservations_from_counts_stay_near_the_file_size() {
+    // 4.1 text claiming 10^12 tetrahedra in one block, over 100 000 lines
+    // of tetrahedra (1.5 MB). A reservation from the header's total, at the
+    // 4 bytes of the shortest element line (a point's), is 16 times the
+    // file's size; the block's tetrahedra take at least 10 bytes each.
+    let mut f = String::from("$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$Nodes\n1 4 1 4\n3 1 0 4\n1\n2\n3\n4\n");
+    f += "0 0 0\n1 0 0\n0 1 0\n0 0 1\n$EndNodes\n$Elements\n1 1000000000000 1 1000000000000\n3 1 4 1000000000000\n";
+    for i in 0..100_000 {
+        f += &format!("{} 1 2 3 4\n", i + 1);
+    }
+    LARGEST.with(|l| l.set(0));
+    let e = read_bytes("big.msh", f.as_bytes()).unwrap_err();
+    let largest = LARGEST.with(Cell::get);
+    check_error(&e, f.as_bytes()).unwrap();
+    assert!(largest <= 8 * f.len(), "an allocation of {largest} bytes for a file of {} bytes", f.len());
 }
 
 /// Numbers a lying or broken file might hold.

@@ -168,3 +168,37 @@ fn bad_fields_and_paths_are_errors() {
     assert!(write_vtu(&dir.join("b.vtu"), &broken, &[], &[]).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn bad_times_and_names_are_errors() {
+    let dir = temp_dir("names");
+    let mesh = unit_square(2, 2).unwrap();
+    let p = vec![0.0; mesh.vertices()];
+    // Series names that would leave the folder, or are no file name.
+    for name in ["../x", "a/b", "a\\b", "..", ".", "", "/x", "x\ny", "x\u{7f}"] {
+        let e = TimeSeries::new(&dir.join("sub"), name).err().unwrap_or_else(|| panic!("{name:?} accepted"));
+        assert!(matches!(e, Error::InvalidDeclaration { what: "VTK time series", .. }), "{name:?}: {e}");
+    }
+    assert!(!dir.join("sub").exists() && !dir.join("x.pvd").exists());
+    // Times that are not numbers: nothing is written.
+    let mut series = TimeSeries::new(&dir, "s").unwrap();
+    for t in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        let e = series.write(t, &mesh, &[Field::scalar("p", &p)], &[]).unwrap_err();
+        assert!(matches!(e, Error::InvalidDeclaration { .. }) && e.to_string().contains(&format!("{t}")), "{e}");
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    series.write(0.5, &mesh, &[Field::scalar("p", &p)], &[]).unwrap();
+    // Field names XML cannot carry (attribute values lose tabs and line
+    // ends, and control characters are not XML).
+    for name in ["a\u{1}", "a\nb", "a\tb", "a\u{85}", "a\u{fffe}"] {
+        let e = write_vtu(&dir.join("c.vtu"), &mesh, &[], &[Field::scalar(name, &vec![0.0; mesh.num_cells()])])
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidDeclaration { what: "VTK field", .. }), "{name:?}: {e}");
+        let e = series.write(1.0, &mesh, &[Field::scalar(name, &p)], &[]).unwrap_err();
+        assert!(matches!(e, Error::InvalidDeclaration { what: "VTK field", .. }), "{name:?}: {e}");
+    }
+    assert!(!dir.join("c.vtu").exists() && !dir.join("s_000001.vtu").exists());
+    let pvd = std::fs::read_to_string(series.pvd_path()).unwrap();
+    assert_eq!(pvd.matches("<DataSet").count(), 1, "{pvd}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -59,6 +59,11 @@ pub const VERTICES_SUFFIX: &str = ".vertices";
 
 /// Reads the Gmsh mesh file at `path` (2.2 or 4.1, ASCII or binary).
 ///
+/// Only a regular file is read, and no more of it than its size when
+/// opened: a directory, device or pipe (which could be endless) is an
+/// [`Error::Io`] naming the path, and so is a file that grows while it
+/// is read.
+///
 /// ```no_run
 /// let mesh = parloop_mesh::gmsh::read("disk.msh")?;
 /// println!("{} triangles", mesh.num_cells());
@@ -67,8 +72,69 @@ pub const VERTICES_SUFFIX: &str = ".vertices";
 pub fn read(path: impl AsRef<Path>) -> Result<Mesh, Error> {
     let path = path.as_ref();
     let name = path.display().to_string();
-    let data = std::fs::read(path).map_err(|source| Error::Io { path: name.clone(), source })?;
+    let data = read_file(path, &name)?;
     read_bytes(&name, &data)
+}
+
+/// The bytes of the regular file at `path`, no more than its size when
+/// opened.
+fn read_file(path: &Path, name: &str) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    let io = |source| Error::Io { path: name.to_string(), source };
+    // Checked before opening too: opening a FIFO waits for a writer, and
+    // opening a device may act on it.
+    regular(&std::fs::metadata(path).map_err(io)?).map_err(io)?;
+    let file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    regular(&meta).map_err(io)?;
+    let len = meta.len();
+    let mut data = Vec::new();
+    usize::try_from(len).ok().filter(|&n| data.try_reserve_exact(n).is_ok()).ok_or_else(|| Error::OutOfMemory {
+        what: format!("reading `{name}`"),
+        bytes: usize::try_from(len).unwrap_or(usize::MAX),
+    })?;
+    file.take(len.saturating_add(1)).read_to_end(&mut data).map_err(io)?;
+    if data.len() as u64 > len {
+        return Err(io(std::io::Error::other(format!(
+            "the file holds more than the {len} bytes its size said when it was opened (it grew while read, or is \
+             not stored data)"
+        ))));
+    }
+    Ok(data)
+}
+
+/// Refuses what is not a regular file (after symbolic links).
+fn regular(meta: &std::fs::Metadata) -> std::io::Result<()> {
+    if meta.is_file() {
+        return Ok(());
+    }
+    let t = meta.file_type();
+    let kind = if t.is_dir() { "a directory" } else { special_kind(&t) };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("not a regular file ({kind}): a mesh is read from a regular file only"),
+    ))
+}
+
+#[cfg(unix)]
+fn special_kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: &std::fs::FileType) -> &'static str {
+    "a special file"
 }
 
 /// Reads a Gmsh mesh from memory; `name` names it in errors.

@@ -3,7 +3,11 @@
 //!
 //! Every count read from the file is a claim, not a fact: loops over it
 //! consume input on each turn (so they end at the end of the file), and
-//! vectors reserve at most what the rest of the file could hold.
+//! vectors reserve at most what the rest of the file could hold, fallibly.
+//!
+//! Text records are lines: a node, an element, a block header, an entity
+//! must be on one line, so that a value too few or too many is reported
+//! on its own line rather than shifting the records after it.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -75,11 +79,27 @@ impl Locator<'_> {
         if self.binary {
             Error::InputAtByte { source_name: self.name.to_string(), offset: pos, reason: reason.into() }
         } else {
-            let line = 1 + self.data[..pos].iter().filter(|&&b| b == b'\n').count();
-            Error::Input { source_name: self.name.to_string(), line, reason: reason.into() }
+            Error::Input { source_name: self.name.to_string(), line: self.line(pos), reason: reason.into() }
+        }
+    }
+
+    fn line(&self, pos: usize) -> usize {
+        1 + self.data[..pos.min(self.data.len())].iter().filter(|&&b| b == b'\n').count()
+    }
+
+    /// `name:line` or `name: byte offset`, as errors name a position.
+    fn place(&self, pos: usize) -> String {
+        if self.binary {
+            format!("{}: byte {}", self.name, pos.min(self.data.len()))
+        } else {
+            format!("{}:{}", self.name, self.line(pos))
         }
     }
 }
+
+/// The longest section name read (Gmsh's are at most 22 bytes); a longer
+/// one is an error rather than something to search the file for.
+const MAX_SECTION_NAME: usize = 64;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Version {
@@ -93,6 +113,9 @@ struct Cursor<'a> {
     big_endian: bool,
     /// Bytes of a binary `size_t` (4.1 files).
     size_t: usize,
+    /// Where the text record being read starts: its tokens must be on its
+    /// line (`None` between records, and in binary data).
+    record: Option<usize>,
 }
 
 impl<'a> Cursor<'a> {
@@ -115,10 +138,55 @@ impl<'a> Cursor<'a> {
         usize::try_from(claimed).unwrap_or(usize::MAX).min(fits)
     }
 
+    /// Reserves room in `v` for `claimed` more items, each of which takes
+    /// at least `min_bytes` bytes of the file (the smallest record that
+    /// holds one), as many as the rest of the file could hold: reading
+    /// them then allocates no more. An allocation that fails is an error.
+    fn reserve<T>(&self, v: &mut Vec<T>, claimed: u64, min_bytes: usize, what: &str) -> Result<(), Error> {
+        let n = self.cap(claimed, min_bytes);
+        v.try_reserve(n).map_err(|_| Error::OutOfMemory {
+            what: format!("{}: {n} {what}", self.loc.place(self.pos)),
+            bytes: n.saturating_add(v.len()).saturating_mul(std::mem::size_of::<T>()),
+        })
+    }
+
+    /// Skips whitespace; inside a text record, not past the end of its line.
     fn skip_ws(&mut self) {
-        while self.pos < self.data().len() && self.data()[self.pos].is_ascii_whitespace() {
-            self.pos += 1;
+        let data = self.data();
+        if self.record.is_some() {
+            while self.pos < data.len() && data[self.pos] != b'\n' && data[self.pos].is_ascii_whitespace() {
+                self.pos += 1;
+            }
+        } else {
+            while self.pos < data.len() && data[self.pos].is_ascii_whitespace() {
+                self.pos += 1;
+            }
         }
+    }
+
+    /// Starts a text record (a line) at the next token and returns where it
+    /// starts; in binary data, only returns the position.
+    fn begin_record(&mut self, text: bool) -> usize {
+        if text {
+            self.record = None;
+            self.skip_ws();
+            self.record = Some(self.pos);
+        }
+        self.pos
+    }
+
+    /// Ends the text record begun last: nothing but spaces may follow its
+    /// last value on its line. `what` names the record in the error.
+    fn end_record(&mut self, what: impl FnOnce() -> String) -> Result<(), Error> {
+        if let Some(start) = self.record {
+            self.skip_ws();
+            if self.pos < self.data().len() && self.data()[self.pos] != b'\n' {
+                let (_, t) = self.token("a value")?;
+                return Err(self.err(start, format!("`{}` after the last value of {}", clip(t), what())));
+            }
+            self.record = None;
+        }
+        Ok(())
     }
 
     fn at_end(&mut self) -> bool {
@@ -135,7 +203,10 @@ impl<'a> Cursor<'a> {
             self.pos += 1;
         }
         if start == self.pos {
-            return Err(self.err(start, format!("file ends where {what} was expected")));
+            return Err(match self.record {
+                Some(line) if start < data.len() => self.err(line, format!("the line ends where {what} was expected")),
+                _ => self.err(start, format!("file ends where {what} was expected")),
+            });
         }
         std::str::from_utf8(&data[start..self.pos])
             .map(|t| (start, t))
@@ -245,17 +316,35 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// Skips an unknown section up to its `$End...` line.
+    /// Skips an unknown section up to its `$End...` line: a line that
+    /// starts with `$End<name>` followed by whitespace or the end of the
+    /// file. Each candidate starts at a line end and a match cannot span
+    /// one, so the search is linear in the section's length.
     fn skip_section(&mut self, name: &str, start: usize) -> Result<(), Error> {
-        let end = format!("$End{name}");
-        let rest = &self.data()[self.pos..];
-        match rest.windows(end.len()).position(|w| w == end.as_bytes()) {
-            Some(i) => {
-                self.pos += i + end.len();
-                Ok(())
-            }
-            None => Err(self.err(start, format!("section `${}` has no `{}`", clip(name), clip(&end)))),
+        if name.len() > MAX_SECTION_NAME {
+            return Err(self.err(
+                start,
+                format!(
+                    "section name `${}` is {} bytes long, more than the {MAX_SECTION_NAME} a section name may have",
+                    clip(name),
+                    name.len()
+                ),
+            ));
         }
+        let end = format!("\n$End{name}");
+        let end = end.as_bytes();
+        let data = self.data();
+        let mut at = self.pos;
+        while let Some(i) = data[at..].iter().position(|&b| b == b'\n') {
+            let line = at + i;
+            let after = line + end.len();
+            if data[line..].starts_with(end) && data.get(after).is_none_or(|b| b.is_ascii_whitespace()) {
+                self.pos = after;
+                return Ok(());
+            }
+            at = line + 1;
+        }
+        Err(self.err(start, format!("section `${}` has no `$End{}` line", clip(name), clip(name))))
     }
 }
 
@@ -271,7 +360,8 @@ fn clip(s: &str) -> String {
 
 /// Reads the file's records; `name` names it in errors.
 pub(crate) fn parse<'a>(name: &'a str, data: &'a [u8]) -> Result<(Raw, Locator<'a>), Error> {
-    let mut c = Cursor { loc: Locator { name, data, binary: false }, pos: 0, big_endian: false, size_t: 8 };
+    let mut c =
+        Cursor { loc: Locator { name, data, binary: false }, pos: 0, big_endian: false, size_t: 8, record: None };
     c.expect("$MeshFormat")?;
     let (vpos, v) = c.token("the format version")?;
     let version = match v {
@@ -310,49 +400,78 @@ pub(crate) fn parse<'a>(name: &'a str, data: &'a [u8]) -> Result<(Raw, Locator<'
     c.expect("$EndMeshFormat")?;
 
     let mut raw = Raw { nodes: Vec::new(), elements: Vec::new(), names: Vec::new() };
-    let mut entities: HashMap<(i32, i32), Rc<[i32]>> = HashMap::new();
-    let (mut seen_nodes, mut seen_elements) = (false, false);
+    // 4.1: the physical tags of each entity, once `$Entities` is read.
+    let mut entities: Option<EntityTags> = None;
+    // The sections read, each at most once: a second would add to or
+    // replace what the first said.
+    let mut seen: Vec<&str> = vec!["MeshFormat"];
     while !c.at_end() {
         let (spos, t) = c.token("a section")?;
         let Some(section) = t.strip_prefix('$') else {
             return Err(c.err(spos, format!("expected a `$Section`, found `{}`", clip(t))));
         };
+        if section == "PartitionedEntities" && version == Version::V41 {
+            return Err(c.err(
+                spos,
+                "partitioned meshes are not read (their elements belong to partition entities, whose physical \
+                 groups `$PartitionedEntities` holds): save the mesh unpartitioned",
+            ));
+        }
+        let known = matches!(section, "MeshFormat" | "PhysicalNames" | "Nodes" | "Elements")
+            || (section == "Entities" && version == Version::V41);
+        if !known {
+            c.skip_section(section, spos)?;
+            continue;
+        }
+        if seen.contains(&section) {
+            return Err(c.err(spos, format!("section `${section}` appears twice")));
+        }
+        seen.push(section);
         match section {
             "PhysicalNames" => physical_names(&mut c, &mut raw)?,
-            "Entities" if version == Version::V41 => entities = entities41(&mut c, binary)?,
-            "Nodes" => {
-                seen_nodes = true;
-                match version {
-                    Version::V2 => nodes2(&mut c, binary, &mut raw)?,
-                    Version::V41 => nodes41(&mut c, binary, &mut raw)?,
+            "Entities" => {
+                if seen.contains(&"Elements") {
+                    return Err(c.err(
+                        spos,
+                        "section `$Entities` comes after `$Elements`, whose element blocks take their physical \
+                         groups from it (Gmsh writes `$Entities` first)",
+                    ));
                 }
+                entities = Some(entities41(&mut c, binary)?);
             }
-            "Elements" => {
-                seen_elements = true;
-                match version {
-                    Version::V2 => elements2(&mut c, binary, &mut raw)?,
-                    Version::V41 => elements41(&mut c, binary, &entities, &mut raw)?,
-                }
-            }
-            other => {
-                let other = other.to_string();
-                c.skip_section(&other, spos)?;
-                continue;
-            }
+            "Nodes" => match version {
+                Version::V2 => nodes2(&mut c, binary, &mut raw)?,
+                Version::V41 => nodes41(&mut c, binary, &mut raw)?,
+            },
+            _ => match version {
+                Version::V2 => elements2(&mut c, binary, &mut raw)?,
+                Version::V41 => elements41(&mut c, binary, entities.as_ref(), &mut raw)?,
+            },
         }
         c.expect(&format!("$End{section}"))?;
     }
-    if !seen_nodes || !seen_elements {
-        let which = if seen_nodes { "$Elements" } else { "$Nodes" };
-        return Err(c.err(c.pos, format!("the file has no {which} section")));
+    for which in ["Nodes", "Elements"] {
+        if !seen.contains(&which) {
+            return Err(c.err(c.pos, format!("the file has no ${which} section")));
+        }
+    }
+    // A 4.1 file gives its elements physical groups through `$Entities`:
+    // without it, named groups would all be empty.
+    if let (Version::V41, None, Some(first)) = (version, &entities, raw.names.first()) {
+        return Err(c.err(
+            first.3,
+            "the file names physical groups but has no `$Entities` section to say which elements are in them",
+        ));
     }
     Ok((raw, c.loc))
 }
 
 fn physical_names(c: &mut Cursor, raw: &mut Raw) -> Result<(), Error> {
+    c.begin_record(true);
     let n = c.size(false, "the number of physical names")?;
+    c.end_record(|| "the number of physical names".into())?;
     for _ in 0..n {
-        let pos = c.pos;
+        let pos = c.begin_record(true);
         let dim = c.int(false, "a physical group's dimension")?;
         if !(0..=3).contains(&dim) {
             return Err(c.err(pos, format!("physical group dimension {dim} is not 0 to 3")));
@@ -372,6 +491,7 @@ fn physical_names(c: &mut Cursor, raw: &mut Raw) -> Result<(), Error> {
         let name = std::str::from_utf8(&data[npos + 1..npos + 1 + len])
             .map_err(|_| c.err(npos, "a physical name is not UTF-8"))?;
         c.pos = npos + len + 2;
+        c.end_record(|| "a physical name's line".into())?;
         raw.names.push((dim, tag, name.to_string(), pos));
     }
     Ok(())
@@ -386,13 +506,16 @@ fn entities41(c: &mut Cursor, bin: bool) -> Result<EntityTags, Error> {
     if bin {
         c.end_line()?;
     }
+    c.begin_record(!bin);
     let mut counts = [0u64; 4];
     for (d, n) in counts.iter_mut().enumerate() {
         *n = c.size(bin, &format!("the number of {d}-D entities"))?;
     }
+    c.end_record(|| "the numbers of entities".into())?;
     let mut map = HashMap::new();
     for (dim, &n) in counts.iter().enumerate() {
         for _ in 0..n {
+            let pos = c.begin_record(!bin);
             let tag = c.int(bin, "an entity tag")?;
             // A point has its coordinates, other entities their bounding box.
             let reals = if dim == 0 { 3 } else { 6 };
@@ -400,7 +523,8 @@ fn entities41(c: &mut Cursor, bin: bool) -> Result<EntityTags, Error> {
                 c.real(bin, "an entity coordinate")?;
             }
             let np = c.size(bin, "an entity's number of physical tags")?;
-            let mut phys = Vec::with_capacity(c.cap(np, 2));
+            let mut phys = Vec::new();
+            c.reserve(&mut phys, np, if bin { 4 } else { 2 }, "physical tags")?;
             for _ in 0..np {
                 phys.push(c.int(bin, "a physical tag")?);
             }
@@ -410,9 +534,12 @@ fn entities41(c: &mut Cursor, bin: bool) -> Result<EntityTags, Error> {
                     c.int(bin, "a bounding entity tag")?;
                 }
             }
+            c.end_record(|| format!("entity {dim}-D {tag}"))?;
             phys.sort_unstable();
             phys.dedup();
-            map.insert((dim as i32, tag), phys.into());
+            if map.insert((dim as i32, tag), phys.into()).is_some() {
+                return Err(c.err(pos, format!("entity {dim}-D {tag} is listed twice")));
+            }
         }
     }
     Ok(map)
@@ -423,20 +550,23 @@ fn node_tag(c: &Cursor, pos: usize, tag: i64) -> Result<u64, Error> {
 }
 
 fn nodes2(c: &mut Cursor, bin: bool, raw: &mut Raw) -> Result<(), Error> {
+    c.begin_record(true);
     let n = c.size(false, "the number of nodes")?;
+    c.end_record(|| "the number of nodes".into())?;
     if bin {
         c.end_line()?;
     }
-    raw.nodes.reserve(c.cap(n, if bin { 28 } else { 8 }));
+    // A node is at least `t x y z` and a line end, or 4 + 3 x 8 bytes.
+    c.reserve(&mut raw.nodes, n, if bin { 28 } else { 8 }, "nodes")?;
     for _ in 0..n {
-        c.skip_ws_if(!bin);
-        let pos = c.pos;
+        let pos = c.begin_record(!bin);
         let tag = if bin { i64::from(c.bin_i32("a node tag")?) } else { c.ascii_int("a node tag")? };
         let tag = node_tag(c, pos, tag)?;
         let mut xyz = [0.0; 3];
         for x in &mut xyz {
             *x = c.real(bin, "a node coordinate")?;
         }
+        c.end_record(|| format!("node {tag}"))?;
         raw.nodes.push(Node { tag, xyz, pos });
     }
     Ok(())
@@ -446,15 +576,19 @@ fn nodes41(c: &mut Cursor, bin: bool, raw: &mut Raw) -> Result<(), Error> {
     if bin {
         c.end_line()?;
     }
-    let hpos = c.pos;
+    let hpos = c.begin_record(!bin);
     let blocks = c.size(bin, "the number of node blocks")?;
     let total = c.size(bin, "the number of nodes")?;
     c.size(bin, "the smallest node tag")?;
     c.size(bin, "the largest node tag")?;
-    raw.nodes.reserve(c.cap(total, if bin { 32 } else { 8 }));
+    c.end_record(|| "the node section's header".into())?;
+    // A node is at least a tag and `x y z`, each a character and a space,
+    // or a size_t and 3 x 8 bytes.
+    let per_node = if bin { c.size_t + 24 } else { 8 };
+    c.reserve(&mut raw.nodes, total, per_node, "nodes")?;
     let mut read = 0u64;
     for _ in 0..blocks {
-        let bpos = c.pos;
+        let bpos = c.begin_record(!bin);
         let dim = c.int(bin, "a node block's entity dimension")?;
         c.int(bin, "a node block's entity tag")?;
         let parametric = c.int(bin, "a node block's parametric flag")?;
@@ -462,18 +596,25 @@ fn nodes41(c: &mut Cursor, bin: bool, raw: &mut Raw) -> Result<(), Error> {
             return Err(c.err(bpos, format!("node block: dimension {dim} or parametric flag {parametric} is invalid")));
         }
         let n = c.size(bin, "a node block's number of nodes")?;
-        let mut tags = Vec::with_capacity(c.cap(n, if bin { c.size_t } else { 2 }));
+        c.end_record(|| "a node block's header".into())?;
+        let mut tags = Vec::new();
+        c.reserve(&mut tags, n, per_node, "node tags")?;
+        // The reservation from the header's total may fall short of what
+        // the blocks hold (a lying total): the nodes can take no more than
+        // the block's tags left room for.
+        c.reserve(&mut raw.nodes, n, per_node, "nodes")?;
         for _ in 0..n {
-            c.skip_ws_if(!bin);
-            let pos = c.pos;
+            let pos = c.begin_record(!bin);
             let t = c.size(bin, "a node tag")?;
             if t == 0 {
                 return Err(c.err(pos, "node tag 0 is not positive"));
             }
+            c.end_record(|| format!("node tag {t}'s line"))?;
             tags.push((t, pos));
         }
         let extra = if parametric == 1 { dim as usize } else { 0 };
         for (tag, pos) in tags {
+            c.begin_record(!bin);
             let mut xyz = [0.0; 3];
             for x in &mut xyz {
                 *x = c.real(bin, "a node coordinate")?;
@@ -481,6 +622,7 @@ fn nodes41(c: &mut Cursor, bin: bool, raw: &mut Raw) -> Result<(), Error> {
             for _ in 0..extra {
                 c.real(bin, "a parametric coordinate")?;
             }
+            c.end_record(|| format!("node {tag}'s coordinates"))?;
             raw.nodes.push(Node { tag, xyz, pos });
         }
         read = read.saturating_add(n);
@@ -501,19 +643,18 @@ fn unsupported(c: &Cursor, pos: usize, ty: i32) -> Error {
 }
 
 fn elements2(c: &mut Cursor, bin: bool, raw: &mut Raw) -> Result<(), Error> {
-    let hpos = c.pos;
+    let hpos = c.begin_record(true);
     let n = c.size(false, "the number of elements")?;
+    c.end_record(|| "the number of elements".into())?;
     if bin {
         c.end_line()?;
     }
-    raw.elements.reserve(c.cap(n, if bin { 12 } else { 10 }));
     if !bin {
+        // The shortest element line is a point's, `1 15 0 1` and a line end.
+        c.reserve(&mut raw.elements, n, 9, "elements")?;
         for _ in 0..n {
-            let pos = {
-                c.skip_ws();
-                c.pos
-            };
-            c.int(false, "an element tag")?;
+            let pos = c.begin_record(true);
+            let number = c.int(false, "an element tag")?;
             let tpos = {
                 c.skip_ws();
                 c.pos
@@ -538,6 +679,7 @@ fn elements2(c: &mut Cursor, bin: bool, raw: &mut Raw) -> Result<(), Error> {
                 let t = c.ascii_int("an element's node")?;
                 *v = node_tag(c, p, t)?;
             }
+            c.end_record(|| format!("element {number} (type {ty}: {ntags} tags, {k} nodes)"))?;
             raw.elements.push(Element { ty, nodes, physical: physical.into(), pos });
         }
         return Ok(());
@@ -556,6 +698,9 @@ fn elements2(c: &mut Cursor, bin: bool, raw: &mut Raw) -> Result<(), Error> {
                 format!("element block: count {count} (of {left} left) or {ntags} tags is invalid (element count {n} at byte {hpos})"),
             ));
         }
+        // Each element: its number, its tags and its nodes, 4 bytes each.
+        let per = 4 * (1 + ntags as usize + k);
+        c.reserve(&mut raw.elements, count as u64, per, "elements")?;
         for _ in 0..count {
             let pos = c.pos;
             c.bin_i32("an element number")?;
@@ -579,25 +724,21 @@ fn elements2(c: &mut Cursor, bin: bool, raw: &mut Raw) -> Result<(), Error> {
     Ok(())
 }
 
-fn elements41(
-    c: &mut Cursor,
-    bin: bool,
-    entities: &HashMap<(i32, i32), Rc<[i32]>>,
-    raw: &mut Raw,
-) -> Result<(), Error> {
+/// 4.1 `$Elements`; `entities` is `None` when the file has no `$Entities`
+/// (and so no physical groups).
+fn elements41(c: &mut Cursor, bin: bool, entities: Option<&EntityTags>, raw: &mut Raw) -> Result<(), Error> {
     if bin {
         c.end_line()?;
     }
-    let hpos = c.pos;
+    let hpos = c.begin_record(!bin);
     let blocks = c.size(bin, "the number of element blocks")?;
     let total = c.size(bin, "the number of elements")?;
     c.size(bin, "the smallest element tag")?;
     c.size(bin, "the largest element tag")?;
-    raw.elements.reserve(c.cap(total, if bin { 2 * c.size_t } else { 4 }));
+    c.end_record(|| "the element section's header".into())?;
     let mut read = 0u64;
     for _ in 0..blocks {
-        c.skip_ws_if(!bin);
-        let bpos = c.pos;
+        let bpos = c.begin_record(!bin);
         let dim = c.int(bin, "an element block's entity dimension")?;
         let tag = c.int(bin, "an element block's entity tag")?;
         let ty = c.int(bin, "an element block's element type")?;
@@ -605,12 +746,26 @@ fn elements41(
         if dim as usize != dim_of(ty) {
             return Err(c.err(bpos, format!("element block of dimension {dim} holds elements of type {ty}")));
         }
-        let physical: Rc<[i32]> = entities.get(&(dim, tag)).cloned().unwrap_or_else(|| Rc::new([]));
+        let physical: Rc<[i32]> = match entities {
+            None => Rc::new([]),
+            Some(map) => map.get(&(dim, tag)).cloned().ok_or_else(|| {
+                c.err(
+                    bpos,
+                    format!(
+                        "element block of entity {dim}-D {tag}, which `$Entities` does not list: its physical \
+                         groups are unknown"
+                    ),
+                )
+            })?,
+        };
         let n = c.size(bin, "an element block's number of elements")?;
+        c.end_record(|| "an element block's header".into())?;
+        // Each element: its tag and its nodes, a character and a space or
+        // a size_t each. Reserved per block, where the type is known.
+        c.reserve(&mut raw.elements, n, (1 + k) * if bin { c.size_t } else { 2 }, "elements")?;
         for _ in 0..n {
-            c.skip_ws_if(!bin);
-            let pos = c.pos;
-            c.size(bin, "an element tag")?;
+            let pos = c.begin_record(!bin);
+            let number = c.size(bin, "an element tag")?;
             let mut nodes = [0u64; 4];
             for v in nodes.iter_mut().take(k) {
                 c.skip_ws_if(!bin);
@@ -621,6 +776,7 @@ fn elements41(
                 }
                 *v = t;
             }
+            c.end_record(|| format!("element {number} (type {ty}: {k} nodes)"))?;
             raw.elements.push(Element { ty, nodes, physical: Rc::clone(&physical), pos });
         }
         read = read.saturating_add(n);

@@ -25,13 +25,14 @@ pub(crate) struct GlobalMap {
 /// Primary-set adjacency in CSR form (METIS's input). When the map goes
 /// into the primary set, two primary entities are neighbours when one row
 /// of the map holds both. When it leaves the primary set (cells to
-/// vertices), they are neighbours when they share [`shared_targets`] of
-/// the map's targets: the dual graph through edges for triangles,
-/// quadrilaterals and tetrahedra (as METIS's own `PartMeshDual` with
-/// `ncommon` 2), through vertices for maps of two. Sharing any vertex would
-/// make each tetrahedron of a structured mesh a neighbour of about seventy
-/// others (a vertex's 24 cells pairwise): a graph five times larger, which
-/// took METIS and its construction a minute on 11.7 million cells.
+/// vertices), they are neighbours when they share a facet ([`facet_size`]
+/// targets): the dual graph METIS's own `PartMeshDual` builds with the
+/// `ncommon` its manual recommends (2 for triangles and quadrilaterals, 3
+/// for tetrahedra, 4 for hexahedra), through vertices for maps of two.
+/// Sharing any vertex would make each tetrahedron of a structured mesh a
+/// neighbour of about seventy others (a vertex's 24 cells pairwise), and
+/// sharing an edge of about twenty: METIS took 17.5 of the 29 s a 2-rank
+/// partition of 11.7 million tetrahedra spent with the edge graph.
 pub(crate) fn adjacency(primary: usize, sets: &[GlobalSet], map: &GlobalMap) -> (Vec<i32>, Vec<i32>) {
     let n = sets[primary].size;
     let arity = map.arity.max(1);
@@ -84,7 +85,7 @@ pub(crate) fn adjacency(primary: usize, sets: &[GlobalSet], map: &GlobalMap) -> 
             fill[t as usize] += 1;
         }
     }
-    let need = shared_targets(map.arity);
+    let need = facet_size(&rows, arity, &start, &users);
     let graph = sharing(&rows, arity, &start, &users, need);
     if graph.1.is_empty() && need > 1 {
         // No two entities share an edge (a map whose rows are not cells):
@@ -129,15 +130,34 @@ fn sharing(rows: &[i32], arity: usize, start: &[usize], users: &[i32], need: u32
     (xadj, adjncy)
 }
 
-/// Targets two primary entities share to be neighbours, for a map of
-/// `arity` out of the primary set: one for maps of one or two (edges to
-/// nodes: sharing a node), two for larger rows (cells sharing an edge).
-pub(crate) fn shared_targets(arity: usize) -> u32 {
-    if arity <= 2 {
-        1
-    } else {
-        2
+/// Targets two primary entities share to be neighbours: the most that
+/// two distinct entities of a sample share, which for a map of one
+/// element kind is its facet (2 vertices for triangles and quadrilaterals,
+/// 3 for tetrahedra, 4 for hexahedra, 1 for edges): METIS's recommended
+/// `ncommon` for `PartMeshDual`. Entities sharing every target (duplicates)
+/// do not count. One for a sample with no pair at all.
+fn facet_size(rows: &[i32], arity: usize, start: &[usize], users: &[i32]) -> u32 {
+    const SAMPLE: usize = 4096;
+    let n = rows.len() / arity;
+    let mut shared: Vec<(i32, u32)> = Vec::new();
+    let mut most = 1;
+    for e in (0..n).step_by((n / SAMPLE).max(1)) {
+        let row = &rows[e * arity..(e + 1) * arity];
+        let own = row.iter().filter(|&&t| t >= 0).count() as u32;
+        shared.clear();
+        for &t in row.iter().filter(|&&t| t >= 0) {
+            for &other in &users[start[t as usize]..start[t as usize + 1]] {
+                if other as usize != e {
+                    match shared.iter_mut().find(|(o, _)| *o == other) {
+                        Some((_, c)) => *c += 1,
+                        None => shared.push((other, 1)),
+                    }
+                }
+            }
+        }
+        most = shared.iter().map(|&(_, c)| c).filter(|&c| c < own).fold(most, u32::max);
     }
+    most
 }
 
 /// Contiguous blocks of nearly equal size.
@@ -419,16 +439,17 @@ mod tests {
         assert_eq!(adjncy, vec![1, 0]);
     }
 
-    /// Tetrahedra sharing a face, an edge or a vertex with the first: the
-    /// first two are neighbours of it, the last is not.
+    /// Tetrahedra sharing a face, an edge or a vertex with the first: only
+    /// the first is its neighbour (METIS's `ncommon` 3 for tetrahedra);
+    /// quadrilaterals, four targets a row as well, neighbour through edges.
     #[test]
-    fn tetrahedra_are_neighbours_through_faces_and_edges() {
+    fn tetrahedra_are_neighbours_through_faces_and_quadrilaterals_through_edges() {
         let sets = vec![GlobalSet { size: 4 }, GlobalSet { size: 10 }];
         let values =
             vec![0, 1, 2, 3, /* face */ 1, 2, 3, 4, /* edge */ 0, 1, 5, 6, /* vertex */ 3, 7, 8, 9];
         let (xadj, adjncy) = adjacency(0, &sets, &GlobalMap { from: 0, to: 1, arity: 4, values });
-        assert_eq!(&adjncy[xadj[0] as usize..xadj[1] as usize], &[1, 2]);
-        assert_eq!(&adjncy[xadj[3] as usize..xadj[4] as usize], &[] as &[i32]);
+        assert_eq!(&adjncy[xadj[0] as usize..xadj[1] as usize], &[1]);
+        assert_eq!(&adjncy[xadj[2] as usize..xadj[4] as usize], &[] as &[i32]);
         // Symmetric, as METIS requires.
         for e in 0..4 {
             for &o in &adjncy[xadj[e] as usize..xadj[e + 1] as usize] {
@@ -436,6 +457,13 @@ mod tests {
                 assert!(back.contains(&(e as i32)), "{e} -> {o} without {o} -> {e}");
             }
         }
+        // A 2 x 2 grid of quadrilaterals (vertices 0..9, row-major), and a
+        // duplicate of the first, which does not make facets of four.
+        let quads = vec![0, 1, 4, 3, 1, 2, 5, 4, 3, 4, 7, 6, 4, 5, 8, 7, 0, 1, 4, 3];
+        let sets = vec![GlobalSet { size: 5 }, GlobalSet { size: 9 }];
+        let (xadj, adjncy) = adjacency(0, &sets, &GlobalMap { from: 0, to: 1, arity: 4, values: quads });
+        assert_eq!(&adjncy[xadj[0] as usize..xadj[1] as usize], &[1, 2, 4]);
+        assert_eq!(&adjncy[xadj[3] as usize..xadj[4] as usize], &[1, 2]);
     }
 
     #[test]
