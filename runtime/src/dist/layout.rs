@@ -3,6 +3,7 @@
 //! sets through the maps, and each rank's numbering
 //! `core | owned | exec halo | non-exec halo` (seed 004).
 
+use rayon::prelude::*;
 use std::collections::HashMap;
 
 use crate::decl::Sections;
@@ -97,35 +98,62 @@ pub(crate) fn adjacency(primary: usize, sets: &[GlobalSet], map: &GlobalMap) -> 
 
 /// The adjacency of entities with target rows `rows` (`arity` each, -1
 /// for none) that share at least `need` targets, given each target's
-/// entities (`users[start[t]..start[t + 1]]`).
+/// entities (`users[start[t]..start[t + 1]]`). Chunks of entities in
+/// parallel (each with its own count per entity), concatenated in order:
+/// the graph is the same for any thread count.
 fn sharing(rows: &[i32], arity: usize, start: &[usize], users: &[i32], need: u32) -> (Vec<i32>, Vec<i32>) {
+    const CHUNK: usize = 1 << 14;
     let n = rows.len() / arity;
-    let mut xadj = Vec::with_capacity(n + 1);
-    let mut adjncy = Vec::new();
-    xadj.push(0);
-    // Per entity, count the targets each other entity shares with it.
-    let mut shared = vec![0u32; n];
-    let mut met: Vec<i32> = Vec::new();
-    for (e, row) in rows.chunks(arity).enumerate() {
-        for &t in row.iter().filter(|&&t| t >= 0) {
-            for &other in &users[start[t as usize]..start[t as usize + 1]] {
-                if other as usize != e {
-                    if shared[other as usize] == 0 {
-                        met.push(other);
+    let chunks = n.div_ceil(CHUNK);
+    // A count array per piece rayon splits the range into (4 bytes per
+    // entity): about four pieces per worker.
+    let min_len = chunks.div_ceil(4 * rayon::current_num_threads()).max(1);
+    let parts: Vec<(Vec<u32>, Vec<i32>)> = (0..chunks)
+        .into_par_iter()
+        .with_min_len(min_len)
+        .map_init(
+            || vec![0u32; n],
+            |shared, c| {
+                let entities = c * CHUNK..((c + 1) * CHUNK).min(n);
+                let mut degrees = Vec::with_capacity(entities.len());
+                let mut adjncy = Vec::new();
+                // Per entity, count the targets each other entity shares
+                // with it; those sharing `need` are its neighbours, sorted.
+                let (mut met, mut near): (Vec<i32>, Vec<i32>) = (Vec::new(), Vec::new());
+                for e in entities {
+                    for &t in rows[e * arity..(e + 1) * arity].iter().filter(|&&t| t >= 0) {
+                        for &other in &users[start[t as usize]..start[t as usize + 1]] {
+                            if other as usize != e {
+                                if shared[other as usize] == 0 {
+                                    met.push(other);
+                                }
+                                shared[other as usize] += 1;
+                            }
+                        }
                     }
-                    shared[other as usize] += 1;
+                    for &other in &met {
+                        if shared[other as usize] >= need {
+                            near.push(other);
+                        }
+                        shared[other as usize] = 0;
+                    }
+                    met.clear();
+                    near.sort_unstable();
+                    degrees.push(near.len() as u32);
+                    adjncy.append(&mut near);
                 }
-            }
+                (degrees, adjncy)
+            },
+        )
+        .collect();
+    let mut xadj = Vec::with_capacity(n + 1);
+    let mut adjncy = Vec::with_capacity(parts.iter().map(|p| p.1.len()).sum());
+    xadj.push(0);
+    for (degrees, part) in parts {
+        for d in degrees {
+            xadj.push(xadj.last().copied().unwrap_or(0) + d as i32);
         }
-        met.sort_unstable();
-        for &other in &met {
-            if shared[other as usize] >= need {
-                adjncy.push(other);
-            }
-            shared[other as usize] = 0;
-        }
-        met.clear();
-        xadj.push(adjncy.len() as i32);
+        adjncy.extend_from_slice(&part);
     }
     (xadj, adjncy)
 }
@@ -464,6 +492,41 @@ mod tests {
         let (xadj, adjncy) = adjacency(0, &sets, &GlobalMap { from: 0, to: 1, arity: 4, values: quads });
         assert_eq!(&adjncy[xadj[0] as usize..xadj[1] as usize], &[1, 2, 4]);
         assert_eq!(&adjncy[xadj[3] as usize..xadj[4] as usize], &[1, 2]);
+    }
+
+    /// Enough triangles for several parallel chunks: the graph is the one
+    /// their shared edges give, in order.
+    #[test]
+    fn the_parallel_dual_graph_is_the_shared_edge_graph() {
+        let m = 130; // 33 800 triangles, over two chunks of 16 384
+        let v = |i: usize, j: usize| (i + j * (m + 1)) as i32;
+        let mut values = Vec::new();
+        for j in 0..m {
+            for i in 0..m {
+                values.extend([v(i, j), v(i + 1, j), v(i + 1, j + 1)]);
+                values.extend([v(i, j), v(i + 1, j + 1), v(i, j + 1)]);
+            }
+        }
+        let n = 2 * m * m;
+        let sets = vec![GlobalSet { size: n }, GlobalSet { size: (m + 1) * (m + 1) }];
+        let (xadj, adjncy) = adjacency(0, &sets, &GlobalMap { from: 0, to: 1, arity: 3, values: values.clone() });
+        let mut by_edge: HashMap<(i32, i32), Vec<i32>> = HashMap::new();
+        for (e, t) in values.chunks(3).enumerate() {
+            for (a, b) in [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])] {
+                by_edge.entry((a.min(b), a.max(b))).or_default().push(e as i32);
+            }
+        }
+        let mut want = vec![Vec::new(); n];
+        for cells in by_edge.values() {
+            for &a in cells {
+                want[a as usize].extend(cells.iter().copied().filter(|&b| b != a));
+            }
+        }
+        for (e, w) in want.iter_mut().enumerate() {
+            w.sort_unstable();
+            assert_eq!(&adjncy[xadj[e] as usize..xadj[e + 1] as usize], &w[..], "triangle {e}");
+        }
+        assert_eq!(xadj.len(), n + 1);
     }
 
     #[test]
