@@ -221,7 +221,7 @@ pub fn build_plan(request: &PlanRequest) -> Result<Plan, PlanError> {
 
     // Blocks within sections.
     let mut blocks = Vec::new();
-    let block_count = total / part_size + request.sections.len();
+    let block_count = (total / part_size).saturating_add(request.sections.len());
     blocks.try_reserve_exact(block_count).map_err(|_| PlanError::TooLarge {
         what: "blocks",
         detail: format!("{block_count} blocks of {part_size} elements cannot be allocated"),

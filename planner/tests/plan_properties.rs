@@ -303,8 +303,13 @@ fn invalid_requests_are_errors() {
     let wide = [IndirectArg { arity: 4, ..args[0] }];
     let huge = PlanRequest { sections: &[usize::MAX / 2], args: &wide, ..request };
     assert!(matches!(build_plan(&huge).unwrap_err(), PlanError::TooLarge { what: "map", .. }));
-    let no_args = PlanRequest { sections: &[usize::MAX / 2], args: &[], part_size: Some(1), ..request };
-    assert!(matches!(build_plan(&no_args).unwrap_err(), PlanError::TooLarge { what: "blocks", .. }));
+    for sections in [&[usize::MAX / 2][..], &[usize::MAX], &[usize::MAX - 1, 1]] {
+        let no_args = PlanRequest { sections, args: &[], part_size: Some(1), ..request };
+        assert!(
+            matches!(build_plan(&no_args).unwrap_err(), PlanError::TooLarge { what: "blocks", .. }),
+            "{sections:?}"
+        );
+    }
 }
 
 /// Cells of an `n x n` structured grid with their 4 nodes, in shuffled order.

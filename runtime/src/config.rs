@@ -21,7 +21,7 @@
 //! | `PARLOOP_LAZY` | `0`, `1` (record loops in the lazy trace; under MPI too) | `0` |
 //! | `PARLOOP_REPLAY` | `0`, `1` (with the lazy trace: replay recurring loop sequences without building the DAG) | `1` |
 //! | `PARLOOP_FUSION` | `0`, `1` (with the lazy trace: consecutive direct loops over one set as one host launch) | `1` |
-//! | `PARLOOP_TRACE_DOT` | a path (with the lazy trace: the first forced DAG as Graphviz; `path.rank<r>` under MPI) | unset |
+//! | `PARLOOP_TRACE_DOT` | a path (with the lazy trace: the first forced DAG as Graphviz; `path.rank<r>` under MPI; its directory must exist when a runtime is created) | unset |
 
 use crate::error::{Error, Result};
 
@@ -104,14 +104,14 @@ fn check_dot_directory(value: Option<std::ffi::OsString>) -> Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => std::path::Path::new("."),
     };
-    if dir.is_dir() && path.file_name().is_some() {
+    let reason = if path.file_name().is_none() {
+        "expected a file path; this one names no file".to_string()
+    } else if !dir.is_dir() {
+        format!("expected a file path in an existing directory; `{}` is not a directory", dir.display())
+    } else {
         return Ok(());
-    }
-    Err(Error::Env {
-        var: "PARLOOP_TRACE_DOT",
-        value: value.to_string_lossy().into_owned(),
-        reason: format!("expected a file path in an existing directory; `{}` is not a directory", dir.display()),
-    })
+    };
+    Err(Error::Env { var: "PARLOOP_TRACE_DOT", value: value.to_string_lossy().into_owned(), reason })
 }
 
 /// Variables whose value is a path, taken as the OS gives it.

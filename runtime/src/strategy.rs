@@ -139,7 +139,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_automatic_choice_tries_each_candidate_once_then_keeps_the_fastest() {
+    fn the_automatic_choice_runs_each_candidate_twice_then_keeps_the_fastest() {
         let mut auto = AutoChoice::default();
         // Each candidate's first run is a warm-up, however slow (the
         // first one's uploads made the first candidate lose).

@@ -107,9 +107,6 @@ impl<T: Scalar, M> Stored<T, M> {
         Ok(values)
     }
 
-    /// Exclusive access for a loop; `None` while this thread's host code
-    /// holds the values (a loop inside `with_values`). Holders on other
-    /// threads are waited for.
     /// The values as they are, for the partition to move between ranks: a
     /// temporary is not given memory for its set, whose size the partition
     /// is changing (rank 0's values arrive on ranks that declared it empty).
@@ -127,6 +124,9 @@ impl<T: Scalar, M> Stored<T, M> {
         self.temp.as_ref().is_some_and(|t| !t.written())
     }
 
+    /// Exclusive access for a loop; `None` while this thread's host code
+    /// holds the values (a loop inside `with_values`). Holders on other
+    /// threads are waited for.
     fn try_exclusive(&self) -> Option<host_access::WriteGuard<'_, Vec<T>>> {
         host_access::write(&self.values, self.id, &self.name, "written by a loop").ok()
     }
@@ -313,6 +313,12 @@ impl<T: Scalar> Redistribute for DatInner<T> {
         let dim = self.meta.dim;
         let mut values = self.redistributed();
         let values = &mut *values.guard;
+        if let (Some(t), true) = (&self.temp, values.is_empty()) {
+            // Written on this rank only, not on rank 0 that declared the
+            // mesh (whose values, none, arrived): unwritten everywhere.
+            t.mark_unwritten();
+            return;
+        }
         let local: Vec<T> = global.iter().flat_map(|&g| values[g * dim..(g + 1) * dim].iter().copied()).collect();
         *values = crate::pages::on_huge_pages(local);
         self.mirror.forget();
@@ -561,8 +567,9 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
 }
 
 impl<T: Scalar, M> Drop for Stored<T, M> {
-    /// A temporary's memory goes back to its runtime's pool (the trace
-    /// holds temporaries strongly, so no pending loop uses it now).
+    /// A temporary's memory goes back to its runtime's pool, or is freed
+    /// for an unpooled one (the trace holds temporaries strongly, so no
+    /// pending loop uses it now).
     fn drop(&mut self) {
         if let Some(t) = self.temp.take() {
             let values = std::mem::take(self.values.get_mut().unwrap_or_else(|e| e.into_inner()));

@@ -11,7 +11,9 @@
 //! "the last read has run" is exactly "the last `Arc` is gone"). The
 //! buffer, with its device mirror, returns to the runtime's [`Pool`], keyed
 //! by (element type, length, device), and the next temporary of that
-//! shape takes it instead of allocating ([`TraceStats::temporaries_reused`]).
+//! shape takes it instead of allocating ([`TraceStats::temporaries_reused`]);
+//! the runtime's own unpooled temporaries (`Runtime::unpooled_temporary`)
+//! free it instead.
 //!
 //! Whether a temporary has been written is known in program order (when
 //! `par_loop` records or runs the loop, or `set_values` runs), so reading
@@ -206,6 +208,11 @@ impl Temp {
     /// Records a write (after `set_values`, or a loop writing it recorded or run).
     pub(crate) fn mark_written(&self) {
         self.written.store(true, Ordering::Relaxed);
+    }
+
+    /// Forgets a write whose values a partition did not keep.
+    pub(crate) fn mark_unwritten(&self) {
+        self.written.store(false, Ordering::Relaxed);
     }
 
     /// Refuses a host read of an unwritten temporary.

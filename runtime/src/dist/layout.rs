@@ -29,7 +29,8 @@ pub(crate) struct GlobalMap {
 /// vertices), they are neighbours when they share a facet ([`facet_size`]
 /// targets): the dual graph METIS's own `PartMeshDual` builds with the
 /// `ncommon` its manual recommends (2 for triangles and quadrilaterals, 3
-/// for tetrahedra, 4 for hexahedra), through vertices for maps of two.
+/// for tetrahedra and prisms, 4 for hexahedra; the smallest facet of a
+/// mixed mesh), through vertices for maps of two.
 /// Sharing any vertex would make each tetrahedron of a structured mesh a
 /// neighbour of about seventy others (a vertex's 24 cells pairwise), and
 /// sharing an edge of about twenty: METIS took 17.5 of the 29 s a 2-rank
@@ -89,7 +90,7 @@ pub(crate) fn adjacency(primary: usize, sets: &[GlobalSet], map: &GlobalMap) -> 
     let need = facet_size(&rows, arity, &start, &users);
     let graph = sharing(&rows, arity, &start, &users, need);
     if graph.1.is_empty() && need > 1 {
-        // No two entities share an edge (a map whose rows are not cells):
+        // No two entities share a facet (a map whose rows are not cells):
         // sharing a target is all there is.
         return sharing(&rows, arity, &start, &users, 1);
     }
@@ -158,17 +159,21 @@ fn sharing(rows: &[i32], arity: usize, start: &[usize], users: &[i32], need: u32
     (xadj, adjncy)
 }
 
-/// Targets two primary entities share to be neighbours: the most that
-/// two distinct entities of a sample share, which for a map of one
-/// element kind is its facet (2 vertices for triangles and quadrilaterals,
-/// 3 for tetrahedra, 4 for hexahedra, 1 for edges): METIS's recommended
-/// `ncommon` for `PartMeshDual`. Entities sharing every target (duplicates)
-/// do not count. One for a sample with no pair at all.
+/// Targets two primary entities share to be neighbours: the smallest
+/// facet of the mesh. For each sampled entity, the most it shares with
+/// another (duplicates, sharing every target, left out, and entities
+/// that share one target at most); the least of those over the sample, so that a mixed mesh (tetrahedra beside
+/// prisms) keeps its smaller facets. Rows of six are capped at three:
+/// prisms share three (a triangle) above and below and four at the sides,
+/// quadratic triangles three (an edge). This is METIS's recommended
+/// `ncommon`: 2 for triangles and quadrilaterals, 3 for tetrahedra,
+/// prisms and quadratic triangles, 4 for hexahedra, 1 for edges; 1 when
+/// no sampled pair shares anything.
 fn facet_size(rows: &[i32], arity: usize, start: &[usize], users: &[i32]) -> u32 {
     const SAMPLE: usize = 4096;
     let n = rows.len() / arity;
     let mut shared: Vec<(i32, u32)> = Vec::new();
-    let mut most = 1;
+    let mut least: Option<u32> = None;
     for e in (0..n).step_by((n / SAMPLE).max(1)) {
         let row = &rows[e * arity..(e + 1) * arity];
         let own = row.iter().filter(|&&t| t >= 0).count() as u32;
@@ -183,9 +188,18 @@ fn facet_size(rows: &[i32], arity: usize, start: &[usize], users: &[i32]) -> u32
                 }
             }
         }
-        most = shared.iter().map(|&(_, c)| c).filter(|&c| c < own).fold(most, u32::max);
+        // (An entity touching others at one vertex only says nothing of
+        // the mesh's facets.)
+        if let Some(most) = shared.iter().map(|&(_, c)| c).filter(|&c| c < own).max().filter(|&m| m > 1) {
+            least = Some(least.map_or(most, |l| l.min(most)));
+        }
     }
-    most
+    let facet = least.unwrap_or(1);
+    if arity == 6 {
+        facet.min(3)
+    } else {
+        facet
+    }
 }
 
 /// Contiguous blocks of nearly equal size.
@@ -467,8 +481,9 @@ mod tests {
         assert_eq!(adjncy, vec![1, 0]);
     }
 
-    /// Tetrahedra sharing a face, an edge or a vertex with the first: only
-    /// the first is its neighbour (METIS's `ncommon` 3 for tetrahedra);
+    /// Tetrahedra sharing faces are neighbours, those sharing an edge only
+    /// when an edge is the smallest facet seen (METIS's `ncommon` 3 for
+    /// tetrahedra);
     /// quadrilaterals, four targets a row as well, neighbour through edges.
     #[test]
     fn tetrahedra_are_neighbours_through_faces_and_quadrilaterals_through_edges() {
@@ -476,8 +491,15 @@ mod tests {
         let values =
             vec![0, 1, 2, 3, /* face */ 1, 2, 3, 4, /* edge */ 0, 1, 5, 6, /* vertex */ 3, 7, 8, 9];
         let (xadj, adjncy) = adjacency(0, &sets, &GlobalMap { from: 0, to: 1, arity: 4, values });
-        assert_eq!(&adjncy[xadj[0] as usize..xadj[1] as usize], &[1]);
-        assert_eq!(&adjncy[xadj[2] as usize..xadj[4] as usize], &[] as &[i32]);
+        // The second tetrahedron shares an edge at most: the smallest facet
+        // seen is an edge, and the first's neighbours are both.
+        assert_eq!(&adjncy[xadj[0] as usize..xadj[1] as usize], &[1, 2]);
+        assert_eq!(&adjncy[xadj[3] as usize..xadj[4] as usize], &[] as &[i32]);
+        // Without it, tetrahedra neighbour through faces only.
+        let values = vec![0, 1, 2, 3, 1, 2, 3, 4, 0, 2, 3, 5, 3, 7, 8, 9];
+        let (xadj, adjncy) = adjacency(0, &sets, &GlobalMap { from: 0, to: 1, arity: 4, values });
+        assert_eq!(&adjncy[xadj[0] as usize..xadj[1] as usize], &[1, 2]);
+        assert_eq!(&adjncy[xadj[1] as usize..xadj[2] as usize], &[0]);
         // Symmetric, as METIS requires.
         for e in 0..4 {
             for &o in &adjncy[xadj[e] as usize..xadj[e + 1] as usize] {
@@ -492,6 +514,16 @@ mod tests {
         let (xadj, adjncy) = adjacency(0, &sets, &GlobalMap { from: 0, to: 1, arity: 4, values: quads });
         assert_eq!(&adjncy[xadj[0] as usize..xadj[1] as usize], &[1, 2, 4]);
         assert_eq!(&adjncy[xadj[3] as usize..xadj[4] as usize], &[1, 2]);
+        // Two layers of two prisms (triangles 0 1 2 / 1 3 2 at z = 0, 1, 2:
+        // vertices 4 z + v): beside through a quadrilateral, above through
+        // a triangle; both are neighbours.
+        let prism = |a: i32, b: i32, c: i32, z: i32| {
+            [a + 4 * z, b + 4 * z, c + 4 * z, a + 4 * z + 4, b + 4 * z + 4, c + 4 * z + 4]
+        };
+        let values: Vec<i32> = [prism(0, 1, 2, 0), prism(1, 3, 2, 0), prism(0, 1, 2, 1), prism(1, 3, 2, 1)].concat();
+        let sets = vec![GlobalSet { size: 4 }, GlobalSet { size: 12 }];
+        let (xadj, adjncy) = adjacency(0, &sets, &GlobalMap { from: 0, to: 1, arity: 6, values });
+        assert_eq!(&adjncy[xadj[0] as usize..xadj[1] as usize], &[1, 2]);
     }
 
     /// Enough triangles for several parallel chunks: the graph is the one
