@@ -85,6 +85,7 @@ impl Runtime {
         }
         check_product(a, x, y)?;
         x.check_poison()?;
+        super::spmv::force_operands(a, &[x], &[y])?;
         let mine =
             self.library_op(("mult+dot", a.name()), super::spmv::product_bytes(a), || self.mult_host(a, x, y, true))?;
         let mut total = [mine.to_f64()];

@@ -360,6 +360,18 @@ pub(crate) fn check_product<T: Real>(a: &Mat<T>, x: &Dat<T>, y: &Dat<T>) -> Resu
     Ok(())
 }
 
+/// Runs the loops the lazy trace holds that a matrix operation depends on
+/// (on `a`'s values and the dats it reads and writes) before it starts,
+/// so that the operation's profile row and NVTX range time it alone.
+pub(crate) fn force_operands<T: Real>(a: &Mat<T>, read: &[&Dat<T>], written: &[&Dat<T>]) -> Result<()> {
+    let values = &a.values_dat().0;
+    values.link.force(values.id, false, false)?;
+    for (d, write) in read.iter().map(|d| (d, false)).chain(written.iter().map(|d| (d, true))) {
+        d.0.link.force(d.0.id, write, false)?;
+    }
+    Ok(())
+}
+
 /// The bytes a CSR product `y = A x` moves at least: values, column
 /// indices and row pointers once, `x` and `y` once each (the profile's
 /// GB/s for `mult`).
@@ -428,6 +440,7 @@ impl Runtime {
         // left it stale (the matrix's values are read as a host read).
         x.check_poison()?;
         let args = [x.arg(Access::READ), y.arg(Access::WRITE)];
+        force_operands(a, &[x], &[y])?;
         self.library_op(("mult", what), product_bytes(a), || {
             if let Some(device) = self.device() {
                 // The halo first, then the product (the device's product
@@ -538,6 +551,7 @@ impl Runtime {
         let bytes = std::mem::size_of_val(s.row_ptr())
             + std::mem::size_of_val(s.col_indices())
             + s.rows() * std::mem::size_of::<T>();
+        force_operands(a, &[], &[d])?;
         self.library_op(("diagonal", what), bytes as u64, || {
             // The owned rows only: `d`'s halo is stale after it.
             if let Some(device) = self.device() {
