@@ -198,6 +198,18 @@ fn a_3d_mesh_is_refused() {
 }
 
 #[test]
+fn cli_with_no_steps_reports_no_rates() {
+    // It printed "1.40 us per loop (0 loops, ...)": rates of nothing.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wave"))
+        .args(["--steps", "0", "--mesh-size", "4", "--backend", "seq", "--quiet"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("no loops ran") && !stdout.contains("per loop"), "{stdout}");
+}
+
+#[test]
 fn cli_writes_a_time_series() {
     let dir = std::env::temp_dir().join(format!("parloop-wave-cli-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -4,6 +4,7 @@
 //! every handle of the object that held it is dropped.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{Error, Result};
@@ -25,6 +26,8 @@ type Alive = Box<dyn Fn() -> bool + Send + Sync>;
 #[derive(Default)]
 pub(crate) struct Names {
     taken: Mutex<Taken>,
+    /// The next number for the runtime's own objects (`cg#3:r`, `dot#7:sum`).
+    numbers: AtomicU64,
 }
 
 /// The names, and when to forget those of dropped objects next.
@@ -42,6 +45,27 @@ struct Taken {
 impl Taken {
     const FIRST_SWEEP: usize = 256;
 
+    /// Whether a live object holds `name` in `space`.
+    fn holds(&self, space: Namespace, name: &str) -> bool {
+        // The key is built to look up; a declaration allocates it anyway.
+        self.names.get(&(space, name.to_owned())).is_some_and(|alive| alive())
+    }
+
+    /// Runs `create` and records its object under `name`.
+    fn record<T: Send + Sync + 'static, R>(
+        &mut self,
+        space: Namespace,
+        name: String,
+        create: impl FnOnce() -> Result<R>,
+        inner: impl FnOnce(&R) -> &Arc<T>,
+    ) -> Result<R> {
+        let object = create()?;
+        let weak: Weak<T> = Arc::downgrade(inner(&object));
+        self.names.insert((space, name), Box::new(move || weak.strong_count() > 0));
+        self.sweep();
+        Ok(object)
+    }
+
     /// Forgets the names of dropped objects when the table has doubled.
     fn sweep(&mut self) {
         if self.names.len() >= self.sweep_at.max(Self::FIRST_SWEEP) {
@@ -52,6 +76,12 @@ impl Taken {
 }
 
 impl Names {
+    /// A number for the names of the runtime's own objects: per runtime,
+    /// so a program's messages name the same objects run to run.
+    pub(crate) fn number(&self) -> u64 {
+        self.numbers.fetch_add(1, Ordering::Relaxed)
+    }
+
     /// Declares `name` in `space`: runs `create` and records its object,
     /// or fails with [`Error::DuplicateName`] (without running `create`)
     /// while another live object holds the name. `what` names the kind of
@@ -65,17 +95,34 @@ impl Names {
         inner: impl FnOnce(&R) -> &Arc<T>,
     ) -> Result<R> {
         let mut taken = lock(&self.taken);
-        let key = (space, name.to_owned());
-        if taken.names.get(&key).is_some_and(|alive| alive()) {
+        if taken.holds(space, name) {
             return Err(Error::DuplicateName { what, name: name.into() });
         }
-        let object = create()?;
-        let weak: Weak<T> = Arc::downgrade(inner(&object));
-        taken.names.insert(key, Box::new(move || weak.strong_count() > 0));
-        taken.sweep();
-        Ok(object)
+        taken.record(space, name.to_owned(), create, inner)
     }
 
+    /// Declares one of the runtime's own objects (a solver's work vector,
+    /// a reduction's global) under `base`, or under `base~2`, `base~3`, ...
+    /// when a live object holds it: a user's dat named like a work vector
+    /// (`cg#3:r`) neither fails the solver nor is shadowed by it, and
+    /// messages still name one object each. `create` gets the name chosen.
+    pub(crate) fn declare_internal<T: Send + Sync + 'static, R>(
+        &self,
+        space: Namespace,
+        base: &str,
+        create: impl FnOnce(&str) -> Result<R>,
+        inner: impl FnOnce(&R) -> &Arc<T>,
+    ) -> Result<R> {
+        let mut taken = lock(&self.taken);
+        let mut name = base.to_owned();
+        let mut k = 1u64;
+        while taken.holds(space, &name) {
+            k += 1;
+            name = format!("{base}~{k}");
+        }
+        let chosen = name.clone();
+        taken.record(space, name, || create(&chosen), inner)
+    }
     /// Names recorded (live, or dropped and not yet swept).
     #[cfg(test)]
     fn recorded(&self) -> usize {
@@ -105,5 +152,27 @@ mod tests {
         let again = |name: &str| names.declare(Namespace::Data, "dat", name, || Ok(Arc::new(0usize)), |a| a);
         assert!(matches!(again("work#99990"), Err(Error::DuplicateName { .. })));
         assert!(again("work#99991").is_ok());
+    }
+
+    #[test]
+    fn internal_objects_take_a_free_variant_of_a_name_a_user_holds() {
+        let names = Names::default();
+        let user = names.declare(Namespace::Data, "dat", "cg#3:r", || Ok(Arc::new(0usize)), |a| a).unwrap();
+        let internal = |base: &str| {
+            names.declare_internal(Namespace::Data, base, |name| Ok((name.to_owned(), Arc::new(1usize))), |o| &o.1)
+        };
+        let first = internal("cg#3:r").unwrap();
+        assert_eq!(first.0, "cg#3:r~2");
+        let second = internal("cg#3:r").unwrap();
+        assert_eq!(second.0, "cg#3:r~3");
+        drop(first);
+        assert_eq!(internal("cg#3:r").unwrap().0, "cg#3:r~2", "a dropped object's name is free again");
+        // The user's object keeps its name, and the internal one cannot take a user's later name.
+        assert!(matches!(
+            names.declare(Namespace::Data, "dat", "cg#3:r~3", || Ok(Arc::new(0usize)), |a| a),
+            Err(Error::DuplicateName { .. })
+        ));
+        drop(user);
+        assert_eq!(internal("cg#3:r").unwrap().0, "cg#3:r");
     }
 }

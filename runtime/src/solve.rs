@@ -13,7 +13,6 @@
 //! two drift apart.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::decl::Dat;
 use crate::error::{Error, Result};
@@ -162,9 +161,6 @@ impl fmt::Display for SolveFailure {
     }
 }
 
-/// Numbers the work vectors (names are unique per runtime).
-static NEXT_SOLVE: AtomicU64 = AtomicU64::new(0);
-
 /// Solves `A x = b` for symmetric positive definite `A` by preconditioned
 /// conjugate gradients, from the `x` given (the initial guess). `b` lives
 /// on the operator's row set, `x` on its column set (one set and dim: the
@@ -240,13 +236,13 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
         });
     }
 
-    let n = NEXT_SOLVE.fetch_add(1, Ordering::Relaxed);
+    let n = rt.names.number();
     let len = b.set().total() * b.dim();
     let work = |role: &str| {
         let name = format!("cg#{n}:{role}");
         let zeros =
             crate::fallible::filled(len, T::ZERO, || format!("cg on matrix `{}`: work vector `{name}`", a.name()))?;
-        rt.dat(&name, b.set(), b.dim(), zeros)
+        rt.internal_dat(&name, b.set(), b.dim(), zeros)
     };
     let (r, p, q) = (work("r")?, work("p")?, work("q")?);
     // 1 ./ diag(A); z = r .* dinv is computed where it is used, not stored.
@@ -395,7 +391,7 @@ fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
     let ones_name = format!("{}:ones", dinv.name());
     let len = dinv.set().total() * dinv.dim();
     let ones = crate::fallible::filled(len, T::ONE, || format!("cg on matrix `{name}`: `{ones_name}`"))?;
-    let ones = rt.dat(&ones_name, dinv.set(), dinv.dim(), ones)?;
+    let ones = rt.internal_dat(&ones_name, dinv.set(), dinv.dim(), ones)?;
     rt.pointwise_divide(&dinv, &ones, &dinv)?;
     Ok(dinv)
 }

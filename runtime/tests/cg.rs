@@ -473,3 +473,34 @@ fn dirichlet_rows_need_a_consistent_start_and_say_so_otherwise() {
     let report = cg(&rt, &a, &b, &x, &opts).unwrap();
     assert!(true_relative_residual(&a, &b, &x) < 1e-9, "{report:?}");
 }
+
+#[test]
+fn user_names_like_the_solvers_own_neither_fail_it_nor_are_taken_over() {
+    // The solver and the vector operations name their work vectors and
+    // globals `cg#N:r`, `dot#N:sum`, ...: a user holding those names made
+    // the solve fail with a duplicate name.
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let mut rng = Rng(77);
+    let (nodes, a) = random_spd(&rt, &mut rng, 50, 1e-2);
+    let mut held = Vec::new();
+    for k in 0..64 {
+        for role in ["r", "p", "q", "dinv", "dinv:ones"] {
+            held.push(rt.dat(&format!("cg#{k}:{role}"), &nodes, 1, vec![k as f64; 50]).unwrap());
+        }
+        for role in ["rr", "sums", "alpha", "beta"] {
+            held.push(rt.dat(&format!("cg#{k}:{role}"), &nodes, 1, vec![k as f64; 50]).unwrap());
+        }
+        held.push(rt.dat(&format!("dot#{k}:sum"), &nodes, 1, vec![k as f64; 50]).unwrap());
+    }
+    let b = rt.dat("b", &nodes, 1, (0..50).map(|_| rng.unit()).collect()).unwrap();
+    let x = rt.dat("x", &nodes, 1, vec![0.0; 50]).unwrap();
+    for preconditioner in [Preconditioner::Jacobi, Preconditioner::None] {
+        let opts = CgOptions { rtol: 1e-10, preconditioner, ..CgOptions::default() };
+        assert!(cg(&rt, &a, &b, &x, &opts).unwrap().converged);
+    }
+    assert!(rt.dot(&b, &b).unwrap() > 0.0);
+    for d in &held {
+        let k: f64 = d.name().split(['#', ':']).nth(1).unwrap().parse().unwrap();
+        assert_eq!(d.values().unwrap(), vec![k; 50], "{} kept its values", d.name());
+    }
+}

@@ -34,7 +34,7 @@
 //! the first mismatch, after every rank reached it.
 
 use parloop::mpi::{Communicator, CommunicatorCollectives, Partitioner, SystemOperation};
-use parloop::{Access, Backend, Dat, Global, Map, Runtime, Set};
+use parloop::{Access, Backend, Dat, Error, Global, Map, Runtime, Set};
 use parloop_examples::airfoil::grid::Grid;
 use parloop_examples::airfoil::{Airfoil, REFERENCE_100X150};
 use parloop_examples::poisson::{Function, Mode, Problem};
@@ -465,10 +465,34 @@ fn main() {
         // Never written: nothing to send (reading it for rank 0's mesh
         // panicked the partition).
         let _unwritten = rt.temporary::<f64>("root_u", &cells, 1).expect("temporary");
+        // On a set empty everywhere, written on rank 0: written everywhere
+        // after the partition (it was unwritten on every rank, rank 0's
+        // too, for want of values to send).
+        let nothing = rt.set("root_nothing", 0).unwrap();
+        let _to_cells = rt.map("root_nothing_map", &nothing, &cells, 1, Vec::new()).expect("map");
+        let z = rt.temporary::<f64>("root_z", &nothing, 3).expect("temporary");
+        // Written on the other ranks only (their sets are empty): rank 0's
+        // state rules, unwritten everywhere.
+        let w = rt.temporary::<f64>("root_w", &cells, 1).expect("temporary");
         if rank == 0 {
             t.set_values(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]).expect("set_values");
+            z.set_values(&[]).expect("set_values");
+        } else {
+            w.set_values(&[]).expect("set_values");
         }
         rt.partition(&cells, &m, Partitioner::Block).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+        let z_values = z.values();
+        check(
+            z_values.as_ref().is_ok_and(|v| v.is_empty()),
+            &format!("a temporary on an empty set written on rank 0: {z_values:?}, want no values"),
+            &mut failures,
+        );
+        let w_values = w.values();
+        check(
+            matches!(w_values, Err(Error::UnwrittenTemporary { .. })),
+            &format!("a temporary written off rank 0 before the partition: {w_values:?}, want unwritten"),
+            &mut failures,
+        );
         let (count, sum) = (rt.global("root_count", &[0.0]).unwrap(), rt.global("root_sum", &[0.0]).unwrap());
         rt.par_loop(
             count_and_sum::KERNEL,

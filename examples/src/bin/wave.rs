@@ -161,13 +161,21 @@ fn run(args: Args) -> Result<(), Error> {
     let in_loops: f64 = report.iter().fold(0.0, |sum, r| sum + r.seconds);
     // Planning (and compiling device code, on a first run) is once per loop shape.
     let stepping = (wall - planning).max(0.0);
+    // Per-step and per-loop figures of a run with no loops would be made up.
+    let rates = if loops == 0 {
+        "no loops ran".to_owned()
+    } else {
+        format!(
+            "without it {:.1} us per step, {:.2} us per loop ({loops} loops, {:.2} us each inside the loop)",
+            stepping * 1e6 / steps.max(1) as f64,
+            stepping * 1e6 / loops as f64,
+            in_loops * 1e6 / loops as f64,
+        )
+    };
     writeln!(
         out,
-        "wall time {wall:.3} s ({planning:.3} s planning), without it {:.1} us per step, {:.2} us per loop ({loops} loops, \
-         {:.2} us each inside the loop); energy {:.12e} -> {:.12e} (modified {:.3e} relative change)",
-        stepping * 1e6 / steps.max(1) as f64,
-        stepping * 1e6 / loops.max(1) as f64,
-        in_loops * 1e6 / loops.max(1) as f64,
+        "wall time {wall:.3} s ({planning:.3} s planning), {rates}; energy {:.12e} -> {:.12e} (modified {:.3e} relative \
+         change)",
         e0.plain,
         e1.plain,
         (e1.modified - e0.modified) / e0.modified,

@@ -81,12 +81,9 @@ pub fn read(path: impl AsRef<Path>) -> Result<Mesh, Error> {
 fn read_file(path: &Path, name: &str) -> Result<Vec<u8>, Error> {
     use std::io::Read;
     let io = |source| Error::Io { path: name.to_string(), source };
-    // Checked before opening too: opening a FIFO waits for a writer, and
-    // opening a device may act on it.
+    // Checked before opening too: opening a device may act on it.
     regular(&std::fs::metadata(path).map_err(io)?).map_err(io)?;
-    let file = std::fs::File::open(path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    regular(&meta).map_err(io)?;
+    let (file, meta) = open_regular(path).map_err(io)?;
     let len = meta.len();
     let mut data = Vec::new();
     usize::try_from(len).ok().filter(|&n| data.try_reserve_exact(n).is_ok()).ok_or_else(|| Error::OutOfMemory {
@@ -101,6 +98,24 @@ fn read_file(path: &Path, name: &str) -> Result<Vec<u8>, Error> {
         ))));
     }
     Ok(data)
+}
+
+/// Opens `path` and checks that what was opened is a regular file. The
+/// open does not block: a FIFO put in the file's place after the check
+/// before opening would otherwise wait for a writer forever.
+fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Reads of a regular file ignore O_NONBLOCK.
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    regular(&meta)?;
+    Ok((file, meta))
 }
 
 /// Refuses what is not a regular file (after symbolic links).
@@ -428,4 +443,29 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
         return Err(loc.error(0, format!("two groups are named `{}`", w[0].name)));
     }
     Ok(Mesh { dim, coords, cells, facets, facet_cells, groups })
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opening_refuses_a_fifo_without_waiting_for_a_writer() {
+        // `read_file` checks the path before opening it, but a FIFO put in
+        // the file's place between that check and the open made the open
+        // wait forever: the open itself must not block.
+        let dir = std::env::temp_dir().join(format!("parloop-gmsh-open-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("swapped.msh");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        let (send, recv) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || send.send(open_regular(&path).map(|_| ()).unwrap_err().to_string()));
+        let e = recv.recv_timeout(std::time::Duration::from_secs(20)).expect("the open of a FIFO returned");
+        assert!(e.starts_with("not a regular file (a FIFO"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -294,10 +294,12 @@ pub(crate) trait Redistribute: Send + Sync {
     fn set(&self) -> &Set;
     /// Keeps the values of entities `global`, in that order.
     fn keep(&self, global: &[usize]);
-    /// The values' bytes (to send them to other ranks).
-    fn to_bytes(&self) -> Vec<u8>;
-    /// Replaces the values with `bytes` (received from another rank).
-    fn replace(&self, bytes: &[u8]);
+    /// The values' bytes (to send them to other ranks); `None` for a
+    /// temporary never written.
+    fn to_bytes(&self) -> Option<Vec<u8>>;
+    /// Replaces the values with `bytes` (received from another rank);
+    /// `None`: the sender's temporary was never written.
+    fn replace(&self, bytes: Option<&[u8]>);
 }
 
 impl<T: Scalar> Redistribute for DatInner<T> {
@@ -313,32 +315,34 @@ impl<T: Scalar> Redistribute for DatInner<T> {
         let dim = self.meta.dim;
         let mut values = self.redistributed();
         let values = &mut *values.guard;
-        if let (Some(t), true) = (&self.temp, values.is_empty()) {
-            // Written on this rank only, not on rank 0 that declared the
-            // mesh (whose values, none, arrived): unwritten everywhere.
-            t.mark_unwritten();
-            return;
-        }
         let local: Vec<T> = global.iter().flat_map(|&g| values[g * dim..(g + 1) * dim].iter().copied()).collect();
         *values = crate::pages::on_huge_pages(local);
         self.mirror.forget();
     }
-    fn to_bytes(&self) -> Vec<u8> {
+    fn to_bytes(&self) -> Option<Vec<u8>> {
         // (A read of an unwritten temporary is refused: it has no values.)
         if self.unwritten_temporary() {
-            return Vec::new();
+            return None;
         }
-        bytemuck::cast_slice(&self.redistributed().guard).to_vec()
+        Some(bytemuck::cast_slice(&self.redistributed().guard).to_vec())
     }
-    fn replace(&self, bytes: &[u8]) {
-        if bytes.is_empty() && self.unwritten_temporary() {
+    fn replace(&self, bytes: Option<&[u8]>) {
+        let Some(bytes) = bytes else {
+            // A temporary rank 0 never wrote is unwritten here too, even
+            // where this rank wrote it (on its empty set): its values would
+            // not fit the partitioned set.
+            if let Some(t) = &self.temp {
+                self.redistributed().guard.clear();
+                t.mark_unwritten();
+            }
             return;
-        }
+        };
         let size = std::mem::size_of::<T>();
         *self.redistributed().guard = bytes.chunks_exact(size).map(bytemuck::pod_read_unaligned).collect();
         self.mirror.forget();
-        // A temporary rank 0 wrote arrives written.
-        if let (Some(t), false) = (&self.temp, bytes.is_empty()) {
+        // A temporary rank 0 wrote arrives written, even with no values
+        // (a set empty everywhere).
+        if let Some(t) = &self.temp {
             t.mark_written();
         }
     }

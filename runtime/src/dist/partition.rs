@@ -397,13 +397,16 @@ fn broadcast_mesh(comm: &Comm, sizes: &mut [u64], gmaps: &mut [GlobalMap], dats:
         root.broadcast_into(&mut m.values[..]);
     }
     for d in dats {
-        let mut bytes = if comm.rank() == 0 { d.to_bytes() } else { Vec::new() };
-        let mut len = bytes.len() as u64;
-        root.broadcast_into(&mut len);
-        bytes.resize(len as usize, 0);
+        let sent = if comm.rank() == 0 { d.to_bytes() } else { None };
+        // The length, and whether there are values at all (an unwritten
+        // temporary has none; a written one on an empty set has zero bytes).
+        let mut header = [sent.as_ref().map_or(0, |b| b.len() as u64), u64::from(sent.is_some())];
+        root.broadcast_into(&mut header[..]);
+        let mut bytes = sent.unwrap_or_default();
+        bytes.resize(header[0] as usize, 0);
         root.broadcast_into(&mut bytes[..]);
         if comm.rank() != 0 {
-            d.replace(&bytes);
+            d.replace((header[1] == 1).then_some(&bytes[..]));
         }
     }
 }

@@ -9,8 +9,6 @@
 //! block (fixed for a given block size). The backends do not agree bitwise with
 //! each other, since they group the additions differently.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use super::kernels::{VecKernels, MAX_DIM};
 use super::Real;
 use crate::decl::{Dat, Global};
@@ -19,14 +17,10 @@ use crate::kernel::Kernel;
 use crate::runtime::Runtime;
 use crate::types::Access;
 
-/// Numbers the globals the operations declare (names are unique per
-/// runtime; these live for one call).
-static NEXT_GLOBAL: AtomicU64 = AtomicU64::new(0);
-
 /// A scalar global holding `value`, named after the operation and its role.
 fn scalar<T: Real>(rt: &Runtime, op: &str, role: &str, value: T) -> Result<Global<T>> {
-    let n = NEXT_GLOBAL.fetch_add(1, Ordering::Relaxed);
-    rt.global(&format!("{op}#{n}:{role}"), &[value])
+    let n = rt.names.number();
+    rt.internal_global(&format!("{op}#{n}:{role}"), &[value])
 }
 
 /// Checks that `dats` (with their roles in `op`) share one set and one
@@ -163,17 +157,17 @@ impl Runtime {
         dats.extend(dinv.map(|d| ("dinv", d)));
         let k = kernels_for("cg update", &dats)?;
         let a = scalar(self, "cg", "alpha", alpha)?;
-        let n = NEXT_GLOBAL.fetch_add(1, Ordering::Relaxed);
+        let n = self.names.number();
         let (pa, qa, xa, ra) = (p.arg(Access::READ), q.arg(Access::READ), x.arg(Access::RW), r.arg(Access::RW));
         match dinv {
             None => {
-                let s = self.global(&format!("cg#{n}:rr"), &[T::ZERO])?;
+                let s = self.internal_global(&format!("cg#{n}:rr"), &[T::ZERO])?;
                 self.vec_loop(k.cg_update, r, &[a.arg(Access::READ), pa, qa, xa, ra, s.arg(Access::INC)])?;
                 let rr = s.value()?;
                 Ok((rr, rr))
             }
             Some(d) => {
-                let s = self.global(&format!("cg#{n}:sums"), &[T::ZERO, T::ZERO])?;
+                let s = self.internal_global(&format!("cg#{n}:sums"), &[T::ZERO, T::ZERO])?;
                 let args = [a.arg(Access::READ), pa, qa, d.arg(Access::READ), xa, ra, s.arg(Access::INC)];
                 self.vec_loop(k.cg_update_jacobi, r, &args)?;
                 let v = s.values()?;
@@ -190,8 +184,8 @@ impl Runtime {
             return Ok((rr, rr));
         };
         let k = kernels_for("cg sums", &[("r", r), ("dinv", d)])?;
-        let n = NEXT_GLOBAL.fetch_add(1, Ordering::Relaxed);
-        let s = self.global(&format!("cg#{n}:sums"), &[T::ZERO, T::ZERO])?;
+        let n = self.names.number();
+        let s = self.internal_global(&format!("cg#{n}:sums"), &[T::ZERO, T::ZERO])?;
         self.vec_loop(k.cg_sums_jacobi, r, &[r.arg(Access::READ), d.arg(Access::READ), s.arg(Access::INC)])?;
         let v = s.values()?;
         Ok((v[0], v[1]))
