@@ -23,6 +23,10 @@ pub struct ParamSig {
     pub rows: usize,
     /// Values per row: 1 for `&T`, `N` for `&[T; N]`, `M` for `&[[T; M]; N]`.
     pub cols: usize,
+    /// Whether the parameter is an array of rows, `&[[T; M]; N]`, even
+    /// with `N` = 1 (a vector argument through a map of arity 1): its
+    /// device code takes rows, `T (*)[M]`, where `&[T; M]` takes `T*`.
+    pub nested: bool,
     /// Whether the parameter is `&mut`.
     pub mutable: bool,
     /// Whether the kernel only adds to the parameter (`*p += x`, `p[i] -= x`)

@@ -13,7 +13,7 @@ fn ctype(s: Scalar) -> &'static str {
 /// The parameter type the translated kernel expects, for a cast.
 fn param_type(a: &ArgSpec, mutable: bool) -> String {
     let c = if mutable { "" } else { "const " };
-    if a.rows > 1 {
+    if a.nested {
         format!("{c}{} (*)[{}]", ctype(a.elem), a.cols)
     } else {
         format!("{c}{}*", ctype(a.elem))
@@ -702,6 +702,7 @@ mod tests {
             elem: Scalar::F64,
             dim: 1,
             rows: 1,
+            nested: false,
             cols: 1,
             pair: Some(map),
             same_as: None,
@@ -741,6 +742,7 @@ mod tests {
             elem: Scalar::F64,
             dim,
             rows: 1,
+            nested: false,
             cols: dim,
             pair: None,
             same_as,

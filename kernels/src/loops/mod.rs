@@ -133,6 +133,9 @@ pub struct ArgSpec {
     pub rows: usize,
     /// The kernel parameter's values per row.
     pub cols: usize,
+    /// Whether the kernel parameter is an array of rows (`[[T; M]; N]`,
+    /// even with `N` = 1): passed as `T (*)[M]`, not `T*`.
+    pub nested: bool,
     /// Staged strategies: index of the (dat, map) pair in [`LoopSpec::pairs`].
     pub pair: Option<usize>,
     /// Fused launches: an earlier argument of the launch that names the

@@ -65,6 +65,8 @@ pub struct Param {
     pub cols: usize,
     /// Whether the parameter is an array (`[T; N]` or `[[T; M]; N]`).
     pub array: bool,
+    /// Whether it is an array of rows (`[[T; M]; N]`, even with `N` = 1).
+    pub nested: bool,
     /// Whether it is passed by reference.
     pub by_ref: bool,
     /// Whether the reference is `&mut`.
@@ -76,7 +78,7 @@ impl Param {
     pub fn cpp_decl(&self, cname: &str) -> String {
         let t = cpp_scalar(self.elem, false);
         let c = if self.mutable { "" } else { "const " };
-        match (self.by_ref, self.rows > 1) {
+        match (self.by_ref, self.nested) {
             (false, _) => format!("{t} {cname}"),
             (true, false) => format!("{c}{t}* __restrict__ {cname}"),
             (true, true) => format!("{c}{t} (* __restrict__ {cname})[{}]", self.cols),

@@ -274,6 +274,7 @@ pub(crate) fn build<A: Borrow<Arg>>(
             elem: a.storage.elem().into(),
             dim: a.dim,
             rows: sig.rows,
+            nested: sig.nested,
             cols: sig.cols,
             pair,
             same_as: None,

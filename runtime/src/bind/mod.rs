@@ -32,6 +32,9 @@ pub unsafe trait Shape: Sized {
     type Lane<const W: usize>: Copy;
     const ROWS: usize;
     const COLS: usize;
+    /// Whether the shape is an array of rows (`[[T; M]; N]`), even of one
+    /// row: the device code declares it as rows, not as a flat array.
+    const NESTED: bool = false;
 }
 
 // SAFETY: a scalar is one value of itself.
@@ -56,6 +59,7 @@ unsafe impl<T: Scalar, const M: usize, const N: usize> Shape for [[T; M]; N] {
     type Lane<const W: usize> = [[Lanes<T, W>; M]; N];
     const ROWS: usize = N;
     const COLS: usize = M;
+    const NESTED: bool = true;
 }
 
 /// A kernel parameter type: `&S` or `&mut S` for a [`Shape`] `S`.
@@ -96,6 +100,7 @@ impl<'a, S: Shape> KernelParam for &'a S {
         elem: <S::Elem as Scalar>::TYPE,
         rows: S::ROWS,
         cols: S::COLS,
+        nested: S::NESTED,
         mutable: false,
         increment_only: true,
         name: "",
@@ -124,6 +129,7 @@ impl<'a, S: Shape> KernelParam for &'a mut S {
         elem: <S::Elem as Scalar>::TYPE,
         rows: S::ROWS,
         cols: S::COLS,
+        nested: S::NESTED,
         mutable: true,
         increment_only: true,
         name: "",

@@ -428,7 +428,7 @@ pub fn nvrtc_check(kernel: &Kernel) -> Result<(), String> {
         .enumerate()
         .map(|(i, s)| {
             let c = if s.mutable { "" } else { "const " };
-            if s.rows > 1 {
+            if s.nested {
                 format!("{c}{} (*a{i})[{}]", cpp_type(s.elem), s.cols)
             } else {
                 format!("{c}{}* a{i}", cpp_type(s.elem))

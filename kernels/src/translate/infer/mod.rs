@@ -364,13 +364,13 @@ impl Infer {
             }
             Ok(s)
         };
-        let (elem, rows, cols, array) = match inner {
+        let (elem, rows, cols, array, nested) = match inner {
             Type::Array(a) => match &*a.elem {
-                Type::Array(b) => (elem_of(&b.elem)?, array_len(&a.len)?, array_len(&b.len)?, true),
-                e => (elem_of(e)?, 1, array_len(&a.len)?, true),
+                Type::Array(b) => (elem_of(&b.elem)?, array_len(&a.len)?, array_len(&b.len)?, true, true),
+                e => (elem_of(e)?, 1, array_len(&a.len)?, true, false),
             },
             Type::Paren(p) => return self.param_type(name, &p.elem),
-            t => (elem_of(t)?, 1, 1, false),
+            t => (elem_of(t)?, 1, 1, false, false),
         };
         if array && !by_ref {
             return Err(error(ty.span(), supported));
@@ -378,13 +378,15 @@ impl Infer {
         let s = self.vars.known(elem);
         let base = if !array {
             s
-        } else if rows > 1 {
+        } else if nested {
+            // `[[T; M]; 1]` too: one row of `M`, not `M` values (its
+            // `len()` is 1 and it is indexed `x[0][k]`).
             Ty::Array(Box::new(Ty::Array(Box::new(s), cols)), rows)
         } else {
             Ty::Array(Box::new(s), cols)
         };
         let ty = if by_ref { Ty::Ref(Box::new(base), mutable) } else { base };
-        Ok((Param { name: name.into(), elem, rows, cols, array, by_ref, mutable }, ty))
+        Ok((Param { name: name.into(), elem, rows, cols, array, nested, by_ref, mutable }, ty))
     }
 
     fn record(&mut self, e: &Expr, t: Ty) -> Ty {
