@@ -384,6 +384,9 @@ impl Twin<'_> {
                     }
                 }
                 let f = &c.func;
+                // SAFETY (of the generated `unsafe`): lane-wise twins run
+                // only where the runtime detected the instruction sets
+                // `Lanes` needs (`from_fn`'s contract, as `splat`'s).
                 Ok(quote! {{
                     #(#lets)*
                     let __pl_call = |__pl_lane: usize| #f(#(#uses),*);
