@@ -120,6 +120,11 @@ template <class T> __device__ inline T __pl_rem(T a, T b) {
     if (__pl_unsigned<T>::sign && b == (T)-1 && __pl_is_min(a)) { __pl_panic(4, 0, 0); return (T)0; }
     return a % b;
 }
+/* `step_by`'s step: Rust panics on zero; the loop then runs no iteration. */
+__device__ inline unsigned long long __pl_step(unsigned long long s) {
+    if (s == 0ull) __pl_panic(6, 0, 0);
+    return s;
+}
 __device__ inline unsigned long long __pl_ix(unsigned long long i, unsigned long long n) {
     if (i >= n) { __pl_panic(5, (long long)i, (long long)n); return 0ull; }
     return i;

@@ -126,6 +126,12 @@ enum Kind {
 pub struct Vars {
     parent: Vec<usize>,
     kind: Vec<Kind>,
+    /// Per class root: the helper whose signature gives the class its
+    /// type (its result, or parameter `k`), which the translation cannot
+    /// see. See [`Vars::ambiguous`].
+    origin: Vec<Option<(String, Option<usize>)>>,
+    /// Per class root: an operation computed at the class's type.
+    operated: Vec<Option<proc_macro2::Span>>,
 }
 
 /// Why two types do not unify.
@@ -135,7 +141,44 @@ impl Vars {
     fn fresh(&mut self, kind: Kind) -> Ty {
         self.parent.push(self.parent.len());
         self.kind.push(kind);
+        self.origin.push(None);
+        self.operated.push(None);
         Ty::Var(self.parent.len() - 1)
+    }
+
+    /// The type of a helper's result (`slot` `None`) or of its parameter
+    /// `slot`: unknown here (rustc checks the call against the helper).
+    pub fn opaque(&mut self, helper: &str, slot: Option<usize>) -> Ty {
+        let t = self.fresh(Kind::Any);
+        if let Ty::Var(v) = t {
+            self.origin[v] = Some((helper.to_owned(), slot));
+        }
+        t
+    }
+
+    /// Records that an operation (arithmetic, a comparison, a method) is
+    /// computed at `t`'s type.
+    pub fn mark_operated(&mut self, t: &Ty, span: proc_macro2::Span) {
+        if let Ty::Var(v) = self.deref(t) {
+            let r = self.find(v);
+            self.operated[r].get_or_insert(span);
+        }
+    }
+
+    /// An operation whose type the translation would only guess: its class
+    /// is still an unsuffixed literal's (`i32`, `f64` by default) and is
+    /// tied to a helper's result or parameter, whose real type (`f32`,
+    /// `i64`, ...) rustc knows and the device code would not. The
+    /// operation's span, the helper and the slot.
+    pub fn ambiguous(&mut self) -> Option<(proc_macro2::Span, String, Option<usize>)> {
+        (0..self.parent.len()).find_map(|v| {
+            let r = self.find(v);
+            if r != v || !matches!(self.kind[r], Kind::Int | Kind::Float) {
+                return None;
+            }
+            let (helper, slot) = self.origin[r].clone()?;
+            Some((self.operated[r]?, helper, slot))
+        })
     }
 
     /// A variable of unknown scalar type.
@@ -206,6 +249,12 @@ impl Vars {
                     let k = Self::merge(self.kind[rx], self.kind[ry])?;
                     self.parent[ry] = rx;
                     self.kind[rx] = k;
+                    if self.origin[rx].is_none() {
+                        self.origin[rx] = self.origin[ry].take();
+                    }
+                    if self.operated[rx].is_none() {
+                        self.operated[rx] = self.operated[ry];
+                    }
                 }
                 Ok(())
             }

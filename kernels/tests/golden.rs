@@ -273,9 +273,10 @@ fn reversed_and_stepped_loops_count_iterations() {
         [
             "const int pl_lo0 = 0;",
             "const int pl_hi1 = 8;",
-            "const unsigned long long pl_n2 = (pl_hi1 <= pl_lo0) ? 0ull : ((unsigned long long)((pl_hi1 - pl_lo0)) + (3) - 1) / (3);",
+            // Counted in 64-bit unsigned: spans past i32::MAX count right.
+            "const unsigned long long pl_n2 = (pl_hi1 <= pl_lo0 || 3ull == 0ull) ? 0ull : (((unsigned long long)(pl_hi1) - (unsigned long long)(pl_lo0)) - 1ull) / 3ull + 1ull;",
             "for (unsigned long long pl_k3 = 0; pl_k3 < pl_n2; ++pl_k3) {",
-            "const int i = (int)((pl_hi1 - 1) - (int)(pl_k3 * (3)));",
+            "const int i = (int)(((unsigned long long)(pl_hi1) - 1ull) - pl_k3 * 3ull);",
             "(*o) += x[i];",
             "}",
         ]
@@ -354,7 +355,9 @@ fn local_arrays_and_copies() {
             "double c[2];",
             "for (int pl_k0 = 0; pl_k0 < 2; ++pl_k0) c[pl_k0] = x[pl_k0];",
             "for (int i = 0; i < 2; ++i) {",
-            "o[i] = (w[i] * c[PL_IX((1 - i), 2)]);",
+            // usize subtraction wraps as in Rust's release builds (and the
+            // bounds check catches it), never goes negative in an `int`.
+            "o[i] = (w[i] * c[PL_IX(((unsigned long long)(1) - (unsigned long long)(i)), 2)]);",
             "}",
         ]
     );

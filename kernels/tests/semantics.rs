@@ -102,9 +102,10 @@ fn dynamic_indices_go_through_pl_ix_and_bounded_loop_indices_do_not() {
             for r in 0..5 {
                 o[r] += 1.0;
             }
-            for mut r in 0..2 {
-                r += 1;
-                o[r] += 1.0;
+            for r in 0..2 {
+                let mut s = r;
+                s += 1;
+                o[s] += 1.0;
             }
             o[3] = x[1][2];
         }
@@ -113,7 +114,7 @@ fn dynamic_indices_go_through_pl_ix_and_bounded_loop_indices_do_not() {
         "o[r] += x[r][PL_IX(j, 3)];",
         "o[r_1] += 1.0;",
         "o[PL_IX(r_2, 4)] += 1.0;",
-        "o[PL_IX(r_3, 4)] += 1.0;",
+        "o[PL_IX(s, 4)] += 1.0;",
         "o[3] = x[1][2];",
     ] {
         assert!(t.source.contains(line), "{line}\n{}", t.source);

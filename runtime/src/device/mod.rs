@@ -136,6 +136,7 @@ impl PanicRecord {
             3 => "attempt to divide with overflow".into(),
             4 => "attempt to calculate the remainder with overflow".into(),
             5 => format!("index out of bounds: the len is {} but the index is {}", self.b as u64, self.a as u64),
+            6 => "assertion failed: step != 0".into(),
             c => format!("device code reported panic code {c}"),
         }
     }

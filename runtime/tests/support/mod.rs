@@ -226,7 +226,7 @@ fn cpp_type(elem: ElemType) -> &'static str {
 fn param_expr(sig: &ParamSig, base: &str, offset: &str) -> String {
     let c = if sig.mutable { "" } else { "const " };
     let t = cpp_type(sig.elem);
-    if sig.rows > 1 {
+    if sig.nested {
         format!("({c}{t} (*)[{}])(({c}{t}*)({base}) + {offset})", sig.cols)
     } else {
         format!("(({c}{t}*)({base}) + {offset})")

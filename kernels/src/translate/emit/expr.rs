@@ -296,7 +296,17 @@ impl Emit<'_> {
             error(b.left.span(), "cannot infer the type of this operand (a helper's result?): annotate a `let`")
         })?;
         let l = self.value(&b.left)?;
+        let hoisted = self.pre.len();
         let r = self.value(&b.right)?;
+        if matches!(b.op, And(_) | Or(_)) && self.pre.len() != hoisted {
+            // The right operand's statements would run before the `&&`
+            // or `||`, whatever the left operand decides.
+            return Err(error(
+                b.right.span(),
+                "the right operand of `&&` or `||` must be a plain expression (no block, `if` value or array): \
+                 write the condition as an `if`",
+            ));
+        }
         let op = match b.op {
             Add(_) | AddAssign(_) => "+",
             Sub(_) | SubAssign(_) => "-",
@@ -336,6 +346,11 @@ impl Emit<'_> {
                     _ => "__pl_wmul",
                 };
                 Some(format!("{f}({l}, {r})"))
+            }
+            // usize arithmetic on `int` indices would wrap at 32 bits (or
+            // be undefined): 64-bit unless the result provably fits.
+            "+" | "-" | "*" if s == Scalar::Usize && !self.fits_int(b) => {
+                Some(format!("((unsigned long long)({l}) {op} (unsigned long long)({r}))"))
             }
             "%" if s.is_float() => Some(format!("{}({l}, {r})", if s == Scalar::F32 { "fmodf" } else { "fmod" })),
             // Rust panics on a zero divisor and on `MIN / -1`: checked

@@ -15,7 +15,7 @@ use syn::spanned::Spanned;
 use syn::{BinOp, Block, Expr, Stmt, UnOp};
 
 use super::infer::{key, Infer};
-use super::literals::literal_fits_i32;
+use super::literals::{int_literal_value, literal_fits_i32};
 use super::syntax::LoopRange;
 use crate::types::{error, Scalar, Ty, UNKNOWN_LEN};
 
@@ -141,11 +141,15 @@ impl Emit<'_> {
     fn local(&mut self, local: &syn::Local) -> syn::Result<()> {
         let id = self.infer.resolved[&key(local)];
         if let Some(init) = &local.init {
-            // A usize computed from narrow indices and small literals stays `int`.
+            // An immutable usize whose value provably fits stays `int`
+            // (a `mut` one may grow past it later).
+            let fits = self.bound(&init.expr).filter(|&m| m <= i32::MAX as u128);
             if self.infer.vars.scalar(&self.infer.bindings[id].ty.clone()) == Some(Scalar::Usize)
-                && self.is_narrow(&init.expr)
+                && !pattern_is_mut(&local.pat)
+                && fits.is_some()
             {
                 self.infer.bindings[id].narrow = true;
+                self.infer.bindings[id].max = fits;
             }
         }
         let b = self.infer.bindings[id].clone();
@@ -163,25 +167,48 @@ impl Emit<'_> {
         Ok(())
     }
 
-    /// Whether a usize expression only combines narrow (`int`) indices and
-    /// small literals with `+ - * / %` and `min`/`max`.
-    fn is_narrow(&self, e: &Expr) -> bool {
+    /// The largest value a usize expression can take, where it combines
+    /// literals and narrow indices of known bounds with `+ * / %` and
+    /// `min`/`max`; `None` when unknown (a subtraction may wrap, as Rust's
+    /// release builds do, to near `usize::MAX`).
+    pub(super) fn bound(&self, e: &Expr) -> Option<u128> {
         match e {
-            Expr::Lit(_) => literal_fits_i32(e),
-            Expr::Paren(p) => self.is_narrow(&p.expr),
-            Expr::Path(_) => self.infer.resolved.get(&key(e)).is_some_and(|&id| self.infer.bindings[id].narrow),
-            Expr::Binary(b) => {
-                matches!(b.op, BinOp::Add(_) | BinOp::Sub(_) | BinOp::Mul(_) | BinOp::Div(_) | BinOp::Rem(_))
-                    && self.is_narrow(&b.left)
-                    && self.is_narrow(&b.right)
+            Expr::Lit(_) => int_literal_value(e),
+            Expr::Paren(p) => self.bound(&p.expr),
+            Expr::Group(g) => self.bound(&g.expr),
+            Expr::Path(_) => self
+                .infer
+                .resolved
+                .get(&key(e))
+                .and_then(|&id| Some(&self.infer.bindings[id]).filter(|b| b.narrow).and_then(|b| b.max)),
+            Expr::Binary(b) => self.binary_bound(b),
+            Expr::MethodCall(m) if m.args.len() == 1 => {
+                let (a, b) = (self.bound(&m.receiver)?, self.bound(&m.args[0])?);
+                match m.method.to_string().as_str() {
+                    "min" => Some(a.min(b)),
+                    "max" => Some(a.max(b)),
+                    _ => None,
+                }
             }
-            Expr::MethodCall(m) => {
-                matches!(m.method.to_string().as_str(), "min" | "max")
-                    && self.is_narrow(&m.receiver)
-                    && m.args.iter().all(|a| self.is_narrow(a))
-            }
-            _ => false,
+            _ => None,
         }
+    }
+
+    fn binary_bound(&self, b: &syn::ExprBinary) -> Option<u128> {
+        let (l, r) = (self.bound(&b.left)?, self.bound(&b.right)?);
+        match b.op {
+            BinOp::Add(_) => l.checked_add(r),
+            BinOp::Mul(_) => l.checked_mul(r),
+            BinOp::Div(_) => Some(l),
+            BinOp::Rem(_) => Some(l.min(r.saturating_sub(1))),
+            _ => None,
+        }
+    }
+
+    /// Whether a usize operation's result provably fits an `int`, so that
+    /// `int` operands may compute it as they are.
+    pub(super) fn fits_int(&self, b: &syn::ExprBinary) -> bool {
+        self.binary_bound(b).is_some_and(|m| m <= i32::MAX as u128)
     }
 
     /// An array-valued expression as something indexable.
@@ -315,7 +342,7 @@ impl Emit<'_> {
         let start = self.value(range.start)?;
         let end = self.value(range.end)?;
         let step = match range.step {
-            Some(s) => Some(self.value(s)?),
+            Some(s) => Some((self.value(s)?, int_literal_value(s).filter(|&v| v > 0))),
             None => None,
         };
         self.flush_pre();
@@ -333,21 +360,36 @@ impl Emit<'_> {
                 // General form: count the iterations once, derive the index;
                 // `continue` stays correct and no bound can overflow.
                 let (lo, hi, n, k) = (self.temp("lo"), self.temp("hi"), self.temp("n"), self.temp("k"));
-                let step = step.clone().unwrap_or_else(|| "1".into());
-                let span = if range.inclusive { format!("({hi} - {lo}) + 1") } else { format!("({hi} - {lo})") };
                 self.line(&format!("const {t} {lo} = {start};"));
                 self.line(&format!("const {t} {hi} = {end};"));
+                // Counted and indexed in 64-bit unsigned arithmetic: the
+                // span of an `i32` range can pass `i32::MAX`, and an
+                // index's offset too before it lands in range (conversions
+                // to unsigned are modular, so signed bounds work).
+                let step = match step {
+                    Some((_, Some(literal))) => format!("{literal}ull"),
+                    Some((s, None)) => {
+                        // Rust panics on a zero step; the loop runs nothing.
+                        self.may_panic = true;
+                        let st = self.temp("step");
+                        self.line(&format!("const unsigned long long {st} = __pl_step((unsigned long long)({s}));"));
+                        st
+                    }
+                    None => "1ull".into(),
+                };
+                let u = |x: &str| format!("(unsigned long long)({x})");
+                let span = format!("({} - {}){}", u(&hi), u(&lo), if range.inclusive { " + 1ull" } else { "" });
                 self.line(&format!(
-                    "const unsigned long long {n} = ({hi} {} {lo}) ? 0ull : ((unsigned long long)({span}) + ({step}) - 1) / ({step});",
+                    "const unsigned long long {n} = ({hi} {} {lo} || {step} == 0ull) ? 0ull : ({span} - 1ull) / {step} + 1ull;",
                     if range.inclusive { "<" } else { "<=" }
                 ));
                 self.line(&format!("for (unsigned long long {k} = 0; {k} < {n}; ++{k}) {{"));
                 self.indent += 1;
                 let index = if range.rev {
-                    let last = if range.inclusive { hi.clone() } else { format!("({hi} - 1)") };
-                    format!("({t})({last} - ({t})({k} * ({step})))")
+                    let last = if range.inclusive { u(&hi) } else { format!("({} - 1ull)", u(&hi)) };
+                    format!("({t})({last} - {k} * {step})")
                 } else {
-                    format!("({t})({lo} + ({t})({k} * ({step})))")
+                    format!("({t})({} + {k} * {step})", u(&lo))
                 };
                 self.line(&format!("const {t} {i} = {index};"));
                 self.indent -= 1;
@@ -356,5 +398,14 @@ impl Emit<'_> {
         self.nested_block(&f.body)?;
         self.line("}");
         Ok(())
+    }
+}
+
+/// Whether a `let` pattern binds mutably (`let mut x`, `let mut x: T`).
+fn pattern_is_mut(p: &syn::Pat) -> bool {
+    match p {
+        syn::Pat::Ident(i) => i.mutability.is_some(),
+        syn::Pat::Type(t) => pattern_is_mut(&t.pat),
+        _ => false,
     }
 }

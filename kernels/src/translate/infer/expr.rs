@@ -39,6 +39,7 @@ impl Infer {
                     },
                     UnOp::Neg(_) => {
                         let t = self.vars.deref(&t);
+                        self.vars.mark_operated(&t, span);
                         if let Some(s) = self.vars.known_scalar(&t) {
                             if !s.is_float() && !s.is_signed_int() {
                                 return Err(error(span, format!("cannot negate a `{}`", s.rust())));
@@ -101,17 +102,40 @@ impl Infer {
                         "call helpers by their plain name (bring them into scope with `use`)",
                     ));
                 };
-                for a in &c.args {
-                    self.expr(a)?;
+                for (k, a) in c.args.iter().enumerate() {
+                    let t = self.expr(a)?;
+                    // A scalar argument (or an array's elements) takes the
+                    // parameter's type, which is not visible here (see
+                    // `Vars::ambiguous`). (A local lent mutably and only
+                    // typed by the helper is declared with the literals'
+                    // default: right for f64 and i32, a C++ compile error
+                    // at the call otherwise, never a wrong value.)
+                    let mut elem = self.vars.deref(&t);
+                    while let Ty::Array(inner, _) = elem {
+                        elem = *inner;
+                    }
+                    if let Ty::Var(_) = elem {
+                        let p = self.vars.opaque(&name, Some(k));
+                        self.unify(a.span(), &elem, &p)?;
+                    }
                 }
+                unordered_effects(c.args.iter())?;
+                // The helper's return type is not visible here either:
+                // rustc checks it, and a `let` bound to a call needs an
+                // annotation.
+                let result = self.vars.opaque(&name, None);
                 if !self.calls.contains(&name) {
                     self.calls.push(name);
                 }
-                // The helper's return type is not visible here: rustc checks
-                // it, and a `let` bound to a call needs an annotation.
-                Ok(self.vars.any())
+                Ok(result)
             }
             Expr::Reference(r) => {
+                if !is_place(&r.expr) {
+                    return Err(error(
+                        span,
+                        "a reference to a computed value: bind the value to a `let` and pass a reference to that",
+                    ));
+                }
                 let t = self.expr(&r.expr)?;
                 Ok(Ty::Ref(Box::new(self.vars.deref(&t)), r.mutability.is_some()))
             }
@@ -277,7 +301,15 @@ impl Infer {
         let compound = is_compound(&b.op);
         let l = if compound { self.place(&b.left)? } else { self.expr(&b.left)? };
         let r = self.expr(&b.right)?;
+        if !matches!(b.op, And(_) | Or(_)) {
+            // (`&&` and `||` are sequenced in C++ too.)
+            unordered_effects([&*b.left, &*b.right].into_iter())?;
+        }
         let (ld, rd) = (self.vars.deref(&l), self.vars.deref(&r));
+        if !matches!(b.op, And(_) | Or(_)) {
+            self.vars.mark_operated(&ld, span);
+            self.vars.mark_operated(&rd, span);
+        }
         match b.op {
             Shl(_) | Shr(_) | ShlAssign(_) | ShrAssign(_) => {
                 self.vars.require_int(&ld).map_err(|m| error(b.left.span(), m))?;
@@ -305,6 +337,7 @@ impl Infer {
         let name = m.method.to_string();
         let recv = self.expr(&m.receiver)?;
         let recv = self.vars.deref(&recv);
+        self.vars.mark_operated(&recv, m.span());
         let args: Vec<Ty> = m.args.iter().map(|a| self.expr(a)).collect::<syn::Result<_>>()?;
         let arity_err =
             |n: usize| Err(error(m.span(), format!("`{name}` takes {n} argument{}", if n == 1 { "" } else { "s" })));
@@ -403,6 +436,14 @@ impl Infer {
         let Pat::Ident(pi) = &*f.pat else {
             return Err(error(f.pat.span(), "the loop variable must be a plain name"));
         };
+        if pi.mutability.is_some() || pi.by_ref.is_some() || pi.subpat.is_some() {
+            // C++ would count with the variable itself, so changing it
+            // would change the iteration (Rust's does not).
+            return Err(error(
+                f.pat.span(),
+                "the loop variable must be a plain name, not `mut`: copy it into a `let mut` inside the loop",
+            ));
+        }
         let range = LoopRange::parse(&f.expr)?;
         let t = self.vars.any();
         for bound in [range.start, range.end] {
@@ -419,17 +460,91 @@ impl Infer {
         let narrow = [range.start, range.end].iter().all(|b| literal_fits_i32(b));
         self.scopes.push(Vec::new());
         let id = self.bind(&pi.ident.to_string(), t, narrow);
-        if pi.mutability.is_none() {
-            if let Some(hi) = int_literal_value(range.end) {
-                // Every value is at most `max` (rev and step_by take a
-                // subset; an empty range runs nothing).
-                let max = if range.inclusive { hi } else { hi.saturating_sub(1) };
-                self.bindings[id].max = Some(max);
-            }
+        if let Some(hi) = int_literal_value(range.end) {
+            // Every value is at most `max` (rev and step_by take a subset;
+            // an empty range runs nothing).
+            let max = if range.inclusive { hi } else { hi.saturating_sub(1) };
+            self.bindings[id].max = Some(max);
         }
         self.resolved.insert(key(f), id);
         self.block(&f.body)?;
         self.scopes.pop();
         Ok(Ty::Unit)
+    }
+}
+
+/// Names an expression borrows mutably (`&mut s`, `&mut a[2]`: a helper
+/// may change them) and names it mentions at all.
+#[derive(Default)]
+struct Effects {
+    mutated: Vec<(String, proc_macro2::Span)>,
+    mentioned: Vec<String>,
+}
+
+impl<'a> syn::visit::Visit<'a> for Effects {
+    fn visit_expr_reference(&mut self, r: &'a syn::ExprReference) {
+        if r.mutability.is_some() {
+            let mut base = &*r.expr;
+            loop {
+                match base {
+                    Expr::Index(i) => base = &i.expr,
+                    Expr::Paren(p) => base = &p.expr,
+                    _ => break,
+                }
+            }
+            if let Expr::Path(p) = base {
+                if let Some(id) = p.path.get_ident() {
+                    self.mutated.push((id.to_string(), r.span()));
+                }
+            }
+        }
+        syn::visit::visit_expr_reference(self, r);
+    }
+    fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
+        if let Some(id) = p.path.get_ident() {
+            self.mentioned.push(id.to_string());
+        }
+    }
+}
+
+/// Refuses operands (of a call or an operator) whose order matters: one
+/// lends a name mutably (to a helper that may change it) while another
+/// mentions it. Rust evaluates them left to right; C++ in an order it
+/// leaves open (g++ evaluates arguments right to left).
+pub(super) fn unordered_effects<'a>(operands: impl Iterator<Item = &'a Expr>) -> syn::Result<()> {
+    let effects: Vec<Effects> = operands
+        .map(|e| {
+            let mut fx = Effects::default();
+            syn::visit::Visit::visit_expr(&mut fx, e);
+            fx
+        })
+        .collect();
+    for (i, a) in effects.iter().enumerate() {
+        for (name, span) in &a.mutated {
+            if effects.iter().enumerate().any(|(j, b)| j != i && b.mentioned.contains(name)) {
+                return Err(error(
+                    *span,
+                    format!(
+                        "`{name}` is lent mutably here and used by another operand of the same call or operator: \
+                         their order of evaluation is not fixed on the device; compute them in separate `let`s"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `e` names a place (a local, a parameter, an element or row of
+/// one, a dereference) or is an array literal (made a local array), which
+/// C++ can take the address of.
+fn is_place(e: &Expr) -> bool {
+    match e {
+        Expr::Path(_) | Expr::Array(_) | Expr::Repeat(_) => true,
+        Expr::Index(i) => is_place(&i.expr),
+        Expr::Paren(p) => is_place(&p.expr),
+        Expr::Group(g) => is_place(&g.expr),
+        Expr::Unary(u) => matches!(u.op, UnOp::Deref(_)),
+        _ => false,
     }
 }

@@ -42,6 +42,26 @@ pub(crate) fn infer(item: &ItemFn, kind: FnKind) -> syn::Result<(Infer, Vec<Para
     infer.ret = ret_ty.clone();
     let body_ty = infer.block(&item.block)?;
     infer.unify(item.block.span(), &body_ty, &ret_ty)?;
+    if let Some((span, helper, slot)) = infer.vars.ambiguous() {
+        let (whose, fix) = match slot {
+            None => (
+                format!("what `{helper}` returns"),
+                format!("bind the call to a typed `let`, `let v: f32 = {helper}(..);`"),
+            ),
+            Some(k) => (
+                format!("`{helper}`'s parameter {}", k + 1),
+                "declare the value with its type, `let v: f32 = ..;`".to_owned(),
+            ),
+        };
+        return Err(error(
+            span,
+            format!(
+                "the type of this value is {whose}, which the device translation cannot see (it would \
+                 assume i32 or f64 where the helper may take f32 or i64): {fix}, or give its literals a \
+                 suffix, `0.1f32`, `2_i64`"
+            ),
+        ));
+    }
     Ok((infer, params, ret))
 }
 
