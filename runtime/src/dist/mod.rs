@@ -129,6 +129,51 @@ impl Comm {
         lo == hi
     }
 
+    /// Every rank's `local` on `root`, concatenated in rank order (`None`
+    /// on the other ranks). Collective. An MPI gather counts in `i32`: a
+    /// part or a whole past `i32::MAX` values is an error on every rank
+    /// (agreed first, so no rank waits for another that gave up).
+    pub(crate) fn gather_all<E: Equivalence + Copy + Default>(
+        &self,
+        root: usize,
+        local: &[E],
+        what: &str,
+    ) -> Result<Option<Vec<E>>> {
+        let c = self.lock();
+        let len = local.len() as u64;
+        let (mut most, mut total) = (0u64, 0u64);
+        c.all_reduce_into(&len, &mut most, SystemOperation::max());
+        c.all_reduce_into(&len, &mut total, SystemOperation::sum());
+        if total > i32::MAX as u64 {
+            return Err(self.error(format!(
+                "{what}: {total} values to gather on rank {root} (at most {}; the largest part holds {most})",
+                i32::MAX
+            )));
+        }
+        let at_root = c.process_at_rank(root as i32);
+        if self.rank != root {
+            at_root.gather_into(&(local.len() as i32));
+            at_root.gather_varcount_into(local);
+            return Ok(None);
+        }
+        let mut counts = vec![0i32; self.size];
+        at_root.gather_into_root(&(local.len() as i32), &mut counts[..]);
+        let mut all = Vec::new();
+        if all.try_reserve_exact(total as usize).is_err() {
+            // The others are already sending: receive nothing would hang
+            // them, so this rank ends the job.
+            drop(c);
+            self.abort(&Error::OutOfMemory {
+                what: format!("{what} on rank {root}"),
+                bytes: (total as usize).saturating_mul(std::mem::size_of::<E>()),
+            });
+        }
+        all.resize(total as usize, E::default());
+        at_root
+            .gather_varcount_into_root(local, &mut PartitionMut::new(&mut all[..], &counts[..], &offsets(&counts)[..]));
+        Ok(Some(all))
+    }
+
     /// `counts[q]` values to rank `q`; returns what each rank sent here.
     pub(crate) fn all_to_all(&self, outgoing: &[Vec<u64>]) -> Vec<Vec<u64>> {
         let c = self.lock();
@@ -353,28 +398,11 @@ impl<T: crate::Scalar> Dat<T> {
         let ids: Vec<u64> = part.global[..owned].iter().map(|&g| g as u64).collect();
         let values: Vec<T> = self.with_values(|v| v[..owned * dim].to_vec())?;
         let bytes: Vec<u8> = bytemuck::cast_slice(&values).to_vec();
-        let c = comm.lock();
-        let at_root = c.process_at_rank(root as i32);
-        if comm.rank() != root {
-            at_root.gather_into(&(ids.len() as i32));
-            at_root.gather_varcount_into(&ids[..]);
-            at_root.gather_varcount_into(&bytes[..]);
-            return Ok(None);
-        }
-        let mut counts = vec![0i32; comm.size()];
-        at_root.gather_into_root(&(ids.len() as i32), &mut counts[..]);
-        let mut all_ids = vec![0u64; counts.iter().sum::<i32>() as usize];
-        at_root.gather_varcount_into_root(
-            &ids[..],
-            &mut PartitionMut::new(&mut all_ids[..], &counts[..], &offsets(&counts)[..]),
-        );
+        let what = format!("gather of `{}`", self.name());
+        let all_ids = comm.gather_all(root, &ids, &what)?;
+        let all_bytes = comm.gather_all(root, &bytes, &what)?;
+        let (Some(all_ids), Some(all_bytes)) = (all_ids, all_bytes) else { return Ok(None) };
         let size = std::mem::size_of::<T>() * dim;
-        let byte_counts: Vec<i32> = counts.iter().map(|&n| n * size as i32).collect();
-        let mut all_bytes = vec![0u8; all_ids.len() * size];
-        at_root.gather_varcount_into_root(
-            &bytes[..],
-            &mut PartitionMut::new(&mut all_bytes[..], &byte_counts[..], &offsets(&byte_counts)[..]),
-        );
         let mut out = vec![T::default(); part.global_size * dim];
         let mut seen = vec![false; part.global_size];
         for (k, &g) in all_ids.iter().enumerate() {
@@ -390,5 +418,70 @@ impl<T: crate::Scalar> Dat<T> {
             return Err(comm.error(format!("gather of `{}`: no rank owns entity {g}", self.name())));
         }
         Ok(Some(out))
+    }
+}
+
+/// A matrix's stored entries in the global numbering, gathered on one rank.
+pub(crate) struct GatheredMatrix<T> {
+    /// Scalar rows and columns of the whole matrix.
+    pub rows: usize,
+    pub cols: usize,
+    /// (row, column, value), sorted by row then column.
+    pub entries: Vec<(u64, u64, T)>,
+}
+
+impl<T: crate::Scalar> crate::matrix::Mat<T> {
+    /// The stored entries of every rank's rows, in the global numbering the
+    /// mesh was declared in, on `root` (`None` on the others). Collective;
+    /// for a matrix whose row set is distributed. A rank's rows are its
+    /// owned row entities, so each entry comes from one rank.
+    pub(crate) fn gather_entries(&self, root: usize) -> Result<Option<GatheredMatrix<T>>> {
+        let s = self.sparsity();
+        let (row_set, col_set) = (s.row_set(), s.col_set());
+        let Some(rows_part) = row_set.0.local.get() else {
+            return Err(Error::Incompatible {
+                op: format!("gathering matrix `{}`", self.name()),
+                reason: format!("its row set `{}` is not distributed", row_set.name()),
+            });
+        };
+        let comm = &rows_part.comm;
+        comm.before_collective()?;
+        if root >= comm.size() {
+            return Err(comm.error(format!("gather of matrix `{}`: root {root} is not a rank", self.name())));
+        }
+        let csr = self.to_csr()?;
+        let (rdim, cdim) = (s.row_dim(), s.col_dim());
+        let col_global = |c: usize| -> u64 {
+            let (entity, component) = (c / cdim, c % cdim);
+            let g = col_set.0.local.get().map_or(entity, |p| p.global[entity]);
+            (g * cdim + component) as u64
+        };
+        let nnz = csr.vals.len();
+        let (mut rows, mut cols) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
+        for r in 0..csr.row_ptr.len() - 1 {
+            let g = (rows_part.global[r / rdim] * rdim + r % rdim) as u64;
+            for k in csr.row_ptr[r]..csr.row_ptr[r + 1] {
+                rows.push(g);
+                cols.push(col_global(csr.cols[k]));
+            }
+        }
+        let bytes: Vec<u8> = bytemuck::cast_slice(&csr.vals).to_vec();
+        let what = format!("gather of matrix `{}`", self.name());
+        let all_rows = comm.gather_all(root, &rows, &what)?;
+        let all_cols = comm.gather_all(root, &cols, &what)?;
+        let all_bytes = comm.gather_all(root, &bytes, &what)?;
+        let (Some(all_rows), Some(all_cols), Some(all_bytes)) = (all_rows, all_cols, all_bytes) else {
+            return Ok(None);
+        };
+        let elem = std::mem::size_of::<T>();
+        let mut entries: Vec<(u64, u64, T)> = all_rows
+            .iter()
+            .zip(&all_cols)
+            .enumerate()
+            .map(|(k, (&r, &c))| (r, c, bytemuck::pod_read_unaligned(&all_bytes[k * elem..(k + 1) * elem])))
+            .collect();
+        entries.sort_unstable_by_key(|&(r, c, _)| (r, c));
+        let cols_total = col_set.0.local.get().map_or(col_set.total(), |p| p.global_size);
+        Ok(Some(GatheredMatrix { rows: rows_part.global_size * rdim, cols: cols_total * cdim, entries }))
     }
 }

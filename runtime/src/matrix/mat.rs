@@ -245,6 +245,10 @@ impl<T: Scalar> Mat<T> {
     /// Writes the matrix to `path` in Matrix Market coordinate format
     /// (`real general`, 1-based, every stored entry, zeros included),
     /// values with 17 significant digits so that they read back exactly.
+    /// Under MPI, with the row set distributed, it is collective: rank 0
+    /// writes the whole matrix in the global numbering the mesh was
+    /// declared in (the file a serial run writes, up to rounding in the
+    /// values), and the other ranks write nothing.
     ///
     /// ```
     /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
@@ -261,18 +265,38 @@ impl<T: Scalar> Mat<T> {
     #[track_caller]
     pub fn write_matrix_market(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
         let path = path.as_ref();
-        let io = |source| Error::Io { path: path.display().to_string(), source };
+        #[cfg(feature = "mpi")]
+        if self.sparsity.row_set().is_distributed() {
+            // Each rank holds its own rows with local columns: written as
+            // they are, the files were pieces no tool could put together.
+            let Some(all) = self.gather_entries(0)? else { return Ok(()) };
+            let entries = all.entries.iter().map(|&(r, c, v)| (r as usize, c as usize, v));
+            return self.write_entries(path, (all.rows, all.cols, all.entries.len()), entries);
+        }
         let csr = self.to_csr()?;
+        let s = &self.sparsity;
+        let entries = (0..s.rows())
+            .flat_map(|row| (csr.row_ptr[row]..csr.row_ptr[row + 1]).map(move |k| (row, k)))
+            .map(|(row, k)| (row, csr.cols[k], csr.vals[k]));
+        self.write_entries(path, (s.rows(), s.cols(), s.nnz()), entries)
+    }
+
+    /// Writes a Matrix Market file of `shape` (rows, columns, entries)
+    /// holding `entries` (0-based row, column, value).
+    fn write_entries(
+        &self,
+        path: &std::path::Path,
+        shape: (usize, usize, usize),
+        entries: impl Iterator<Item = (usize, usize, T)>,
+    ) -> Result<()> {
+        let io = |source| Error::Io { path: path.display().to_string(), source };
         let file = std::fs::File::create(path).map_err(io)?;
         let mut w = std::io::BufWriter::new(file);
-        let s = &self.sparsity;
         writeln!(w, "%%MatrixMarket matrix coordinate real general").map_err(io)?;
-        writeln!(w, "% parloop matrix `{}` on sparsity `{}`", self.name(), s.name()).map_err(io)?;
-        writeln!(w, "{} {} {}", s.rows(), s.cols(), s.nnz()).map_err(io)?;
-        for row in 0..s.rows() {
-            for k in csr.row_ptr[row]..csr.row_ptr[row + 1] {
-                writeln!(w, "{} {} {}", row + 1, csr.cols[k] + 1, MmValue(csr.vals[k])).map_err(io)?;
-            }
+        writeln!(w, "% parloop matrix `{}` on sparsity `{}`", self.name(), self.sparsity.name()).map_err(io)?;
+        writeln!(w, "{} {} {}", shape.0, shape.1, shape.2).map_err(io)?;
+        for (row, col, value) in entries {
+            writeln!(w, "{} {} {}", row + 1, col + 1, MmValue(value)).map_err(io)?;
         }
         w.flush().map_err(io)
     }

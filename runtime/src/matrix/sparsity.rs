@@ -503,7 +503,13 @@ fn incidence(name: &str, map: &Map, rows: usize) -> Result<(Vec<usize>, Vec<u32>
             detail: format!("map `{}` has {} values, more than u32 positions hold", map.name(), values.len()),
         });
     }
-    let elements = values.len() / arity;
+    // The elements a loop runs (core, owned, exec halo). Under MPI the
+    // non-exec halo's elements never run, and their maps may name vertices
+    // this rank does not hold: counted, they stored spurious zero entries
+    // in owned rows (a row of `unit_square`'s vertex 8 with columns of
+    // vertices it shares no cell with).
+    let s = map.from().sections();
+    let elements = (values.len() / arity).min(s.core + s.owned + s.exec);
     // At most 8 workers: each holds a counter per row.
     let workers = rayon::current_num_threads().clamp(1, 8).min(elements.div_ceil(16 * 1024).max(1));
     let per = elements.div_ceil(workers).max(1);
