@@ -165,20 +165,24 @@ impl Vars {
         }
     }
 
-    /// An operation whose type the translation would only guess: its class
-    /// is still an unsuffixed literal's (`i32`, `f64` by default) and is
-    /// tied to a helper's result or parameter, whose real type (`f32`,
-    /// `i64`, ...) rustc knows and the device code would not. The
-    /// operation's span, the helper and the slot.
-    pub fn ambiguous(&mut self) -> Option<(proc_macro2::Span, String, Option<usize>)> {
-        (0..self.parent.len()).find_map(|v| {
-            let r = self.find(v);
-            if r != v || !matches!(self.kind[r], Kind::Int | Kind::Float) {
-                return None;
-            }
-            let (helper, slot) = self.origin[r].clone()?;
-            Some((self.operated[r]?, helper, slot))
-        })
+    /// The type the translation assumes for `t` where it only guesses: a
+    /// scalar (or a reference to one) whose class is still an unsuffixed
+    /// literal's, computed with (an operation at its type), and tied to a
+    /// helper's result or parameter, whose real type (`f32`, `i64`, ...)
+    /// rustc knows and the translation does not. The default (`f64`,
+    /// `i32`) is then pinned in the host function for rustc to check.
+    /// `None` where the type is known, or is only passed along (a literal
+    /// argument converts exactly at the call).
+    pub fn assumed(&mut self, t: &Ty) -> Option<Scalar> {
+        let Ty::Var(v) = self.deref(t) else { return None };
+        let r = self.find(v);
+        self.origin[r].as_ref()?;
+        self.operated[r]?;
+        match self.kind[r] {
+            Kind::Int => Some(Scalar::I32),
+            Kind::Float => Some(Scalar::F64),
+            _ => None,
+        }
     }
 
     /// A variable of unknown scalar type.

@@ -173,7 +173,13 @@ fn integer_methods_use_rust_semantics() {
             *p = (*b).max(3);
         }
     });
-    assert_eq!(b, ["(*o) = __pl_imax(__pl_imin(__pl_iabs((*a)), 7), (-2));", "(*p) = __pl_imax((*b), 3ull);"]);
+    assert_eq!(
+        b,
+        [
+            "(*o) = __pl_imax<int>(__pl_imin<int>(__pl_iabs((*a)), 7), (-2));",
+            "(*p) = __pl_imax<unsigned long long>((*b), 3ull);"
+        ]
+    );
 }
 
 #[test]
@@ -274,8 +280,11 @@ fn reversed_and_stepped_loops_count_iterations() {
             "const int pl_lo0 = 0;",
             "const int pl_hi1 = 8;",
             // Counted in 64-bit unsigned: spans past i32::MAX count right.
-            "const unsigned long long pl_n2 = (pl_hi1 <= pl_lo0 || 3ull == 0ull) ? 0ull : (((unsigned long long)(pl_hi1) - (unsigned long long)(pl_lo0)) - 1ull) / 3ull + 1ull;",
-            "for (unsigned long long pl_k3 = 0; pl_k3 < pl_n2; ++pl_k3) {",
+            // (The last iteration's number: a full-width inclusive range's
+            // count would not fit.)
+            "const bool pl_done4 = pl_hi1 <= pl_lo0 || 3ull == 0ull;",
+            "const unsigned long long pl_n2 = pl_done4 ? 0ull : (((unsigned long long)(pl_hi1) - (unsigned long long)(pl_lo0)) - 1ull) / 3ull;",
+            "for (unsigned long long pl_k3 = 0, pl_done4_k = pl_done4; !pl_done4_k; pl_done4_k = (pl_k3 == pl_n2), ++pl_k3) {",
             "const int i = (int)(((unsigned long long)(pl_hi1) - 1ull) - pl_k3 * 3ull);",
             "(*o) += x[i];",
             "}",

@@ -89,15 +89,18 @@ impl AnyDat {
             AnyDat::U64(d) => d.arg(access),
         }
     }
-    fn vals(&self) -> Vals {
-        match self {
-            AnyDat::F64(d) => Vals::F64(d.values().unwrap()),
-            AnyDat::F32(d) => Vals::F32(d.values().unwrap()),
-            AnyDat::I32(d) => Vals::I32(d.values().unwrap()),
-            AnyDat::U32(d) => Vals::U32(d.values().unwrap()),
-            AnyDat::I64(d) => Vals::I64(d.values().unwrap()),
-            AnyDat::U64(d) => Vals::U64(d.values().unwrap()),
-        }
+    /// The values; under the lazy trace (`PARLOOP_LAZY=1`) a failed loop's
+    /// error comes here.
+    fn vals(&self) -> Result<Vals, String> {
+        let e = |e: parloop::Error| e.to_string();
+        Ok(match self {
+            AnyDat::F64(d) => Vals::F64(d.values().map_err(e)?),
+            AnyDat::F32(d) => Vals::F32(d.values().map_err(e)?),
+            AnyDat::I32(d) => Vals::I32(d.values().map_err(e)?),
+            AnyDat::U32(d) => Vals::U32(d.values().map_err(e)?),
+            AnyDat::I64(d) => Vals::I64(d.values().map_err(e)?),
+            AnyDat::U64(d) => Vals::U64(d.values().map_err(e)?),
+        })
     }
 }
 
@@ -120,7 +123,7 @@ fn run_on(backend: Backend, kernel: &'static Kernel, n: usize, inputs: &[Vals]) 
     let args: Vec<Arg> =
         dats.iter().zip(sigs).map(|(d, s)| d.arg(if s.mutable { Access::RW } else { Access::READ })).collect();
     rt.par_loop(kernel, &set, &args).map_err(|e| e.to_string())?;
-    Ok(dats.iter().map(AnyDat::vals).collect())
+    dats.iter().map(AnyDat::vals).collect()
 }
 
 /// Seq and the device backend on the same inputs; both results.
@@ -234,8 +237,8 @@ fn usize_products_of_loop_indices_do_not_wrap_at_32_bits() {
     );
 }
 
-/// usize below zero wraps in Rust's release builds (as the translator's
-/// signed arithmetic does).
+/// usize below zero wraps in Rust's release builds, and on the device
+/// (64-bit unsigned arithmetic; it went negative in an `int`).
 #[parloop::kernel]
 fn usize_wraps(o: &mut [f64; 3], c: &mut [u64; 3]) {
     for i in 0..3 {
@@ -246,6 +249,7 @@ fn usize_wraps(o: &mut [f64; 3], c: &mut [u64; 3]) {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "the plain Rust reference overflows where overflow checks are on")]
 fn usize_below_zero_wraps_like_release_rust() {
     let (mut o, mut c) = ([0.0; 3], [0u64; 3]);
     usize_wraps(&mut o, &mut c);
@@ -292,6 +296,75 @@ fn step_by_over_a_wide_i32_range() {
         3,
         &[Vals::I32(a.clone()), Vals::I32(b.clone()), Vals::I64(vec![0; 6])],
         &[Vals::I32(a), Vals::I32(b), Vals::I64(want)],
+    );
+}
+
+/// An inclusive range over every `u64` (2^64 iterations; the device counted
+/// none), ended by `break`; `min` of a 64-bit usize and an `int` index.
+#[parloop::kernel]
+fn full_width(m: &u64, o: &mut [u64; 4]) {
+    let mut c = 0u64;
+    for i in 0..=*m {
+        c += 1;
+        o[1] = i;
+        if c == 3 {
+            break;
+        }
+    }
+    o[0] = c;
+    for i in 0..2 {
+        let j = (i - 1).min(5);
+        o[2 + i] = j as u64;
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "the plain Rust reference overflows where overflow checks are on")]
+fn full_width_inclusive_ranges_and_mixed_min() {
+    let mut want = [0u64; 4];
+    full_width(&u64::MAX, &mut want);
+    assert_eq!(want, [3, 2, 5, 0]);
+    check(
+        full_width::KERNEL,
+        1,
+        &[Vals::U64(vec![u64::MAX]), Vals::U64(vec![0; 4])],
+        &[Vals::U64(vec![u64::MAX]), Vals::U64(want.to_vec())],
+    );
+}
+
+/// Helpers whose types only their signatures give, used as the usual f64:
+/// compared with literals, given negative literals (pinned for rustc in
+/// the host function, computed as f64 on the device).
+#[parloop::device]
+fn dot2(a: &[f64; 2], b: &[f64; 2]) -> f64 {
+    a[0] * b[0] + a[1] * b[1]
+}
+
+#[parloop::device]
+fn shifted(x: f64, by: f64) -> f64 {
+    x + by
+}
+
+#[parloop::kernel]
+fn upwind(u: &[f64; 2], n: &[f64; 2], o: &mut f64) {
+    *o = if dot2(u, n) > 0.0 { shifted(-1.0, 0.5) } else { shifted(2.0 * 3.0, -0.25) };
+}
+
+#[test]
+fn helper_results_compared_with_literals_run_as_f64() {
+    let (u, n) = (vec![1.0, -2.0, 0.5, 0.5], vec![1.0, 1.0, 1.0, 1.0]);
+    let mut want = Vec::new();
+    for e in 0..2 {
+        let mut o = 0.0;
+        upwind(&[u[2 * e], u[2 * e + 1]], &[n[2 * e], n[2 * e + 1]], &mut o);
+        want.push(o);
+    }
+    assert_eq!(want, [5.75, -0.5]);
+    check(
+        upwind::KERNEL,
+        2,
+        &[Vals::F64(u.clone()), Vals::F64(n.clone()), Vals::F64(vec![0.0; 2])],
+        &[Vals::F64(u), Vals::F64(n), Vals::F64(want)],
     );
 }
 
@@ -438,9 +511,9 @@ fn every_shape_differential() {
 }
 
 /// `support::differential` on a kernel with a `&mut [[f32; 2]; 1]`
-/// parameter: the harness casts its buffer to rows only when `rows > 1`
-/// (`support::param_expr`), where the translation takes rows whenever the
-/// parameter is `nested`; g++ rejects the driver.
+/// parameter: the harness cast its buffer to rows only when `rows > 1`,
+/// where the translation takes rows whenever the parameter is `nested`
+/// (now `support::param_expr` does too); g++ rejected the driver.
 #[test]
 fn differential_harness_on_a_one_row_parameter() {
     diff(every_shape::KERNEL, Floats::Finite, Ints::Full, Compare::Exact);

@@ -201,23 +201,35 @@ fn call_span(tokens: TokenStream2, name: &str) -> Option<Span> {
 fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     let lints = quote! {
         // Kernels are written in the indexable subset that translates to CUDA.
-        #[allow(clippy::too_many_arguments, clippy::needless_range_loop, clippy::manual_memcpy, clippy::manual_clamp)]
+        // (`let_and_return`: the blocks that pin the translation's assumed types.)
+        #[allow(
+            clippy::too_many_arguments,
+            clippy::needless_range_loop,
+            clippy::manual_memcpy,
+            clippy::manual_clamp,
+            clippy::let_and_return
+        )]
     };
     // Hand-written CUDA: the C++ name is the Rust one, nothing is known of
     // the body (every parameter counts as increment-only, nothing panics,
     // no frame size).
     let generated = options(attr).and_then(|cuda| match cuda {
-        Some(src) => Ok((func.sig.ident.to_string(), src.value(), Vec::new(), Vec::new(), false, 0usize, Vec::new())),
+        Some(src) => {
+            Ok((func.sig.ident.to_string(), src.value(), Vec::new(), Vec::new(), false, 0usize, Vec::new(), None))
+        }
         None => translate(&func, kind)
-            .map(|t| (t.cname, t.source, t.calls, t.increment_only, t.may_panic, t.frame_bytes, t.consts)),
+            .map(|t| (t.cname, t.source, t.calls, t.increment_only, t.may_panic, t.frame_bytes, t.consts, t.host)),
     });
-    let (cname, source, calls, increment_only, may_panic, frame_bytes, consts) = match generated {
+    let (cname, source, calls, increment_only, may_panic, frame_bytes, consts, host) = match generated {
         Ok(g) => g,
         Err(e) => {
             let err = e.to_compile_error();
             return quote! { #lints #func #err };
         }
     };
+    // The host function with the translation's type assumptions pinned,
+    // where it made any (rustc checks them).
+    let func = host.unwrap_or(func);
     let name = &func.sig.ident;
     let vis = &func.vis;
     let name_str = name.to_string();

@@ -31,11 +31,14 @@ mod method_form;
 mod names;
 mod syntax;
 
+use std::collections::HashMap;
+
+use syn::spanned::Spanned;
 use syn::ItemFn;
 
 use proc_macro2::Span;
 
-use crate::types::{Scalar, Vars};
+use crate::types::{Scalar, Ty, Vars};
 use emit::{cpp_scalar, Emit};
 use increment::increment_only;
 
@@ -118,6 +121,10 @@ pub struct Translation {
     pub frame_bytes: usize,
     /// The module-level constants the body reads, in order of first use.
     pub consts: Vec<ConstUse>,
+    /// The function for the host, where it must differ from the one given:
+    /// the types the translation assumed for values only a helper's
+    /// signature types, pinned for rustc to check (`pin_assumptions`).
+    pub host: Option<ItemFn>,
 }
 
 /// A module-level constant a function reads (`#[parloop::device] const`,
@@ -223,7 +230,10 @@ fn leaf_scalar(vars: &mut Vars, t: &crate::types::Ty) -> Option<Scalar> {
 /// assert!(t.source.contains("1.0f")); // f32 literals stay f32
 /// ```
 pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
-    let item = &*method_form(item);
+    // Owned: the pins below rewrite the very nodes inference saw (they are
+    // found by address).
+    let mut owned = method_form(item).into_owned();
+    let item = &owned;
     let (mut infer, params, ret) = infer(item, kind)?;
     let name = item.sig.ident.to_string();
     let cname = fn_cname(&name);
@@ -246,6 +256,27 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
     let source = std::mem::take(&mut emit.out);
     let may_panic = emit.may_panic;
     let consts = const_uses(&mut infer);
+    let pins: HashMap<usize, syn::Type> = {
+        let pins = std::mem::take(&mut infer.pins);
+        pins.into_iter()
+            .filter_map(|(at, t)| {
+                let s = infer.vars.assumed(&t)?;
+                let scalar: syn::Type = syn::parse_str(s.rust()).expect("a scalar type parses");
+                Some((
+                    at,
+                    match t {
+                        Ty::Ref(_, true) => syn::parse_quote!(&mut #scalar),
+                        Ty::Ref(_, false) => syn::parse_quote!(&#scalar),
+                        _ => scalar,
+                    },
+                ))
+            })
+            .collect()
+    };
+    let host = (!pins.is_empty()).then(|| {
+        pin_assumptions(&mut owned, &pins);
+        owned
+    });
     Ok(Translation {
         name,
         cname,
@@ -257,5 +288,26 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         may_panic,
         frame_bytes,
         consts,
+        host,
     })
+}
+
+/// Rewrites each expression of `pins` (by address) as `{ let __pl_pin: T
+/// = expr; __pl_pin }`: the type the translation assumed for a value only
+/// a helper's signature types (see `Vars::assumed`) becomes a fact rustc
+/// checks, so a helper returning `f32` or taking `i64` is a compile error
+/// at the call instead of device code computing in `f64` or `i32`.
+pub(crate) fn pin_assumptions(item: &mut ItemFn, pins: &HashMap<usize, syn::Type>) {
+    struct Pin<'a>(&'a HashMap<usize, syn::Type>);
+    impl syn::visit_mut::VisitMut for Pin<'_> {
+        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+            // Children first: a pinned call may hold pinned arguments.
+            syn::visit_mut::visit_expr_mut(self, e);
+            if let Some(t) = self.0.get(&(e as *const syn::Expr as usize)) {
+                let inner = e.clone();
+                *e = syn::parse_quote_spanned! {inner.span()=> { let __pl_pin: #t = #inner; __pl_pin } };
+            }
+        }
+    }
+    syn::visit_mut::VisitMut::visit_item_fn_mut(&mut Pin(pins), item);
 }

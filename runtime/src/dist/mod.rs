@@ -120,6 +120,24 @@ impl Comm {
         self.lock().all_reduce_into(&local[..], values, SystemOperation::sum());
     }
 
+    /// Whether every rank passed `true`: a step that can fail on one rank
+    /// before a collective is agreed on first, so that no rank waits in
+    /// the collective for one that gave up.
+    pub(crate) fn all_ok(&self, ok: bool) -> bool {
+        let (local, mut all) = (u8::from(ok), 0u8);
+        self.lock().all_reduce_into(&local, &mut all, SystemOperation::min());
+        all == 1
+    }
+
+    /// This rank's `local` error, or, where another rank failed, an error
+    /// saying so (`all_ok` said some rank did).
+    pub(crate) fn failed_elsewhere<T>(&self, local: Result<T>, what: &str) -> Error {
+        match local {
+            Err(e) => e,
+            Ok(_) => self.error(format!("{what}: another rank failed (its error is reported there)")),
+        }
+    }
+
     /// Whether every rank passed the same `value`.
     pub(crate) fn agree(&self, value: u64) -> bool {
         let c = self.lock();
@@ -396,9 +414,13 @@ impl<T: crate::Scalar> Dat<T> {
         let dim = self.dim();
         let owned = part.sections.core + part.sections.owned;
         let ids: Vec<u64> = part.global[..owned].iter().map(|&g| g as u64).collect();
-        let values: Vec<T> = self.with_values(|v| v[..owned * dim].to_vec())?;
-        let bytes: Vec<u8> = bytemuck::cast_slice(&values).to_vec();
         let what = format!("gather of `{}`", self.name());
+        let values = self.with_values(|v| v[..owned * dim].to_vec());
+        if !comm.all_ok(values.is_ok()) {
+            return Err(comm.failed_elsewhere(values, &what));
+        }
+        let values = values?;
+        let bytes: Vec<u8> = bytemuck::cast_slice(&values).to_vec();
         let all_ids = comm.gather_all(root, &ids, &what)?;
         let all_bytes = comm.gather_all(root, &bytes, &what)?;
         let (Some(all_ids), Some(all_bytes)) = (all_ids, all_bytes) else { return Ok(None) };
@@ -449,7 +471,12 @@ impl<T: crate::Scalar> crate::matrix::Mat<T> {
         if root >= comm.size() {
             return Err(comm.error(format!("gather of matrix `{}`: root {root} is not a rank", self.name())));
         }
-        let csr = self.to_csr()?;
+        let what = format!("gather of matrix `{}`", self.name());
+        let csr = self.to_csr();
+        if !comm.all_ok(csr.is_ok()) {
+            return Err(comm.failed_elsewhere(csr, &what));
+        }
+        let csr = csr?;
         let (rdim, cdim) = (s.row_dim(), s.col_dim());
         let col_global = |c: usize| -> u64 {
             let (entity, component) = (c / cdim, c % cdim);
@@ -466,7 +493,6 @@ impl<T: crate::Scalar> crate::matrix::Mat<T> {
             }
         }
         let bytes: Vec<u8> = bytemuck::cast_slice(&csr.vals).to_vec();
-        let what = format!("gather of matrix `{}`", self.name());
         let all_rows = comm.gather_all(root, &rows, &what)?;
         let all_cols = comm.gather_all(root, &cols, &what)?;
         let all_bytes = comm.gather_all(root, &bytes, &what)?;

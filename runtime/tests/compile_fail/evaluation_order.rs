@@ -24,6 +24,23 @@ fn operands(seed: &u32, o: &mut u32) {
     *o = next_state(&mut s) + s;
 }
 
+#[parloop::device]
+fn bump(y: &mut f64) -> f64 {
+    *y += 1.0;
+    *y
+}
+
+#[parloop::kernel]
+fn a_mut_parameter_passed_on(y: &mut f64, o: &mut f64) {
+    *o = bump(y) + *y;
+}
+
+#[parloop::kernel]
+fn a_method_receiver(seed: &u32, o: &mut u32) {
+    let mut s = *seed;
+    *o = s.max(next_state(&mut s));
+}
+
 #[parloop::kernel]
 fn separate_lets_are_fine(seed: &u32, o: &mut u32) {
     let mut s = *seed;

@@ -416,8 +416,10 @@ impl Emit<'_> {
         if s.is_int() {
             return Ok(match name.as_str() {
                 "abs" => format!("__pl_iabs({recv})"),
-                "min" => format!("__pl_imin({recv}, {})", args[0]),
-                "max" => format!("__pl_imax({recv}, {})", args[0]),
+                // The type spelled out: an `int` index beside a 64-bit
+                // usize would not deduce one `T`.
+                "min" => format!("__pl_imin<{}>({recv}, {})", cpp_scalar(s, false), args[0]),
+                "max" => format!("__pl_imax<{}>({recv}, {})", cpp_scalar(s, false), args[0]),
                 _ => return Err(error(m.method.span(), format!("`{name}` is a float method"))),
             });
         }

@@ -378,12 +378,19 @@ impl Emit<'_> {
                     None => "1ull".into(),
                 };
                 let u = |x: &str| format!("(unsigned long long)({x})");
-                let span = format!("({} - {}){}", u(&hi), u(&lo), if range.inclusive { " + 1ull" } else { "" });
+                // The last iteration's number, not the count: a full-width
+                // inclusive range (`0..=u64::MAX`) has 2^64 iterations.
+                let offset = format!("(({} - {}){})", u(&hi), u(&lo), if range.inclusive { "" } else { " - 1ull" });
+                let done = self.temp("done");
                 self.line(&format!(
-                    "const unsigned long long {n} = ({hi} {} {lo} || {step} == 0ull) ? 0ull : ({span} - 1ull) / {step} + 1ull;",
+                    "const bool {done} = {hi} {} {lo} || {step} == 0ull;",
                     if range.inclusive { "<" } else { "<=" }
                 ));
-                self.line(&format!("for (unsigned long long {k} = 0; {k} < {n}; ++{k}) {{"));
+                self.line(&format!("const unsigned long long {n} = {done} ? 0ull : {offset} / {step};"));
+                // `continue` goes to the increment, which ends after the last.
+                self.line(&format!(
+                    "for (unsigned long long {k} = 0, {done}_k = {done}; !{done}_k; {done}_k = ({k} == {n}), ++{k}) {{"
+                ));
                 self.indent += 1;
                 let index = if range.rev {
                     let last = if range.inclusive { u(&hi) } else { format!("({} - 1ull)", u(&hi)) };

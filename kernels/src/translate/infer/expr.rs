@@ -39,7 +39,10 @@ impl Infer {
                     },
                     UnOp::Neg(_) => {
                         let t = self.vars.deref(&t);
-                        self.vars.mark_operated(&t, span);
+                        // `-1.0` is a literal (negation is exact), not arithmetic.
+                        if !matches!(&*u.expr, Expr::Lit(_)) {
+                            self.vars.mark_operated(&t, span);
+                        }
                         if let Some(s) = self.vars.known_scalar(&t) {
                             if !s.is_float() && !s.is_signed_int() {
                                 return Err(error(span, format!("cannot negate a `{}`", s.rust())));
@@ -104,12 +107,12 @@ impl Infer {
                 };
                 for (k, a) in c.args.iter().enumerate() {
                     let t = self.expr(a)?;
-                    // A scalar argument (or an array's elements) takes the
-                    // parameter's type, which is not visible here (see
-                    // `Vars::ambiguous`). (A local lent mutably and only
-                    // typed by the helper is declared with the literals'
-                    // default: right for f64 and i32, a C++ compile error
-                    // at the call otherwise, never a wrong value.)
+                    // A scalar argument (or an array's elements, or what a
+                    // reference points to) takes the parameter's type, which
+                    // is not visible here (see `Vars::ambiguous`; an array
+                    // only typed by the helper is declared with the
+                    // literals' default: right for f64 and i32, a C++
+                    // compile error at the call otherwise).
                     let mut elem = self.vars.deref(&t);
                     while let Ty::Array(inner, _) = elem {
                         elem = *inner;
@@ -118,12 +121,15 @@ impl Infer {
                         let p = self.vars.opaque(&name, Some(k));
                         self.unify(a.span(), &elem, &p)?;
                     }
+                    self.pins.push((key(a), t));
                 }
-                unordered_effects(c.args.iter())?;
+                let lent = self.mut_refs();
+                unordered_effects(c.args.iter(), &lent)?;
                 // The helper's return type is not visible here either:
                 // rustc checks it, and a `let` bound to a call needs an
                 // annotation.
                 let result = self.vars.opaque(&name, None);
+                self.pins.push((key(e), result.clone()));
                 if !self.calls.contains(&name) {
                     self.calls.push(name);
                 }
@@ -303,7 +309,8 @@ impl Infer {
         let r = self.expr(&b.right)?;
         if !matches!(b.op, And(_) | Or(_)) {
             // (`&&` and `||` are sequenced in C++ too.)
-            unordered_effects([&*b.left, &*b.right].into_iter())?;
+            let lent = self.mut_refs();
+            unordered_effects([&*b.left, &*b.right].into_iter(), &lent)?;
         }
         let (ld, rd) = (self.vars.deref(&l), self.vars.deref(&r));
         if !matches!(b.op, And(_) | Or(_)) {
@@ -338,6 +345,8 @@ impl Infer {
         let recv = self.expr(&m.receiver)?;
         let recv = self.vars.deref(&recv);
         self.vars.mark_operated(&recv, m.span());
+        let lent = self.mut_refs();
+        unordered_effects(std::iter::once(&*m.receiver).chain(m.args.iter()), &lent)?;
         let args: Vec<Ty> = m.args.iter().map(|a| self.expr(a)).collect::<syn::Result<_>>()?;
         let arity_err =
             |n: usize| Err(error(m.span(), format!("`{name}` takes {n} argument{}", if n == 1 { "" } else { "s" })));
@@ -473,15 +482,27 @@ impl Infer {
     }
 }
 
-/// Names an expression borrows mutably (`&mut s`, `&mut a[2]`: a helper
-/// may change them) and names it mentions at all.
-#[derive(Default)]
-struct Effects {
+/// Names an expression lends mutably (`&mut s`, `&mut a[2]`, or a `&mut`
+/// parameter passed on as it is: a helper may change them) and names it
+/// mentions at all.
+struct Effects<'l> {
+    /// Names of `&mut` references in scope.
+    lent: &'l [String],
     mutated: Vec<(String, proc_macro2::Span)>,
     mentioned: Vec<String>,
 }
 
-impl<'a> syn::visit::Visit<'a> for Effects {
+impl<'a> syn::visit::Visit<'a> for Effects<'_> {
+    fn visit_expr_call(&mut self, c: &'a syn::ExprCall) {
+        for a in &c.args {
+            if let Expr::Path(p) = a {
+                if let Some(id) = p.path.get_ident().filter(|id| self.lent.iter().any(|l| *id == l)) {
+                    self.mutated.push((id.to_string(), a.span()));
+                }
+            }
+        }
+        syn::visit::visit_expr_call(self, c);
+    }
     fn visit_expr_reference(&mut self, r: &'a syn::ExprReference) {
         if r.mutability.is_some() {
             let mut base = &*r.expr;
@@ -511,10 +532,10 @@ impl<'a> syn::visit::Visit<'a> for Effects {
 /// lends a name mutably (to a helper that may change it) while another
 /// mentions it. Rust evaluates them left to right; C++ in an order it
 /// leaves open (g++ evaluates arguments right to left).
-pub(super) fn unordered_effects<'a>(operands: impl Iterator<Item = &'a Expr>) -> syn::Result<()> {
+pub(super) fn unordered_effects<'a>(operands: impl Iterator<Item = &'a Expr>, lent: &[String]) -> syn::Result<()> {
     let effects: Vec<Effects> = operands
         .map(|e| {
-            let mut fx = Effects::default();
+            let mut fx = Effects { lent, mutated: Vec::new(), mentioned: Vec::new() };
             syn::visit::Visit::visit_expr(&mut fx, e);
             fx
         })

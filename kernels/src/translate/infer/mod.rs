@@ -42,26 +42,6 @@ pub(crate) fn infer(item: &ItemFn, kind: FnKind) -> syn::Result<(Infer, Vec<Para
     infer.ret = ret_ty.clone();
     let body_ty = infer.block(&item.block)?;
     infer.unify(item.block.span(), &body_ty, &ret_ty)?;
-    if let Some((span, helper, slot)) = infer.vars.ambiguous() {
-        let (whose, fix) = match slot {
-            None => (
-                format!("what `{helper}` returns"),
-                format!("bind the call to a typed `let`, `let v: f32 = {helper}(..);`"),
-            ),
-            Some(k) => (
-                format!("`{helper}`'s parameter {}", k + 1),
-                "declare the value with its type, `let v: f32 = ..;`".to_owned(),
-            ),
-        };
-        return Err(error(
-            span,
-            format!(
-                "the type of this value is {whose}, which the device translation cannot see (it would \
-                 assume i32 or f64 where the helper may take f32 or i64): {fix}, or give its literals a \
-                 suffix, `0.1f32`, `2_i64`"
-            ),
-        ));
-    }
     Ok((infer, params, ret))
 }
 
@@ -251,6 +231,10 @@ pub(crate) struct Infer {
     pub(crate) ext_resolved: HashMap<usize, usize>,
     /// See [`index_depths`].
     ext_rank: HashMap<String, usize>,
+    /// Helper calls and their arguments, by address, with their types:
+    /// where a type is only the literals' default, the host function pins
+    /// it for rustc to check ([`crate::translate::pin_assumptions`]).
+    pub(crate) pins: Vec<(usize, Ty)>,
 }
 
 /// Whether an array type has a length the translation cannot see.
@@ -299,7 +283,19 @@ impl Infer {
             externals: Vec::new(),
             ext_resolved: HashMap::new(),
             ext_rank: HashMap::new(),
+            pins: Vec::new(),
         }
+    }
+
+    /// The names in scope that are `&mut` references (a helper given one
+    /// may change what it points to).
+    pub(super) fn mut_refs(&self) -> Vec<String> {
+        self.scopes
+            .iter()
+            .flatten()
+            .filter(|(_, id)| matches!(self.bindings[*id].ty, Ty::Ref(_, true)))
+            .map(|(name, _)| name.clone())
+            .collect()
     }
 
     fn unify(&mut self, span: Span, a: &Ty, b: &Ty) -> syn::Result<()> {
