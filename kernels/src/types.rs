@@ -126,12 +126,12 @@ enum Kind {
 pub struct Vars {
     parent: Vec<usize>,
     kind: Vec<Kind>,
-    /// Per class root: the helper whose signature gives the class its
-    /// type (its result, or parameter `k`), which the translation cannot
-    /// see. See [`Vars::ambiguous`].
-    origin: Vec<Option<(String, Option<usize>)>>,
-    /// Per class root: an operation computed at the class's type.
-    operated: Vec<Option<proc_macro2::Span>>,
+    /// Per class root: whether a helper's signature gives the class its
+    /// type (a call's result or argument), which the translation cannot
+    /// see. See [`Vars::assumed`].
+    opaque: Vec<bool>,
+    /// Per class root: whether an operation is computed at its type.
+    operated: Vec<bool>,
 }
 
 /// Why two types do not unify.
@@ -141,27 +141,27 @@ impl Vars {
     fn fresh(&mut self, kind: Kind) -> Ty {
         self.parent.push(self.parent.len());
         self.kind.push(kind);
-        self.origin.push(None);
-        self.operated.push(None);
+        self.opaque.push(false);
+        self.operated.push(false);
         Ty::Var(self.parent.len() - 1)
     }
 
-    /// The type of a helper's result (`slot` `None`) or of its parameter
-    /// `slot`: unknown here (rustc checks the call against the helper).
-    pub fn opaque(&mut self, helper: &str, slot: Option<usize>) -> Ty {
+    /// The type of a helper's result or of one of its parameters: unknown
+    /// here (rustc checks the call against the helper).
+    pub fn opaque(&mut self) -> Ty {
         let t = self.fresh(Kind::Any);
         if let Ty::Var(v) = t {
-            self.origin[v] = Some((helper.to_owned(), slot));
+            self.opaque[v] = true;
         }
         t
     }
 
     /// Records that an operation (arithmetic, a comparison, a method) is
     /// computed at `t`'s type.
-    pub fn mark_operated(&mut self, t: &Ty, span: proc_macro2::Span) {
+    pub fn mark_operated(&mut self, t: &Ty) {
         if let Ty::Var(v) = self.deref(t) {
             let r = self.find(v);
-            self.operated[r].get_or_insert(span);
+            self.operated[r] = true;
         }
     }
 
@@ -176,8 +176,9 @@ impl Vars {
     pub fn assumed(&mut self, t: &Ty) -> Option<Scalar> {
         let Ty::Var(v) = self.deref(t) else { return None };
         let r = self.find(v);
-        self.origin[r].as_ref()?;
-        self.operated[r]?;
+        if !(self.opaque[r] && self.operated[r]) {
+            return None;
+        }
         match self.kind[r] {
             Kind::Int => Some(Scalar::I32),
             Kind::Float => Some(Scalar::F64),
@@ -253,12 +254,8 @@ impl Vars {
                     let k = Self::merge(self.kind[rx], self.kind[ry])?;
                     self.parent[ry] = rx;
                     self.kind[rx] = k;
-                    if self.origin[rx].is_none() {
-                        self.origin[rx] = self.origin[ry].take();
-                    }
-                    if self.operated[rx].is_none() {
-                        self.operated[rx] = self.operated[ry];
-                    }
+                    self.opaque[rx] |= self.opaque[ry];
+                    self.operated[rx] |= self.operated[ry];
                 }
                 Ok(())
             }

@@ -41,7 +41,7 @@ impl Infer {
                         let t = self.vars.deref(&t);
                         // `-1.0` is a literal (negation is exact), not arithmetic.
                         if !matches!(&*u.expr, Expr::Lit(_)) {
-                            self.vars.mark_operated(&t, span);
+                            self.vars.mark_operated(&t);
                         }
                         if let Some(s) = self.vars.known_scalar(&t) {
                             if !s.is_float() && !s.is_signed_int() {
@@ -105,7 +105,7 @@ impl Infer {
                         "call helpers by their plain name (bring them into scope with `use`)",
                     ));
                 };
-                for (k, a) in c.args.iter().enumerate() {
+                for a in &c.args {
                     let t = self.expr(a)?;
                     // A scalar argument (or an array's elements, or what a
                     // reference points to) takes the parameter's type, which
@@ -118,7 +118,7 @@ impl Infer {
                         elem = *inner;
                     }
                     if let Ty::Var(_) = elem {
-                        let p = self.vars.opaque(&name, Some(k));
+                        let p = self.vars.opaque();
                         self.unify(a.span(), &elem, &p)?;
                     }
                     self.pins.push((key(a), t));
@@ -128,7 +128,7 @@ impl Infer {
                 // The helper's return type is not visible here either:
                 // rustc checks it, and a `let` bound to a call needs an
                 // annotation.
-                let result = self.vars.opaque(&name, None);
+                let result = self.vars.opaque();
                 self.pins.push((key(e), result.clone()));
                 if !self.calls.contains(&name) {
                     self.calls.push(name);
@@ -314,8 +314,8 @@ impl Infer {
         }
         let (ld, rd) = (self.vars.deref(&l), self.vars.deref(&r));
         if !matches!(b.op, And(_) | Or(_)) {
-            self.vars.mark_operated(&ld, span);
-            self.vars.mark_operated(&rd, span);
+            self.vars.mark_operated(&ld);
+            self.vars.mark_operated(&rd);
         }
         match b.op {
             Shl(_) | Shr(_) | ShlAssign(_) | ShrAssign(_) => {
@@ -344,7 +344,7 @@ impl Infer {
         let name = m.method.to_string();
         let recv = self.expr(&m.receiver)?;
         let recv = self.vars.deref(&recv);
-        self.vars.mark_operated(&recv, m.span());
+        self.vars.mark_operated(&recv);
         let lent = self.mut_refs();
         unordered_effects(std::iter::once(&*m.receiver).chain(m.args.iter()), &lent)?;
         let args: Vec<Ty> = m.args.iter().map(|a| self.expr(a)).collect::<syn::Result<_>>()?;
