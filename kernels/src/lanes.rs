@@ -282,6 +282,26 @@ impl Twin<'_> {
                 Ok(quote! { loop #body })
             }
             Expr::Block(b) => self.block(&b.block),
+            Expr::Match(m) => {
+                if self.varies(&m.expr) || m.arms.iter().any(|a| a.guard.as_ref().is_some_and(|(_, g)| self.varies(g)))
+                {
+                    return Err("a per-element value decides a `match`".into());
+                }
+                let scrutinee = &m.expr;
+                let mut arms = Vec::new();
+                for arm in &m.arms {
+                    // Arms are rewritten even where they do not vary, as
+                    // `if`'s branches, so that all yield lanes.
+                    let body = match &*arm.body {
+                        Expr::Block(b) => self.block(&b.block)?,
+                        other => self.value(other)?,
+                    };
+                    let pat = &arm.pat;
+                    let guard = arm.guard.as_ref().map(|(_, g)| quote! { if #g });
+                    arms.push(quote! { #pat #guard => #body, });
+                }
+                Ok(quote! { match #scrutinee { #(#arms)* } })
+            }
             other => Ok(other.to_token_stream()),
         }
     }
@@ -350,6 +370,11 @@ impl Twin<'_> {
                 let name = m.method.to_string();
                 let recv = self.value(&m.receiver)?;
                 let method = &m.method;
+                // Lanes have every float method of the subset that yields
+                // a float; a test's `bool` would decide control flow.
+                if crate::translate::method_yields_bool(&name) {
+                    return Err(format!("`{name}` of a per-element value"));
+                }
                 let args = match name.as_str() {
                     "powi" => {
                         if self.varies(&m.args[0]) {
@@ -357,7 +382,10 @@ impl Twin<'_> {
                         }
                         vec![m.args[0].to_token_stream()]
                     }
-                    "is_nan" => return Err("`is_nan` of a per-element value".into()),
+                    // A failed bound check must panic for every lane alike.
+                    "clamp" if m.args.iter().any(|a| self.varies(a)) => {
+                        return Err("`clamp` with per-element bounds".into())
+                    }
                     _ => m.args.iter().map(|a| self.value(a)).collect::<Result<_, _>>()?,
                 };
                 Ok(quote! { #recv.#method(#(#args),*) })
@@ -393,7 +421,9 @@ impl Twin<'_> {
                     unsafe { #lanes::from_fn(__pl_call) }
                 }})
             }
-            Expr::If(_) | Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) | Expr::Block(_) => self.control(e),
+            Expr::If(_) | Expr::Match(_) | Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) | Expr::Block(_) => {
+                self.control(e)
+            }
             Expr::Return(_) | Expr::Break(_) | Expr::Continue(_) => Ok(e.to_token_stream()),
             Expr::Reference(_) => Err("a reference to a per-element value".into()),
             _ => Err("an expression without a lane-wise form".into()),
@@ -450,7 +480,7 @@ fn exact_once(twin: &Twin, p: usize, body: &Block) -> bool {
                         return;
                     }
                 }
-                Expr::If(_) | Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) => {
+                Expr::If(_) | Expr::Match(_) | Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) => {
                     self.depth += 1;
                     syn::visit::visit_expr(self, e);
                     self.depth -= 1;

@@ -34,11 +34,24 @@
 //! - `for` over `a..b`, `a..=b`, with `.rev()` and `.step_by(k)`; `while`,
 //!   `loop`, `break`, `continue`, `return`;
 //! - `as` casts between the scalar types;
-//! - float methods `sqrt abs min max mul_add powi powf exp ln log10 sin cos
-//!   tan atan atan2 floor ceil round signum hypot is_nan`, integer `min max
-//!   abs`, `len()` of arrays (a constant: the length their type states);
+//! - `match` on integers and `bool`s, as a statement or a value: literal,
+//!   range (`1..=4`, `..0`, `10..`), constant (`i32::MAX`, a local `const`),
+//!   `_`, binding (`v`, `v @ 1..=4`) patterns, alternatives, guards;
+//!   emitted as an `if` chain over the scrutinee evaluated once (with a
+//!   taken-flag when there are guards, so a guard runs only after its
+//!   pattern matched);
+//! - the scalar methods of one table (`translate/methods.rs`, also the
+//!   list in errors): float `sqrt cbrt exp exp2 exp_m1 ln log2 log10 ln_1p
+//!   log powf powi sin cos tan asin acos atan atan2 sinh cosh tanh asinh
+//!   acosh atanh hypot abs signum copysign min max clamp floor ceil round
+//!   trunc fract recip to_radians to_degrees rem_euclid div_euclid mul_add
+//!   is_nan is_finite is_infinite is_sign_positive is_sign_negative`,
+//!   integer `abs signum min max clamp pow is_positive is_negative`, with
+//!   Rust's results where C's functions differ (`cbrt` correctly rounded,
+//!   `asinh`'s reciprocal form, `pow` wrapping, `clamp`'s panic), and
+//!   `len()` of arrays (a constant: the length their type states);
 //! - `f64::consts::PI` and the other `consts`, `MIN`/`MAX`/`EPSILON`/
-//!   `MIN_POSITIVE` of the scalar types;
+//!   `MIN_POSITIVE`/`INFINITY`/`NEG_INFINITY`/`NAN` of the scalar types;
 //! - calls of helpers by name.
 //!
 //! Anything else is a compile error at its span that names the construct.

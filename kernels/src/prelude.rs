@@ -68,6 +68,84 @@ template <class F> __device__ inline F __pl_powi(F a, int b) {
 }
 __device__ inline float __pl_signum(float x) { return x != x ? x : copysignf(1.0f, x); }
 __device__ inline double __pl_signum(double x) { return x != x ? x : copysign(1.0, x); }
+template <class T> __device__ inline T __pl_isignum(T a) { return (T)((a > (T)0) - (a < (T)0)); }
+/* `pow` wraps as Rust's release builds do (the product modulo 2^bits). */
+template <class T> __device__ inline T __pl_ipow(T a, unsigned int e) {
+    T r = (T)1;
+    while (e != 0u) {
+        if (e & 1u) r = __pl_wmul(r, a);
+        e >>= 1;
+        if (e != 0u) a = __pl_wmul(a, a);
+    }
+    return r;
+}
+/* Float tests without <math.h>'s macros (NVRTC has no headers); no
+   operand is evaluated twice by the caller. Without fast math, x - x is
+   0 for finite x and NaN for infinities and NaN. */
+template <class F> __device__ inline bool __pl_is_nan(F x) { return x != x; }
+template <class F> __device__ inline bool __pl_is_finite(F x) { return x - x == (F)0; }
+template <class F> __device__ inline bool __pl_is_infinite(F x) { return x == x && !(x - x == (F)0); }
+__device__ inline bool __pl_is_sign_negative(double x) { return copysign(1.0, x) < 0.0; }
+__device__ inline bool __pl_is_sign_negative(float x) { return copysignf(1.0f, x) < 0.0f; }
+template <class F> __device__ inline bool __pl_is_sign_positive(F x) { return !__pl_is_sign_negative(x); }
+/* Rust's cbrt is correctly rounded (CORE-MATH's); C's and CUDA's are
+   within a few ulp of it. One Newton step on C's result, its residual
+   y^3 - x computed exactly with fma (q - a is exact: q is within a few
+   ulp of a), leaves about 2^-100 of relative error, so the one rounding
+   that follows gives the correctly rounded result (a cube root of a
+   double is never that close to a midpoint between doubles). Scaling by
+   2^600 keeps y^3's products normal for tiny and huge x. The f32 result
+   is the f64 one rounded: no double rounding can land on an f32
+   midpoint, which is farther than an f64 ulp from every f32 cube root. */
+__device__ inline double __pl_cbrt(double x) {
+    double a = x, scale = 1.0;
+    if (fabs(x) < 0x1p-900) { a = x * 0x1p600; scale = 0x1p-200; }
+    else if (fabs(x) > 0x1p900) { a = x * 0x1p-600; scale = 0x1p200; }
+    double y = cbrt(a);
+    if (y == 0.0 || !(y - y == 0.0)) return y * scale;
+    double p = y * y, pe = fma(y, y, -p);
+    double q = p * y, qe = fma(p, y, -q);
+    double r = (q - a) + (qe + pe * y);
+    return (y - r / (3.0 * p)) * scale;
+}
+__device__ inline float __pl_cbrt(float x) { return (float)__pl_cbrt((double)x); }
+/* Rust's definitions (library/std/src/f64.rs), not C's functions. */
+__device__ inline double __pl_fract(double x) { return x - trunc(x); }
+__device__ inline float __pl_fract(float x) { return x - truncf(x); }
+__device__ inline double __pl_asinh(double x) {
+    double ax = fabs(x), ix = 1.0 / ax;
+    return copysign(log1p(ax + (ax / (hypot(1.0, ix) + ix))), x);
+}
+__device__ inline float __pl_asinh(float x) {
+    float ax = fabsf(x), ix = 1.0f / ax;
+    return copysignf(log1pf(ax + (ax / (hypotf(1.0f, ix) + ix))), x);
+}
+__device__ inline double __pl_acosh(double x) {
+    return x < 1.0 ? __builtin_bit_cast(double, 0x7ff8000000000000ull) : log(x + (sqrt(x - 1.0) * sqrt(x + 1.0)));
+}
+__device__ inline float __pl_acosh(float x) {
+    return x < 1.0f ? __builtin_bit_cast(float, 0x7fc00000u) : logf(x + (sqrtf(x - 1.0f) * sqrtf(x + 1.0f)));
+}
+__device__ inline double __pl_atanh(double x) { return 0.5 * log1p((2.0 * x) / (1.0 - x)); }
+__device__ inline float __pl_atanh(float x) { return 0.5f * log1pf((2.0f * x) / (1.0f - x)); }
+__device__ inline double __pl_rem_euclid(double a, double b) {
+    double r = fmod(a, b);
+    return r < 0.0 ? r + fabs(b) : r;
+}
+__device__ inline float __pl_rem_euclid(float a, float b) {
+    float r = fmodf(a, b);
+    return r < 0.0f ? r + fabsf(b) : r;
+}
+__device__ inline double __pl_div_euclid(double a, double b) {
+    double q = trunc(a / b);
+    if (fmod(a, b) < 0.0) return b > 0.0 ? q - 1.0 : q + 1.0;
+    return q;
+}
+__device__ inline float __pl_div_euclid(float a, float b) {
+    float q = truncf(a / b);
+    if (fmodf(a, b) < 0.0f) return b > 0.0f ? q - 1.0f : q + 1.0f;
+    return q;
+}
 /* Panics: the first one is recorded in pl_error (see the crate docs). */
 struct pl_error_t { unsigned long long owner; long long code; long long element; long long a; long long b; };
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
@@ -119,6 +197,33 @@ template <class T> __device__ inline T __pl_rem(T a, T b) {
     if (b == (T)0) { __pl_panic(2, 0, 0); return (T)0; }
     if (__pl_unsigned<T>::sign && b == (T)-1 && __pl_is_min(a)) { __pl_panic(4, 0, 0); return (T)0; }
     return a % b;
+}
+/* `clamp` asserts min <= max (codes 7 and 8 carry the bounds' bits, 9
+   and 10 signed and unsigned integer bounds); the receiver is returned. */
+__device__ inline double __pl_fclamp(double x, double lo, double hi) {
+    if (!(lo <= hi)) {
+        __pl_panic(7, __builtin_bit_cast(long long, lo), __builtin_bit_cast(long long, hi));
+        return x;
+    }
+    if (x < lo) x = lo;
+    if (x > hi) x = hi;
+    return x;
+}
+__device__ inline float __pl_fclamp(float x, float lo, float hi) {
+    if (!(lo <= hi)) {
+        __pl_panic(8, (long long)__builtin_bit_cast(unsigned int, lo), (long long)__builtin_bit_cast(unsigned int, hi));
+        return x;
+    }
+    if (x < lo) x = lo;
+    if (x > hi) x = hi;
+    return x;
+}
+template <class T> __device__ inline T __pl_iclamp(T x, T lo, T hi) {
+    if (!(lo <= hi)) {
+        __pl_panic(__pl_unsigned<T>::sign ? 9 : 10, (long long)lo, (long long)hi);
+        return x;
+    }
+    return x < lo ? lo : (hi < x ? hi : x);
 }
 /* `step_by`'s step: Rust panics on zero; the loop then runs no iteration. */
 __device__ inline unsigned long long __pl_step(unsigned long long s) {

@@ -554,3 +554,87 @@ fn helpers_fill_arrays_and_nested_arrays() {
          for (int pl_k0 = 0; pl_k0 < 3; ++pl_k0) m[1][pl_k0] = out[pl_k0];\n}\n"
     );
 }
+
+#[test]
+fn match_becomes_an_if_chain_over_one_evaluation() {
+    let b = body(syn::parse_quote! {
+        fn k(n: &i32, y: &mut f64) {
+            match *n {
+                0 => *y = 1.0,
+                1 | 2 => *y = 2.0,
+                -9..=-1 => *y = 3.0,
+                _ => {}
+            }
+        }
+    });
+    assert_eq!(
+        b,
+        [
+            "{",
+            "const int pl_m0 = (*n);",
+            "(void)pl_m0;",
+            "if ((pl_m0 == 0)) {",
+            "(*y) = 1.0;",
+            "} else if (((pl_m0 == 1) || (pl_m0 == 2))) {",
+            "(*y) = 2.0;",
+            "} else if ((pl_m0 >= (-9) && pl_m0 <= (-1))) {",
+            "(*y) = 3.0;",
+            "} else {",
+            "}",
+            "}",
+        ]
+    );
+}
+
+#[test]
+fn match_with_guards_tests_each_pattern_before_its_guard() {
+    let b = body(syn::parse_quote! {
+        fn k(n: &u32, y: &mut f64) {
+            *y = match *n {
+                v if v > 9 => 1.0,
+                _ => 2.0,
+            };
+        }
+    });
+    assert_eq!(
+        b,
+        [
+            "double pl_v0;",
+            "{",
+            "const unsigned int pl_m1 = (*n);",
+            "(void)pl_m1;",
+            "unsigned int v = pl_m1;",
+            "(void)v;",
+            "bool pl_taken2 = false;",
+            "if (!pl_taken2 && true) {",
+            "if ((v > 9u)) {",
+            "pl_taken2 = true;",
+            "pl_v0 = 1.0;",
+            "}",
+            "}",
+            "if (!pl_taken2 && true) {",
+            "pl_taken2 = true;",
+            "pl_v0 = 2.0;",
+            "}",
+            "}",
+            "(*y) = pl_v0;",
+        ]
+    );
+}
+
+#[test]
+fn float_constants_are_their_bits() {
+    let b = body(syn::parse_quote! {
+        fn k(y: &mut f64, z: &mut f32) {
+            *y = f64::INFINITY + f64::NAN;
+            *z = f32::NEG_INFINITY;
+        }
+    });
+    assert_eq!(
+        b,
+        [
+            "(*y) = (__builtin_bit_cast(double, 0x7ff0000000000000ull) + __builtin_bit_cast(double, 0x7ff8000000000000ull));",
+            "(*z) = __builtin_bit_cast(float, 0xff800000u);",
+        ]
+    );
+}

@@ -179,7 +179,7 @@ fn rows_of_module_constants_need_a_type_and_arrays_are_not_if_values() {
     assert!(err(syn::parse_quote! {
         fn k(c: &f64, o: &mut f64) { let a = if *c > 0.0 { [1.0, 2.0] } else { [3.0, 4.0] }; *o = a[0]; }
     })
-    .starts_with("`if` and blocks cannot yield arrays"));
+    .starts_with("`if`, `match` and blocks cannot yield arrays"));
 }
 
 #[test]

@@ -67,31 +67,47 @@ pub(super) fn constant(path: &syn::Path) -> Option<(Scalar, String)> {
         })
     };
     let is_const_path = segs.len() == 3;
-    let text = match ty {
-        Scalar::F64 if is_const_path => format!("{:e}", f64_consts(name)?),
-        Scalar::F32 if is_const_path => format!("{:e}f", f64_consts(name)? as f32),
-        Scalar::F64 => format!(
-            "{:e}",
-            match name {
-                "MAX" => f64::MAX,
-                "MIN" => f64::MIN,
-                "EPSILON" => f64::EPSILON,
-                "MIN_POSITIVE" => f64::MIN_POSITIVE,
-                _ => return None,
-            }
-        ),
-        Scalar::F32 => format!(
-            "{:e}f",
-            match name {
-                "MAX" => f32::MAX,
-                "MIN" => f32::MIN,
-                "EPSILON" => f32::EPSILON,
-                "MIN_POSITIVE" => f32::MIN_POSITIVE,
-                _ => return None,
-            }
-        ),
-        s if s.is_int() && !is_const_path => int_limit(s, name)?,
-        _ => return None,
+    // Infinities and NaN have no literal: their bits, in a constant
+    // expression both g++ and NVRTC accept (module-level constants too).
+    let special = |bits64: u64, bits32: u32| match ty {
+        Scalar::F64 => Some(format!("__builtin_bit_cast(double, {bits64:#x}ull)")),
+        Scalar::F32 => Some(format!("__builtin_bit_cast(float, {bits32:#x}u)")),
+        _ => None,
+    };
+    let text = match (ty, name) {
+        (Scalar::F64 | Scalar::F32, "INFINITY") if !is_const_path => {
+            special(f64::INFINITY.to_bits(), f32::INFINITY.to_bits())?
+        }
+        (Scalar::F64 | Scalar::F32, "NEG_INFINITY") if !is_const_path => {
+            special(f64::NEG_INFINITY.to_bits(), f32::NEG_INFINITY.to_bits())?
+        }
+        (Scalar::F64 | Scalar::F32, "NAN") if !is_const_path => special(f64::NAN.to_bits(), f32::NAN.to_bits())?,
+        _ => match ty {
+            Scalar::F64 if is_const_path => format!("{:e}", f64_consts(name)?),
+            Scalar::F32 if is_const_path => format!("{:e}f", f64_consts(name)? as f32),
+            Scalar::F64 => format!(
+                "{:e}",
+                match name {
+                    "MAX" => f64::MAX,
+                    "MIN" => f64::MIN,
+                    "EPSILON" => f64::EPSILON,
+                    "MIN_POSITIVE" => f64::MIN_POSITIVE,
+                    _ => return None,
+                }
+            ),
+            Scalar::F32 => format!(
+                "{:e}f",
+                match name {
+                    "MAX" => f32::MAX,
+                    "MIN" => f32::MIN,
+                    "EPSILON" => f32::EPSILON,
+                    "MIN_POSITIVE" => f32::MIN_POSITIVE,
+                    _ => return None,
+                }
+            ),
+            s if s.is_int() && !is_const_path => int_limit(s, name)?,
+            _ => return None,
+        },
     };
     Some((ty, text))
 }

@@ -28,6 +28,7 @@ mod increment;
 mod infer;
 mod literals;
 mod method_form;
+mod methods;
 mod names;
 mod syntax;
 
@@ -44,6 +45,11 @@ use increment::increment_only;
 
 pub(crate) use infer::{infer, key, Infer};
 pub(crate) use method_form::method_form;
+
+/// Whether kernel method `name` yields a `bool` (`is_nan`, ...).
+pub(crate) fn method_yields_bool(name: &str) -> bool {
+    methods::method(name).is_some_and(|m| m.yields == methods::Yields::Bool)
+}
 pub use names::{const_cname, cpp_ident, fn_cname};
 
 /// What the translated function is.

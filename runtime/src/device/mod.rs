@@ -117,7 +117,7 @@ impl Event {
 pub(crate) struct PanicRecord {
     /// The thread that claimed the record (0: no panic).
     pub owner: u64,
-    /// What happened (1 to 5, see `message`).
+    /// What happened (1 to 10, see `message`).
     pub code: i64,
     /// The element (-1 when not known).
     pub element: i64,
@@ -137,6 +137,18 @@ impl PanicRecord {
             4 => "attempt to calculate the remainder with overflow".into(),
             5 => format!("index out of bounds: the len is {} but the index is {}", self.b as u64, self.a as u64),
             6 => "assertion failed: step != 0".into(),
+            7 => format!(
+                "min > max, or either was NaN. min = {:?}, max = {:?}",
+                f64::from_bits(self.a as u64),
+                f64::from_bits(self.b as u64)
+            ),
+            8 => format!(
+                "min > max, or either was NaN. min = {:?}, max = {:?}",
+                f32::from_bits(self.a as u32),
+                f32::from_bits(self.b as u32)
+            ),
+            9 => format!("min > max. min = {}, max = {}", self.a, self.b),
+            10 => format!("min > max. min = {}, max = {}", self.a as u64, self.b as u64),
             c => format!("device code reported panic code {c}"),
         }
     }

@@ -281,6 +281,12 @@ macro_rules! float_methods {
             pub fn to_f32(self) -> Lanes<f32, W> {
                 Lanes(written_out(|l| self.0[l] as f32))
             }
+            /// `clamp` per lane (bounds the same in every lane: the twin
+            /// refuses per-element bounds, so a panic is every lane's).
+            #[inline(always)]
+            pub fn clamp(self, lo: Self, hi: Self) -> Self {
+                Lanes(written_out(|l| self.0[l].clamp(lo.0[l], hi.0[l])))
+            }
             /// `powi` per lane.
             #[inline(always)]
             pub fn powi(self, n: i32) -> Self {
@@ -289,7 +295,11 @@ macro_rules! float_methods {
         }
     };
 }
-float_methods!(f64: unary sqrt abs exp ln log10 sin cos tan atan floor ceil round signum;
-               binary min max powf atan2 hypot);
-float_methods!(f32: unary sqrt abs exp ln log10 sin cos tan atan floor ceil round signum;
-               binary min max powf atan2 hypot);
+// Every float method of the kernel subset that yields a float
+// (`parloop_kernels`' method table); the twin refuses the others.
+float_methods!(f64: unary sqrt abs exp ln log10 sin cos tan atan floor ceil round signum cbrt exp2 exp_m1 log2
+                    ln_1p asin acos sinh cosh tanh asinh acosh atanh trunc fract recip to_radians to_degrees;
+               binary min max powf atan2 hypot copysign log rem_euclid div_euclid);
+float_methods!(f32: unary sqrt abs exp ln log10 sin cos tan atan floor ceil round signum cbrt exp2 exp_m1 log2
+                    ln_1p asin acos sinh cosh tanh asinh acosh atanh trunc fract recip to_radians to_degrees;
+               binary min max powf atan2 hypot copysign log rem_euclid div_euclid);

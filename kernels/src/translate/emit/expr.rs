@@ -119,11 +119,29 @@ impl Emit<'_> {
                 })
             }
             Expr::Array(_) | Expr::Repeat(_) if !self.konst => self.array_temp(e),
-            Expr::If(_) | Expr::Block(_) if matches!(self.ty_of(e), Ty::Array(..)) => Err(error(
+            Expr::If(_) | Expr::Block(_) | Expr::Match(_) if matches!(self.ty_of(e), Ty::Array(..)) => Err(error(
                 span,
-                "`if` and blocks cannot yield arrays in kernels: declare the array, then assign it in each branch",
+                "`if`, `match` and blocks cannot yield arrays in kernels: declare the array, then assign it in \
+                 each branch",
             )),
             Expr::If(i) => self.if_value(e, i),
+            Expr::Match(m) => {
+                let t = self.ty_of(e);
+                let (ct, _) = self.cpp_type_of(&t, span, false)?;
+                let tmp = self.temp("v");
+                let saved_out = std::mem::take(&mut self.out);
+                let saved_pre = std::mem::take(&mut self.pre);
+                let saved_indent = self.indent;
+                // Captured at indent 0: `flush_pre` re-indents every line.
+                self.indent = 0;
+                self.match_arms(m, Some(&tmp))?;
+                let body = std::mem::replace(&mut self.out, saved_out);
+                self.indent = saved_indent;
+                self.pre = saved_pre;
+                self.pre.push(format!("{ct} {tmp};"));
+                self.pre.extend(body.lines().map(str::to_string));
+                Ok(tmp)
+            }
             Expr::Block(b) => {
                 let t = self.ty_of(e);
                 let (ct, _) = self.cpp_type_of(&t, span, false)?;
@@ -180,7 +198,7 @@ impl Emit<'_> {
     }
 
     /// Emits `b` with its tail assigned to `tmp`.
-    fn assign_block(&mut self, b: &Block, tmp: &str) -> syn::Result<()> {
+    pub(super) fn assign_block(&mut self, b: &Block, tmp: &str) -> syn::Result<()> {
         let n = b.stmts.len();
         for (i, stmt) in b.stmts.iter().enumerate() {
             match stmt {
@@ -303,7 +321,7 @@ impl Emit<'_> {
             // or `||`, whatever the left operand decides.
             return Err(error(
                 b.right.span(),
-                "the right operand of `&&` or `||` must be a plain expression (no block, `if` value or array): \
+                "the right operand of `&&` or `||` must be a plain expression (no block, `if` or `match` value, or array): \
                  write the condition as an `if`",
             ));
         }
@@ -400,57 +418,89 @@ impl Emit<'_> {
         if self.konst {
             return Err(error(m.span(), "method calls are not supported in module-level constants"));
         }
-        if name == "is_nan" {
-            let v = self.value(&m.receiver)?;
-            return Ok(format!("({v} != {v})"));
-        }
         if name == "len" {
             // An array's length, known from its type (inference checked).
             let n =
                 self.infer.lens.get(&key(m)).copied().ok_or_else(|| error(m.span(), "`len` of an unknown array"))?;
             return Ok(int_literal(n as u128, Scalar::Usize));
         }
-        let s = self.scalar_of(e)?;
+        // The receiver's scalar (a `bool` method's result is not it).
+        let recv_ty = self.infer.vars.deref(&self.ty_of(&m.receiver));
+        let s = self.infer.vars.scalar(&recv_ty).map_or_else(|| self.scalar_of(e), Ok)?;
         let recv = self.value(&m.receiver)?;
         let args: Vec<String> = m.args.iter().map(|a| self.value(a)).collect::<syn::Result<_>>()?;
+        let call = |f: &str, args: &[String]| {
+            let all: Vec<&str> = std::iter::once(recv.as_str()).chain(args.iter().map(String::as_str)).collect();
+            format!("{f}({})", all.join(", "))
+        };
         if s.is_int() {
+            // The type spelled out where a template would deduce it from
+            // two operands: an `int` index beside a 64-bit usize would not
+            // deduce one `T`.
+            let t = cpp_scalar(s, false);
+            let zero = int_literal(0, s);
             return Ok(match name.as_str() {
-                "abs" => format!("__pl_iabs({recv})"),
-                // The type spelled out: an `int` index beside a 64-bit
-                // usize would not deduce one `T`.
-                "min" => format!("__pl_imin<{}>({recv}, {})", cpp_scalar(s, false), args[0]),
-                "max" => format!("__pl_imax<{}>({recv}, {})", cpp_scalar(s, false), args[0]),
+                "abs" => call("__pl_iabs", &[]),
+                "signum" => call("__pl_isignum", &[]),
+                "min" => call(&format!("__pl_imin<{t}>"), &args),
+                "max" => call(&format!("__pl_imax<{t}>"), &args),
+                "clamp" => {
+                    self.may_panic = true;
+                    call(&format!("__pl_iclamp<{t}>"), &args)
+                }
+                "pow" => call(&format!("__pl_ipow<{t}>"), &args),
+                "is_positive" => format!("({recv} > {zero})"),
+                "is_negative" => format!("({recv} < {zero})"),
                 _ => return Err(error(m.method.span(), format!("`{name}` is a float method"))),
             });
         }
         let f32 = s == Scalar::F32;
-        let c = |d: &str, f: &str| if f32 { f.to_string() } else { d.to_string() };
-        let func = match name.as_str() {
-            "sqrt" => c("sqrt", "sqrtf"),
-            "abs" => c("fabs", "fabsf"),
-            "min" => c("fmin", "fminf"),
-            "max" => c("fmax", "fmaxf"),
-            "mul_add" => c("fma", "fmaf"),
-            "powf" => c("pow", "powf"),
-            "exp" => c("exp", "expf"),
-            "ln" => c("log", "logf"),
-            "log10" => c("log10", "log10f"),
-            "sin" => c("sin", "sinf"),
-            "cos" => c("cos", "cosf"),
-            "tan" => c("tan", "tanf"),
-            "atan" => c("atan", "atanf"),
-            "atan2" => c("atan2", "atan2f"),
-            "floor" => c("floor", "floorf"),
-            "ceil" => c("ceil", "ceilf"),
-            "round" => c("round", "roundf"),
-            "hypot" => c("hypot", "hypotf"),
-            "signum" => "__pl_signum".into(),
-            "powi" => "__pl_powi".into(),
+        // C's function for the receiver's type (`sqrt`, `sqrtf`).
+        let c = |d: &str| if f32 { format!("{d}f") } else { d.to_string() };
+        let one = float_literal("1.0", s);
+        Ok(match name.as_str() {
+            "abs" => call(&c("fabs"), &[]),
+            "min" => call(&c("fmin"), &args),
+            "max" => call(&c("fmax"), &args),
+            "mul_add" => call(&c("fma"), &args),
+            "powf" => call(&c("pow"), &args),
+            "exp_m1" => call(&c("expm1"), &[]),
+            "ln" => call(&c("log"), &[]),
+            "ln_1p" => call(&c("log1p"), &[]),
+            "sqrt" | "exp" | "exp2" | "log2" | "log10" | "sin" | "cos" | "tan" | "asin" | "acos" | "atan" | "sinh"
+            | "cosh" | "tanh" | "floor" | "ceil" | "round" | "trunc" => call(&c(&name), &[]),
+            "atan2" | "hypot" | "copysign" => call(&c(&name), &args),
+            // Rust's own definitions, not C's (`cbrt` correctly rounded,
+            // `asinh` in its reciprocal form, `acosh` below 1 NaN), and
+            // the euclidean pair, in the prelude.
+            "cbrt" | "asinh" | "acosh" | "atanh" | "fract" | "rem_euclid" | "div_euclid" => {
+                call(&format!("__pl_{name}"), &args)
+            }
+            "is_nan" | "is_finite" | "is_infinite" | "is_sign_positive" | "is_sign_negative" => {
+                call(&format!("__pl_{name}"), &[])
+            }
+            // `self.ln() / base.ln()`, as Rust defines it.
+            "log" => format!("({} / {}({}))", call(&c("log"), &[]), c("log"), args[0]),
+            "recip" => format!("({one} / {recv})"),
+            // Rust multiplies by a constant of the receiver's type.
+            "to_radians" | "to_degrees" => {
+                let k = match (name.as_str(), f32) {
+                    ("to_radians", false) => format!("{:e}", std::f64::consts::PI / 180.0),
+                    ("to_degrees", false) => format!("{:e}", 180.0f64 / std::f64::consts::PI),
+                    ("to_radians", true) => format!("{:e}f", std::f32::consts::PI / 180.0),
+                    // Rust's literal, 57.29577951308232..._f32: the same f32.
+                    _ => format!("{:e}f", (180.0f64 / std::f64::consts::PI) as f32),
+                };
+                format!("({recv} * {k})")
+            }
+            "clamp" => {
+                self.may_panic = true;
+                call("__pl_fclamp", &args)
+            }
+            "signum" => call("__pl_signum", &[]),
+            "powi" => call("__pl_powi", &args),
             _ => return Err(error(m.method.span(), format!("unsupported method `{name}`"))),
-        };
-        let mut all = vec![recv];
-        all.extend(args);
-        Ok(format!("{func}({})", all.join(", ")))
+        })
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod arrays;
 mod expr;
+mod match_arms;
 
 pub(super) use arrays::dims;
 
@@ -234,6 +235,7 @@ impl Emit<'_> {
     fn statement(&mut self, e: &Expr) -> syn::Result<()> {
         match e {
             Expr::If(i) => self.if_statement(i),
+            Expr::Match(m) => self.match_arms(m, None),
             Expr::ForLoop(f) => self.for_loop(f),
             Expr::While(w) => {
                 let c = self.value(&w.cond)?;

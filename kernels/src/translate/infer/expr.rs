@@ -10,12 +10,9 @@ use syn::{BinOp, Expr, Lit, Pat, UnOp};
 
 use super::{key, Infer};
 use crate::translate::literals::{constant, int_literal_value, literal_fits_i32};
+use crate::translate::methods::{self, Args, Receiver, Yields};
 use crate::translate::syntax::{array_len, is_compound, scalar_of_type, LoopRange};
 use crate::types::{error, Scalar, Ty};
-
-const FLOAT_METHODS_1: &[&str] =
-    &["sqrt", "abs", "exp", "ln", "log10", "sin", "cos", "tan", "atan", "floor", "ceil", "round", "signum"];
-const FLOAT_METHODS_2: &[&str] = &["min", "max", "powf", "atan2", "hypot"];
 
 impl Infer {
     pub(super) fn expr(&mut self, e: &Expr) -> syn::Result<Ty> {
@@ -232,7 +229,7 @@ impl Infer {
             Expr::Tuple(_) => Err(error(span, "tuples are not supported in kernels")),
             Expr::Macro(_) => Err(error(span, "macros are not supported inside kernels")),
             Expr::Closure(_) => Err(error(span, "closures are not supported in kernels")),
-            Expr::Match(_) => Err(error(span, "`match` is not supported in kernels; use `if`/`else`")),
+            Expr::Match(m) => self.match_expr(m),
             Expr::Unsafe(_) => Err(error(span, "`unsafe` blocks are not supported in kernels")),
             Expr::Field(_) => Err(error(span, "field access is not supported in kernels (no structs or tuples)")),
             _ => Err(error(
@@ -282,7 +279,8 @@ impl Infer {
             None => Err(error(
                 p.span(),
                 "unsupported path: kernels see their parameters, locals, local consts, \
-                 `f64::consts::*`, `f32::consts::*` and the MIN/MAX/EPSILON constants of the scalar types",
+                 `f64::consts::*`, `f32::consts::*` and the MIN/MAX/EPSILON/MIN_POSITIVE/INFINITY/NEG_INFINITY/NAN \
+                 constants of the scalar types",
             )),
         }
     }
@@ -350,62 +348,51 @@ impl Infer {
         let args: Vec<Ty> = m.args.iter().map(|a| self.expr(a)).collect::<syn::Result<_>>()?;
         let arity_err =
             |n: usize| Err(error(m.span(), format!("`{name}` takes {n} argument{}", if n == 1 { "" } else { "s" })));
-        let is_float = self.vars.is_float(&recv);
-        match name.as_str() {
-            n if FLOAT_METHODS_1.contains(&n) || (n == "abs") => {
-                if !args.is_empty() {
-                    return arity_err(0);
+        if let Some(method) = methods::method(&name) {
+            let unsigned =
+                |s: Option<Scalar>| matches!(s, Some(Scalar::U32 | Scalar::U64 | Scalar::Usize | Scalar::Bool));
+            match method.receiver {
+                Receiver::Float => self.vars.require_float(&recv).map_err(|e| error(m.receiver.span(), e))?,
+                Receiver::Int | Receiver::SignedInt => {
+                    self.vars.require_int(&recv).map_err(|e| error(m.receiver.span(), e))?
                 }
-                if n != "abs" {
-                    self.vars.require_float(&recv).map_err(|e| error(m.receiver.span(), e))?;
-                } else if !is_float {
-                    // Integer abs is allowed too; an unresolved literal defaults by rustc's rule.
-                    let s = self.vars.known_scalar(&recv);
-                    if matches!(s, Some(Scalar::U32 | Scalar::U64 | Scalar::Usize | Scalar::Bool)) {
-                        return Err(error(m.span(), "`abs` needs a signed type"));
+                Receiver::Number | Receiver::SignedNumber => {
+                    if self.vars.known_scalar(&recv) == Some(Scalar::Bool) {
+                        return Err(error(m.span(), format!("`{name}` needs a number, not a `bool`")));
                     }
                 }
-                Ok(recv)
             }
-            n if FLOAT_METHODS_2.contains(&n) => {
-                if args.len() != 1 {
-                    return arity_err(1);
-                }
-                if !matches!(n, "min" | "max") {
-                    self.vars.require_float(&recv).map_err(|e| error(m.receiver.span(), e))?;
-                }
-                let a = self.vars.deref(&args[0]);
-                self.unify(m.args[0].span(), &recv, &a)?;
-                Ok(recv)
+            if matches!(method.receiver, Receiver::SignedInt | Receiver::SignedNumber)
+                && !self.vars.is_float(&recv)
+                && unsigned(self.vars.known_scalar(&recv))
+            {
+                return Err(error(m.span(), format!("`{name}` needs a signed type")));
             }
-            "mul_add" => {
-                if args.len() != 2 {
-                    return arity_err(2);
+            match method.args {
+                Args::Same(n) => {
+                    if args.len() != n {
+                        return arity_err(n);
+                    }
+                    for (a, e) in args.iter().zip(&m.args) {
+                        let a = self.vars.deref(a);
+                        self.unify(e.span(), &recv, &a)?;
+                    }
                 }
-                self.vars.require_float(&recv).map_err(|e| error(m.receiver.span(), e))?;
-                for (a, e) in args.iter().zip(&m.args) {
-                    let a = self.vars.deref(a);
-                    self.unify(e.span(), &recv, &a)?;
+                Args::I32 | Args::U32 => {
+                    if args.len() != 1 {
+                        return arity_err(1);
+                    }
+                    let want = self.vars.known(if method.args == Args::I32 { Scalar::I32 } else { Scalar::U32 });
+                    let a = self.vars.deref(&args[0]);
+                    self.unify(m.args[0].span(), &a, &want)?;
                 }
-                Ok(recv)
             }
-            "powi" => {
-                if args.len() != 1 {
-                    return arity_err(1);
-                }
-                self.vars.require_float(&recv).map_err(|e| error(m.receiver.span(), e))?;
-                let i = self.vars.known(Scalar::I32);
-                let a = self.vars.deref(&args[0]);
-                self.unify(m.args[0].span(), &a, &i)?;
-                Ok(recv)
-            }
-            "is_nan" => {
-                if !args.is_empty() {
-                    return arity_err(0);
-                }
-                self.vars.require_float(&recv).map_err(|e| error(m.receiver.span(), e))?;
-                Ok(self.vars.known(Scalar::Bool))
-            }
+            return Ok(match method.yields {
+                Yields::Receiver => recv,
+                Yields::Bool => self.vars.known(Scalar::Bool),
+            });
+        }
+        match name.as_str() {
             "len" => {
                 if !args.is_empty() {
                     return arity_err(0);
@@ -429,12 +416,127 @@ impl Infer {
             }
             _ => Err(error(
                 m.method.span(),
-                format!(
-                    "method `{name}` is not supported in kernels; supported: sqrt abs min max mul_add powi powf exp \
-                     ln log10 sin cos tan atan atan2 floor ceil round signum hypot is_nan (floats), min max abs \
-                     (integers), len (arrays)"
-                ),
+                format!("method `{name}` is not supported in kernels; supported: {}", methods::supported()),
             )),
+        }
+    }
+
+    /// A `match` on an integer or a `bool`: literal, range, constant, `_`
+    /// and binding patterns, alternatives, guards (rustc checks that it is
+    /// exhaustive, on the host function).
+    fn match_expr(&mut self, m: &syn::ExprMatch) -> syn::Result<Ty> {
+        let scrutinee = self.expr(&m.expr)?;
+        let scrutinee = self.vars.deref(&scrutinee);
+        if !matches!(scrutinee, Ty::Var(_)) || self.vars.is_float(&scrutinee) {
+            return Err(error(
+                m.expr.span(),
+                "`match` in kernels takes integers and `bool`s (compare floats with `if`)",
+            ));
+        }
+        let mut result: Option<Ty> = None;
+        for arm in &m.arms {
+            self.scopes.push(Vec::new());
+            self.pattern(&arm.pat, &scrutinee, true)?;
+            if let Some((_, guard)) = &arm.guard {
+                let g = self.expr(guard)?;
+                let b = self.vars.known(Scalar::Bool);
+                self.unify(guard.span(), &g, &b)?;
+            }
+            let t = self.expr(&arm.body)?;
+            self.scopes.pop();
+            // As `if`: arms that diverge take any type.
+            match &result {
+                _ if t == Ty::Never => {}
+                None => result = Some(t),
+                Some(r) => {
+                    let r = r.clone();
+                    self.unify(arm.body.span(), &r, &t)?;
+                }
+            }
+        }
+        Ok(result.unwrap_or(Ty::Never))
+    }
+
+    /// Checks pattern `p` against the scrutinee's type, binding its names
+    /// (`bind`: not inside alternatives, whose every case would bind).
+    fn pattern(&mut self, p: &Pat, scrutinee: &Ty, bind: bool) -> syn::Result<()> {
+        let supported = "supported patterns: integer and `bool` literals, ranges of them (`1..=4`, `..0`), \
+                         constants (`i32::MAX`, a local `const`), `_`, a name (`v`, `v @ 1..=4`), alternatives (`1 | 2`)";
+        match p {
+            Pat::Wild(_) => Ok(()),
+            Pat::Paren(inner) => self.pattern(&inner.pat, scrutinee, bind),
+            Pat::Or(o) => o.cases.iter().try_for_each(|c| self.pattern(c, scrutinee, false)),
+            Pat::Lit(l) => self.pattern_value(&Expr::Lit(l.clone()), scrutinee),
+            Pat::Path(p) => {
+                let t = self.pattern_path(p)?;
+                self.unify(p.span(), scrutinee, &t)
+            }
+            Pat::Range(r) => {
+                for bound in [&r.start, &r.end].into_iter().flatten() {
+                    self.pattern_value(bound, scrutinee)?;
+                }
+                Ok(())
+            }
+            Pat::Ident(pi) => {
+                let name = pi.ident.to_string();
+                if let Some(id) = self.lookup(&name).filter(|id| self.local_consts.contains(id)) {
+                    // A local `const` is a constant pattern, as in Rust.
+                    let t = self.bindings[id].ty.clone();
+                    self.resolved.insert(key(pi), id);
+                    return self.unify(pi.span(), scrutinee, &t);
+                }
+                if pi.by_ref.is_some() {
+                    return Err(error(pi.span(), format!("`ref` patterns are not supported; {supported}")));
+                }
+                if let Some((_, sub)) = &pi.subpat {
+                    // `v @ 1..=5`: the subpattern tests, the name binds.
+                    self.pattern(sub, scrutinee, false)?;
+                }
+                if name.starts_with(|c: char| c.is_ascii_uppercase()) {
+                    return Err(error(
+                        pi.span(),
+                        format!(
+                            "`{name}` in a pattern: a module-level constant (compare in a guard: \
+                             `v if v == {name}`) or a binding (name it in lowercase)?"
+                        ),
+                    ));
+                }
+                if !bind {
+                    return Err(error(pi.span(), "names cannot be bound inside alternatives (`|`) in kernels"));
+                }
+                let id = self.bind(&name, scrutinee.clone(), false);
+                self.resolved.insert(key(pi), id);
+                Ok(())
+            }
+            other => Err(error(other.span(), supported)),
+        }
+    }
+
+    /// A literal or constant in a pattern, of the scrutinee's type.
+    fn pattern_value(&mut self, e: &Expr, scrutinee: &Ty) -> syn::Result<()> {
+        let t = match e {
+            Expr::Lit(l) => match &l.lit {
+                Lit::Int(_) | Lit::Bool(_) => self.literal(&l.lit)?,
+                other => return Err(error(other.span(), "patterns match integer and `bool` literals")),
+            },
+            Expr::Path(p) => self.pattern_path(p)?,
+            other => return Err(error(other.span(), "patterns match literals and constants")),
+        };
+        self.unify(e.span(), scrutinee, &t)
+    }
+
+    /// The type of a constant named in a pattern: a local `const`
+    /// (recorded by the path's address) or an integer type's constant.
+    fn pattern_path(&mut self, p: &syn::ExprPath) -> syn::Result<Ty> {
+        if let Some(id) = p.path.get_ident().and_then(|i| self.lookup(&i.to_string())) {
+            if self.local_consts.contains(&id) {
+                self.resolved.insert(key(p), id);
+                return Ok(self.bindings[id].ty.clone());
+            }
+        }
+        match constant(&p.path) {
+            Some((s, _)) if !s.is_float() => Ok(self.vars.known(s)),
+            _ => Err(error(p.span(), "patterns name integer constants (`i32::MAX`) or local `const`s")),
         }
     }
 

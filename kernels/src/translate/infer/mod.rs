@@ -235,6 +235,9 @@ pub(crate) struct Infer {
     /// where a type is only the literals' default, the host function pins
     /// it for rustc to check ([`crate::translate::pin_assumptions`]).
     pub(crate) pins: Vec<(usize, Ty)>,
+    /// The bindings that are local `const`s (a constant pattern in a
+    /// `match` compares with one; any other name there binds).
+    pub(crate) local_consts: HashSet<usize>,
 }
 
 /// Whether an array type has a length the translation cannot see.
@@ -284,6 +287,7 @@ impl Infer {
             ext_resolved: HashMap::new(),
             ext_rank: HashMap::new(),
             pins: Vec::new(),
+            local_consts: HashSet::new(),
         }
     }
 
@@ -426,6 +430,7 @@ impl Infer {
                     self.unify(c.expr.span(), &s, &t)?;
                     let id = self.bind(&c.ident.to_string(), s, false);
                     self.resolved.insert(key(c), id);
+                    self.local_consts.insert(id);
                     Ty::Unit
                 }
                 Stmt::Item(item) => {

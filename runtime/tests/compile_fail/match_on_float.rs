@@ -1,7 +1,7 @@
 #[parloop::kernel]
-fn pick(a: &i32, o: &mut f64) {
+fn pick(a: &f64, o: &mut f64) {
     *o = match *a {
-        0 => 1.0,
+        x if x > 0.0 => 1.0,
         _ => 2.0,
     };
 }

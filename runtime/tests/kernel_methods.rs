@@ -1,0 +1,395 @@
+//! The scalar methods, the float constants and `match` of the kernel
+//! subset against Rust: the translation compiled by the host C++ compiler
+//! on random inputs (the same C library as Rust's, so bitwise), the device
+//! backend against `seq` where the arithmetic is exact (`clamp`, `pow`,
+//! `match`, constants), Rust's panics for `clamp`'s bounds on every backend,
+//! and NVRTC accepting every translation. The lane-wise twin (threads) is
+//! compared with `seq` too: it now has a form for every float method and
+//! for `match`.
+
+mod support;
+
+#[path = "support/device.rs"]
+mod device;
+#[path = "support/vals.rs"]
+mod vals;
+
+use device::device_backend;
+use parloop::{Backend, Kernel};
+use support::{differential, nvrtc_available, nvrtc_check, Compare, Floats, Ints, Spec};
+use vals::{check, run_on, Vals};
+
+fn diff(kernel: &'static Kernel, floats: Floats, ints: Ints, compare: Compare) {
+    let spec = Spec { kernel, floats, ints, compare };
+    differential(&spec, 2000, 0x0DDB_A11C_AFE5_EED1 ^ kernel.name().len() as u64);
+}
+
+// ---------------------------------------------------------------------------
+// Float methods.
+// ---------------------------------------------------------------------------
+
+#[parloop::kernel]
+fn float_methods_f64(x: &f64, y: &f64, o: &mut [f64; 16]) {
+    o[0] = x.asin() + x.acos() * 0.5;
+    o[1] = x.sinh() - x.cosh() * 0.5 + x.tanh();
+    o[2] = x.asinh();
+    o[3] = x.acosh();
+    o[4] = (*x * 0.5).atanh();
+    o[5] = x.exp2() - x.exp_m1();
+    o[6] = x.log2() + x.ln_1p();
+    o[7] = x.trunc() * 3.0 + x.fract();
+    o[8] = x.recip();
+    o[9] = x.to_radians() + y.to_degrees();
+    o[10] = x.copysign(*y);
+    o[11] = x.log(*y);
+    o[12] = x.rem_euclid(*y);
+    o[13] = x.div_euclid(*y);
+    o[14] = x.clamp(-1.5, 2.5) + f64::clamp(*y, -0.25, 0.0);
+    let finite = if x.is_finite() { 1.0 } else { 0.0 };
+    let infinite = if x.is_infinite() { 2.0 } else { 0.0 };
+    let negative = if x.is_sign_negative() { 4.0 } else { 0.0 };
+    let positive = if y.is_sign_positive() { 8.0 } else { 0.0 };
+    let nan = if y.is_nan() { 16.0 } else { 0.0 };
+    o[15] = finite + infinite + negative + positive + nan;
+}
+
+#[parloop::kernel]
+fn float_methods_f32(x: &f32, y: &f32, o: &mut [f32; 16]) {
+    o[0] = x.asin() + x.acos() * 0.5;
+    o[1] = x.sinh() - x.cosh() * 0.5 + x.tanh();
+    o[2] = x.asinh();
+    o[3] = x.acosh();
+    o[4] = (*x * 0.5).atanh();
+    o[5] = x.exp2() - x.exp_m1();
+    o[6] = x.log2() + x.ln_1p();
+    o[7] = x.trunc() * 3.0 + x.fract();
+    o[8] = x.recip();
+    o[9] = x.to_radians() + y.to_degrees();
+    o[10] = x.copysign(*y);
+    o[11] = x.log(*y);
+    o[12] = x.rem_euclid(*y);
+    o[13] = x.div_euclid(*y);
+    o[14] = x.clamp(-1.5, 2.5) + f32::clamp(*y, -0.25, 0.0);
+    let finite = if x.is_finite() { 1.0 } else { 0.0 };
+    let infinite = if x.is_infinite() { 2.0 } else { 0.0 };
+    let negative = if x.is_sign_negative() { 4.0 } else { 0.0 };
+    let positive = if y.is_sign_positive() { 8.0 } else { 0.0 };
+    let nan = if y.is_nan() { 16.0 } else { 0.0 };
+    o[15] = finite + infinite + negative + positive + nan;
+}
+
+/// Rust's `cbrt` is correctly rounded (its own, not the C library's, which
+/// differs by up to 3 ulp here): the translation corrects C's result.
+#[parloop::kernel]
+fn cube_roots(x: &f64, y: &f32, o: &mut f64, p: &mut f32) {
+    *o = x.cbrt();
+    *p = y.cbrt();
+}
+
+#[test]
+fn cube_roots_are_correctly_rounded() {
+    diff(cube_roots::KERNEL, Floats::WithNan, Ints::Small, Compare::Exact);
+    diff(cube_roots::KERNEL, Floats::Small, Ints::Small, Compare::Exact);
+}
+
+#[test]
+fn float_methods_match_rust_on_random_values() {
+    for (floats, kernel) in [
+        (Floats::WithNan, float_methods_f64::KERNEL),
+        (Floats::Small, float_methods_f64::KERNEL),
+        (Floats::WithNan, float_methods_f32::KERNEL),
+        (Floats::Small, float_methods_f32::KERNEL),
+    ] {
+        diff(kernel, floats, Ints::Small, Compare::Exact);
+    }
+}
+
+/// Only floats that vary by element and methods with a lane-wise form:
+/// the threads backend runs the twin.
+#[parloop::kernel]
+fn lane_methods(x: &[f64; 2], o: &mut [f64; 4]) {
+    o[0] = x[0].asinh() + x[1].cbrt() * x[0].tanh();
+    o[1] = x[0].rem_euclid(1.5) + x[1].copysign(x[0]) + x[0].log(3.0);
+    o[2] = x[1].clamp(-0.5, 0.5) + x[0].to_degrees().fract();
+    o[3] = x[0].recip().exp_m1() + x[1].trunc();
+}
+
+#[test]
+fn the_lane_wise_twin_has_every_float_method() {
+    assert!(lane_methods::KERNEL.has_lanes(), "lane_methods runs scalar");
+    let n = 301;
+    let x: Vec<f64> = (0..2 * n).map(|i| ((i * 37 % 101) as f64 - 50.0) * 0.173).collect();
+    let want =
+        run_on(Backend::Seq, lane_methods::KERNEL, n, &[Vals::F64(x.clone()), Vals::F64(vec![0.0; 4 * n])]).unwrap();
+    let got = run_on(Backend::Threads, lane_methods::KERNEL, n, &[Vals::F64(x), Vals::F64(vec![0.0; 4 * n])]).unwrap();
+    assert_eq!(got[1].bits(), want[1].bits(), "threads (lanes) vs seq");
+}
+
+// ---------------------------------------------------------------------------
+// Float constants and `clamp`'s panics.
+// ---------------------------------------------------------------------------
+
+#[parloop::device]
+const LIMITS: [f64; 3] = [f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
+
+#[parloop::kernel]
+fn float_constants(x: &f64, y: &f32, o: &mut [f64; 6], p: &mut [f32; 3]) {
+    o[0] = if *x > 0.0 { f64::INFINITY } else { f64::NEG_INFINITY };
+    o[1] = f64::NAN;
+    o[2] = x.min(LIMITS[0]) + x.max(LIMITS[1]);
+    o[3] = LIMITS[2];
+    o[4] = if x.is_finite() { x.clamp(f64::NEG_INFINITY, 0.0) } else { f64::MIN_POSITIVE };
+    o[5] = f64::INFINITY - f64::MAX;
+    p[0] = if *y < 0.0 { f32::INFINITY } else { f32::NEG_INFINITY };
+    p[1] = f32::NAN;
+    p[2] = y.clamp(f32::NEG_INFINITY, 1.0);
+}
+
+#[test]
+fn infinities_and_nan_are_rusts_bits() {
+    let x = vec![1.0, -2.0, f64::INFINITY, 0.0];
+    let y = vec![-1.0f32, 2.0, f32::NAN, -0.0];
+    let mut o = vec![0.0; 24];
+    let mut p = vec![0.0f32; 12];
+    for e in 0..4 {
+        let (oe, pe) = (&mut o[6 * e..6 * e + 6], &mut p[3 * e..3 * e + 3]);
+        float_constants(&x[e], &y[e], oe.try_into().unwrap(), pe.try_into().unwrap());
+    }
+    check(
+        float_constants::KERNEL,
+        4,
+        &[Vals::F64(x), Vals::F32(y), Vals::F64(vec![0.0; 24]), Vals::F32(vec![0.0; 12])],
+        &[
+            Vals::F64(vec![1.0, -2.0, f64::INFINITY, 0.0]),
+            Vals::F32(vec![-1.0, 2.0, f32::NAN, -0.0]),
+            Vals::F64(o),
+            Vals::F32(p),
+        ],
+    );
+}
+
+#[parloop::kernel]
+fn clamp_by_data(x: &f64, lo: &f64, hi: &f64, k: &i64, a: &i64, b: &i64, o: &mut f64, m: &mut i64) {
+    *o = x.clamp(*lo, *hi);
+    *m = (*k).clamp(*a, *b);
+}
+
+#[parloop::kernel]
+fn clamp_f32_unsigned(x: &f32, lo: &f32, k: &u64, b: &u64, o: &mut f32, m: &mut u64) {
+    *o = x.clamp(*lo, 1.0);
+    *m = (*k).clamp(3, *b);
+}
+
+#[test]
+fn clamp_panics_as_rust_does_on_every_backend() {
+    // Good bounds: the values agree everywhere.
+    let inputs = |lo: f64, a: i64| {
+        vec![
+            Vals::F64(vec![0.5, -3.0, f64::NAN]),
+            Vals::F64(vec![-1.0, -1.0, lo]),
+            Vals::F64(vec![1.0, 1.0, 1.0]),
+            Vals::I64(vec![5, -9, 0]),
+            Vals::I64(vec![-4, -4, a]),
+            Vals::I64(vec![4, 4, 4]),
+            Vals::F64(vec![0.0; 3]),
+            Vals::I64(vec![0; 3]),
+        ]
+    };
+    let good = run_on(Backend::Seq, clamp_by_data::KERNEL, 3, &inputs(-1.0, -4)).unwrap();
+    assert_eq!(good[6].bits(), Vals::F64(vec![0.5, -1.0, f64::NAN]).bits());
+    assert_eq!(good[7], Vals::I64(vec![4, -4, 0]));
+    let dev = run_on(device_backend(), clamp_by_data::KERNEL, 3, &inputs(-1.0, -4)).unwrap();
+    assert_eq!(dev[6].bits(), good[6].bits());
+    assert_eq!(dev[7], good[7]);
+    // Element 2's bounds: a NaN float bound, then inverted integer bounds.
+    for (lo, a, message) in [
+        (f64::NAN, -4, "min > max, or either was NaN. min = NaN, max = 1.0"),
+        (2.5, -4, "min > max, or either was NaN. min = 2.5, max = 1.0"),
+        (-1.0, 7, "min > max. min = 7, max = 4"),
+    ] {
+        for b in [Backend::Seq, Backend::Threads, device_backend()] {
+            let e = run_on(b, clamp_by_data::KERNEL, 3, &inputs(lo, a)).expect_err("bad bounds panic");
+            assert!(e.contains(message) && e.contains("element 2"), "{b:?}: {e}");
+        }
+    }
+    let f32_inputs = |lo: f32, b: u64| {
+        vec![
+            Vals::F32(vec![0.5, 3.0]),
+            Vals::F32(vec![0.0, lo]),
+            Vals::U64(vec![1, 10]),
+            Vals::U64(vec![u64::MAX, b]),
+            Vals::F32(vec![0.0; 2]),
+            Vals::U64(vec![0; 2]),
+        ]
+    };
+    let good = run_on(device_backend(), clamp_f32_unsigned::KERNEL, 2, &f32_inputs(0.1, 5)).unwrap();
+    assert_eq!(good[4], Vals::F32(vec![0.5, 1.0]));
+    assert_eq!(good[5], Vals::U64(vec![3, 5]));
+    for (lo, b, message) in
+        [(1.1f32, 5, "min > max, or either was NaN. min = 1.1, max = 1.0"), (0.1, 2, "min > max. min = 3, max = 2")]
+    {
+        for backend in [Backend::Seq, device_backend()] {
+            let e = run_on(backend, clamp_f32_unsigned::KERNEL, 2, &f32_inputs(lo, b)).expect_err("bad bounds");
+            assert!(e.contains(message) && e.contains("element 1"), "{backend:?}: {e}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Integer methods.
+// ---------------------------------------------------------------------------
+
+#[parloop::kernel]
+fn int_methods(a: &i32, b: &i64, u: &u32, w: &u64, o: &mut [i64; 8], q: &mut [u64; 2]) {
+    o[0] = a.pow(3) as i64;
+    o[1] = b.pow(*u % 70);
+    o[2] = a.signum() as i64 + b.signum() * 10;
+    o[3] = if a.is_positive() {
+        1
+    } else if a.is_negative() {
+        -1
+    } else {
+        0
+    };
+    o[4] = (*a).clamp(-100, 100) as i64;
+    o[5] = (*b).clamp(i64::MIN, 0);
+    o[6] = i32::pow(2, *u % 40) as i64;
+    o[7] = (*a).abs().min(7).max(-7) as i64;
+    q[0] = w.pow(*u % 65);
+    q[1] = u.pow(2) as u64 + (*w).clamp(10, u64::MAX);
+}
+
+#[test]
+fn integer_methods_wrap_as_release_rust() {
+    diff(int_methods::KERNEL, Floats::Small, Ints::Full, Compare::Exact);
+}
+
+// ---------------------------------------------------------------------------
+// `match`.
+// ---------------------------------------------------------------------------
+
+#[parloop::kernel]
+fn match_forms(k: &i32, n: &u64, x: &f64, o: &mut [f64; 4], c: &mut [i64; 2]) {
+    const FOUR: i32 = 4;
+    // A statement with alternatives, ranges, a constant and a block arm.
+    match *k {
+        0 => o[0] = 1.0,
+        1 | 2 => o[0] = 2.0 * x,
+        FOUR => o[0] = -1.0,
+        -5..=-1 => {
+            let t = x * x;
+            o[0] = t + 3.0;
+        }
+        i32::MIN..=-6 => o[0] = f64::NEG_INFINITY,
+        _ => o[0] = 0.5,
+    }
+    // A value, with a binding and guards (one reading the binding).
+    o[1] = match *k {
+        v if v > 100 => v as f64 * 0.5,
+        v @ 10..=20 if *x > 0.0 => v as f64,
+        3 => 33.0,
+        _ if x.is_nan() => -2.0,
+        v => (v % 7) as f64,
+    };
+    // A u64 scrutinee with half-open ranges and an open end.
+    c[0] = match *n {
+        0 => 0,
+        1..10 => 1,
+        10..1000 => 2,
+        1000.. => 3,
+    };
+    // `bool`, and an arm that diverges.
+    let mut total = 0i64;
+    for i in 0..6 {
+        let step = match i % 3 == 0 {
+            true => 5,
+            false if i == 4 => break,
+            false => 1,
+        };
+        total += step;
+    }
+    c[1] = total;
+    o[2] = match *k % 3 {
+        0 => {
+            let s = x.sin();
+            s * s
+        }
+        1 => x.cos(),
+        _ => return,
+    };
+    o[3] = 7.0;
+}
+
+#[test]
+fn match_runs_as_rust_on_every_backend() {
+    let ks = vec![0, 1, 2, 4, -3, -6, i32::MIN, 150, 15, 15, 3, 9, 11, -1, 8, 5];
+    let ns = vec![0, 5, 10, 999, 1000, u64::MAX, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+    let xs = vec![0.5, -1.25, 2.0, 0.0, 3.0, 1.0, -0.5, 2.5, 1.5, -1.5, 0.25, f64::NAN, 7.0, 1.0, 2.0, 3.0];
+    let n = ks.len();
+    let mut o = vec![0.0; 4 * n];
+    let mut c = vec![0i64; 2 * n];
+    for e in 0..n {
+        let (oe, ce) = (&mut o[4 * e..4 * e + 4], &mut c[2 * e..2 * e + 2]);
+        match_forms(&ks[e], &ns[e], &xs[e], oe.try_into().unwrap(), ce.try_into().unwrap());
+    }
+    let inputs = [
+        Vals::I32(ks.clone()),
+        Vals::U64(ns.clone()),
+        Vals::F64(xs.clone()),
+        Vals::F64(vec![0.0; 4 * n]),
+        Vals::I64(vec![0; 2 * n]),
+    ];
+    check(match_forms::KERNEL, n, &inputs, &[Vals::I32(ks), Vals::U64(ns), Vals::F64(xs), Vals::F64(o), Vals::I64(c)]);
+    let threads = run_on(Backend::Threads, match_forms::KERNEL, n, &inputs).unwrap();
+    let seq = run_on(Backend::Seq, match_forms::KERNEL, n, &inputs).unwrap();
+    assert_eq!(threads[3].bits(), seq[3].bits());
+}
+
+/// A `match` on a loop index deciding per-element float work: the lane
+/// twin keeps it (the scrutinee is the same in every lane).
+#[parloop::kernel]
+fn match_in_lanes(x: &[f64; 3], o: &mut f64) {
+    let mut s = 0.0;
+    for i in 0..3 {
+        s += match i {
+            0 => x[0] * 2.0,
+            1 => x[1].sqrt(),
+            _ => x[2].clamp(0.0, 1.0),
+        };
+    }
+    *o = s;
+}
+
+#[test]
+fn match_on_uniform_values_keeps_the_lane_twin() {
+    assert!(match_in_lanes::KERNEL.has_lanes(), "match_in_lanes runs scalar");
+    diff(match_in_lanes::KERNEL, Floats::Positive, Ints::Small, Compare::Exact);
+    let n = 203;
+    let x: Vec<f64> = (0..3 * n).map(|i| (i % 17) as f64 * 0.31).collect();
+    let seq =
+        run_on(Backend::Seq, match_in_lanes::KERNEL, n, &[Vals::F64(x.clone()), Vals::F64(vec![0.0; n])]).unwrap();
+    let threads =
+        run_on(Backend::Threads, match_in_lanes::KERNEL, n, &[Vals::F64(x), Vals::F64(vec![0.0; n])]).unwrap();
+    assert_eq!(threads[1].bits(), seq[1].bits());
+}
+
+#[test]
+fn nvrtc_compiles_every_translation_without_warnings() {
+    if !nvrtc_available() {
+        return;
+    }
+    for k in [
+        float_methods_f64::KERNEL,
+        float_methods_f32::KERNEL,
+        cube_roots::KERNEL,
+        lane_methods::KERNEL,
+        float_constants::KERNEL,
+        clamp_by_data::KERNEL,
+        clamp_f32_unsigned::KERNEL,
+        int_methods::KERNEL,
+        match_forms::KERNEL,
+        match_in_lanes::KERNEL,
+    ] {
+        nvrtc_check(k).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
+    }
+}
