@@ -59,7 +59,7 @@ pub struct LaneTwin {
 /// assert!(parloop_kernels::lane_twin(&g, &quote::quote!(p), 4).is_err());
 /// ```
 pub fn lane_twin(item: &ItemFn, private: &TokenStream, width: usize) -> Result<LaneTwin, String> {
-    let item = &*crate::translate::method_form(item);
+    let item = &crate::translate::normal_form(item);
     let (mut inf, params, _) = infer(item, FnKind::Kernel).map_err(|e| e.to_string())?;
     if let Some(p) = params.iter().find(|p| !p.elem.is_float()) {
         return Err(format!("parameter `{}` holds integers", p.name));
@@ -161,6 +161,10 @@ impl Twin<'_> {
     }
 
     fn local(&mut self, local: &syn::Local) -> Rewrite {
+        if let (Pat::Wild(_), Some(init)) = (&local.pat, &local.init) {
+            let v = self.expr(&init.expr)?;
+            return Ok(quote! { let _ = #v; });
+        }
         let id = *self.inf.resolved.get(&key(local)).ok_or("an unresolved `let`")?;
         let ty = self.inf.bindings[id].ty.clone();
         let init = local.init.as_ref().map(|i| &*i.expr);

@@ -40,14 +40,19 @@
 //!   emitted as an `if` chain over the scrutinee evaluated once (with a
 //!   taken-flag when there are guards, so a guard runs only after its
 //!   pattern matched);
+//! - tuples where they are taken apart: `let (a, b) = ...;` and `(a, b) =
+//!   ...;` of a tuple literal, `x.sin_cos()`, or an `if`/`match`/block whose
+//!   every value is one (rewritten to scalar `let`s before the passes);
 //! - the scalar methods of one table (`translate/methods.rs`, also the
 //!   list in errors): float `sqrt cbrt exp exp2 exp_m1 ln log2 log10 ln_1p
 //!   log powf powi sin cos tan asin acos atan atan2 sinh cosh tanh asinh
 //!   acosh atanh hypot abs signum copysign min max clamp floor ceil round
 //!   trunc fract recip to_radians to_degrees rem_euclid div_euclid mul_add
 //!   is_nan is_finite is_infinite is_sign_positive is_sign_negative`,
-//!   integer `abs signum min max clamp pow is_positive is_negative`, with
-//!   Rust's results where C's functions differ (`cbrt` correctly rounded,
+//!   integer `abs signum min max clamp pow rem_euclid div_euclid
+//!   is_positive is_negative`, with Rust's results where C's functions
+//!   differ (`cbrt` correctly rounded but for inputs within 2^-100 of a
+//!   rounding boundary,
 //!   `asinh`'s reciprocal form, `pow` wrapping, `clamp`'s panic), and
 //!   `len()` of arrays (a constant: the length their type states);
 //! - `f64::consts::PI` and the other `consts`, `MIN`/`MAX`/`EPSILON`/

@@ -1,8 +1,8 @@
-//! The scalar methods, the float constants and `match` of the kernel
-//! subset against Rust: the translation compiled by the host C++ compiler
+//! The scalar methods, the float constants, `match` and tuples of the
+//! kernel subset against Rust: the translation compiled by the host C++ compiler
 //! on random inputs (the same C library as Rust's, so bitwise), the device
 //! backend against `seq` where the arithmetic is exact (`clamp`, `pow`,
-//! `match`, constants), Rust's panics for `clamp`'s bounds on every backend,
+//! `match`, constants, tuples), Rust's panics for `clamp`'s bounds on every backend,
 //! and NVRTC accepting every translation. The lane-wise twin (threads) is
 //! compared with `seq` too: it now has a form for every float method and
 //! for `match`.
@@ -345,6 +345,110 @@ fn match_runs_as_rust_on_every_backend() {
     assert_eq!(threads[3].bits(), seq[3].bits());
 }
 
+/// Operands Rust reads before a `match` (or block) value's statements run
+/// keep the values they had; guards of alternatives run once per
+/// alternative that matches, as Rust's do; `()` arms.
+// Rust's reference's example of a guard run per alternative, kept so.
+#[allow(clippy::manual_range_patterns)]
+#[parloop::kernel]
+fn match_order(n: &i32, x: &f64, o: &mut [f64; 4], c: &mut [i32; 2]) {
+    let mut k = 1.0;
+    o[0] = k + match *n {
+        0 => {
+            k = 10.0;
+            1.0
+        }
+        _ => 2.0,
+    };
+    o[1] = k;
+    let mut y = *x;
+    o[2] = y.max(match *n {
+        0 => {
+            y = -50.0;
+            y
+        }
+        _ => 0.5,
+    }) + scaled(y, {
+        y += 1.0;
+        y
+    });
+    let mut count = 0;
+    match *n {
+        1 | 1..=5
+            if {
+                count += 1;
+                false
+            } => {}
+        _ => (),
+    }
+    c[0] = count;
+    c[1] = match *n {
+        i if i < 0 => -1,
+        _ => 1,
+    };
+    o[3] = y;
+}
+
+#[parloop::device]
+fn scaled(a: f64, b: f64) -> f64 {
+    a * 3.0 + b
+}
+
+#[test]
+fn match_operands_and_guards_in_rusts_order() {
+    let ns = vec![0, 1, 2, -4];
+    let xs = vec![0.25, 1.5, -2.0, 3.0];
+    let n = ns.len();
+    let mut o = vec![0.0; 4 * n];
+    let mut c = vec![0; 2 * n];
+    for e in 0..n {
+        match_order(
+            &ns[e],
+            &xs[e],
+            (&mut o[4 * e..4 * e + 4]).try_into().unwrap(),
+            (&mut c[2 * e..2 * e + 2]).try_into().unwrap(),
+        );
+    }
+    // Rust's own example: value 1 matches both alternatives.
+    assert_eq!(&c[2..4], &[2, 1]);
+    assert_eq!(o[0..2], [2.0, 10.0]);
+    check(
+        match_order::KERNEL,
+        n,
+        &[Vals::I32(ns.clone()), Vals::F64(xs.clone()), Vals::F64(vec![0.0; 4 * n]), Vals::I32(vec![0; 2 * n])],
+        &[Vals::I32(ns), Vals::F64(xs), Vals::F64(o), Vals::I32(c)],
+    );
+}
+
+#[parloop::kernel]
+fn int_euclid(a: &i64, b: &i64, u: &u32, o: &mut [i64; 5]) {
+    let d = if *b == 0 || *b == -1 { 7 } else { *b };
+    o[0] = (*a).rem_euclid(d);
+    o[1] = (*a).div_euclid(d);
+    o[2] = i64::pow(-2, *u % 64);
+    o[3] = (*u).rem_euclid(5) as i64 + (*u).div_euclid(3) as i64;
+    o[4] = i32::abs(-7) as i64;
+}
+
+#[test]
+fn integer_euclid_and_negative_literal_receivers() {
+    diff(int_euclid::KERNEL, Floats::Small, Ints::Full, Compare::Exact);
+    // A zero divisor is Rust's panic on every backend.
+    let inputs = [Vals::I64(vec![5, 9]), Vals::I64(vec![3, 0]), Vals::U32(vec![1, 2]), Vals::I64(vec![0; 10])];
+    for b in [Backend::Seq, device_backend()] {
+        let r = run_on(b, euclid_by_zero::KERNEL, 2, &inputs).expect_err("a zero divisor panics");
+        assert!(
+            r.contains("attempt to calculate the remainder with a divisor of zero") && r.contains("element 1"),
+            "{b:?}: {r}"
+        );
+    }
+}
+
+#[parloop::kernel]
+fn euclid_by_zero(a: &i64, b: &i64, u: &u32, o: &mut [i64; 5]) {
+    o[0] = (*a).rem_euclid(*b) + *u as i64;
+}
+
 /// A `match` on a loop index deciding per-element float work: the lane
 /// twin keeps it (the scrutinee is the same in every lane).
 #[parloop::kernel]
@@ -373,6 +477,73 @@ fn match_on_uniform_values_keeps_the_lane_twin() {
     assert_eq!(threads[1].bits(), seq[1].bits());
 }
 
+// ---------------------------------------------------------------------------
+// Tuples.
+// ---------------------------------------------------------------------------
+
+#[parloop::kernel]
+fn tuple_forms(x: &[f64; 2], k: &i32, o: &mut [f64; 6]) {
+    let (a, b) = (x[1], x[0]);
+    // Shadowing: the values are read before the names are bound.
+    let (a, b) = (b, a);
+    let (lo, hi): (f64, f64) = if a < b { (a, b) } else { (b, a) };
+    let (m, _) = match *k {
+        0 => (1.0, 2.0),
+        1 | 2 => {
+            let t = a * 2.0;
+            (t, t)
+        }
+        3 => return,
+        _ => (lo, hi),
+    };
+    let mut p = 0.5;
+    let mut q = 1.5;
+    (p, q) = (q, p + q);
+    o[0] = a - b;
+    o[1] = hi - lo;
+    o[2] = m;
+    o[3] = p;
+    o[4] = q;
+    o[5] = 9.0;
+}
+
+#[test]
+fn tuples_destructure_as_rust_does() {
+    let x = vec![1.0, 2.0, 5.0, -1.0, 0.5, 0.25, 3.0, 3.0, -2.0, 7.0];
+    let ks = vec![0, 1, 3, 2, 9];
+    let n = ks.len();
+    let mut o = vec![0.0; 6 * n];
+    for e in 0..n {
+        tuple_forms(x[2 * e..2 * e + 2].try_into().unwrap(), &ks[e], (&mut o[6 * e..6 * e + 6]).try_into().unwrap());
+    }
+    check(
+        tuple_forms::KERNEL,
+        n,
+        &[Vals::F64(x.clone()), Vals::I32(ks.clone()), Vals::F64(vec![0.0; 6 * n])],
+        &[Vals::F64(x), Vals::I32(ks), Vals::F64(o)],
+    );
+}
+
+/// `sin_cos` (the receiver evaluated once) and its lane-wise twin.
+#[parloop::kernel]
+fn sines(x: &[f64; 2], o: &mut [f64; 2]) {
+    let (s, c) = (x[0] * 0.5 + x[1]).sin_cos();
+    let (p, q) = (c, s);
+    o[0] = s * p;
+    o[1] = c + q;
+}
+
+#[test]
+fn sin_cos_is_sin_and_cos() {
+    diff(sines::KERNEL, Floats::Small, Ints::Small, Compare::Exact);
+    assert!(sines::KERNEL.has_lanes(), "sines runs scalar");
+    let n = 157;
+    let x: Vec<f64> = (0..2 * n).map(|i| (i % 23) as f64 * 0.41 - 4.0).collect();
+    let seq = run_on(Backend::Seq, sines::KERNEL, n, &[Vals::F64(x.clone()), Vals::F64(vec![0.0; 2 * n])]).unwrap();
+    let threads = run_on(Backend::Threads, sines::KERNEL, n, &[Vals::F64(x), Vals::F64(vec![0.0; 2 * n])]).unwrap();
+    assert_eq!(threads[1].bits(), seq[1].bits());
+}
+
 #[test]
 fn nvrtc_compiles_every_translation_without_warnings() {
     if !nvrtc_available() {
@@ -389,6 +560,10 @@ fn nvrtc_compiles_every_translation_without_warnings() {
         int_methods::KERNEL,
         match_forms::KERNEL,
         match_in_lanes::KERNEL,
+        tuple_forms::KERNEL,
+        sines::KERNEL,
+        match_order::KERNEL,
+        int_euclid::KERNEL,
     ] {
         nvrtc_check(k).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
     }

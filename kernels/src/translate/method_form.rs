@@ -33,6 +33,17 @@ struct Rewrite {
     found: bool,
 }
 
+/// A literal, negated or parenthesised (`2.0`, `-2`, `(-1.5)`): typed by
+/// the path's type, not by the literals' default.
+fn is_literal(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(_) => true,
+        Expr::Paren(p) => is_literal(&p.expr),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => is_literal(&u.expr),
+        _ => false,
+    }
+}
+
 /// The scalar type and method of a call `T::method(...)` with at least one
 /// argument.
 fn scalar_path_call(call: &ExprCall) -> Option<(Type, syn::Ident)> {
@@ -59,9 +70,9 @@ impl VisitMut for Rewrite {
         let mut args: Vec<Expr> = std::mem::take(&mut call.args).into_iter().collect();
         let first = args.remove(0);
         let receiver = match first {
-            Expr::Lit(_) => Expr::Cast(ExprCast {
+            literal if is_literal(&literal) => Expr::Cast(ExprCast {
                 attrs: Vec::new(),
-                expr: Box::new(first),
+                expr: Box::new(literal),
                 as_token: Default::default(),
                 ty: Box::new(ty),
             }),
@@ -98,6 +109,10 @@ mod tests {
         assert!(body.contains("(1.0 as f64) . exp ()"), "{body}");
         assert!(body.contains("(* a) . mul_add (2.0 , 3.0)"), "{body}");
         assert!(body.contains("helper (* a)"), "{body}");
+        let g: ItemFn = syn::parse_quote! { fn k(b: &mut i64) { *b = i64::pow(-2, 40); } };
+        let out = method_form(&g);
+        let body = quote::quote!(#out).to_string();
+        assert!(body.contains("(- 2 as i64) . pow (40)"), "{body}");
     }
 
     #[test]

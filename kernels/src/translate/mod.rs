@@ -20,8 +20,10 @@
 //! - `syntax`: the pieces of Rust syntax both passes read the same way
 //!   (scalar and array types, compound operators, `for` ranges);
 //! - `increment`: which parameters the body only adds to;
-//! - `method_form`: `f64::sqrt(x)` read as `x.sqrt()` (done before both
-//!   passes, and before the lane-wise twin's).
+//! - `method_form`: `f64::sqrt(x)` read as `x.sqrt()`, and `tuples`:
+//!   `let (a, b) = ...` rewritten to scalar `let`s (both done before the
+//!   passes, and before the lane-wise twin's: [`normal_form`]);
+//! - `methods`: the table of scalar methods the passes and the twin read.
 
 mod emit;
 mod increment;
@@ -31,6 +33,7 @@ mod method_form;
 mod methods;
 mod names;
 mod syntax;
+mod tuples;
 
 use std::collections::HashMap;
 
@@ -45,6 +48,14 @@ use increment::increment_only;
 
 pub(crate) use infer::{infer, key, Infer};
 pub(crate) use method_form::method_form;
+
+/// `item` as the passes read it: path calls in method form, tuple `let`s
+/// and assignments rewritten to scalars (see `tuples`).
+pub(crate) fn normal_form(item: &ItemFn) -> ItemFn {
+    let mut f = method_form(item).into_owned();
+    tuples::destructure(&mut f);
+    f
+}
 
 /// Whether kernel method `name` yields a `bool` (`is_nan`, ...).
 pub(crate) fn method_yields_bool(name: &str) -> bool {
@@ -238,7 +249,7 @@ fn leaf_scalar(vars: &mut Vars, t: &crate::types::Ty) -> Option<Scalar> {
 pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
     // Owned: the pins below rewrite the very nodes inference saw (they are
     // found by address).
-    let mut owned = method_form(item).into_owned();
+    let mut owned = normal_form(item);
     let item = &owned;
     let (mut infer, params, ret) = infer(item, kind)?;
     let name = item.sig.ident.to_string();

@@ -107,7 +107,15 @@ impl Emit<'_> {
             Expr::Call(c) => {
                 let Expr::Path(p) = &*c.func else { unreachable!("checked by inference") };
                 let name = fn_cname(&p.path.get_ident().expect("checked").to_string());
-                let args: Vec<String> = c.args.iter().map(|a| self.arg(a)).collect::<syn::Result<_>>()?;
+                let mut done: Vec<(&Expr, String, bool)> = Vec::new();
+                for a in &c.args {
+                    let before = self.pre.len();
+                    let v = self.arg(a)?;
+                    self.keep_order(&mut done, before);
+                    // Arrays and references pass as pointers (see `arg`).
+                    done.push((a, v, !matches!(self.ty_of(a), Ty::Ref(..) | Ty::Array(..))));
+                }
+                let args: Vec<String> = done.into_iter().map(|(_, v, _)| v).collect();
                 Ok(format!("{name}({})", args.join(", ")))
             }
             Expr::Reference(r) => {
@@ -127,7 +135,7 @@ impl Emit<'_> {
             Expr::If(i) => self.if_value(e, i),
             Expr::Match(m) => {
                 let t = self.ty_of(e);
-                let (ct, _) = self.cpp_type_of(&t, span, false)?;
+                let ct = self.value_temp_type(&t, span)?;
                 let tmp = self.temp("v");
                 let saved_out = std::mem::take(&mut self.out);
                 let saved_pre = std::mem::take(&mut self.pre);
@@ -144,7 +152,7 @@ impl Emit<'_> {
             }
             Expr::Block(b) => {
                 let t = self.ty_of(e);
-                let (ct, _) = self.cpp_type_of(&t, span, false)?;
+                let ct = self.value_temp_type(&t, span)?;
                 let tmp = self.temp("v");
                 let saved_out = std::mem::take(&mut self.out);
                 let saved_pre = std::mem::take(&mut self.pre);
@@ -165,6 +173,44 @@ impl Emit<'_> {
             }
             _ => Err(error(span, "this expression is not supported as a value here")),
         }
+    }
+
+    /// Rust evaluates operands left to right; an operand that needs
+    /// statements (a block, an `if` or `match` value) hoists them before
+    /// the whole expression, so where statements were emitted since
+    /// `before`, the values of the operands evaluated earlier (`done`:
+    /// each with whether it is a scalar passed by value) are copied ahead
+    /// of them (`c + match n { 0 => { c = 9; 1 } _ => 2 }` adds the old
+    /// `c`). Literals, pointers and copies need no copy.
+    fn keep_order(&mut self, done: &mut [(&Expr, String, bool)], before: usize) {
+        if self.pre.len() == before {
+            return;
+        }
+        let mut at = before;
+        for (e, v, by_value) in done.iter_mut() {
+            let t = self.infer.vars.deref(&self.ty_of(e));
+            let Some(s) = self.infer.vars.scalar(&t).filter(|_| *by_value && !matches!(e, Expr::Lit(_))) else {
+                continue;
+            };
+            let tmp = self.temp("o");
+            self.pre.insert(at, format!("const {} {tmp} = {v};", cpp_scalar(s, false)));
+            at += 1;
+            *v = tmp;
+            *by_value = false;
+        }
+    }
+
+    /// The C++ type of the temporary holding an `if`, `match` or block
+    /// value; references (`match n { 0 => a, _ => b }` of `&f64`
+    /// parameters) are refused rather than copied under a pointer's name.
+    fn value_temp_type(&mut self, t: &Ty, span: proc_macro2::Span) -> syn::Result<String> {
+        if matches!(t, Ty::Ref(..)) {
+            return Err(error(
+                span,
+                "this `if`, `match` or block yields a reference: dereference in each branch (`0 => *a`)",
+            ));
+        }
+        Ok(self.cpp_type_of(t, span, false)?.0)
     }
 
     /// The C++ name at the root of an indexed place and how many indices
@@ -244,7 +290,7 @@ impl Emit<'_> {
             return Ok(format!("({c} ? {tv} : {fv})"));
         }
         let t = self.ty_of(e);
-        let (ct, _) = self.cpp_type_of(&t, e.span(), false)?;
+        let ct = self.value_temp_type(&t, e.span())?;
         let tmp = self.temp("v");
         let c = self.value(&i.cond)?;
         let saved_out = std::mem::take(&mut self.out);
@@ -316,6 +362,16 @@ impl Emit<'_> {
         let l = self.value(&b.left)?;
         let hoisted = self.pre.len();
         let r = self.value(&b.right)?;
+        // A compound assignment evaluates its right operand first, as the
+        // C++ does; any other operator reads its left operand first.
+        let l = if is_compound(&b.op) || matches!(b.op, And(_) | Or(_)) {
+            l
+        } else {
+            let mut done = [(&*b.left, l, true)];
+            self.keep_order(&mut done, hoisted);
+            let [(_, l, _)] = done;
+            l
+        };
         if matches!(b.op, And(_) | Or(_)) && self.pre.len() != hoisted {
             // The right operand's statements would run before the `&&`
             // or `||`, whatever the left operand decides.
@@ -427,8 +483,16 @@ impl Emit<'_> {
         // The receiver's scalar (a `bool` method's result is not it).
         let recv_ty = self.infer.vars.deref(&self.ty_of(&m.receiver));
         let s = self.infer.vars.scalar(&recv_ty).map_or_else(|| self.scalar_of(e), Ok)?;
-        let recv = self.value(&m.receiver)?;
-        let args: Vec<String> = m.args.iter().map(|a| self.value(a)).collect::<syn::Result<_>>()?;
+        let mut done: Vec<(&Expr, String, bool)> = vec![(&*m.receiver, self.value(&m.receiver)?, true)];
+        for a in &m.args {
+            let before = self.pre.len();
+            let v = self.value(a)?;
+            self.keep_order(&mut done, before);
+            done.push((a, v, true));
+        }
+        let mut values = done.into_iter().map(|(_, v, _)| v);
+        let recv = values.next().expect("the receiver");
+        let args: Vec<String> = values.collect();
         let call = |f: &str, args: &[String]| {
             let all: Vec<&str> = std::iter::once(recv.as_str()).chain(args.iter().map(String::as_str)).collect();
             format!("{f}({})", all.join(", "))
@@ -449,6 +513,16 @@ impl Emit<'_> {
                     call(&format!("__pl_iclamp<{t}>"), &args)
                 }
                 "pow" => call(&format!("__pl_ipow<{t}>"), &args),
+                // Rust's panics of `%` and `/` (zero, MIN by -1) included.
+                "rem_euclid" | "div_euclid" => {
+                    self.may_panic = true;
+                    match (s.is_signed_int(), name.as_str()) {
+                        (true, _) => call(&format!("__pl_i{name}<{t}>"), &args),
+                        // Unsigned: `%` and `/` are already euclidean.
+                        (false, "rem_euclid") => call(&format!("__pl_rem<{t}>"), &args),
+                        (false, _) => call(&format!("__pl_div<{t}>"), &args),
+                    }
+                }
                 "is_positive" => format!("({recv} > {zero})"),
                 "is_negative" => format!("({recv} < {zero})"),
                 _ => return Err(error(m.method.span(), format!("`{name}` is a float method"))),

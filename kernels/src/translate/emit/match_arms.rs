@@ -15,6 +15,17 @@ use crate::translate::infer::key;
 use crate::translate::literals::{constant, int_literal};
 use crate::types::{error, Scalar, Ty};
 
+/// The alternatives of a pattern (`1 | 2 | 3`, also in parentheses or
+/// under a binding's `@`); one for any other pattern.
+fn alternatives(p: &Pat) -> Vec<&Pat> {
+    match p {
+        Pat::Paren(inner) => alternatives(&inner.pat),
+        Pat::Ident(pi) if pi.subpat.is_some() => alternatives(&pi.subpat.as_ref().expect("checked").1),
+        Pat::Or(o) => o.cases.iter().flat_map(alternatives).collect(),
+        _ => vec![p],
+    }
+}
+
 impl Emit<'_> {
     /// Emits match `m` as statements; each arm's value, if `into` names a
     /// temporary, is assigned to it.
@@ -56,6 +67,30 @@ impl Emit<'_> {
             let taken = self.temp("taken");
             self.line(&format!("bool {taken} = false;"));
             for arm in &m.arms {
+                let alternatives = alternatives(&arm.pat);
+                if let (Some((_, guard)), true) = (&arm.guard, alternatives.len() > 1) {
+                    // Rust runs the guard once per alternative that
+                    // matches, until it holds (its effects repeat).
+                    let ok = self.temp("guard");
+                    self.line(&format!("bool {ok} = false;"));
+                    for alt in alternatives {
+                        let test = self.pattern_test(alt, &sv, s)?;
+                        self.line(&format!("if (!{taken} && !{ok} && {test}) {{"));
+                        self.indent += 1;
+                        let g = self.value(guard)?;
+                        self.flush_pre();
+                        self.line(&format!("{ok} = {g};"));
+                        self.indent -= 1;
+                        self.line("}");
+                    }
+                    self.line(&format!("if ({ok}) {{"));
+                    self.indent += 1;
+                    self.line(&format!("{taken} = true;"));
+                    self.arm_body(&arm.body, into)?;
+                    self.indent -= 1;
+                    self.line("}");
+                    continue;
+                }
                 let test = self.pattern_test(&arm.pat, &sv, s)?;
                 self.line(&format!("if (!{taken} && {test}) {{"));
                 self.indent += 1;

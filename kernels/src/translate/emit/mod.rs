@@ -140,6 +140,13 @@ impl Emit<'_> {
     }
 
     fn local(&mut self, local: &syn::Local) -> syn::Result<()> {
+        if let (syn::Pat::Wild(_), Some(init)) = (&local.pat, &local.init) {
+            // `let _ = value;`: the value's effects (a helper's), if any.
+            let v = self.value(&init.expr)?;
+            self.flush_pre();
+            self.line(&format!("(void)({v});"));
+            return Ok(());
+        }
         let id = self.infer.resolved[&key(local)];
         if let Some(init) = &local.init {
             // An immutable usize whose value provably fits stays `int`
@@ -287,6 +294,8 @@ impl Emit<'_> {
                 Ok(())
             }
             Expr::Paren(p) => self.statement(&p.expr),
+            // `()`: an arm or a branch that does nothing.
+            Expr::Tuple(t) if t.elems.is_empty() => Ok(()),
             Expr::Assign(a) if matches!(self.infer.vars.deref(&self.ty_of(&a.left)), Ty::Array(..)) => {
                 let ty = self.infer.vars.deref(&self.ty_of(&a.left));
                 self.array_assign(&a.left, &a.right, &ty)

@@ -14,6 +14,10 @@ use crate::translate::methods::{self, Args, Receiver, Yields};
 use crate::translate::syntax::{array_len, is_compound, scalar_of_type, LoopRange};
 use crate::types::{error, Scalar, Ty};
 
+/// Where kernels accept tuples (see `translate/tuples.rs`).
+pub(super) const TUPLES: &str = "kernels take tuples only as `let (a, b) = ...;` or `(a, b) = ...;` of a tuple \
+                                 literal, `x.sin_cos()`, or an `if`, `match` or block whose every value is one";
+
 impl Infer {
     pub(super) fn expr(&mut self, e: &Expr) -> syn::Result<Ty> {
         let t = self.expr_inner(e)?;
@@ -226,7 +230,9 @@ impl Infer {
                 Ok(Ty::Array(Box::new(te), array_len(&r.len)?))
             }
             Expr::Range(_) => Err(error(span, "ranges are only supported as the iterator of a `for` loop")),
-            Expr::Tuple(_) => Err(error(span, "tuples are not supported in kernels")),
+            // `()`: an arm or branch that does nothing (`_ => ()`).
+            Expr::Tuple(t) if t.elems.is_empty() => Ok(Ty::Unit),
+            Expr::Tuple(_) => Err(error(span, TUPLES)),
             Expr::Macro(_) => Err(error(span, "macros are not supported inside kernels")),
             Expr::Closure(_) => Err(error(span, "closures are not supported in kernels")),
             Expr::Match(m) => self.match_expr(m),
@@ -427,6 +433,9 @@ impl Infer {
     fn match_expr(&mut self, m: &syn::ExprMatch) -> syn::Result<Ty> {
         let scrutinee = self.expr(&m.expr)?;
         let scrutinee = self.vars.deref(&scrutinee);
+        // Compared with each pattern: a helper's result typed only by
+        // the patterns' literals is pinned for rustc to check.
+        self.vars.mark_operated(&scrutinee);
         if !matches!(scrutinee, Ty::Var(_)) || self.vars.is_float(&scrutinee) {
             return Err(error(
                 m.expr.span(),
@@ -536,7 +545,11 @@ impl Infer {
         }
         match constant(&p.path) {
             Some((s, _)) if !s.is_float() => Ok(self.vars.known(s)),
-            _ => Err(error(p.span(), "patterns name integer constants (`i32::MAX`) or local `const`s")),
+            _ => Err(error(
+                p.span(),
+                "patterns name integer constants (`i32::MAX`) or local `const`s; compare with a module-level \
+                 constant in a guard (`v if v <= LIMIT`)",
+            )),
         }
     }
 

@@ -475,13 +475,23 @@ impl Infer {
     }
 
     fn local(&mut self, local: &syn::Local) -> syn::Result<()> {
+        if let (Pat::Wild(_), Some(init)) = (&local.pat, &local.init) {
+            // `let _ = value;`: evaluated, bound to nothing.
+            if init.diverge.is_some() {
+                return Err(error(local.span(), "`let ... else` is not supported in kernels"));
+            }
+            self.expr(&init.expr)?;
+            return Ok(());
+        }
         let (ident, annotated) = match &local.pat {
             Pat::Ident(pi) => (pi, None),
             Pat::Type(pt) => match &*pt.pat {
                 Pat::Ident(pi) => (pi, Some(&*pt.ty)),
-                p => return Err(error(p.span(), "`let` binds one name here (no patterns or tuples)")),
+                Pat::Tuple(_) => return Err(error(local.span(), expr::TUPLES)),
+                p => return Err(error(p.span(), "`let` binds one name here (no patterns)")),
             },
-            p => return Err(error(p.span(), "`let` binds one name here (no patterns or tuples)")),
+            Pat::Tuple(_) => return Err(error(local.span(), expr::TUPLES)),
+            p => return Err(error(p.span(), "`let` binds one name here (no patterns)")),
         };
         if ident.by_ref.is_some() || ident.subpat.is_some() {
             return Err(error(ident.span(), "`let` binds one name here (no `ref` or `@` patterns)"));
