@@ -544,6 +544,43 @@ fn sin_cos_is_sin_and_cos() {
     assert_eq!(threads[1].bits(), seq[1].bits());
 }
 
+// ---------------------------------------------------------------------------
+// References to computed values: Rust's temporaries.
+// ---------------------------------------------------------------------------
+
+#[parloop::device]
+fn twice_ref(x: &f64) -> f64 {
+    *x * 2.0
+}
+
+#[parloop::device]
+fn bump(x: &mut f64) -> f64 {
+    *x += 1.0;
+    *x
+}
+
+#[parloop::kernel]
+fn computed_refs(a: &f64, o: &mut [f64; 4]) {
+    let mut k = *a;
+    o[0] = twice_ref(&(*a + 1.0)) + twice_ref(&0.5);
+    // The temporary changes, `k` does not.
+    o[1] = bump(&mut (k * 3.0)) + k;
+    o[2] = twice_ref(&k.max(2.0));
+    o[3] = twice_ref(&if k > 0.0 { k } else { -k });
+    k += 1.0;
+    o[3] += k;
+}
+
+#[test]
+fn references_to_computed_values_are_temporaries() {
+    let a = vec![1.5, -3.0, 0.0];
+    let mut o = vec![0.0; 12];
+    for e in 0..3 {
+        computed_refs(&a[e], (&mut o[4 * e..4 * e + 4]).try_into().unwrap());
+    }
+    check(computed_refs::KERNEL, 3, &[Vals::F64(a.clone()), Vals::F64(vec![0.0; 12])], &[Vals::F64(a), Vals::F64(o)]);
+}
+
 #[test]
 fn nvrtc_compiles_every_translation_without_warnings() {
     if !nvrtc_available() {
@@ -564,6 +601,7 @@ fn nvrtc_compiles_every_translation_without_warnings() {
         sines::KERNEL,
         match_order::KERNEL,
         int_euclid::KERNEL,
+        computed_refs::KERNEL,
     ] {
         nvrtc_check(k).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
     }

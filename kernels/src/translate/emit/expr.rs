@@ -11,7 +11,7 @@ use syn::spanned::Spanned;
 use syn::{BinOp, Block, Expr, ExprLit, Lit, Stmt, UnOp};
 
 use super::{cpp_scalar, Emit};
-use crate::translate::infer::key;
+use crate::translate::infer::{is_place, key};
 use crate::translate::literals::{
     constant, float_literal, int_limit, int_literal, int_literal_value, negative_int_literal,
 };
@@ -117,6 +117,15 @@ impl Emit<'_> {
                 }
                 let args: Vec<String> = done.into_iter().map(|(_, v, _)| v).collect();
                 Ok(format!("{name}({})", args.join(", ")))
+            }
+            Expr::Reference(r) if !is_place(&r.expr) => {
+                // Rust's temporary for a computed value (`&(a + 1.0)`).
+                let t = self.ty_of(&r.expr);
+                let (ct, _) = self.cpp_type_of(&self.infer.vars.deref(&t), span, false)?;
+                let v = self.value(&r.expr)?;
+                let tmp = self.temp("r");
+                self.pre.push(format!("{ct} {tmp} = {v};"));
+                Ok(format!("(&{tmp})"))
             }
             Expr::Reference(r) => {
                 let inner = self.expr(&r.expr)?;

@@ -137,14 +137,17 @@ impl Infer {
                 Ok(result)
             }
             Expr::Reference(r) => {
-                if !is_place(&r.expr) {
+                let t = self.expr(&r.expr)?;
+                let t = self.vars.deref(&t);
+                // A computed value (`&(a + 1.0)`, `&0.5`) is a temporary,
+                // as in Rust: a scalar copied into a C++ local first.
+                if !is_place(&r.expr) && !matches!(t, Ty::Var(_)) {
                     return Err(error(
                         span,
-                        "a reference to a computed value: bind the value to a `let` and pass a reference to that",
+                        "a reference to a computed array: bind the array to a `let` and pass a reference to that",
                     ));
                 }
-                let t = self.expr(&r.expr)?;
-                Ok(Ty::Ref(Box::new(self.vars.deref(&t)), r.mutability.is_some()))
+                Ok(Ty::Ref(Box::new(t), r.mutability.is_some()))
             }
             Expr::If(i) => {
                 let c = self.expr(&i.cond)?;
@@ -674,7 +677,7 @@ pub(super) fn unordered_effects<'a>(operands: impl Iterator<Item = &'a Expr>, le
 /// Whether `e` names a place (a local, a parameter, an element or row of
 /// one, a dereference) or is an array literal (made a local array), which
 /// C++ can take the address of.
-fn is_place(e: &Expr) -> bool {
+pub(crate) fn is_place(e: &Expr) -> bool {
     match e {
         Expr::Path(_) | Expr::Array(_) | Expr::Repeat(_) => true,
         Expr::Index(i) => is_place(&i.expr),

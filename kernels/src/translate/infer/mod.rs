@@ -9,6 +9,8 @@
 
 mod expr;
 
+pub(crate) use expr::is_place;
+
 use std::collections::{HashMap, HashSet};
 
 use proc_macro2::Span;
