@@ -87,7 +87,7 @@
 //! type, and `usize` loop indices with literal bounds become `int`. Where
 //! C++ differs from Rust, the emitted code follows Rust (release builds):
 //! signed `+ - *` and negation wrap, shift amounts are masked, float-to-int
-//! `as` saturates (NaN to 0), `f64::min`/`max` are `fmin`/`fmax`, integer
+//! `as` saturates (NaN to 0), `f64::min`/`max` ignore a NaN operand (of +0 and -0 Rust leaves the result open), integer
 //! `abs` wraps, `%` on floats is `fmod`, `powi` multiplies in LLVM's order.
 //! The [`PRELUDE`] holds the helpers.
 //!

@@ -68,6 +68,12 @@ template <class F> __device__ inline F __pl_powi(F a, int b) {
 }
 __device__ inline float __pl_signum(float x) { return x != x ? x : copysignf(1.0f, x); }
 __device__ inline double __pl_signum(double x) { return x != x ? x : copysign(1.0, x); }
+/* Rust's f64::min/max: a NaN operand gives the other; of +0 and -0 Rust
+   leaves the result open, and its code returns the receiver unless the
+   optimiser sees a constant operand: so does this, where g++'s inlined
+   fmin returned the other operand. */
+template <class F> __device__ inline F __pl_fmin(F a, F b) { return (b < a || a != a) ? b : a; }
+template <class F> __device__ inline F __pl_fmax(F a, F b) { return (a < b || a != a) ? b : a; }
 template <class T> __device__ inline T __pl_isignum(T a) { return (T)((a > (T)0) - (a < (T)0)); }
 /* `pow` wraps as Rust's release builds do (the product modulo 2^bits). */
 template <class T> __device__ inline T __pl_ipow(T a, unsigned int e) {

@@ -155,7 +155,7 @@ fn float_methods_map_to_c_math_by_precision() {
         b,
         [
             "o[0] = (sqrt((*x)) + log(fabs((*x))));",
-            "o[1] = fmax(fmin((*x), 1.0), (-1.0));",
+            "o[1] = __pl_fmax(__pl_fmin((*x), 1.0), (-1.0));",
             "o[2] = ((fma((*x), 2.0, 3.0) + __pl_powi((*x), 3)) + pow((*x), 0.5));",
             "o[3] = __pl_signum(atan2((*x), 1.0));",
             "p[0] = (sqrtf((*y)) + expf((*y)));",

@@ -17,7 +17,7 @@
 //! | `PARLOOP_CHECK_RANKS` | `0`, `1` | `0` |
 //! | `PARLOOP_OVERLAP` | `0`, `1` | `1` |
 //! | `PARLOOP_CUDA_AWARE` | `0`, `1` | asked of the MPI library |
-//! | `PARLOOP_CHECK` | `0`, `1` (bounds checks in device code) | `0` |
+//! | `PARLOOP_CHECK` | `0`, `1` (bounds checks in device code) | `1` |
 //! | `PARLOOP_LAZY` | `0`, `1` (record loops in the lazy trace; under MPI too) | `0` |
 //! | `PARLOOP_REPLAY` | `0`, `1` (with the lazy trace: replay recurring loop sequences without building the DAG) | `1` |
 //! | `PARLOOP_FUSION` | `0`, `1` (with the lazy trace: consecutive direct loops over one set as one host launch) | `1` |

@@ -94,6 +94,14 @@ impl Names {
         create: impl FnOnce() -> Result<R>,
         inner: impl FnOnce(&R) -> &Arc<T>,
     ) -> Result<R> {
+        // Every message names the object: an empty name would name none.
+        if name.trim().is_empty() {
+            return Err(Error::InvalidDeclaration {
+                what,
+                name: name.into(),
+                reason: "an empty name (errors and profiles name objects by it)".into(),
+            });
+        }
         let mut taken = lock(&self.taken);
         if taken.holds(space, name) {
             return Err(Error::DuplicateName { what, name: name.into() });

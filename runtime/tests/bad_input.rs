@@ -97,6 +97,20 @@ fn sizes_that_overflow_are_errors_naming_the_declaration() {
 // ------------------------------------------------------------------- names
 
 #[test]
+fn empty_names_are_refused() {
+    // Accepted before: errors then named `` (nothing).
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    for e in [rt.set("", 2).unwrap_err(), rt.set("  ", 2).unwrap_err()] {
+        assert!(matches!(&e, Error::InvalidDeclaration { what: "set", .. }), "{e}");
+        assert!(e.to_string().contains("empty name"), "{e}");
+    }
+    let s = rt.set("s", 2).unwrap();
+    assert!(matches!(rt.dat("", &s, 1, vec![0.0f64; 2]), Err(Error::InvalidDeclaration { what: "dat", .. })));
+    assert!(matches!(rt.map("", &s, &s, 1, vec![0, 1]), Err(Error::InvalidDeclaration { what: "map", .. })));
+    assert!(matches!(rt.global("", &[1.0f64]), Err(Error::InvalidDeclaration { what: "global", .. })));
+}
+
+#[test]
 fn names_are_unique_among_live_declarations() {
     let rt = Runtime::with_backend(Backend::Seq).unwrap();
     let s = rt.set("s", 2).unwrap();

@@ -466,6 +466,33 @@ fn checked_builds_report_indices_out_of_bounds() {
     );
 }
 
+/// Checked by default: an index out of range read garbage on the device
+/// (and could write over other data) while the host panicked.
+#[test]
+fn device_indices_are_checked_by_default() {
+    in_child(
+        "device_indices_are_checked_by_default",
+        "default-check",
+        &[("PARLOOP_CHECK", "")],
+        Duration::from_secs(300),
+        || {
+            let mut idx: Vec<u32> = (0..64).map(|k| k % 4).collect();
+            idx[33] = 9;
+            for backend in [Backend::Seq, Backend::Emu] {
+                match pick_on(&eager(backend), pick::KERNEL, &idx) {
+                    Err(Error::KernelPanicked { element, message, .. }) => {
+                        assert_eq!(
+                            (element, message.as_str()),
+                            (33, "index out of bounds: the len is 4 but the index is 9")
+                        );
+                    }
+                    other => panic!("{backend:?}: expected an index panic, got {other:?}"),
+                }
+            }
+        },
+    );
+}
+
 #[test]
 fn parloop_check_accepts_only_0_and_1() {
     in_child(

@@ -104,6 +104,41 @@ fn float_methods_match_rust_on_random_values() {
     }
 }
 
+#[parloop::kernel]
+fn min_max_zeros(x: &[f64; 2], y: &[f32; 2], o: &mut [f64; 2], p: &mut [f32; 2]) {
+    o[0] = x[0].min(x[1]);
+    o[1] = x[0].max(x[1]);
+    p[0] = f32::min(y[0], y[1]);
+    p[1] = y[0].max(y[1]);
+}
+
+/// Of +0 and -0 from data, Rust's `min`/`max` return the receiver (C's
+/// `fmin`, as g++ inlined it, returned the other). Rust leaves the choice
+/// open (with a literal operand its optimiser picks otherwise, so
+/// `tests/differential.rs` compares zeros as equal): this checks the
+/// common case, backends against the same compiled Rust.
+#[test]
+fn min_and_max_of_zeros_and_nan_as_rust() {
+    let pairs = [(0.0, -0.0), (-0.0, 0.0), (f64::NAN, -0.0), (1.0, f64::NAN), (2.0, 2.0), (-1.0, 3.0)];
+    let x: Vec<f64> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+    let y: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+    let n = pairs.len();
+    let (mut o, mut p) = (vec![0.0; 2 * n], vec![0.0f32; 2 * n]);
+    for e in 0..n {
+        min_max_zeros(
+            x[2 * e..2 * e + 2].try_into().unwrap(),
+            y[2 * e..2 * e + 2].try_into().unwrap(),
+            (&mut o[2 * e..2 * e + 2]).try_into().unwrap(),
+            (&mut p[2 * e..2 * e + 2]).try_into().unwrap(),
+        );
+    }
+    let inputs = [Vals::F64(x.clone()), Vals::F32(y.clone()), Vals::F64(vec![0.0; 2 * n]), Vals::F32(vec![0.0; 2 * n])];
+    check(min_max_zeros::KERNEL, n, &inputs, &[Vals::F64(x), Vals::F32(y), Vals::F64(o), Vals::F32(p)]);
+    let threads = run_on(Backend::Threads, min_max_zeros::KERNEL, n, &inputs).unwrap();
+    let seq = run_on(Backend::Seq, min_max_zeros::KERNEL, n, &inputs).unwrap();
+    assert_eq!((threads[2].bits(), threads[3].bits()), (seq[2].bits(), seq[3].bits()));
+}
+
 /// Only floats that vary by element and methods with a lane-wise form:
 /// the threads backend runs the twin.
 #[parloop::kernel]
@@ -602,6 +637,7 @@ fn nvrtc_compiles_every_translation_without_warnings() {
         match_order::KERNEL,
         int_euclid::KERNEL,
         computed_refs::KERNEL,
+        min_max_zeros::KERNEL,
     ] {
         nvrtc_check(k).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
     }

@@ -195,7 +195,7 @@ pub(crate) trait Device: Send + Sync {
     /// Compiles a module from CUDA C++ (cached by source hash; `name`
     /// appears in messages only, never in file names).
     fn compile(&self, name: &str, source: &str) -> Result<Arc<dyn Module>>;
-    /// Whether loops compile with bounds checks (`PARLOOP_CHECK=1`).
+    /// Whether loops compile with bounds checks (`PARLOOP_CHECK`, on unless `0`).
     fn checked(&self) -> bool;
     /// The most stack a thread of a generated loop may need, in bytes.
     fn max_stack_bytes(&self) -> usize;
@@ -241,13 +241,16 @@ pub(crate) fn cache_dir() -> std::path::PathBuf {
     }
 }
 
-/// `PARLOOP_CHECK`: `1` compiles device loops with bounds checks on every
-/// dynamic index, `0` or unset without. Read once, when a device is made.
+/// `PARLOOP_CHECK`: `1`, empty or unset compiles device loops with bounds
+/// checks on every dynamic index (as Rust checks them on the host: an
+/// index out of range is Rust's panic, not a read of other memory or a
+/// write over it); `0` without, for speed once a program is trusted. Read
+/// once, when a device is made.
 pub(crate) fn check_from_env() -> Result<bool> {
     match std::env::var("PARLOOP_CHECK") {
-        Err(std::env::VarError::NotPresent) => Ok(false),
-        Ok(v) if v.trim().is_empty() || v.trim() == "0" => Ok(false),
-        Ok(v) if v.trim() == "1" => Ok(true),
+        Err(std::env::VarError::NotPresent) => Ok(true),
+        Ok(v) if v.trim().is_empty() || v.trim() == "1" => Ok(true),
+        Ok(v) if v.trim() == "0" => Ok(false),
         Ok(v) => Err(Error::Env { var: "PARLOOP_CHECK", value: v, reason: "expected 0 or 1".into() }),
         Err(std::env::VarError::NotUnicode(v)) => Err(Error::Env {
             var: "PARLOOP_CHECK",

@@ -138,7 +138,8 @@ impl Emit<'_> {
             Expr::Array(_) | Expr::Repeat(_) if !self.konst => self.array_temp(e),
             Expr::If(_) | Expr::Block(_) | Expr::Match(_) if matches!(self.ty_of(e), Ty::Array(..)) => Err(error(
                 span,
-                "`if`, `match` and blocks cannot yield arrays in kernels: declare the array, then assign it in \
+                "`if`, `match` and blocks cannot yield arrays in kernels: declare the array first \
+                 (`let g: [f64; 2];`), then assign it in \
                  each branch",
             )),
             Expr::If(i) => self.if_value(e, i),
@@ -543,8 +544,8 @@ impl Emit<'_> {
         let one = float_literal("1.0", s);
         Ok(match name.as_str() {
             "abs" => call(&c("fabs"), &[]),
-            "min" => call(&c("fmin"), &args),
-            "max" => call(&c("fmax"), &args),
+            "min" => call("__pl_fmin", &args),
+            "max" => call("__pl_fmax", &args),
             "mul_add" => call(&c("fma"), &args),
             "powf" => call(&c("pow"), &args),
             "exp_m1" => call(&c("expm1"), &[]),

@@ -103,7 +103,8 @@ impl Infer {
                 let Some(name) = p.path.get_ident().map(|i| i.to_string()) else {
                     return Err(error(
                         c.func.span(),
-                        "call helpers by their plain name (bring them into scope with `use`)",
+                        "call `#[parloop::device]` helpers by their plain name (bring them into scope with `use`); \
+                         library functions (`std::mem::swap`) are not available in kernels",
                     ));
                 };
                 for a in &c.args {
@@ -417,7 +418,11 @@ impl Infer {
                         self.lens.insert(key(m), n);
                         Ok(self.vars.known(Scalar::Usize))
                     }
-                    _ => Err(error(m.span(), "`len` is supported on arrays whose length the kernel's types state")),
+                    _ => Err(error(
+                        m.span(),
+                        "`len` is supported on arrays whose length the kernel's types state (not a module-level \
+                         constant's, which the kernel cannot see: write its length)",
+                    )),
                 }
             }
             "rev" | "step_by" => {

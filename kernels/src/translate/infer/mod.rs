@@ -33,6 +33,13 @@ pub(crate) fn infer(item: &ItemFn, kind: FnKind) -> syn::Result<(Infer, Vec<Para
             if kind == FnKind::Kernel {
                 return Err(error(ty.span(), "a kernel returns nothing: write results through `&mut` parameters"));
             }
+            if matches!(&**ty, Type::Array(_) | Type::Tuple(_)) {
+                return Err(error(
+                    ty.span(),
+                    "helpers return one scalar: return arrays and several values through `&mut` parameters \
+                     (`fn f(x: f64, out: &mut [f64; 3])`)",
+                ));
+            }
             Some(scalar_of_type(ty)?)
         }
     };
