@@ -61,6 +61,11 @@ pub struct LaneTwin {
 pub fn lane_twin(item: &ItemFn, private: &TokenStream, width: usize) -> Result<LaneTwin, String> {
     let item = &crate::translate::normal_form(item);
     let (mut inf, params, _) = infer(item, FnKind::Kernel).map_err(|e| e.to_string())?;
+    if !inf.macros.is_empty() {
+        // A panic site's element is the lane's, which a group of lanes
+        // would not name: such kernels run scalar.
+        return Err("an `assert!`, `panic!` or `unreachable!`".into());
+    }
     if let Some(p) = params.iter().find(|p| !p.elem.is_float()) {
         return Err(format!("parameter `{}` holds integers", p.name));
     }

@@ -40,6 +40,8 @@
 //!   emitted as an `if` chain over the scrutinee evaluated once (with a
 //!   taken-flag when there are guards, so a guard runs only after its
 //!   pattern matched);
+//! - `assert!`, `panic!`, `unreachable!` with literal messages: numbered
+//!   panic sites whose messages the runtime reports (`translate/panics.rs`);
 //! - tuples where they are taken apart: `let (a, b) = ...;` and `(a, b) =
 //!   ...;` of a tuple literal, `x.sin_cos()`, or an `if`/`match`/block whose
 //!   every value is one (rewritten to scalar `let`s before the passes);
@@ -115,7 +117,7 @@ pub use emu::EMU_HEADER;
 pub use lanes::{lane_twin, LaneTwin};
 pub use prelude::PRELUDE;
 pub use translate::{
-    const_cname, cpp_ident, fn_cname, translate, translate_const, ConstTranslation, ConstUse, FnKind, Param,
-    Translation,
+    const_cname, cpp_ident, fn_cname, function_id, translate, translate_const, ConstTranslation, ConstUse, FnKind,
+    PanicMessage, Param, Translation,
 };
 pub use types::Scalar;

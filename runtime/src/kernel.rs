@@ -99,6 +99,9 @@ pub struct DeviceFn {
     deps: &'static [&'static DeviceFn],
     may_panic: bool,
     frame_bytes: usize,
+    /// The messages of the body's `assert!`/`panic!`/`unreachable!` sites,
+    /// by site (the device reports the site and this function's id).
+    panics: &'static [&'static str],
     /// FNV-1a of this function's C++ name and source and of its helpers'
     /// hashes, computed at compile time: the kernel's identity in the plan
     /// cache, free on every loop call.
@@ -131,7 +134,7 @@ impl DeviceFn {
             hash = fnv1a(hash, &deps[i].hash.to_le_bytes());
             i += 1;
         }
-        DeviceFn { name, cname, source, deps, may_panic: false, frame_bytes: 0, hash }
+        DeviceFn { name, cname, source, deps, may_panic: false, frame_bytes: 0, panics: &[], hash }
     }
 
     /// A hash of the translation: this function's C++ name and source and,
@@ -145,6 +148,22 @@ impl DeviceFn {
     /// the bytes of its locals. Used by `#[parloop::kernel]`.
     pub const fn with_checks(self, may_panic: bool, frame_bytes: usize) -> DeviceFn {
         DeviceFn { may_panic, frame_bytes, ..self }
+    }
+
+    /// Adds the messages of the body's panic sites. Used by
+    /// `#[parloop::kernel]`.
+    pub const fn with_panics(self, panics: &'static [&'static str]) -> DeviceFn {
+        DeviceFn { panics, ..self }
+    }
+
+    /// The message of panic site `site` of the function (this one or a
+    /// helper it calls) whose id (`parloop_kernels::function_id` of its
+    /// C++ name) is `function`.
+    pub(crate) fn panic_message(&self, function: i64, site: i64) -> Option<&'static str> {
+        if parloop_kernels::function_id(self.cname) == function {
+            return usize::try_from(site).ok().and_then(|s| self.panics.get(s)).copied();
+        }
+        self.deps.iter().find_map(|d| d.panic_message(function, site))
     }
 
     /// Whether this function or a helper it calls can report a panic in an

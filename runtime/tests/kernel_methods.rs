@@ -616,6 +616,63 @@ fn references_to_computed_values_are_temporaries() {
     check(computed_refs::KERNEL, 3, &[Vals::F64(a.clone()), Vals::F64(vec![0.0; 12])], &[Vals::F64(a), Vals::F64(o)]);
 }
 
+// ---------------------------------------------------------------------------
+// assert!, panic!, unreachable!: Rust's messages on every backend.
+// ---------------------------------------------------------------------------
+
+#[parloop::device]
+fn checked_sqrt(x: f64) -> f64 {
+    assert!(x >= 0.0, "negative depth {{h}}");
+    x.sqrt()
+}
+
+#[parloop::kernel]
+fn guarded(h: &f64, k: &i32, o: &mut f64) {
+    assert!(*h < 1.0e6);
+    let s = match *k {
+        0 => 1.0,
+        1 => checked_sqrt(*h),
+        2 => panic!(),
+        3 => unreachable!("flag 3"),
+        _ => unreachable!(),
+    };
+    if s > 100.0 {
+        panic!("too deep");
+    }
+    *o = s;
+}
+
+#[test]
+fn kernel_panics_carry_rusts_message_on_every_backend() {
+    let run = |b: Backend, h: f64, k: i32| {
+        run_on(
+            b,
+            guarded::KERNEL,
+            3,
+            &[Vals::F64(vec![4.0, 9.0, h]), Vals::I32(vec![1, 0, k]), Vals::F64(vec![0.0; 3])],
+        )
+    };
+    for b in [Backend::Seq, Backend::Threads, device_backend()] {
+        assert_eq!(run(b, 16.0, 1).unwrap()[2], Vals::F64(vec![2.0, 1.0, 4.0]), "{b:?}");
+        for (h, k, message) in [
+            (2.0e6, 0, "assertion failed: *h < 1.0e6"),
+            (-1.0, 1, "negative depth {h}"),
+            (1.0, 2, "explicit panic"),
+            (1.0, 3, "internal error: entered unreachable code: flag 3"),
+            (1.0, 7, "internal error: entered unreachable code"),
+            (1.0e5, 1, "too deep"),
+        ] {
+            let e = run(b, h, k).expect_err("the kernel panics at element 2");
+            assert!(
+                e.contains(&format!("element 2: {message}"))
+                    || e.contains(&format!("element 2 ({message})"))
+                    || (e.contains(message) && e.contains("element 2")),
+                "{b:?}: {e}"
+            );
+        }
+    }
+}
+
 #[test]
 fn nvrtc_compiles_every_translation_without_warnings() {
     if !nvrtc_available() {
@@ -638,6 +695,7 @@ fn nvrtc_compiles_every_translation_without_warnings() {
         int_euclid::KERNEL,
         computed_refs::KERNEL,
         min_max_zeros::KERNEL,
+        guarded::KERNEL,
     ] {
         nvrtc_check(k).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
     }

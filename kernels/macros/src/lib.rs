@@ -7,7 +7,7 @@ use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::{parse_macro_input, FnArg, Item, ItemConst, ItemFn, LitStr, Pat};
 
-use parloop_kernels::{lane_twin, translate, translate_const, ConstUse, FnKind, LaneTwin, Scalar};
+use parloop_kernels::{lane_twin, translate, translate_const, ConstUse, FnKind, LaneTwin, PanicMessage, Scalar};
 
 /// Declares a loop kernel: keeps the function for host use and generates a
 /// descriptor type of the same name with `KERNEL` (for `par_loop`) and
@@ -214,13 +214,22 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     // the body (every parameter counts as increment-only, nothing panics,
     // no frame size).
     let generated = options(attr).and_then(|cuda| match cuda {
-        Some(src) => {
-            Ok((func.sig.ident.to_string(), src.value(), Vec::new(), Vec::new(), false, 0usize, Vec::new(), None))
-        }
-        None => translate(&func, kind)
-            .map(|t| (t.cname, t.source, t.calls, t.increment_only, t.may_panic, t.frame_bytes, t.consts, t.host)),
+        Some(src) => Ok((
+            func.sig.ident.to_string(),
+            src.value(),
+            Vec::new(),
+            Vec::new(),
+            false,
+            0usize,
+            Vec::new(),
+            None,
+            Vec::new(),
+        )),
+        None => translate(&func, kind).map(|t| {
+            (t.cname, t.source, t.calls, t.increment_only, t.may_panic, t.frame_bytes, t.consts, t.host, t.panics)
+        }),
     });
-    let (cname, source, calls, increment_only, may_panic, frame_bytes, consts, host) = match generated {
+    let (cname, source, calls, increment_only, may_panic, frame_bytes, consts, host, panics) = match generated {
         Ok(g) => g,
         Err(e) => {
             let err = e.to_compile_error();
@@ -245,6 +254,13 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
             quote! { #c::DEVICE }
         })
         .chain(const_deps);
+    // Each panic site's message.
+    let panics: Vec<&str> = panics
+        .iter()
+        .map(|p| match p {
+            PanicMessage::Text(t) => t.as_str(),
+        })
+        .collect();
     let doc =
         format!("The parloop descriptor of [`{name_str}()`]: its CUDA translation and, for kernels, the `Kernel`.");
     let device = quote! {
@@ -252,7 +268,8 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
         #[doc(hidden)]
         pub const DEVICE: &'static ::parloop::DeviceFn =
             &::parloop::DeviceFn::new(#name_str, #cname, #source, &[ #( #deps ),* ])
-                .with_checks(#may_panic, #frame_bytes);
+                .with_checks(#may_panic, #frame_bytes)
+                .with_panics(&[ #( #panics ),* ]);
     };
     let kernel = if kind == FnKind::Kernel {
         let mut names = Vec::new();

@@ -32,6 +32,7 @@ mod literals;
 mod method_form;
 mod methods;
 mod names;
+mod panics;
 mod syntax;
 mod tuples;
 
@@ -62,6 +63,7 @@ pub(crate) fn method_yields_bool(name: &str) -> bool {
     methods::method(name).is_some_and(|m| m.yields == methods::Yields::Bool)
 }
 pub use names::{const_cname, cpp_ident, fn_cname};
+pub use panics::{function_id, PanicMessage};
 
 /// What the translated function is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,6 +144,9 @@ pub struct Translation {
     /// the types the translation assumed for values only a helper's
     /// signature types, pinned for rustc to check (`pin_assumptions`).
     pub host: Option<ItemFn>,
+    /// The messages of the body's panic sites (`assert!`, `panic!`,
+    /// `unreachable!`), in site order (see `panics`).
+    pub panics: Vec<PanicMessage>,
 }
 
 /// A module-level constant a function reads (`#[parloop::device] const`,
@@ -213,6 +218,8 @@ pub fn translate_const(c: &syn::ItemConst) -> syn::Result<ConstTranslation> {
         temps: 0,
         may_panic: false,
         konst: true,
+        ret: None,
+        function_id: 0,
     };
     let init = emit.const_init(&c.expr, &ty)?;
     let (t, suffix) = emit.cpp_type_of(&ty, syn::spanned::Spanned::span(&c.ty), false)?;
@@ -264,6 +271,8 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         temps: 0,
         may_panic: false,
         konst: false,
+        ret,
+        function_id: function_id(&cname),
     };
     let decls: Vec<String> = params.iter().map(|p| p.cpp_decl(&cpp_ident(&p.name))).collect();
     let ret_c = ret.map_or("void", |s| cpp_scalar(s, false));
@@ -306,6 +315,7 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         frame_bytes,
         consts,
         host,
+        panics: std::mem::take(&mut infer.panic_sites),
     })
 }
 

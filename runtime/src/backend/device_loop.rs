@@ -59,6 +59,9 @@ pub(crate) struct DeviceLoop {
     /// Whether the kernel can report a panic: the panic record is read
     /// after each run (on a GPU, that waits for the loop).
     panics: bool,
+    /// The translations the loop calls (a fused loop's several): their
+    /// panic sites' messages.
+    fns: Vec<&'static DeviceFn>,
 }
 
 impl DeviceLoop {
@@ -85,6 +88,8 @@ pub(crate) struct Built {
     pub source: String,
     /// Argument index of each map slot.
     map_args: Vec<usize>,
+    /// The translations the loop calls.
+    fns: Vec<&'static DeviceFn>,
 }
 
 /// What code is generated for: a device's shared memory per block and
@@ -283,7 +288,7 @@ pub(crate) fn build<A: Borrow<Arg>>(
     let generated = loops::generate(&spec).map_err(|reason| Error::Backend { name: "device".into(), reason })?;
     let check_define = if check { "#define PARLOOP_CHECK 1\n" } else { "" };
     let source = format!("{check_define}{}\n{}", device_fn.module_source(), generated.source);
-    Ok(Built { spec, generated, plan, source, map_args })
+    Ok(Built { spec, generated, plan, source, map_args, fns: vec![device_fn] })
 }
 
 /// Prepares `kernel` over the `sections` of its iteration set on `device`.
@@ -362,7 +367,7 @@ pub(crate) fn build_fused<A: Borrow<Arg>>(
     let generated = loops::generate(&spec).map_err(|reason| Error::Backend { name: "device".into(), reason })?;
     let check_define = if target.check { "#define PARLOOP_CHECK 1\n" } else { "" };
     let source = format!("{check_define}{}\n{}", DeviceFn::modules_source(&fns), generated.source);
-    Ok((Built { spec, generated, plan: None, source, map_args: Vec::new() }, kernel_frames))
+    Ok((Built { spec, generated, plan: None, source, map_args: Vec::new(), fns }, kernel_frames))
 }
 
 /// Compiles a built loop (`name` for messages), sizes its threads' stacks
@@ -377,7 +382,7 @@ fn load<A: Borrow<Arg>>(
     sections: &[usize],
 ) -> Result<DeviceLoop> {
     let block = device.block_size();
-    let Built { spec, generated, plan, source, map_args } = built;
+    let Built { spec, generated, plan, source, map_args, fns } = built;
     let strategy = spec.strategy;
     // Per-thread stack: the entry's private copies and accumulators, the
     // kernel's and its helpers' locals, and room for the compiler's own.
@@ -516,6 +521,7 @@ fn load<A: Borrow<Arg>>(
         finish_shared,
         map_args,
         panics,
+        fns,
     })
 }
 
@@ -581,7 +587,7 @@ impl<'a, A: Borrow<Arg>> Launcher<'a, A> {
             Some(p) => Err(Error::KernelPanicked {
                 kernel: self.kernel.into(),
                 element: usize::try_from(p.element).unwrap_or(usize::MAX),
-                message: p.message(),
+                message: p.message(&self.dl.fns),
             }),
             None => Ok(()),
         }

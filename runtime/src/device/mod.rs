@@ -128,9 +128,16 @@ pub(crate) struct PanicRecord {
 }
 
 impl PanicRecord {
-    /// Rust's panic message for the record.
-    pub(crate) fn message(&self) -> String {
+    /// Rust's panic message for the record; an `assert!`/`panic!` site's
+    /// (code 11: `a` the site, `b` the function's id) from the table of
+    /// the loop's kernels (`fns`, several when fused) or the helpers they
+    /// call.
+    pub(crate) fn message(&self, fns: &[&crate::DeviceFn]) -> String {
         match self.code {
+            11 => fns
+                .iter()
+                .find_map(|k| k.panic_message(self.b, self.a))
+                .map_or_else(|| format!("a panic at site {} of the kernel's code", self.a), str::to_string),
             1 => "attempt to divide by zero".into(),
             2 => "attempt to calculate the remainder with a divisor of zero".into(),
             3 => "attempt to divide with overflow".into(),

@@ -272,6 +272,7 @@ impl Emit<'_> {
     fn block_stmt(&mut self, b: &Block, i: usize) -> syn::Result<()> {
         match &b.stmts[i] {
             Stmt::Local(local) => self.local(local),
+            Stmt::Macro(m) => self.panic_site(&m.mac),
             Stmt::Item(syn::Item::Const(c)) => self.local_const(c),
             Stmt::Expr(e, _) => self.statement(e),
             _ => unreachable!("rejected by inference"),

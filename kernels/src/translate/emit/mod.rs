@@ -17,6 +17,7 @@ use syn::{BinOp, Block, Expr, Stmt, UnOp};
 
 use super::infer::{key, Infer};
 use super::literals::{int_literal_value, literal_fits_i32};
+use super::panics::KernelMacro;
 use super::syntax::LoopRange;
 use crate::types::{error, Scalar, Ty, UNKNOWN_LEN};
 
@@ -43,6 +44,10 @@ pub(super) struct Emit<'a> {
     /// only (Rust rejects overflow and division by zero in constants, so
     /// plain operators have Rust's meaning there).
     pub(super) konst: bool,
+    /// The function's return type: a panic site returns its zero.
+    pub(super) ret: Option<Scalar>,
+    /// `panics::function_id` of the function's C++ name.
+    pub(super) function_id: i64,
 }
 
 impl Emit<'_> {
@@ -116,6 +121,7 @@ impl Emit<'_> {
             match stmt {
                 Stmt::Local(local) => self.local(local)?,
                 Stmt::Item(syn::Item::Const(c)) => self.local_const(c)?,
+                Stmt::Macro(m) => self.panic_site(&m.mac)?,
                 Stmt::Expr(e, semi) => {
                     let tail = i + 1 == n && semi.is_none();
                     if tail && ret && !matches!(self.ty_of(e), Ty::Unit | Ty::Never) {
@@ -294,6 +300,7 @@ impl Emit<'_> {
                 Ok(())
             }
             Expr::Paren(p) => self.statement(&p.expr),
+            Expr::Macro(m) => self.panic_site(&m.mac),
             // `()`: an arm or a branch that does nothing.
             Expr::Tuple(t) if t.elems.is_empty() => Ok(()),
             Expr::Assign(a) if matches!(self.infer.vars.deref(&self.ty_of(&a.left)), Ty::Array(..)) => {
@@ -307,6 +314,28 @@ impl Emit<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// An `assert!`, `panic!` or `unreachable!`: the panic record with
+    /// the site and this function's id (see `translate/panics.rs`), then a
+    /// return (the loop's results are discarded; the record is the error).
+    fn panic_site(&mut self, m: &syn::Macro) -> syn::Result<()> {
+        let parsed = self.infer.macros.get(&key(m)).cloned().ok_or_else(|| error(m.span(), "unparsed macro"))?;
+        self.may_panic = true;
+        let ret = match self.ret {
+            Some(s) => format!("return ({})0;", cpp_scalar(s, false)),
+            None => "return;".to_string(),
+        };
+        let id = self.function_id;
+        match &*parsed {
+            KernelMacro::Assert { cond, site } => {
+                let c = self.value(cond)?;
+                self.flush_pre();
+                self.line(&format!("if (!({c})) {{ __pl_panic(11, {site}, {id}ll); {ret} }}"));
+            }
+            KernelMacro::Panic { site } => self.line(&format!("__pl_panic(11, {site}, {id}ll); {ret}")),
+        }
+        Ok(())
     }
 
     fn if_statement(&mut self, i: &syn::ExprIf) -> syn::Result<()> {

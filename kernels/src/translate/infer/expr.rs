@@ -237,7 +237,7 @@ impl Infer {
             // `()`: an arm or branch that does nothing (`_ => ()`).
             Expr::Tuple(t) if t.elems.is_empty() => Ok(Ty::Unit),
             Expr::Tuple(_) => Err(error(span, TUPLES)),
-            Expr::Macro(_) => Err(error(span, "macros are not supported inside kernels")),
+            Expr::Macro(m) => self.kernel_macro(&m.mac),
             Expr::Closure(_) => Err(error(span, "closures are not supported in kernels")),
             Expr::Match(m) => self.match_expr(m),
             Expr::Unsafe(_) => Err(error(span, "`unsafe` blocks are not supported in kernels")),

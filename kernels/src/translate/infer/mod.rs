@@ -18,6 +18,7 @@ use syn::spanned::Spanned;
 use syn::{Block, Expr, FnArg, ItemFn, Pat, ReturnType, Stmt, Type};
 
 use super::names::{const_cname, cpp_ident};
+use super::panics::{KernelMacro, PanicMessage};
 use super::syntax::{array_len, scalar_of_type};
 use super::{FnKind, Param};
 use crate::types::{error, Scalar, Ty, Vars, UNKNOWN_LEN};
@@ -247,6 +248,12 @@ pub(crate) struct Infer {
     /// The bindings that are local `const`s (a constant pattern in a
     /// `match` compares with one; any other name there binds).
     pub(crate) local_consts: HashSet<usize>,
+    /// `assert!`, `panic!`, `unreachable!` by the address of their
+    /// `syn::Macro` (shared: inference and emission read one parse, whose
+    /// addresses the types are recorded by).
+    pub(crate) macros: HashMap<usize, std::rc::Rc<KernelMacro>>,
+    /// The messages of the panic sites, in site order.
+    pub(crate) panic_sites: Vec<PanicMessage>,
 }
 
 /// Whether an array type has a length the translation cannot see.
@@ -297,6 +304,8 @@ impl Infer {
             ext_rank: HashMap::new(),
             pins: Vec::new(),
             local_consts: HashSet::new(),
+            macros: HashMap::new(),
+            panic_sites: Vec::new(),
         }
     }
 
@@ -446,7 +455,12 @@ impl Infer {
                     return Err(error(item.span(), "only local `const` items are supported inside kernels"))
                 }
                 Stmt::Macro(m) => {
-                    return Err(error(m.span(), "macros are not supported inside kernels"));
+                    let t = self.kernel_macro(&m.mac)?;
+                    if t == Ty::Never || (last && m.semi_token.is_none()) {
+                        t
+                    } else {
+                        Ty::Unit
+                    }
                 }
                 Stmt::Expr(e, semi) => {
                     let t = self.expr(e)?;
@@ -467,6 +481,21 @@ impl Infer {
         }
         self.scopes.pop();
         Ok(ty)
+    }
+
+    /// An `assert!` (unit), `panic!` or `unreachable!` (never).
+    pub(super) fn kernel_macro(&mut self, m: &syn::Macro) -> syn::Result<Ty> {
+        let parsed = std::rc::Rc::new(super::panics::parse(m, &mut self.panic_sites)?);
+        self.macros.insert(key(m), parsed.clone());
+        match &*parsed {
+            KernelMacro::Assert { cond, .. } => {
+                let c = self.expr(cond)?;
+                let b = self.vars.known(Scalar::Bool);
+                self.unify(cond.span(), &c, &b)?;
+                Ok(Ty::Unit)
+            }
+            KernelMacro::Panic { .. } => Ok(Ty::Never),
+        }
     }
 
     fn local_type(&mut self, ty: &Type) -> syn::Result<Ty> {

@@ -1,0 +1,187 @@
+//! `assert!`, `panic!` and `unreachable!` in kernels and helpers.
+//!
+//! On the host they are Rust's own macros. On the device each becomes a
+//! numbered panic site: the translation records the site's message, the
+//! C++ reports `__pl_panic(11, site, function)` (the function being a
+//! hash of its C++ name) and returns, and the runtime reads the message
+//! back from the kernel's [`crate::PanicMessage`] table, so the error a
+//! loop returns carries Rust's message on every backend. An `assert!`'s
+//! default message is its condition's source text (whitespace runs as one
+//! space): Rust prints it pretty-printed, which is the same text for
+//! rustfmt-formatted code.
+//!
+//! Messages are literals (a format string without arguments: `{{` and
+//! `}}` are braces); formatting values, `assert_eq!` and `debug_assert!`
+//! (whose presence depends on the build profile) are refused.
+
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Expr, LitStr, Token};
+
+use crate::types::error;
+
+/// A panic site's message.
+#[derive(Clone, Debug)]
+pub enum PanicMessage {
+    /// The message itself.
+    Text(String),
+}
+
+/// A kernel macro, parsed.
+pub(crate) enum KernelMacro {
+    /// `assert!(cond)` or `assert!(cond, "message")`: panics unless `cond`.
+    Assert { cond: Expr, site: usize },
+    /// `panic!`, `unreachable!`: panics.
+    Panic { site: usize },
+}
+
+/// The C++ name's hash the panic record carries to say which function's
+/// table the site is in (`i64` as the record holds it).
+pub fn function_id(cname: &str) -> i64 {
+    super::names::fnv1a(cname.as_bytes()) as i64
+}
+
+struct Args(Punctuated<Expr, Token![,]>);
+
+impl Parse for Args {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        Ok(Args(Punctuated::parse_terminated(input)?))
+    }
+}
+
+/// The message of a format string without arguments; `None` where it
+/// has a placeholder (a captured name, `{x}`, included).
+fn literal_message(s: &LitStr) -> syn::Result<String> {
+    let text = s.value();
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' | '}' if chars.peek() == Some(&c) => {
+                chars.next();
+                out.push(c);
+            }
+            '{' | '}' => {
+                return Err(error(
+                    s.span(),
+                    "kernel panics take a literal message: values cannot be formatted on the device \
+                     (write them into an output, or check on the host)",
+                ))
+            }
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+/// Parses macro `m` as a kernel macro, adding its message to `sites`.
+pub(crate) fn parse(m: &syn::Macro, sites: &mut Vec<PanicMessage>) -> syn::Result<KernelMacro> {
+    let name = m.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+    let std_path = m.path.segments.len() == 1
+        || m.path.segments.iter().take(m.path.segments.len() - 1).all(|s| s.ident == "std" || s.ident == "core");
+    if !std_path || !matches!(name.as_str(), "assert" | "panic" | "unreachable") {
+        return Err(error(
+            m.span(),
+            match name.as_str() {
+                "assert_eq" | "assert_ne" | "debug_assert" | "debug_assert_eq" | "debug_assert_ne" => format!(
+                    "`{name}!` is not supported in kernels: write `assert!(condition)` or \
+                     `assert!(condition, \"message\")`"
+                ),
+                _ => {
+                    format!("`{name}!`: the macros supported inside kernels are `assert!`, `panic!` and `unreachable!`")
+                }
+            },
+        ));
+    }
+    let args = m.parse_body::<Args>()?.0;
+    let message = |e: Option<&Expr>| -> syn::Result<Option<String>> {
+        match e {
+            None => Ok(None),
+            Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) => literal_message(s).map(Some),
+            Some(other) => Err(error(other.span(), "kernel panics take a literal message (`\"...\"`)")),
+        }
+    };
+    let mut site = |msg: PanicMessage| {
+        sites.push(msg);
+        sites.len() - 1
+    };
+    match name.as_str() {
+        "assert" => {
+            if args.is_empty() || args.len() > 2 {
+                return Err(error(m.span(), "`assert!` takes a condition and an optional literal message"));
+            }
+            let cond = args[0].clone();
+            let msg = match message(args.get(1))? {
+                Some(text) => PanicMessage::Text(text),
+                None => PanicMessage::Text(format!("assertion failed: {}", condition_text(m))),
+            };
+            Ok(KernelMacro::Assert { cond, site: site(msg) })
+        }
+        _ => {
+            if args.len() > 1 {
+                return Err(error(m.span(), format!("`{name}!` takes an optional literal message")));
+            }
+            let text = message(args.first())?;
+            let msg = match (name.as_str(), text) {
+                ("panic", None) => "explicit panic".to_string(),
+                ("panic", Some(t)) => t,
+                (_, None) => "internal error: entered unreachable code".to_string(),
+                (_, Some(t)) => format!("internal error: entered unreachable code: {t}"),
+            };
+            Ok(KernelMacro::Panic { site: site(PanicMessage::Text(msg)) })
+        }
+    }
+}
+
+/// An `assert!`'s condition as Rust's message prints it: the source text
+/// as written (whitespace runs as one space; rustfmt's spacing is the
+/// pretty-printer's), or, where the source is not visible (outside a
+/// compiler expansion), the tokens.
+fn condition_text(m: &syn::Macro) -> String {
+    let group = match &m.delimiter {
+        syn::MacroDelimiter::Paren(d) => d.span.join(),
+        syn::MacroDelimiter::Brace(d) => d.span.join(),
+        syn::MacroDelimiter::Bracket(d) => d.span.join(),
+    };
+    let source = group.source_text().and_then(|t| {
+        let inner = t.get(1..t.len().checked_sub(1)?)?;
+        Some(inner.split_whitespace().collect::<Vec<_>>().join(" "))
+    });
+    let text = source.unwrap_or_else(|| m.tokens.to_string());
+    text.trim().trim_end_matches(',').trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(m: syn::Macro) -> syn::Result<(KernelMacro, Vec<PanicMessage>)> {
+        let mut sites = Vec::new();
+        parse(&m, &mut sites).map(|k| (k, sites))
+    }
+
+    #[test]
+    fn messages_are_rusts() {
+        let (_, s) = parsed(syn::parse_quote!(panic!())).unwrap();
+        assert!(matches!(&s[0], PanicMessage::Text(t) if t == "explicit panic"));
+        let (_, s) = parsed(syn::parse_quote!(unreachable!("no {{way}}"))).unwrap();
+        assert!(matches!(&s[0], PanicMessage::Text(t) if t == "internal error: entered unreachable code: no {way}"));
+        let (k, s) = parsed(syn::parse_quote!(assert!(*h > 0.0))).unwrap();
+        assert!(matches!(k, KernelMacro::Assert { site: 0, .. }));
+        assert!(matches!(&s[0], PanicMessage::Text(t) if t == "assertion failed: * h > 0.0"));
+    }
+
+    #[test]
+    fn formatting_and_other_macros_are_refused() {
+        for m in [
+            syn::parse_quote!(panic!("h = {}", h)),
+            syn::parse_quote!(panic!("h = {h}")),
+            syn::parse_quote!(assert_eq!(a, b)),
+            syn::parse_quote!(println!("x")),
+            syn::parse_quote!(my::assert!(x)),
+        ] {
+            assert!(parsed(m).is_err());
+        }
+    }
+}
