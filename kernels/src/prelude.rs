@@ -187,6 +187,10 @@ __device__ inline void __pl_panic(long long code, long long a, long long b) {
         pl_error.element = -1;
     }
 }
+/* Whether this thread panicked: `while` and `loop` bodies that can panic
+   (or call a helper that can) stop at it, since code after a device panic
+   runs on with zeros and a loop waiting for a value could never end. */
+__device__ inline bool __pl_stopped() { return pl_error.owner == __pl_tid(); }
 /* After a kernel call for element `e`: the thread that claimed the record
    adds the element. */
 __device__ inline void __pl_panicked_at(long long e) {

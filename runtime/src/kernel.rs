@@ -166,6 +166,13 @@ impl DeviceFn {
         self.deps.iter().find_map(|d| d.panic_message(function, site))
     }
 
+    /// Whether this function or a helper it calls indexes an array with a
+    /// value not known in range at compile time (a bounds check in a
+    /// checked build).
+    pub(crate) fn indexes_dynamically(&self) -> bool {
+        self.source.contains("PL_IX(") || self.deps.iter().any(|d| d.indexes_dynamically())
+    }
+
     /// Whether this function or a helper it calls can report a panic in an
     /// unchecked build.
     pub fn may_panic(&self) -> bool {
@@ -259,7 +266,16 @@ impl Kernel {
     /// decide control flow, casts or integer values, and every parameter has
     /// the same float element type.
     pub fn has_lanes(&self) -> bool {
-        self.lanes.is_some()
+        self.lanes_usable().is_some()
+    }
+
+    /// The twin, unless a helper the kernel calls can panic: the twin
+    /// calls helpers once per lane under one guard for the group, so a
+    /// panic would be reported at the group's first element (the kernel's
+    /// own panics are integer-valued, the same in every lane).
+    fn lanes_usable(&self) -> Option<HostFn> {
+        let helper_may_panic = self.device.is_some_and(|d| d.deps().iter().any(|h| h.may_panic()));
+        self.lanes.filter(|_| !helper_may_panic)
     }
 
     /// The kernel's name (the Rust function's).
@@ -284,7 +300,7 @@ impl Kernel {
 
     /// The host adapter: the lane-wise one when `simd` and there is one.
     pub(crate) fn host(&self, simd: bool) -> HostFn {
-        match self.lanes {
+        match self.lanes_usable() {
             Some(lanes) if simd => lanes,
             _ => self.host,
         }

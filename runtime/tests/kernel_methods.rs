@@ -673,6 +673,79 @@ fn kernel_panics_carry_rusts_message_on_every_backend() {
     }
 }
 
+// Found by review: a computed reference in a ternary branch, `sin_cos`
+// of a `&mut`, a loop waiting on a helper that panicked, a pointer
+// argument fixed before a later argument's statements, a helper's panic
+// under the lane-wise twin.
+
+#[parloop::device]
+fn grow(x: f64) -> f64 {
+    assert!(x > 0.0, "cannot grow from zero");
+    x * 2.0
+}
+
+#[parloop::device]
+fn first(v: &f64, _later: f64) -> f64 {
+    *v
+}
+
+#[parloop::kernel]
+fn review_cases(i: &[f64; 1], v: &[f64; 4], t: &mut f64, o: &mut [f64; 3]) {
+    let k = i[0] as usize;
+    o[0] = if k < 4 { twice_ref(&(v[k] + 1.0)) } else { 0.0 };
+    let (s, c) = t.sin_cos();
+    *t = s * s + c * c;
+    let mut x = v[0];
+    while x < 100.0 {
+        x = grow(x);
+    }
+    o[1] = x;
+    let mut j = 0;
+    o[2] = first(&v[j], {
+        j += 1;
+        v[j]
+    });
+}
+
+#[test]
+fn review_cases_run_as_rust() {
+    let run = |b: Backend, i: f64, v0: f64| {
+        run_on(
+            b,
+            review_cases::KERNEL,
+            2,
+            &[
+                Vals::F64(vec![1.0, i]),
+                Vals::F64(vec![1.0, 2.0, 3.0, 4.0, v0, 2.0, 3.0, 4.0]),
+                Vals::F64(vec![0.5, 2.0]),
+                Vals::F64(vec![0.0; 6]),
+            ],
+        )
+    };
+    for b in [Backend::Seq, Backend::Threads, device_backend()] {
+        let got = run(b, 7.0, 3.0).unwrap_or_else(|e| panic!("{b:?}: {e}"));
+        assert_eq!(&got[3].bits()[3..], &Vals::F64(vec![0.0, 192.0, 3.0]).bits()[..], "{b:?}");
+        // x = 0 never grows: Rust panics; the device stops (no hang).
+        let e = run(b, 1.0, 0.0).expect_err("grow panics");
+        assert!(e.contains("cannot grow from zero") && e.contains("element 1"), "{b:?}: {e}");
+    }
+}
+
+/// A helper that can panic keeps the kernel off the lane-wise twin: the
+/// twin would name the group's first element.
+#[parloop::kernel]
+fn grows(x: &f64, o: &mut f64) {
+    *o = grow(*x);
+}
+
+#[test]
+fn a_helper_panic_names_its_element_on_threads() {
+    assert!(!grows::KERNEL.has_lanes());
+    let x: Vec<f64> = (0..64).map(|k| if k == 37 { 0.0 } else { 1.0 + k as f64 }).collect();
+    let e = run_on(Backend::Threads, grows::KERNEL, 64, &[Vals::F64(x), Vals::F64(vec![0.0; 64])]).unwrap_err();
+    assert!(e.contains("element 37"), "{e}");
+}
+
 #[test]
 fn nvrtc_compiles_every_translation_without_warnings() {
     if !nvrtc_available() {
@@ -696,6 +769,8 @@ fn nvrtc_compiles_every_translation_without_warnings() {
         computed_refs::KERNEL,
         min_max_zeros::KERNEL,
         guarded::KERNEL,
+        review_cases::KERNEL,
+        grows::KERNEL,
     ] {
         nvrtc_check(k).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
     }

@@ -50,10 +50,13 @@ use increment::increment_only;
 pub(crate) use infer::{infer, key, Infer};
 pub(crate) use method_form::method_form;
 
-/// `item` as the passes read it: path calls in method form, tuple `let`s
-/// and assignments rewritten to scalars (see `tuples`).
+/// `item` as the passes read it: `assert!`s as `if`s around `panic!`
+/// (see `panics`), path calls in method form, tuple `let`s and
+/// assignments rewritten to scalars (see `tuples`).
 pub(crate) fn normal_form(item: &ItemFn) -> ItemFn {
-    let mut f = method_form(item).into_owned();
+    let mut f = item.clone();
+    panics::asserts_as_ifs(&mut f);
+    let mut f = method_form(&f).into_owned();
     tuples::destructure(&mut f);
     f
 }

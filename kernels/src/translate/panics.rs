@@ -134,6 +134,54 @@ pub(crate) fn parse(m: &syn::Macro, sites: &mut Vec<PanicMessage>) -> syn::Resul
     }
 }
 
+/// Rewrites every `assert!(c)` / `assert!(c, "m")` of `item` as `if !(c)
+/// { panic!("assertion failed: c") }` / `if !(c) { panic!("m") }`, the same
+/// Rust, before the passes: the condition is then an expression of the
+/// body like any other (typed, pinned, its path calls in method form, seen
+/// by the increment analysis) rather than tokens inside a macro.
+pub(crate) fn asserts_as_ifs(item: &mut syn::ItemFn) {
+    use syn::visit_mut::VisitMut;
+    struct Rewrite;
+    fn rewritten(m: &syn::Macro) -> Option<Expr> {
+        if !m.path.is_ident("assert") {
+            return None;
+        }
+        let args = m.parse_body::<Args>().ok()?.0;
+        let cond = args.first()?;
+        let span = m.span();
+        Some(match args.len() {
+            1 => {
+                let text = format!("assertion failed: {}", condition_text(m)).replace('{', "{{").replace('}', "}}");
+                let lit = LitStr::new(&text, span);
+                syn::parse_quote_spanned! {span=> if !(#cond) { panic!(#lit) } }
+            }
+            _ => {
+                let rest = args.iter().skip(1);
+                syn::parse_quote_spanned! {span=> if !(#cond) { panic!(#(#rest),*) } }
+            }
+        })
+    }
+    impl VisitMut for Rewrite {
+        fn visit_expr_mut(&mut self, e: &mut Expr) {
+            syn::visit_mut::visit_expr_mut(self, e);
+            if let Expr::Macro(m) = e {
+                if let Some(r) = rewritten(&m.mac) {
+                    *e = r;
+                }
+            }
+        }
+        fn visit_stmt_mut(&mut self, s: &mut syn::Stmt) {
+            syn::visit_mut::visit_stmt_mut(self, s);
+            if let syn::Stmt::Macro(m) = s {
+                if let Some(r) = rewritten(&m.mac) {
+                    *s = syn::Stmt::Expr(r, None);
+                }
+            }
+        }
+    }
+    Rewrite.visit_item_fn_mut(item);
+}
+
 /// An `assert!`'s condition as Rust's message prints it: the source text
 /// as written (whitespace runs as one space; rustfmt's spacing is the
 /// pretty-printer's), or, where the source is not visible (outside a

@@ -137,6 +137,13 @@ impl Rewrite {
             }
             Expr::MethodCall(m) if m.method == "sin_cos" && m.args.is_empty() && temps.len() == 2 => {
                 let recv = &m.receiver;
+                // A plain place is read twice (a `&mut f64` receiver would
+                // be moved into a temporary); anything else once.
+                if is_plain(recv) {
+                    let s = temps[0].as_ref().map(|s| quote::quote! { #s = #recv.sin(); });
+                    let c = temps[1].as_ref().map(|c| quote::quote! { #c = #recv.cos(); });
+                    return Some(syn::parse_quote_spanned! {span=> { #s #c } });
+                }
                 let x = self.temp();
                 let s = temps[0].as_ref().map(|s| quote::quote! { #s = #x.sin(); });
                 let c = temps[1].as_ref().map(|c| quote::quote! { #c = #x.cos(); });
@@ -160,13 +167,16 @@ impl Rewrite {
                 }
                 Some(Expr::Match(m))
             }
-            // A value that never arrives (`return`, `break`, `continue`).
+            // A value that never arrives (`return`, `break`, `continue`,
+            // `panic!`, `unreachable!`).
             Expr::Return(_) | Expr::Break(_) | Expr::Continue(_) => Some(value.clone()),
+            Expr::Macro(m) if m.mac.path.is_ident("panic") || m.mac.path.is_ident("unreachable") => Some(value.clone()),
             _ => None,
         }
     }
 
-    /// A block whose tail is a tuple value, rewritten to assign it.
+    /// A block whose tail is a tuple value, rewritten to assign it (a
+    /// tail `panic!()` is a `Stmt::Macro`: it diverges).
     fn fill_block(&mut self, b: &Block, temps: &[Option<syn::Ident>]) -> Option<Block> {
         let mut b = b.clone();
         match b.stmts.last_mut() {
@@ -176,6 +186,7 @@ impl Rewrite {
             }
             // A block that diverges before its end yields no value.
             Some(Stmt::Expr(Expr::Return(_) | Expr::Break(_) | Expr::Continue(_), Some(_))) => Some(b),
+            Some(Stmt::Macro(m)) if m.mac.path.is_ident("panic") || m.mac.path.is_ident("unreachable") => Some(b),
             _ => None,
         }
     }
@@ -248,6 +259,18 @@ impl VisitMut for Rewrite {
     }
 }
 
+/// A place or literal that reading twice reads the same (`x`, `*x`,
+/// `x[0]`, `2.0`).
+fn is_plain(e: &Expr) -> bool {
+    match e {
+        Expr::Path(_) | Expr::Lit(_) => true,
+        Expr::Paren(p) => is_plain(&p.expr),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => is_plain(&u.expr),
+        Expr::Index(i) => is_plain(&i.expr) && matches!(&*i.index, Expr::Lit(_) | Expr::Path(_)),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,7 +302,7 @@ mod tests {
         assert!(s.contains("let __pl_tup0 : f64 ; let __pl_tup1 : f64 ;"), "{s}");
         assert!(s.contains("{ __pl_tup0 = 1.0 ; __pl_tup1 = 2.0 ; }"), "{s}");
         assert!(
-            s.contains("let __pl_tup2 = a ; __pl_tup0 = __pl_tup2 . sin () ; __pl_tup1 = __pl_tup2 . cos ()"),
+            s.contains("{ __pl_tup0 = a . sin () ; __pl_tup1 = a . cos () ; }"),
             "{s}"
         );
     }

@@ -190,7 +190,9 @@ pub(crate) fn build<A: Borrow<Arg>>(
         pairs: Vec::new(),
         stages: Vec::new(),
         strategy,
-        panics: check || device_fn.may_panic(),
+        // The record is read after the loop (on a GPU a wait): only where
+        // the code can write it (a bounds check needs a dynamic index).
+        panics: device_fn.may_panic() || (check && device_fn.indexes_dynamically()),
         fused: Vec::new(),
     };
     let mut plan: Option<Plan> = None;

@@ -112,8 +112,7 @@ impl Emit<'_> {
                     let before = self.pre.len();
                     let v = self.arg(a)?;
                     self.keep_order(&mut done, before);
-                    // Arrays and references pass as pointers (see `arg`).
-                    done.push((a, v, !matches!(self.ty_of(a), Ty::Ref(..) | Ty::Array(..))));
+                    done.push((a, v, true));
                 }
                 let args: Vec<String> = done.into_iter().map(|(_, v, _)| v).collect();
                 Ok(format!("{name}({})", args.join(", ")))
@@ -189,24 +188,26 @@ impl Emit<'_> {
     /// statements (a block, an `if` or `match` value) hoists them before
     /// the whole expression, so where statements were emitted since
     /// `before`, the values of the operands evaluated earlier (`done`:
-    /// each with whether it is a scalar passed by value) are copied ahead
-    /// of them (`c + match n { 0 => { c = 9; 1 } _ => 2 }` adds the old
-    /// `c`). Literals, pointers and copies need no copy.
+    /// each with whether it still needs a copy) are copied ahead of them
+    /// (`c + match n { 0 => { c = 9; 1 } _ => 2 }` adds the old `c`; a
+    /// pointer argument `&v[i]` points where `i` said then). Literals need
+    /// no copy.
     fn keep_order(&mut self, done: &mut [(&Expr, String, bool)], before: usize) {
         if self.pre.len() == before {
             return;
         }
         let mut at = before;
-        for (e, v, by_value) in done.iter_mut() {
-            let t = self.infer.vars.deref(&self.ty_of(e));
-            let Some(s) = self.infer.vars.scalar(&t).filter(|_| *by_value && !matches!(e, Expr::Lit(_))) else {
+        for (e, v, pending) in done.iter_mut() {
+            if !*pending || matches!(e, Expr::Lit(_)) {
                 continue;
-            };
+            }
+            // `auto`: the value's own C++ type (an `int` index stays one,
+            // a pointer argument stays the pointer it evaluated to).
             let tmp = self.temp("o");
-            self.pre.insert(at, format!("const {} {tmp} = {v};", cpp_scalar(s, false)));
+            self.pre.insert(at, format!("const auto {tmp} = {v};"));
             at += 1;
             *v = tmp;
-            *by_value = false;
+            *pending = false;
         }
     }
 
@@ -601,7 +602,9 @@ fn is_pure_value(e: &Expr) -> bool {
         Expr::Cast(c) => is_pure_value(&c.expr),
         Expr::MethodCall(m) => is_pure_value(&m.receiver) && m.args.iter().all(is_pure_value),
         Expr::Call(c) => c.args.iter().all(is_pure_value),
-        Expr::Reference(r) => is_pure_value(&r.expr),
+        // A computed value behind `&` is a temporary made before the
+        // statement: not part of a ternary that may not evaluate it.
+        Expr::Reference(r) => is_place(&r.expr) && is_pure_value(&r.expr),
         _ => false,
     }
 }

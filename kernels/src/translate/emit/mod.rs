@@ -264,12 +264,14 @@ impl Emit<'_> {
                     self.line(&format!("if (!({c})) break;"));
                     self.indent -= 1;
                 }
+                self.stop_after_panic(&w.body);
                 self.nested_block(&w.body)?;
                 self.line("}");
                 Ok(())
             }
             Expr::Loop(l) => {
                 self.line("while (true) {");
+                self.stop_after_panic(&l.body);
                 self.nested_block(&l.body)?;
                 self.line("}");
                 Ok(())
@@ -314,6 +316,22 @@ impl Emit<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// At the top of a `while` or `loop` body that can panic: Rust stops
+    /// at a panic, the device runs on with zeros (`__pl_stopped`), so the
+    /// loop ends there rather than wait for a value that never comes.
+    fn stop_after_panic(&mut self, body: &Block) {
+        if !can_panic(body) {
+            return;
+        }
+        let ret = match self.ret {
+            Some(s) => format!("return ({})0;", cpp_scalar(s, false)),
+            None => "return;".to_string(),
+        };
+        self.indent += 1;
+        self.line(&format!("if (__pl_stopped()) {{ {ret} }}"));
+        self.indent -= 1;
     }
 
     /// An `assert!`, `panic!` or `unreachable!`: the panic record with
@@ -449,6 +467,33 @@ impl Emit<'_> {
 }
 
 /// Whether a `let` pattern binds mutably (`let mut x`, `let mut x: T`).
+/// Whether `body` has anything that can panic on the device: a helper
+/// call, a panic macro, integer division or remainder (and the methods
+/// that divide or check bounds), an index not a literal.
+fn can_panic(body: &Block) -> bool {
+    struct Finder(bool);
+    impl<'ast> syn::visit::Visit<'ast> for Finder {
+        fn visit_expr(&mut self, e: &'ast Expr) {
+            self.0 |= match e {
+                Expr::Call(_) | Expr::Macro(_) => true,
+                Expr::Binary(b) => {
+                    matches!(b.op, BinOp::Div(_) | BinOp::Rem(_) | BinOp::DivAssign(_) | BinOp::RemAssign(_))
+                }
+                Expr::Index(ix) => int_literal_value(&ix.index).is_none(),
+                Expr::MethodCall(m) => matches!(m.method.to_string().as_str(), "clamp" | "rem_euclid" | "div_euclid"),
+                _ => false,
+            };
+            syn::visit::visit_expr(self, e);
+        }
+        fn visit_macro(&mut self, _: &'ast syn::Macro) {
+            self.0 = true;
+        }
+    }
+    let mut f = Finder(false);
+    syn::visit::Visit::visit_block(&mut f, body);
+    f.0
+}
+
 fn pattern_is_mut(p: &syn::Pat) -> bool {
     match p {
         syn::Pat::Ident(i) => i.mutability.is_some(),
