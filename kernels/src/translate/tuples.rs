@@ -301,10 +301,7 @@ mod tests {
         });
         assert!(s.contains("let __pl_tup0 : f64 ; let __pl_tup1 : f64 ;"), "{s}");
         assert!(s.contains("{ __pl_tup0 = 1.0 ; __pl_tup1 = 2.0 ; }"), "{s}");
-        assert!(
-            s.contains("{ __pl_tup0 = a . sin () ; __pl_tup1 = a . cos () ; }"),
-            "{s}"
-        );
+        assert!(s.contains("{ __pl_tup0 = a . sin () ; __pl_tup1 = a . cos () ; }"), "{s}");
     }
 
     #[test]

@@ -142,44 +142,15 @@ impl Emit<'_> {
                  each branch",
             )),
             Expr::If(i) => self.if_value(e, i),
-            Expr::Match(m) => {
-                let t = self.ty_of(e);
-                let ct = self.value_temp_type(&t, span)?;
-                let tmp = self.temp("v");
-                let saved_out = std::mem::take(&mut self.out);
-                let saved_pre = std::mem::take(&mut self.pre);
-                let saved_indent = self.indent;
-                // Captured at indent 0: `flush_pre` re-indents every line.
-                self.indent = 0;
-                self.match_arms(m, Some(&tmp))?;
-                let body = std::mem::replace(&mut self.out, saved_out);
-                self.indent = saved_indent;
-                self.pre = saved_pre;
-                self.pre.push(format!("{ct} {tmp};"));
-                self.pre.extend(body.lines().map(str::to_string));
-                Ok(tmp)
-            }
-            Expr::Block(b) => {
-                let t = self.ty_of(e);
-                let ct = self.value_temp_type(&t, span)?;
-                let tmp = self.temp("v");
-                let saved_out = std::mem::take(&mut self.out);
-                let saved_pre = std::mem::take(&mut self.pre);
-                let saved_indent = self.indent;
-                // Captured at indent 0: `flush_pre` re-indents every line.
-                self.indent = 0;
-                self.line("{");
-                self.indent += 1;
-                self.assign_block(&b.block, &tmp)?;
-                self.indent -= 1;
-                self.line("}");
-                let body = std::mem::replace(&mut self.out, saved_out);
-                self.indent = saved_indent;
-                self.pre = saved_pre;
-                self.pre.push(format!("{ct} {tmp};"));
-                self.pre.extend(body.lines().map(str::to_string));
-                Ok(tmp)
-            }
+            Expr::Match(m) => self.value_into_temp(e, |emit, tmp| emit.match_arms(m, Some(tmp))),
+            Expr::Block(b) => self.value_into_temp(e, |emit, tmp| {
+                emit.line("{");
+                emit.indent += 1;
+                emit.assign_block(&b.block, tmp)?;
+                emit.indent -= 1;
+                emit.line("}");
+                Ok(())
+            }),
             _ => Err(error(span, "this expression is not supported as a value here")),
         }
     }
@@ -209,6 +180,30 @@ impl Emit<'_> {
             *v = tmp;
             *pending = false;
         }
+    }
+
+    /// A value that needs statements (a `match`, a block): a temporary
+    /// declared, then `fill` emits the statements that assign it, all
+    /// before the statement being emitted (in `pre`); the temporary's name.
+    fn value_into_temp(
+        &mut self,
+        e: &Expr,
+        fill: impl FnOnce(&mut Self, &str) -> syn::Result<()>,
+    ) -> syn::Result<String> {
+        let ct = self.value_temp_type(&self.ty_of(e), e.span())?;
+        let tmp = self.temp("v");
+        let saved_out = std::mem::take(&mut self.out);
+        let saved_pre = std::mem::take(&mut self.pre);
+        let saved_indent = self.indent;
+        // Captured at indent 0: `flush_pre` re-indents every line.
+        self.indent = 0;
+        fill(self, &tmp)?;
+        let body = std::mem::replace(&mut self.out, saved_out);
+        self.indent = saved_indent;
+        self.pre = saved_pre;
+        self.pre.push(format!("{ct} {tmp};"));
+        self.pre.extend(body.lines().map(str::to_string));
+        Ok(tmp)
     }
 
     /// The C++ type of the temporary holding an `if`, `match` or block
