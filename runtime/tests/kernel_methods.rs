@@ -746,6 +746,46 @@ fn a_helper_panic_names_its_element_on_threads() {
     assert!(e.contains("element 37"), "{e}");
 }
 
+#[parloop::device]
+fn bucket(s: &mut i32) -> usize {
+    *s += 1;
+    (*s as usize) % 3
+}
+
+/// A compound assignment's place is evaluated once, after its value (the
+/// C++ evaluated the place's helper call and block twice).
+#[parloop::kernel]
+fn compound_once(n: &i32, c: &mut [i32; 3], v: &mut [f64; 4]) {
+    let mut s = *n;
+    c[bucket(&mut s)] += 1;
+    let mut i = 0;
+    v[{
+        i += 1;
+        i
+    }] += 1.0;
+    v[0] = s as f64 + i as f64;
+}
+
+#[test]
+fn compound_places_with_effects_evaluate_once() {
+    let n = vec![0, 4, -2];
+    let (mut c, mut v) = (vec![0; 9], vec![0.0; 12]);
+    for e in 0..3 {
+        compound_once(
+            &n[e],
+            (&mut c[3 * e..3 * e + 3]).try_into().unwrap(),
+            (&mut v[4 * e..4 * e + 4]).try_into().unwrap(),
+        );
+    }
+    assert_eq!(&c[0..3], &[0, 1, 0]);
+    check(
+        compound_once::KERNEL,
+        3,
+        &[Vals::I32(n.clone()), Vals::I32(vec![0; 9]), Vals::F64(vec![0.0; 12])],
+        &[Vals::I32(n), Vals::I32(c), Vals::F64(v)],
+    );
+}
+
 #[test]
 fn nvrtc_compiles_every_translation_without_warnings() {
     if !nvrtc_available() {
@@ -771,6 +811,7 @@ fn nvrtc_compiles_every_translation_without_warnings() {
         guarded::KERNEL,
         review_cases::KERNEL,
         grows::KERNEL,
+        compound_once::KERNEL,
     ] {
         nvrtc_check(k).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
     }

@@ -366,28 +366,41 @@ impl Emit<'_> {
         let s = self.infer.vars.scalar(&l_ty).ok_or_else(|| {
             error(b.left.span(), "cannot infer the type of this operand (a helper's result?): annotate a `let`")
         })?;
-        let l = self.value(&b.left)?;
-        let hoisted = self.pre.len();
-        let r = self.value(&b.right)?;
-        // A compound assignment evaluates its right operand first, as the
-        // C++ does; any other operator reads its left operand first.
-        let l = if is_compound(&b.op) || matches!(b.op, And(_) | Or(_)) {
-            l
+        let compound = is_compound(&b.op);
+        // A compound assignment whose place has effects (a helper call or
+        // a block in an index) must evaluate it once, after the right
+        // operand as Rust does: through a pointer.
+        let through_pointer = compound && has_effects(&b.left);
+        let (l, r) = if through_pointer {
+            let r = self.value(&b.right)?;
+            let place = self.expr(&b.left)?;
+            let p = self.temp("p");
+            self.pre.push(format!("auto* const {p} = &({place});"));
+            (format!("(*{p})"), r)
         } else {
-            let mut done = [(&*b.left, l, true)];
-            self.keep_order(&mut done, hoisted);
-            let [(_, l, _)] = done;
-            l
+            let l = self.value(&b.left)?;
+            let hoisted = self.pre.len();
+            let r = self.value(&b.right)?;
+            if matches!(b.op, And(_) | Or(_)) && self.pre.len() != hoisted {
+                // The right operand's statements would run before the `&&`
+                // or `||`, whatever the left operand decides.
+                return Err(error(
+                    b.right.span(),
+                    "the right operand of `&&` or `||` must be a plain expression (no block, `if` or `match` \
+                     value, or array): write the condition as an `if`",
+                ));
+            }
+            // A compound assignment evaluates its right operand first, as
+            // the C++ does; any other operator reads its left operand first.
+            if compound || matches!(b.op, And(_) | Or(_)) {
+                (l, r)
+            } else {
+                let mut done = [(&*b.left, l, true)];
+                self.keep_order(&mut done, hoisted);
+                let [(_, l, _)] = done;
+                (l, r)
+            }
         };
-        if matches!(b.op, And(_) | Or(_)) && self.pre.len() != hoisted {
-            // The right operand's statements would run before the `&&`
-            // or `||`, whatever the left operand decides.
-            return Err(error(
-                b.right.span(),
-                "the right operand of `&&` or `||` must be a plain expression (no block, `if` or `match` value, or array): \
-                 write the condition as an `if`",
-            ));
-        }
         let op = match b.op {
             Add(_) | AddAssign(_) => "+",
             Sub(_) | SubAssign(_) => "-",
@@ -409,9 +422,12 @@ impl Emit<'_> {
             Or(_) => "||",
             _ => return Err(error(b.op.span(), "unsupported operator")),
         };
-        let compound = is_compound(&b.op);
         // The Rust semantics of the operation, as a C++ expression.
-        let lhs_place = if compound { self.expr(&b.left)? } else { String::new() };
+        let lhs_place = match (compound, through_pointer) {
+            (true, true) => l.clone(),
+            (true, false) => self.expr(&b.left)?,
+            _ => String::new(),
+        };
         if self.konst && op == "%" && s.is_float() {
             return Err(error(b.op.span(), "`%` on floats is not supported in module-level constants"));
         }
@@ -583,6 +599,28 @@ impl Emit<'_> {
             _ => return Err(error(m.method.span(), format!("unsupported method `{name}`"))),
         })
     }
+}
+
+/// Whether evaluating `e` can change something (a helper call, an
+/// assignment, a block or branch with statements, a panic macro):
+/// evaluating it twice would differ from once.
+fn has_effects(e: &Expr) -> bool {
+    struct Finder(bool);
+    impl<'ast> syn::visit::Visit<'ast> for Finder {
+        fn visit_expr(&mut self, e: &'ast Expr) {
+            self.0 |= match e {
+                Expr::Call(_) | Expr::Block(_) | Expr::If(_) | Expr::Match(_) | Expr::Assign(_) | Expr::Macro(_) => {
+                    true
+                }
+                Expr::Binary(b) => is_compound(&b.op),
+                _ => false,
+            };
+            syn::visit::visit_expr(self, e);
+        }
+    }
+    let mut f = Finder(false);
+    syn::visit::Visit::visit_expr(&mut f, e);
+    f.0
 }
 
 /// Whether `e` can be evaluated as part of a C++ expression without
