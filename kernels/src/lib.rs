@@ -118,6 +118,6 @@ pub use lanes::{lane_twin, LaneTwin};
 pub use prelude::PRELUDE;
 pub use translate::{
     const_cname, cpp_ident, fn_cname, function_id, translate, translate_const, ConstTranslation, ConstUse, FnKind,
-    PanicMessage, Param, Translation,
+    Param, Translation,
 };
 pub use types::Scalar;

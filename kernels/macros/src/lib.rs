@@ -7,7 +7,7 @@ use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::{parse_macro_input, FnArg, Item, ItemConst, ItemFn, LitStr, Pat};
 
-use parloop_kernels::{lane_twin, translate, translate_const, ConstUse, FnKind, LaneTwin, PanicMessage, Scalar};
+use parloop_kernels::{lane_twin, translate, translate_const, ConstUse, FnKind, LaneTwin, Scalar};
 
 /// Declares a loop kernel: keeps the function for host use and generates a
 /// descriptor type of the same name with `KERNEL` (for `par_loop`) and
@@ -254,13 +254,6 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
             quote! { #c::DEVICE }
         })
         .chain(const_deps);
-    // Each panic site's message.
-    let panics: Vec<&str> = panics
-        .iter()
-        .map(|p| match p {
-            PanicMessage::Text(t) => t.as_str(),
-        })
-        .collect();
     let doc =
         format!("The parloop descriptor of [`{name_str}()`]: its CUDA translation and, for kernels, the `Kernel`.");
     let device = quote! {

@@ -24,8 +24,6 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
 
     struct Uses<'a> {
         resolved: &'a HashMap<usize, usize>,
-        /// The parsed `assert!`s, whose conditions read parameters too.
-        macros: &'a HashMap<usize, std::rc::Rc<super::panics::KernelMacro>>,
         /// Path expressions that are roots of increment places.
         roots: HashSet<usize>,
         other_use: Vec<bool>,
@@ -47,14 +45,6 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
     }
 
     impl<'ast> Visit<'ast> for Uses<'_> {
-        fn visit_macro(&mut self, m: &'ast syn::Macro) {
-            if let Some(parsed) = self.macros.get(&key(m)).cloned() {
-                if let super::panics::KernelMacro::Assert { cond, .. } = &*parsed {
-                    self.visit_expr(cond);
-                }
-            }
-        }
-
         fn visit_expr(&mut self, e: &'ast Expr) {
             if let Expr::Binary(b) = e {
                 if matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_)) {
@@ -80,12 +70,7 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
         }
     }
 
-    let mut uses = Uses {
-        resolved: &infer.resolved,
-        macros: &infer.macros,
-        roots: HashSet::new(),
-        other_use: vec![false; params.len()],
-    };
+    let mut uses = Uses { resolved: &infer.resolved, roots: HashSet::new(), other_use: vec![false; params.len()] };
     uses.visit_block(&item.block);
     params.iter().zip(uses.other_use).map(|(p, other)| !p.mutable || !other).collect()
 }

@@ -66,7 +66,7 @@ pub(crate) fn method_yields_bool(name: &str) -> bool {
     methods::method(name).is_some_and(|m| m.yields == methods::Yields::Bool)
 }
 pub use names::{const_cname, cpp_ident, fn_cname};
-pub use panics::{function_id, PanicMessage};
+pub use panics::function_id;
 
 /// What the translated function is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,7 +149,7 @@ pub struct Translation {
     pub host: Option<ItemFn>,
     /// The messages of the body's panic sites (`assert!`, `panic!`,
     /// `unreachable!`), in site order (see `panics`).
-    pub panics: Vec<PanicMessage>,
+    pub panics: Vec<String>,
 }
 
 /// A module-level constant a function reads (`#[parloop::device] const`,

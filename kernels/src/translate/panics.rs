@@ -4,7 +4,7 @@
 //! numbered panic site: the translation records the site's message, the
 //! C++ reports `__pl_panic(11, site, function)` (the function being a
 //! hash of its C++ name) and returns, and the runtime reads the message
-//! back from the kernel's [`crate::PanicMessage`] table, so the error a
+//! back from the kernel's table (`Translation::panics`), so the error a
 //! loop returns carries Rust's message on every backend. An `assert!`'s
 //! default message is its condition's source text (whitespace runs as one
 //! space): Rust prints it pretty-printed, which is the same text for
@@ -21,19 +21,10 @@ use syn::{Expr, LitStr, Token};
 
 use crate::types::error;
 
-/// A panic site's message.
-#[derive(Clone, Debug)]
-pub enum PanicMessage {
-    /// The message itself.
-    Text(String),
-}
-
-/// A kernel macro, parsed.
-pub(crate) enum KernelMacro {
-    /// `assert!(cond)` or `assert!(cond, "message")`: panics unless `cond`.
-    Assert { cond: Expr, site: usize },
-    /// `panic!`, `unreachable!`: panics.
-    Panic { site: usize },
+/// A `panic!` or `unreachable!`, parsed: its panic site (an `assert!` is
+/// an `if` around a `panic!` by then, see [`asserts_as_ifs`]).
+pub(crate) struct KernelMacro {
+    pub(crate) site: usize,
 }
 
 /// The C++ name's hash the panic record carries to say which function's
@@ -76,14 +67,16 @@ fn literal_message(s: &LitStr) -> syn::Result<String> {
 }
 
 /// Parses macro `m` as a kernel macro, adding its message to `sites`.
-pub(crate) fn parse(m: &syn::Macro, sites: &mut Vec<PanicMessage>) -> syn::Result<KernelMacro> {
+pub(crate) fn parse(m: &syn::Macro, sites: &mut Vec<String>) -> syn::Result<KernelMacro> {
     let name = m.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
     let std_path = m.path.segments.len() == 1
         || m.path.segments.iter().take(m.path.segments.len() - 1).all(|s| s.ident == "std" || s.ident == "core");
-    if !std_path || !matches!(name.as_str(), "assert" | "panic" | "unreachable") {
+    if !std_path || !matches!(name.as_str(), "panic" | "unreachable") {
         return Err(error(
             m.span(),
             match name.as_str() {
+                // Well-formed ones were rewritten before the passes.
+                "assert" => "`assert!` takes a condition and an optional literal message".to_string(),
                 "assert_eq" | "assert_ne" | "debug_assert" | "debug_assert_eq" | "debug_assert_ne" => format!(
                     "`{name}!` is not supported in kernels: write `assert!(condition)` or \
                      `assert!(condition, \"message\")`"
@@ -95,43 +88,21 @@ pub(crate) fn parse(m: &syn::Macro, sites: &mut Vec<PanicMessage>) -> syn::Resul
         ));
     }
     let args = m.parse_body::<Args>()?.0;
-    let message = |e: Option<&Expr>| -> syn::Result<Option<String>> {
-        match e {
-            None => Ok(None),
-            Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) => literal_message(s).map(Some),
-            Some(other) => Err(error(other.span(), "kernel panics take a literal message (`\"...\"`)")),
-        }
-    };
-    let mut site = |msg: PanicMessage| {
-        sites.push(msg);
-        sites.len() - 1
-    };
-    match name.as_str() {
-        "assert" => {
-            if args.is_empty() || args.len() > 2 {
-                return Err(error(m.span(), "`assert!` takes a condition and an optional literal message"));
-            }
-            let cond = args[0].clone();
-            let msg = match message(args.get(1))? {
-                Some(text) => PanicMessage::Text(text),
-                None => PanicMessage::Text(format!("assertion failed: {}", condition_text(m))),
-            };
-            Ok(KernelMacro::Assert { cond, site: site(msg) })
-        }
-        _ => {
-            if args.len() > 1 {
-                return Err(error(m.span(), format!("`{name}!` takes an optional literal message")));
-            }
-            let text = message(args.first())?;
-            let msg = match (name.as_str(), text) {
-                ("panic", None) => "explicit panic".to_string(),
-                ("panic", Some(t)) => t,
-                (_, None) => "internal error: entered unreachable code".to_string(),
-                (_, Some(t)) => format!("internal error: entered unreachable code: {t}"),
-            };
-            Ok(KernelMacro::Panic { site: site(PanicMessage::Text(msg)) })
-        }
+    if args.len() > 1 {
+        return Err(error(m.span(), format!("`{name}!` takes an optional literal message")));
     }
+    let text = match args.first() {
+        None => None,
+        Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) => Some(literal_message(s)?),
+        Some(other) => return Err(error(other.span(), "kernel panics take a literal message (`\"...\"`)")),
+    };
+    sites.push(match (name.as_str(), text) {
+        ("panic", None) => "explicit panic".to_string(),
+        ("panic", Some(t)) => t,
+        (_, None) => "internal error: entered unreachable code".to_string(),
+        (_, Some(t)) => format!("internal error: entered unreachable code: {t}"),
+    });
+    Ok(KernelMacro { site: sites.len() - 1 })
 }
 
 /// Rewrites every `assert!(c)` / `assert!(c, "m")` of `item` as `if !(c)
@@ -204,20 +175,22 @@ fn condition_text(m: &syn::Macro) -> String {
 mod tests {
     use super::*;
 
-    fn parsed(m: syn::Macro) -> syn::Result<(KernelMacro, Vec<PanicMessage>)> {
+    fn parsed(m: syn::Macro) -> syn::Result<Vec<String>> {
         let mut sites = Vec::new();
-        parse(&m, &mut sites).map(|k| (k, sites))
+        parse(&m, &mut sites).map(|_| sites)
     }
 
     #[test]
     fn messages_are_rusts() {
-        let (_, s) = parsed(syn::parse_quote!(panic!())).unwrap();
-        assert!(matches!(&s[0], PanicMessage::Text(t) if t == "explicit panic"));
-        let (_, s) = parsed(syn::parse_quote!(unreachable!("no {{way}}"))).unwrap();
-        assert!(matches!(&s[0], PanicMessage::Text(t) if t == "internal error: entered unreachable code: no {way}"));
-        let (k, s) = parsed(syn::parse_quote!(assert!(*h > 0.0))).unwrap();
-        assert!(matches!(k, KernelMacro::Assert { site: 0, .. }));
-        assert!(matches!(&s[0], PanicMessage::Text(t) if t == "assertion failed: * h > 0.0"));
+        assert_eq!(parsed(syn::parse_quote!(panic!())).unwrap(), ["explicit panic"]);
+        assert_eq!(
+            parsed(syn::parse_quote!(unreachable!("no {{way}}"))).unwrap(),
+            ["internal error: entered unreachable code: no {way}"]
+        );
+        let mut f: syn::ItemFn = syn::parse_quote! { fn k(h: &f64) { assert!(*h > 0.0); } };
+        asserts_as_ifs(&mut f);
+        let s = quote::quote!(#f).to_string();
+        assert!(s.contains("if ! (* h > 0.0) { panic ! (\"assertion failed: * h > 0.0\") }"), "{s}");
     }
 
     #[test]
@@ -227,7 +200,7 @@ mod tests {
             syn::parse_quote!(panic!("h = {h}")),
             syn::parse_quote!(assert_eq!(a, b)),
             syn::parse_quote!(println!("x")),
-            syn::parse_quote!(my::assert!(x)),
+            syn::parse_quote!(my::panic!("x")),
         ] {
             assert!(parsed(m).is_err());
         }

@@ -17,7 +17,6 @@ use syn::{BinOp, Block, Expr, Stmt, UnOp};
 
 use super::infer::{key, Infer};
 use super::literals::{int_literal_value, literal_fits_i32};
-use super::panics::KernelMacro;
 use super::syntax::LoopRange;
 use crate::types::{error, Scalar, Ty, UNKNOWN_LEN};
 
@@ -334,25 +333,18 @@ impl Emit<'_> {
         self.indent -= 1;
     }
 
-    /// An `assert!`, `panic!` or `unreachable!`: the panic record with
-    /// the site and this function's id (see `translate/panics.rs`), then a
-    /// return (the loop's results are discarded; the record is the error).
+    /// A `panic!` or `unreachable!` (an `assert!`'s too, see
+    /// `panics::asserts_as_ifs`): the panic record with the site and this
+    /// function's id (see `translate/panics.rs`), then a return (the
+    /// loop's results are discarded; the record is the error).
     fn panic_site(&mut self, m: &syn::Macro) -> syn::Result<()> {
-        let parsed = self.infer.macros.get(&key(m)).cloned().ok_or_else(|| error(m.span(), "unparsed macro"))?;
+        let site = self.infer.macros.get(&key(m)).ok_or_else(|| error(m.span(), "unparsed macro"))?.site;
         self.may_panic = true;
         let ret = match self.ret {
             Some(s) => format!("return ({})0;", cpp_scalar(s, false)),
             None => "return;".to_string(),
         };
-        let id = self.function_id;
-        match &*parsed {
-            KernelMacro::Assert { cond, site } => {
-                let c = self.value(cond)?;
-                self.flush_pre();
-                self.line(&format!("if (!({c})) {{ __pl_panic(11, {site}, {id}ll); {ret} }}"));
-            }
-            KernelMacro::Panic { site } => self.line(&format!("__pl_panic(11, {site}, {id}ll); {ret}")),
-        }
+        self.line(&format!("__pl_panic(11, {site}, {}ll); {ret}", self.function_id));
         Ok(())
     }
 

@@ -18,7 +18,7 @@ use syn::spanned::Spanned;
 use syn::{Block, Expr, FnArg, ItemFn, Pat, ReturnType, Stmt, Type};
 
 use super::names::{const_cname, cpp_ident};
-use super::panics::{KernelMacro, PanicMessage};
+use super::panics::KernelMacro;
 use super::syntax::{array_len, scalar_of_type};
 use super::{FnKind, Param};
 use crate::types::{error, Scalar, Ty, Vars, UNKNOWN_LEN};
@@ -248,12 +248,10 @@ pub(crate) struct Infer {
     /// The bindings that are local `const`s (a constant pattern in a
     /// `match` compares with one; any other name there binds).
     pub(crate) local_consts: HashSet<usize>,
-    /// `assert!`, `panic!`, `unreachable!` by the address of their
-    /// `syn::Macro` (shared: inference and emission read one parse, whose
-    /// addresses the types are recorded by).
-    pub(crate) macros: HashMap<usize, std::rc::Rc<KernelMacro>>,
+    /// `panic!`s and `unreachable!`s by the address of their `syn::Macro`.
+    pub(crate) macros: HashMap<usize, KernelMacro>,
     /// The messages of the panic sites, in site order.
-    pub(crate) panic_sites: Vec<PanicMessage>,
+    pub(crate) panic_sites: Vec<String>,
 }
 
 /// Whether an array type has a length the translation cannot see.
@@ -483,19 +481,11 @@ impl Infer {
         Ok(ty)
     }
 
-    /// An `assert!` (unit), `panic!` or `unreachable!` (never).
+    /// A `panic!` or `unreachable!` (never returns).
     pub(super) fn kernel_macro(&mut self, m: &syn::Macro) -> syn::Result<Ty> {
-        let parsed = std::rc::Rc::new(super::panics::parse(m, &mut self.panic_sites)?);
-        self.macros.insert(key(m), parsed.clone());
-        match &*parsed {
-            KernelMacro::Assert { cond, .. } => {
-                let c = self.expr(cond)?;
-                let b = self.vars.known(Scalar::Bool);
-                self.unify(cond.span(), &c, &b)?;
-                Ok(Ty::Unit)
-            }
-            KernelMacro::Panic { .. } => Ok(Ty::Never),
-        }
+        let parsed = super::panics::parse(m, &mut self.panic_sites)?;
+        self.macros.insert(key(m), parsed);
+        Ok(Ty::Never)
     }
 
     fn local_type(&mut self, ty: &Type) -> syn::Result<Ty> {
