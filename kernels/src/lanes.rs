@@ -172,6 +172,10 @@ impl Twin<'_> {
         }
         let id = *self.inf.resolved.get(&key(local)).ok_or("an unresolved `let`")?;
         let ty = self.inf.bindings[id].ty.clone();
+        if matches!(ty, Ty::Ref(..)) {
+            // Lanes of a referenced place are not one place.
+            return Err("a reference local".into());
+        }
         let init = local.init.as_ref().map(|i| &*i.expr);
         let Some(float) = self.elem(&ty).filter(|s| s.is_float()) else {
             if init.is_some_and(|e| self.varies(e)) {

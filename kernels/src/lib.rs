@@ -31,8 +31,16 @@
 //!   assignment, indexing, `*` on references;
 //! - `if`/`else` as statements and as expressions (emitted as a ternary, or
 //!   a temporary when a branch has statements), block expressions;
-//! - `for` over `a..b`, `a..=b`, with `.rev()` and `.step_by(k)`; `while`,
-//!   `loop`, `break`, `continue`, `return`;
+//! - `for` over `a..b`, `a..=b`, with `.rev()` and `.step_by(k)`, and over
+//!   arrays (`a.iter()`, `a.iter_mut()`, `&a`, a bare array, `.copied()`,
+//!   `.zip`, `.enumerate()`, `.rev()`: rewritten to index loops before the
+//!   passes, `translate/iterate.rs`); `while`, `loop`, `break`,
+//!   `continue`, `return`;
+//! - references to places kept in locals (`let r = &mut m[i];`, `let e =
+//!   &mut *o;`, a reference parameter moved into a local): C++ pointers,
+//!   so writes through them reach the place as in Rust;
+//! - `matches!` and `if let`, rewritten to the `match` they stand for
+//!   (`translate/sugar.rs`);
 //! - `as` casts between the scalar types;
 //! - `match` on integers and `bool`s, as a statement or a value: literal,
 //!   range (`1..=4`, `..0`, `10..`), constant (`i32::MAX`, a local `const`),
@@ -40,7 +48,8 @@
 //!   emitted as an `if` chain over the scrutinee evaluated once (with a
 //!   taken-flag when there are guards, so a guard runs only after its
 //!   pattern matched);
-//! - `assert!`, `panic!`, `unreachable!` with literal messages: numbered
+//! - `assert!`, `assert_eq!`, `assert_ne!`, `panic!`, `unreachable!` with
+//!   literal messages: numbered
 //!   panic sites whose messages the runtime reports (`translate/panics.rs`);
 //! - tuples where they are taken apart: `let (a, b) = ...;` and `(a, b) =
 //!   ...;` of a tuple literal, `x.sin_cos()`, or an `if`/`match`/block whose

@@ -47,6 +47,29 @@ fn increment_only_parameters_are_recorded() {
 }
 
 #[test]
+fn reference_locals_and_array_loops_count_as_their_parameter() {
+    let t = kernel(syn::parse_quote! {
+        fn k(x: &[f64; 2], a: &mut [f64; 2], b: &mut [f64; 2], c: &mut f64, d: &mut [f64; 2], e: &mut f64) {
+            // Only increments through the references: still increment-only.
+            for (v, w) in a.iter_mut().zip(x) {
+                *v += w;
+            }
+            let r = &mut *c;
+            *r -= x[0];
+            // Assigned, or read, through a reference: not.
+            for v in b.iter_mut() {
+                *v = 1.0;
+            }
+            let s = &mut d[1];
+            *s += *s;
+            let q = e;
+            *q *= 2.0;
+        }
+    });
+    assert_eq!(t.increment_only, [true, true, false, true, false, false]);
+}
+
+#[test]
 fn helpers_given_a_parameter_make_it_not_increment_only() {
     let t = kernel(syn::parse_quote! {
         fn k(a: &mut [f64; 2], b: &mut f64) {

@@ -27,6 +27,23 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
         /// Path expressions that are roots of increment places.
         roots: HashSet<usize>,
         other_use: Vec<bool>,
+        /// Reference locals (`let r = &mut p[i];`, `let r = p;`, and the
+        /// loops over `p.iter_mut()` rewritten to them): binding -> the
+        /// parameter whose place they name. Their uses are the
+        /// parameter's uses.
+        aliases: HashMap<usize, usize>,
+    }
+
+    impl Uses<'_> {
+        /// The parameter path expression `e` names, through aliases.
+        fn param_of(&self, e: &Expr) -> Option<usize> {
+            let &id = self.resolved.get(&key(e))?;
+            if id < self.other_use.len() {
+                Some(id)
+            } else {
+                self.aliases.get(&id).copied()
+            }
+        }
     }
 
     /// The root path of an increment place and its index expressions.
@@ -59,18 +76,59 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
                     }
                 }
             }
+            if let Expr::MethodCall(m) = e {
+                // An array's length is its type's, not a use of its values
+                // (the index loops over `p.iter_mut()` read it).
+                let mut indices = Vec::new();
+                if m.method == "len" && m.args.is_empty() && place_root(&m.receiver, &mut indices).is_some() {
+                    for i in indices {
+                        self.visit_expr(i);
+                    }
+                    return;
+                }
+            }
             if let Expr::Path(_) = e {
-                if let Some(&id) = self.resolved.get(&key(e)) {
-                    if id < self.other_use.len() && !self.roots.contains(&key(e)) {
-                        self.other_use[id] = true;
+                if let Some(p) = self.param_of(e) {
+                    if !self.roots.contains(&key(e)) {
+                        self.other_use[p] = true;
                     }
                 }
             }
             syn::visit::visit_expr(self, e);
         }
+
+        fn visit_local(&mut self, l: &'ast syn::Local) {
+            // `let r = &mut p[i];` (or `= p`, `= &mut *p`): `r` names
+            // `p`'s place, and the `let` itself neither reads nor writes
+            // it (its indices are visited as reads).
+            if let (Some(init), Some(&id)) = (&l.init, self.resolved.get(&key(l))) {
+                let (mut indices, mut place) = (Vec::new(), &*init.expr);
+                while let Expr::Paren(p) = place {
+                    place = &p.expr;
+                }
+                let root = match place {
+                    Expr::Reference(r) if r.mutability.is_some() => place_root(&r.expr, &mut indices),
+                    Expr::Path(_) => Some(place),
+                    _ => None,
+                };
+                if let Some(p) = root.and_then(|r| self.param_of(r)) {
+                    self.aliases.insert(id, p);
+                    for i in indices {
+                        self.visit_expr(i);
+                    }
+                    return;
+                }
+            }
+            syn::visit::visit_local(self, l);
+        }
     }
 
-    let mut uses = Uses { resolved: &infer.resolved, roots: HashSet::new(), other_use: vec![false; params.len()] };
+    let mut uses = Uses {
+        resolved: &infer.resolved,
+        roots: HashSet::new(),
+        other_use: vec![false; params.len()],
+        aliases: HashMap::new(),
+    };
     uses.visit_block(&item.block);
     params.iter().zip(uses.other_use).map(|(p, other)| !p.mutable || !other).collect()
 }

@@ -20,19 +20,24 @@
 //! - `syntax`: the pieces of Rust syntax both passes read the same way
 //!   (scalar and array types, compound operators, `for` ranges);
 //! - `increment`: which parameters the body only adds to;
-//! - `method_form`: `f64::sqrt(x)` read as `x.sqrt()`, and `tuples`:
-//!   `let (a, b) = ...` rewritten to scalar `let`s (both done before the
-//!   passes, and before the lane-wise twin's: [`normal_form`]);
+//! - `sugar`: `matches!` and `if let` as the `match` they stand for;
+//! - `method_form`: `f64::sqrt(x)` read as `x.sqrt()`, `iterate`: `for x
+//!   in a.iter()` (and `iter_mut`, `zip`, `enumerate`, ...) rewritten to
+//!   index loops over reference locals, and `tuples`: `let (a, b) = ...`
+//!   rewritten to scalar `let`s (all done before the passes, and before
+//!   the lane-wise twin's: [`normal_form`]);
 //! - `methods`: the table of scalar methods the passes and the twin read.
 
 mod emit;
 mod increment;
 mod infer;
+mod iterate;
 mod literals;
 mod method_form;
 mod methods;
 mod names;
 mod panics;
+mod sugar;
 mod syntax;
 mod tuples;
 
@@ -50,13 +55,17 @@ use increment::increment_only;
 pub(crate) use infer::{infer, key, Infer};
 pub(crate) use method_form::method_form;
 
-/// `item` as the passes read it: `assert!`s as `if`s around `panic!`
-/// (see `panics`), path calls in method form, tuple `let`s and
-/// assignments rewritten to scalars (see `tuples`).
+/// `item` as the passes read it: `assert!`s (and `assert_eq!`,
+/// `assert_ne!`) as `if`s around `panic!` (see `panics`), `matches!` and
+/// `if let` as `match` (see `sugar`), path calls in method form, array `for` loops as index
+/// loops (see `iterate`), tuple `let`s and assignments rewritten to
+/// scalars (see `tuples`).
 pub(crate) fn normal_form(item: &ItemFn) -> ItemFn {
     let mut f = item.clone();
     panics::asserts_as_ifs(&mut f);
+    sugar::as_matches(&mut f);
     let mut f = method_form(&f).into_owned();
+    iterate::index_loops(&mut f);
     tuples::destructure(&mut f);
     f
 }

@@ -11,8 +11,10 @@
 //! rustfmt-formatted code.
 //!
 //! Messages are literals (a format string without arguments: `{{` and
-//! `}}` are braces); formatting values, `assert_eq!` and `debug_assert!`
-//! (whose presence depends on the build profile) are refused.
+//! `}}` are braces); formatting values and `debug_assert!` (whose
+//! presence depends on the build profile) are refused. `assert_eq!` and
+//! `assert_ne!` become `if`s too; their device message is Rust's first
+//! line (the values Rust appends stay on the host).
 
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
@@ -77,12 +79,15 @@ pub(crate) fn parse(m: &syn::Macro, sites: &mut Vec<String>) -> syn::Result<Kern
             match name.as_str() {
                 // Well-formed ones were rewritten before the passes.
                 "assert" => "`assert!` takes a condition and an optional literal message".to_string(),
-                "assert_eq" | "assert_ne" | "debug_assert" | "debug_assert_eq" | "debug_assert_ne" => format!(
-                    "`{name}!` is not supported in kernels: write `assert!(condition)` or \
-                     `assert!(condition, \"message\")`"
+                "assert_eq" | "assert_ne" => {
+                    format!("`{name}!` takes two values and an optional literal message (`\"...\"`)")
+                }
+                "debug_assert" | "debug_assert_eq" | "debug_assert_ne" => format!(
+                    "`{name}!` is not supported in kernels (whether it runs depends on the build profile): \
+                     write `assert!(condition)` or `assert!(condition, \"message\")`"
                 ),
                 _ => {
-                    format!("`{name}!`: the macros supported inside kernels are `assert!`, `panic!` and `unreachable!`")
+                    format!("`{name}!`: the macros supported inside kernels are `assert!`, `assert_eq!`, `assert_ne!`, `matches!`, `panic!` and `unreachable!`")
                 }
             },
         ));
@@ -114,6 +119,9 @@ pub(crate) fn asserts_as_ifs(item: &mut syn::ItemFn) {
     use syn::visit_mut::VisitMut;
     struct Rewrite;
     fn rewritten(m: &syn::Macro) -> Option<Expr> {
+        if m.path.is_ident("assert_eq") || m.path.is_ident("assert_ne") {
+            return compared(m);
+        }
         if !m.path.is_ident("assert") {
             return None;
         }
@@ -151,6 +159,35 @@ pub(crate) fn asserts_as_ifs(item: &mut syn::ItemFn) {
         }
     }
     Rewrite.visit_item_fn_mut(item);
+}
+
+/// `assert_eq!(a, b)` / `assert_ne!(a, b)` (with an optional literal
+/// message) as `if !(a == b) { panic!(..) }`: each operand evaluated once,
+/// as Rust does. The message is Rust's first line (``assertion `left ==
+/// right` failed``, then `: message`); Rust's host panic adds the two
+/// values, which a device panic record cannot carry.
+fn compared(m: &syn::Macro) -> Option<Expr> {
+    let args = m.parse_body::<Args>().ok()?.0;
+    let (a, b) = (args.first()?, args.get(1)?);
+    let op = if m.path.is_ident("assert_eq") { "==" } else { "!=" };
+    let mut text = format!("assertion `left {op} right` failed");
+    match args.get(2) {
+        None => {}
+        Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) if args.len() == 3 => {
+            // Still a format string: the user's escapes (`{{`) stay.
+            text.push_str(": ");
+            text.push_str(&s.value());
+        }
+        // Formatted messages stay a macro, refused by the passes.
+        Some(_) => return None,
+    }
+    let span = m.span();
+    let lit = LitStr::new(&text, span);
+    Some(if op == "==" {
+        syn::parse_quote_spanned! {span=> if !((#a) == (#b)) { panic!(#lit) } }
+    } else {
+        syn::parse_quote_spanned! {span=> if !((#a) != (#b)) { panic!(#lit) } }
+    })
 }
 
 /// An `assert!`'s condition as Rust's message prints it: the source text

@@ -60,7 +60,9 @@ impl<'a> LoopRange<'a> {
         let unsupported = || {
             error(
                 e.span(),
-                "`for` loops iterate over integer ranges: `a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(k)`",
+                "`for` loops iterate over integer ranges (`a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(k)`) \
+                 or over arrays (`a.iter()`, `a.iter_mut()`, `&a`, `a`, `.copied()`, then `.zip(b.iter())`, \
+                 `.enumerate()`, `.rev()` in that order, with `x`, `&x`, `_` or tuple patterns)",
             )
         };
         match e {

@@ -47,7 +47,15 @@ impl Emit<'_> {
                 Ok(constant(&p.path).expect("checked by inference").1)
             }
             Expr::Unary(u) => match u.op {
-                UnOp::Deref(_) => Ok(format!("(*{})", self.expr(&u.expr)?)),
+                UnOp::Deref(_) => {
+                    let inner = self.expr(&u.expr)?;
+                    // A reference to an array is a pointer to its first
+                    // element (or row): the array itself, indexed as one.
+                    Ok(match self.infer.vars.deref(&self.ty_of(&u.expr)) {
+                        Ty::Array(..) => inner,
+                        _ => format!("(*{inner})"),
+                    })
+                }
                 UnOp::Neg(_) => {
                     let s = self.scalar_of(e)?;
                     if let Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) = &*u.expr {

@@ -166,6 +166,16 @@ impl Emit<'_> {
             }
         }
         let b = self.infer.bindings[id].clone();
+        if let (Ty::Ref(_, mutable), Some(init)) = (&b.ty, &local.init) {
+            // A reference to a place: a C++ pointer, as reference
+            // parameters are (`auto` gives the element's or the row's
+            // pointer type, narrow usize included).
+            let p = self.expr(&init.expr)?;
+            self.flush_pre();
+            let c = if *mutable { "" } else { "const " };
+            self.line(&format!("{c}auto* {} = {p};", b.cname));
+            return Ok(());
+        }
         let (t, suffix) = self.cpp_type_of(&b.ty, local.span(), b.narrow)?;
         let Some(init) = &local.init else {
             self.line(&format!("{t} {}{suffix};", b.cname));
@@ -195,6 +205,10 @@ impl Emit<'_> {
                 .get(&key(e))
                 .and_then(|&id| Some(&self.infer.bindings[id]).filter(|b| b.narrow).and_then(|b| b.max)),
             Expr::Binary(b) => self.binary_bound(b),
+            // An array's length (`0..a.len()`).
+            Expr::MethodCall(m) if m.args.is_empty() && m.method == "len" => {
+                self.infer.lens.get(&key(m)).map(|&n| n as u128).filter(|&n| n != UNKNOWN_LEN as u128)
+            }
             Expr::MethodCall(m) if m.args.len() == 1 => {
                 let (a, b) = (self.bound(&m.receiver)?, self.bound(&m.args[0])?);
                 match m.method.to_string().as_str() {

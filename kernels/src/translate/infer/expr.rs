@@ -12,7 +12,7 @@ use super::{key, Infer};
 use crate::translate::literals::{constant, int_literal_value, literal_fits_i32};
 use crate::translate::methods::{self, Args, Receiver, Yields};
 use crate::translate::syntax::{array_len, is_compound, scalar_of_type, LoopRange};
-use crate::types::{error, Scalar, Ty};
+use crate::types::{error, Scalar, Ty, UNKNOWN_LEN};
 
 /// Where kernels accept tuples (see `translate/tuples.rs`).
 pub(super) const TUPLES: &str = "kernels take tuples only as `let (a, b) = ...;` or `(a, b) = ...;` of a tuple \
@@ -561,10 +561,29 @@ impl Infer {
         }
     }
 
+    /// A loop bound known here: a literal, an array's length
+    /// (`0..a.len()`), or the smaller of two (`a.len().min(b.len())`, from
+    /// `zip`).
+    fn known_bound(&self, b: &Expr) -> Option<u128> {
+        match b {
+            Expr::Paren(p) => self.known_bound(&p.expr),
+            Expr::MethodCall(m) if m.method == "len" && m.args.is_empty() => {
+                self.lens.get(&key(m)).map(|&n| n as u128).filter(|&n| n != UNKNOWN_LEN as u128)
+            }
+            Expr::MethodCall(m) if m.method == "min" && m.args.len() == 1 => {
+                Some(self.known_bound(&m.receiver)?.min(self.known_bound(&m.args[0])?))
+            }
+            _ => int_literal_value(b),
+        }
+    }
+
     fn for_loop(&mut self, f: &syn::ExprForLoop) -> syn::Result<Ty> {
         if f.label.is_some() {
             return Err(error(f.span(), "loop labels are not supported"));
         }
+        // The iterator first: an array loop the rewrite did not take
+        // (`translate/iterate.rs`) is refused with the forms it takes.
+        LoopRange::parse(&f.expr)?;
         let Pat::Ident(pi) = &*f.pat else {
             return Err(error(f.pat.span(), "the loop variable must be a plain name"));
         };
@@ -589,10 +608,14 @@ impl Infer {
             let u = self.vars.known(Scalar::Usize);
             self.unify(step.span(), &st, &u)?;
         }
-        let narrow = [range.start, range.end].iter().all(|b| literal_fits_i32(b));
+        let known = |b: &Expr| self.known_bound(b);
+        let narrow = [range.start, range.end]
+            .iter()
+            .all(|b| literal_fits_i32(b) || known(b).is_some_and(|v| v <= i32::MAX as u128));
+        let end = known(range.end);
         self.scopes.push(Vec::new());
         let id = self.bind(&pi.ident.to_string(), t, narrow);
-        if let Some(hi) = int_literal_value(range.end) {
+        if let Some(hi) = end {
             // Every value is at most `max` (rev and step_by take a subset;
             // an empty range runs nothing).
             let max = if range.inclusive { hi } else { hi.saturating_sub(1) };

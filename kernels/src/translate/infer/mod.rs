@@ -502,6 +502,18 @@ impl Infer {
         }
     }
 
+    /// Whether `e` (a reference-typed initialiser) names a place: `&p`
+    /// or `&mut p` of a place, or a reference binding itself.
+    fn names_place(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Paren(p) => self.names_place(&p.expr),
+            Expr::Group(g) => self.names_place(&g.expr),
+            Expr::Reference(r) => expr::is_place(&r.expr) && !matches!(&*r.expr, Expr::Array(_) | Expr::Repeat(_)),
+            Expr::Path(_) => self.resolved.get(&key(e)).is_some_and(|&id| matches!(self.bindings[id].ty, Ty::Ref(..))),
+            _ => false,
+        }
+    }
+
     fn local(&mut self, local: &syn::Local) -> syn::Result<()> {
         if let (Pat::Wild(_), Some(init)) = (&local.pat, &local.init) {
             // `let _ = value;`: evaluated, bound to nothing.
@@ -533,9 +545,37 @@ impl Infer {
                 return Err(error(diverge.span(), "`let ... else` is not supported in kernels"));
             }
             let t = self.expr(&init.expr)?;
-            let t = if matches!(t, Ty::Ref(..)) && !matches!(ty, Ty::Ref(..)) { self.vars.deref(&t) } else { t };
-            if matches!(t, Ty::Ref(..)) {
+            // A reference to a place (`&mut a[i]`, `&k[1]`, `&mut *p`, or a
+            // reference parameter or local itself) is kept as a reference:
+            // writes through `&mut` reach the place, as in Rust (emitted as
+            // a C++ pointer, as reference parameters are). Any other
+            // reference (`&(a + 1.0)`) is Rust's temporary: a copy.
+            let alias = matches!(t, Ty::Ref(..)) && self.names_place(&init.expr);
+            let t = if matches!(t, Ty::Ref(..)) && !alias { self.vars.deref(&t) } else { t };
+            if matches!(t, Ty::Ref(..)) && !alias {
                 return Err(error(init.expr.span(), "references cannot be stored in locals; copy the value instead"));
+            }
+            if let (Ty::Ref(..), Some(a)) = (&t, annotated) {
+                return Err(error(
+                    a.span(),
+                    "a reference local takes its type from its place: drop the annotation (`let r = &mut a[i];`)",
+                ));
+            }
+            if let Ty::Ref(inner, _) = &t {
+                if matches!(**inner, Ty::Ref(..)) {
+                    return Err(error(
+                        init.expr.span(),
+                        "a reference to a reference: bind the reference itself (`let r = a;`) or reborrow (`&mut *a`)",
+                    ));
+                }
+                if has_unknown_len(inner) {
+                    return Err(error(
+                        init.expr.span(),
+                        "a reference to a row of a module-level constant: copy the row into an annotated local",
+                    ));
+                }
+                // A reference local is typed by its place.
+                ty = t.clone();
             }
             if annotated.is_none() && matches!(t, Ty::Array(..)) {
                 // An unannotated array local takes its initialiser's type.

@@ -1,0 +1,345 @@
+//! `for` loops over the elements of arrays, rewritten to loops over their
+//! indices before the passes read a function:
+//!
+//! ```text
+//! for (i, x) in a.iter().enumerate() { body }
+//! // becomes
+//! { let __pl_it0 = &a; for __pl_ix0 in 0..__pl_it0.len() { let i = __pl_ix0; let x = &__pl_it0[__pl_ix0]; body } }
+//! ```
+//!
+//! The rewrite is plain Rust with the same meaning, so inference, emission
+//! and the lane-wise twin see only index loops and reference locals. The
+//! iterated array is evaluated once, before the loop, as Rust's iterator
+//! is (a `for x in m[k].iter()` whose body changes `k` still walks row
+//! `k` as it was). Sources: `a.iter()` and `&a` (elements `&T`),
+//! `a.iter_mut()` and `&mut a` (`&mut T`), `.copied()`/`.cloned()` (`T`),
+//! and a bare `a` or `a.into_iter()`: a reference parameter's elements are
+//! references, any other array is copied and its elements are values, as
+//! Rust's `IntoIterator` for arrays and array references gives them.
+//! Adapters: `.zip(other source)` (as long as the shorter), then
+//! `.enumerate()`, then `.rev()`. Patterns: `x`, `mut x`, `&x`, `_`, and
+//! tuples of those for `zip`/`enumerate`. Anything else is left alone and
+//! refused by inference.
+
+use std::collections::HashSet;
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::visit_mut::VisitMut;
+use syn::{Expr, FnArg, ItemFn, Pat, Type};
+
+/// Rewrites the array `for` loops of `item` in place.
+pub(crate) fn index_loops(item: &mut ItemFn) {
+    let mut used = Idents(HashSet::new());
+    used.visit_item_fn(item);
+    let mut bound_by_let = LetNames(HashSet::new());
+    bound_by_let.visit_item_fn(item);
+    // Reference parameters no `let` or pattern shadows: a bare `for x in
+    // a` over one of them yields references (mutable for `&mut`).
+    let ref_params = item
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|a| match a {
+            FnArg::Typed(t) => match (&*t.pat, &*t.ty) {
+                (Pat::Ident(p), Type::Reference(r)) if !bound_by_let.0.contains(&p.ident.to_string()) => {
+                    Some((p.ident.to_string(), r.mutability.is_some()))
+                }
+                _ => None,
+            },
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    let mut r = Rewrite { used: used.0, next: 0, ref_params };
+    r.visit_block_mut(&mut item.block);
+}
+
+/// Every identifier of the function, so that the new names are free.
+struct Idents(HashSet<String>);
+
+impl<'ast> Visit<'ast> for Idents {
+    fn visit_ident(&mut self, i: &'ast proc_macro2::Ident) {
+        self.0.insert(i.to_string());
+    }
+}
+
+/// Names bound by `let`, `for` and `match` patterns anywhere in the body.
+struct LetNames(HashSet<String>);
+
+impl<'ast> Visit<'ast> for LetNames {
+    fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+        self.0.insert(p.ident.to_string());
+        syn::visit::visit_pat_ident(self, p);
+    }
+    fn visit_signature(&mut self, _: &'ast syn::Signature) {}
+}
+
+struct Rewrite {
+    used: HashSet<String>,
+    next: usize,
+    ref_params: Vec<(String, bool)>,
+}
+
+/// How one source yields its elements.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Yield {
+    /// `&T`.
+    Shared,
+    /// `&mut T`.
+    Mut,
+    /// `T`, from a copy of the array taken before the loop.
+    CopyFirst,
+    /// `T`, read from the array (borrowed by the loop, so unchanged).
+    Value,
+}
+
+/// One iterated array.
+struct Source {
+    array: Expr,
+    yields: Yield,
+}
+
+/// A recognised iterator chain.
+struct Chain {
+    sources: Vec<Source>,
+    enumerate: bool,
+    rev: bool,
+}
+
+impl Rewrite {
+    fn fresh(&mut self, stem: &str) -> syn::Ident {
+        loop {
+            let name = format!("__pl_{stem}{}", self.next);
+            self.next += 1;
+            if !self.used.contains(&name) {
+                return syn::Ident::new(&name, Span::call_site());
+            }
+        }
+    }
+
+    /// One source: `a.iter()`, `a.iter_mut()`, `&a`, `&mut a`, `a`,
+    /// `a.into_iter()`, each optionally `.copied()` or `.cloned()`.
+    fn source(&self, e: &Expr) -> Option<Source> {
+        match e {
+            Expr::Paren(p) => self.source(&p.expr),
+            Expr::Group(g) => self.source(&g.expr),
+            Expr::MethodCall(m) if m.args.is_empty() && m.turbofish.is_none() => match m.method.to_string().as_str() {
+                "iter" => Some(Source { array: (*m.receiver).clone(), yields: Yield::Shared }),
+                "iter_mut" => Some(Source { array: (*m.receiver).clone(), yields: Yield::Mut }),
+                "into_iter" => self.source(&m.receiver),
+                "copied" | "cloned" => {
+                    let inner = self.source(&m.receiver)?;
+                    let yields = match inner.yields {
+                        Yield::Shared | Yield::Mut => Yield::Value,
+                        other => other,
+                    };
+                    Some(Source { array: inner.array, yields })
+                }
+                _ => None,
+            },
+            Expr::Reference(r) if is_array_place(&r.expr) => Some(Source {
+                array: (*r.expr).clone(),
+                yields: if r.mutability.is_some() { Yield::Mut } else { Yield::Shared },
+            }),
+            Expr::Path(p) if p.path.get_ident().is_some() => {
+                let name = p.path.get_ident().expect("checked").to_string();
+                let yields = match self.ref_params.iter().find(|(n, _)| *n == name) {
+                    Some((_, true)) => Yield::Mut,
+                    Some((_, false)) => Yield::Shared,
+                    None => Yield::CopyFirst,
+                };
+                Some(Source { array: e.clone(), yields })
+            }
+            _ => None,
+        }
+    }
+
+    /// A whole chain: sources, then `.zip(..)`, `.enumerate()`, `.rev()`
+    /// in that order (each at most once).
+    fn chain(&self, e: &Expr) -> Option<Chain> {
+        let mut adapters = Vec::new();
+        let mut cur = e;
+        loop {
+            match cur {
+                Expr::Paren(p) => cur = &p.expr,
+                Expr::MethodCall(m)
+                    if m.turbofish.is_none()
+                        && matches!(
+                            (m.method.to_string().as_str(), m.args.len()),
+                            ("zip", 1) | ("enumerate", 0) | ("rev", 0)
+                        ) =>
+                {
+                    adapters.push(m);
+                    cur = &m.receiver;
+                }
+                _ => break,
+            }
+        }
+        // Innermost first: zip, enumerate, rev.
+        adapters.reverse();
+        let first = self.source(cur)?;
+        let mut chain = Chain { sources: vec![first], enumerate: false, rev: false };
+        let mut stage = 0;
+        for m in adapters {
+            let (name, at) = match m.method.to_string().as_str() {
+                "zip" => ("zip", 1),
+                "enumerate" => ("enumerate", 2),
+                _ => ("rev", 3),
+            };
+            if at <= stage {
+                return None;
+            }
+            stage = at;
+            match name {
+                "zip" => chain.sources.push(self.source(&m.args[0])?),
+                "enumerate" => chain.enumerate = true,
+                _ => chain.rev = true,
+            }
+        }
+        Some(chain)
+    }
+
+    /// The loop replacing `f`, or `None` where it is not an array loop of
+    /// the forms above.
+    fn rewrite(&mut self, f: &syn::ExprForLoop) -> Option<Expr> {
+        let chain = self.chain(&f.expr)?;
+        // The patterns, matched to the chain's shape.
+        let (index_pat, element_pats) = split_pattern(&f.pat, chain.enumerate, chain.sources.len())?;
+        let span = f.span();
+        let ix = self.fresh("ix");
+        let mut before: Vec<syn::Stmt> = Vec::new();
+        let mut binds: Vec<syn::Stmt> = Vec::new();
+        let mut lens: Vec<Expr> = Vec::new();
+        for (src, pat) in chain.sources.iter().zip(&element_pats) {
+            let array = &src.array;
+            if matches!(pat, ElementPat::Wild) {
+                // Only its length is read: evaluated (its indices checked)
+                // and not kept.
+                before.push(syn::parse_quote_spanned! {span=> let _ = &#array; });
+                lens.push(syn::parse_quote_spanned! {span=> #array.len() });
+                continue;
+            }
+            let it = self.fresh("it");
+            before.push(match src.yields {
+                Yield::Shared | Yield::Value => syn::parse_quote_spanned! {span=> let #it = &#array; },
+                Yield::Mut => syn::parse_quote_spanned! {span=> let #it = &mut #array; },
+                Yield::CopyFirst => syn::parse_quote_spanned! {span=> let #it = #array; },
+            });
+            lens.push(syn::parse_quote_spanned! {span=> #it.len() });
+            let element: Expr = match (src.yields, pat) {
+                (Yield::Shared, ElementPat::Deref(_)) | (Yield::Value | Yield::CopyFirst, _) => {
+                    syn::parse_quote_spanned! {span=> #it[#ix] }
+                }
+                (Yield::Mut, ElementPat::Deref(_)) => syn::parse_quote_spanned! {span=> #it[#ix] },
+                (Yield::Shared, _) => syn::parse_quote_spanned! {span=> &#it[#ix] },
+                (Yield::Mut, _) => syn::parse_quote_spanned! {span=> &mut #it[#ix] },
+            };
+            if let ElementPat::Bind(p) | ElementPat::Deref(p) = pat {
+                binds.push(syn::parse_quote_spanned! {span=> let #p = #element; });
+            }
+        }
+        if let Some(p) = index_pat {
+            binds.insert(0, syn::parse_quote_spanned! {span=> let #p = #ix; });
+        }
+        let len = lens.into_iter().reduce(|a, b| syn::parse_quote_spanned! {span=> #a.min(#b) }).expect("one source");
+        let range: Expr = if chain.rev {
+            syn::parse_quote_spanned! {span=> (0..#len).rev() }
+        } else {
+            syn::parse_quote_spanned! {span=> 0..#len }
+        };
+        let label = &f.label;
+        let body = &f.body.stmts;
+        Some(syn::parse_quote_spanned! {span=>
+            {
+                #( #before )*
+                #label for #ix in #range {
+                    #( #binds )*
+                    #( #body )*
+                }
+            }
+        })
+    }
+}
+
+/// What one element is bound to.
+enum ElementPat {
+    /// `_`: nothing.
+    Wild,
+    /// `x` or `mut x`: the element as the source yields it.
+    Bind(Pat),
+    /// `&x`: the value behind a yielded reference.
+    Deref(Pat),
+}
+
+/// Splits a loop pattern into the index pattern (with `enumerate`) and one
+/// element pattern per source.
+fn split_pattern(p: &Pat, enumerate: bool, sources: usize) -> Option<(Option<Pat>, Vec<ElementPat>)> {
+    let (index, rest) = if enumerate {
+        let Pat::Tuple(t) = strip(p) else { return None };
+        if t.elems.len() != 2 {
+            return None;
+        }
+        let index = match strip(&t.elems[0]) {
+            Pat::Wild(_) => None,
+            q @ Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() => Some(q.clone()),
+            _ => return None,
+        };
+        (index, &t.elems[1])
+    } else {
+        (None, p)
+    };
+    let elements = if sources == 1 {
+        vec![element(rest)?]
+    } else {
+        let Pat::Tuple(t) = strip(rest) else { return None };
+        if t.elems.len() != sources {
+            return None;
+        }
+        t.elems.iter().map(element).collect::<Option<Vec<_>>>()?
+    };
+    Some((index, elements))
+}
+
+fn element(p: &Pat) -> Option<ElementPat> {
+    match strip(p) {
+        Pat::Wild(_) => Some(ElementPat::Wild),
+        q @ Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() => Some(ElementPat::Bind(q.clone())),
+        Pat::Reference(r) => match strip(&r.pat) {
+            q @ Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() => Some(ElementPat::Deref(q.clone())),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn strip(p: &Pat) -> &Pat {
+    match p {
+        Pat::Paren(q) => strip(&q.pat),
+        other => other,
+    }
+}
+
+/// A place an array can be borrowed from: a name, an indexed row, `*p`.
+fn is_array_place(e: &Expr) -> bool {
+    match e {
+        Expr::Path(p) => p.path.get_ident().is_some(),
+        Expr::Index(i) => is_array_place(&i.expr),
+        Expr::Paren(p) => is_array_place(&p.expr),
+        Expr::Unary(u) => matches!(u.op, syn::UnOp::Deref(_)) && is_array_place(&u.expr),
+        _ => false,
+    }
+}
+
+impl VisitMut for Rewrite {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        // Inner loops first, so the body moved into the new loop is final.
+        syn::visit_mut::visit_expr_mut(self, e);
+        if let Expr::ForLoop(f) = e {
+            if let Some(new) = self.rewrite(f) {
+                *e = new;
+            }
+        }
+    }
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}

@@ -1,0 +1,315 @@
+//! Reference locals, `for` over arrays, `matches!`/`if let` and
+//! `assert_eq!`/`assert_ne!` in kernels against Rust: the translation
+//! compiled by the host C++ compiler on random inputs (bitwise), the device
+//! backend and the lane-wise CPU path against `seq`, the panics' messages on
+//! every backend, and NVRTC accepting every translation.
+//!
+//! The reference locals are the regression test of a silent wrong result:
+//! `let r = &mut m[1]; r[0] = x;` was translated as a copy of the row, so
+//! the write never reached `m` on the device (Rust's `seq` wrote it).
+
+mod support;
+
+#[path = "support/device.rs"]
+mod device;
+#[path = "support/vals.rs"]
+mod vals;
+
+use device::device_backend;
+use parloop::{Backend, Kernel};
+use support::{differential, nvrtc_available, nvrtc_check, Compare, Floats, Ints, Spec};
+use vals::{run_on, seq_and_device, Vals};
+
+fn diff(kernel: &'static Kernel, floats: Floats) {
+    let spec = Spec { kernel, floats, ints: Ints::Full, compare: Compare::Exact };
+    differential(&spec, 1000, 0x005E_ED0F_1A7E_u64 ^ kernel.name().len() as u64);
+}
+
+/// Deterministic inputs of every parameter for `n` elements.
+fn inputs(kernel: &'static Kernel, n: usize) -> Vec<Vals> {
+    kernel
+        .params()
+        .iter()
+        .enumerate()
+        .map(|(p, s)| {
+            let len = n * s.len();
+            match s.elem {
+                parloop::ElemType::I32 => Vals::I32((0..len).map(|i| ((i * 7 + p) % 13) as i32 - 3).collect()),
+                _ => Vals::F64((0..len).map(|i| ((i * 37 + p * 11) % 101) as f64 * 0.25 - 12.0).collect()),
+            }
+        })
+        .collect()
+}
+
+/// `seq` equals the device backend and `threads` bitwise.
+fn backends_agree(kernel: &'static Kernel) {
+    let n = 67;
+    let input = inputs(kernel, n);
+    let (seq, dev) = seq_and_device(kernel, n, &input);
+    let threads = run_on(Backend::Threads, kernel, n, &input).unwrap();
+    for p in 0..seq.len() {
+        assert_eq!(dev[p].bits(), seq[p].bits(), "{}: device vs seq, parameter {p}", kernel.name());
+        assert_eq!(threads[p].bits(), seq[p].bits(), "{}: threads vs seq, parameter {p}", kernel.name());
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Reference locals.
+// ---------------------------------------------------------------------------
+
+#[parloop::device]
+fn bump_row(row: &mut [f64; 2], by: f64) {
+    row[0] += by;
+    row[1] -= by * 0.5;
+}
+
+#[parloop::device]
+fn add_to(x: &mut f64, by: f64) {
+    *x += by;
+}
+
+#[parloop::kernel]
+fn ref_locals(a: &[f64; 3], m: &mut [[f64; 3]; 2], o: &mut [f64; 4]) {
+    // A row of a parameter: writes reach the parameter.
+    let r = &mut m[1];
+    r[0] += a[0];
+    *r = [r[2], r[1], r[0]];
+    // A scalar element: assigned and incremented through the reference.
+    let x = &mut o[0];
+    *x = a[1] * 2.0;
+    *x += 1.0;
+    let y = &o[0];
+    let v = *y + a[2] + y * 0.5;
+    o[1] = v;
+    // Rows of a local array, handed to helpers.
+    let mut k = [[0.25f64; 2]; 2];
+    let row = &mut k[1];
+    bump_row(row, a[0]);
+    let s = &mut o[2];
+    add_to(s, a[2]);
+    o[3] = k[1][0] + k[1][1] + k[0][0];
+    // A reborrow and the parameter itself, moved into a local.
+    let e = &mut *o;
+    e[3] *= 2.0;
+    let mm = m;
+    mm[0][1] = -a[2];
+}
+
+#[test]
+fn reference_locals_alias_their_place_as_in_rust() {
+    diff(ref_locals::KERNEL, Floats::WithNan);
+    backends_agree(ref_locals::KERNEL);
+    // The values plain Rust gives, for one element.
+    let a = [1.5, -2.0, 0.25];
+    let (mut m, mut o) = ([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [0.0; 4]);
+    ref_locals(&a, &mut m, &mut o);
+    let input = vec![Vals::F64(a.to_vec()), Vals::F64(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), Vals::F64(vec![0.0; 4])];
+    let (seq, dev) = seq_and_device(ref_locals::KERNEL, 1, &input);
+    let want_m: Vec<f64> = m.iter().flatten().copied().collect();
+    assert_eq!(seq[1], Vals::F64(want_m.clone()));
+    assert_eq!(dev[1], Vals::F64(want_m), "the row written through `r` reaches `m` on the device");
+    assert_eq!(dev[2], Vals::F64(o.to_vec()));
+}
+
+// ---------------------------------------------------------------------------
+// `for` over arrays.
+// ---------------------------------------------------------------------------
+
+#[parloop::kernel]
+fn iterate(a: &[f64; 3], b: &[f64; 2], m: &mut [[f64; 3]; 2], o: &mut [f64; 7]) {
+    let mut s = 0.0;
+    for x in a.iter() {
+        s += x;
+    }
+    o[0] = s;
+    for (i, &x) in a.iter().enumerate() {
+        o[1] += x * (i as f64 + 1.0);
+    }
+    // Zip as long as the shorter, walked backwards.
+    for (x, y) in a.iter().zip(b).rev() {
+        o[2] = o[2] * 0.5 + x * y;
+    }
+    for row in m.iter_mut() {
+        for v in row.iter_mut() {
+            *v = v.abs() + 1.0;
+        }
+    }
+    // A local array by value: a copy taken before the loop.
+    let mut local = [a[2], a[1], a[0]];
+    let mut acc = 0.0;
+    for v in local {
+        local[0] = 100.0;
+        acc = acc * 2.0 + v;
+    }
+    o[3] = acc + local[0];
+    for (i, row) in m.iter().enumerate() {
+        for (j, v) in row.iter().enumerate() {
+            o[4] += v * (i * 3 + j) as f64;
+        }
+    }
+    let mut c = f64::NEG_INFINITY;
+    for x in a.iter().copied() {
+        c = c.max(x);
+    }
+    o[5] = c;
+    // The iterated row is fixed when the loop starts (`k` changes inside).
+    let mut k = 0;
+    for v in &m[k] {
+        k = 1;
+        o[6] += v * 0.5;
+    }
+    o[6] += k as f64;
+    for (v, _) in o.iter_mut().zip(b) {
+        *v -= 1.0;
+    }
+}
+
+#[parloop::kernel]
+fn iterate_bare(a: &[f64; 3], o: &mut [f64; 3]) {
+    // A bare reference parameter yields references.
+    for (x, y) in a.iter().zip(o.iter_mut()) {
+        *y = *x * 2.0 - *y;
+    }
+    for x in o {
+        *x += 0.5;
+    }
+}
+
+#[test]
+fn for_over_arrays_walks_them_as_rust_does() {
+    for k in [iterate::KERNEL, iterate_bare::KERNEL] {
+        diff(k, Floats::WithNan);
+        diff(k, Floats::Small);
+        backends_agree(k);
+    }
+    let a = [0.5, -3.0, 2.0];
+    let b = [4.0, 1.0];
+    let (mut m, mut o) = ([[1.0, -2.0, 3.0], [-4.0, 5.0, -6.0]], [0.0; 7]);
+    iterate(&a, &b, &mut m, &mut o);
+    let input = vec![
+        Vals::F64(a.to_vec()),
+        Vals::F64(b.to_vec()),
+        Vals::F64(vec![1.0, -2.0, 3.0, -4.0, 5.0, -6.0]),
+        Vals::F64(vec![0.0; 7]),
+    ];
+    let (seq, dev) = seq_and_device(iterate::KERNEL, 1, &input);
+    assert_eq!(seq[3], Vals::F64(o.to_vec()));
+    assert_eq!(dev[3], Vals::F64(o.to_vec()));
+    assert_eq!(dev[2], Vals::F64(m.iter().flatten().copied().collect()));
+}
+
+// ---------------------------------------------------------------------------
+// `matches!` and `if let`.
+// ---------------------------------------------------------------------------
+
+#[parloop::kernel]
+fn sugar(c: &i32, d: &i32, b: &mut f64) {
+    if matches!(*c, 1 | 2) {
+        *b += 1.0;
+    }
+    let q = matches!(*c, 3..=7 if *d > 0);
+    if q {
+        *b += 2.0;
+    }
+    if let 0 = *d {
+        *b += 4.0;
+    } else if let -3..=-1 = *d {
+        *b += 8.0;
+    } else {
+        *b += 16.0;
+    }
+    let v = if let n @ 0..=5 = *c { n * 2 } else { -1 };
+    *b += v as f64;
+    if let 9 = *c + *d {
+        *b *= 3.0;
+    }
+}
+
+#[test]
+fn matches_and_if_let_are_their_match() {
+    diff(sugar::KERNEL, Floats::Small);
+    backends_agree(sugar::KERNEL);
+}
+
+// ---------------------------------------------------------------------------
+// `assert_eq!` and `assert_ne!`.
+// ---------------------------------------------------------------------------
+
+#[parloop::kernel]
+fn compared(a: &f64, o: &mut f64) {
+    assert_eq!(a.signum(), 1.0, "a must be positive");
+    assert_ne!(*a, 3.0);
+    *o = a.sqrt();
+}
+
+#[test]
+fn assert_eq_and_ne_panic_with_rusts_message_on_every_backend() {
+    let good = vec![Vals::F64(vec![4.0, 9.0]), Vals::F64(vec![0.0; 2])];
+    for b in [Backend::Seq, Backend::Threads, device_backend()] {
+        assert_eq!(run_on(b, compared::KERNEL, 2, &good).unwrap()[1], Vals::F64(vec![2.0, 3.0]), "{b:?}");
+    }
+    for (a, message) in
+        [(-4.0, "assertion `left == right` failed: a must be positive"), (3.0, "assertion `left != right` failed")]
+    {
+        let input = vec![Vals::F64(vec![4.0, a]), Vals::F64(vec![0.0; 2])];
+        for b in [Backend::Seq, Backend::Threads, device_backend()] {
+            let e = run_on(b, compared::KERNEL, 2, &input).expect_err("the assertion fails");
+            assert!(e.contains(message) && e.contains("element 1"), "{b:?}: {e}");
+        }
+    }
+}
+
+#[test]
+fn nvrtc_compiles_every_translation_without_warnings() {
+    if !nvrtc_available() {
+        return;
+    }
+    for k in
+        [ref_locals::KERNEL, iterate::KERNEL, iterate_bare::KERNEL, sugar::KERNEL, compared::KERNEL, spread::KERNEL]
+    {
+        nvrtc_check(k).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// An increment written through `iter_mut`: still an INC kernel.
+// ---------------------------------------------------------------------------
+
+#[parloop::kernel]
+fn spread(x: &[f64; 2], acc: &mut [f64; 2]) {
+    for (a, v) in acc.iter_mut().zip(x) {
+        *a += v * 0.5;
+    }
+}
+
+#[test]
+fn increments_through_iter_mut_are_inc_on_every_backend() {
+    use parloop::{Access, Runtime};
+    // A ring of 40 edges over 40 nodes; values are multiples of 1/2 so
+    // every summation order gives the same bits.
+    let (n, e) = (40usize, 40usize);
+    let map: Vec<i32> = (0..e).flat_map(|i| [i as i32, ((i * 7 + 3) % n) as i32]).collect();
+    let x: Vec<f64> = (0..2 * e).map(|i| (i % 9) as f64 - 4.0).collect();
+    let mut want = vec![0.0; 2 * n];
+    for k in 0..e {
+        for col in 0..2 {
+            let node = map[2 * k + col] as usize;
+            for c in 0..2 {
+                want[2 * node + c] += x[2 * k + c] * 0.5;
+            }
+        }
+    }
+    for backend in [Backend::Seq, Backend::Threads, device_backend()] {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let edges = rt.set("edges", e).unwrap();
+        let nodes = rt.set("nodes", n).unwrap();
+        let m = rt.map("m", &edges, &nodes, 2, map.clone()).unwrap();
+        let xd = rt.dat("x", &edges, 2, x.clone()).unwrap();
+        let acc = rt.dat("acc", &nodes, 2, vec![0.0; 2 * n]).unwrap();
+        for col in 0..2 {
+            rt.par_loop(spread::KERNEL, &edges, &[xd.arg(Access::READ), acc.arg_via(&m, col, Access::INC)])
+                .unwrap_or_else(|err| panic!("{backend:?}: {err}"));
+        }
+        assert_eq!(acc.values().unwrap(), want, "{backend:?}");
+    }
+}
