@@ -55,6 +55,11 @@ template <class I, class F> __device__ inline I __pl_f2i(F x, I lo, I hi) {
     if (x >= (F)hi) return hi;
     return (I)x;
 }
+// `as` to an integer from a value whose type the translation cannot see
+// (a helper's result): C++ picks Rust's saturating cast for floats.
+template <class I, class S> __device__ inline I __pl_as_int(S x, I, I) { return (I)x; }
+template <class I> __device__ inline I __pl_as_int(float x, I lo, I hi) { return __pl_f2i<I>(x, lo, hi); }
+template <class I> __device__ inline I __pl_as_int(double x, I lo, I hi) { return __pl_f2i<I>(x, lo, hi); }
 template <class F> __device__ inline F __pl_powi(F a, int b) {
     const bool recip = b < 0;
     F r = (F)1;

@@ -102,6 +102,18 @@ impl Names {
                 reason: "an empty name (errors and profiles name objects by it)".into(),
             });
         }
+        // A NUL or a newline in a name garbles the messages, profiles and
+        // NVTX ranges (C strings) that show it.
+        if let Some(c) = name.chars().find(|c| c.is_control()) {
+            return Err(Error::InvalidDeclaration {
+                what,
+                name: name.escape_debug().to_string(),
+                reason: format!(
+                    "a control character (U+{:04X}) in the name (errors, profiles and NVTX ranges show it)",
+                    c as u32
+                ),
+            });
+        }
         let mut taken = lock(&self.taken);
         if taken.holds(space, name) {
             return Err(Error::DuplicateName { what, name: name.into() });

@@ -111,6 +111,21 @@ fn empty_names_are_refused() {
 }
 
 #[test]
+fn names_with_control_characters_are_refused() {
+    // Accepted before: a NUL cut the name short in NVTX ranges (C strings)
+    // and a newline split messages.
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let e = rt.set("a\0b", 2).unwrap_err();
+    assert!(matches!(&e, Error::InvalidDeclaration { what: "set", .. }), "{e}");
+    assert!(e.to_string().contains("U+0000") && e.to_string().contains("a\\0b"), "{e}");
+    let s = rt.set("s", 2).unwrap();
+    assert!(matches!(rt.dat("x\ny", &s, 1, vec![0.0f64; 2]), Err(Error::InvalidDeclaration { what: "dat", .. })));
+    assert!(matches!(rt.map("m\t", &s, &s, 1, vec![0, 1]), Err(Error::InvalidDeclaration { what: "map", .. })));
+    // Other Unicode is a name like any other.
+    rt.set("ΔΩ-cells", 1).unwrap();
+}
+
+#[test]
 fn names_are_unique_among_live_declarations() {
     let rt = Runtime::with_backend(Backend::Seq).unwrap();
     let s = rt.set("s", 2).unwrap();

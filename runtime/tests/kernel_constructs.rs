@@ -241,7 +241,7 @@ fn every_kernel_compiles_with_nvrtc_without_warnings() {
     if !support::nvrtc_available() {
         return;
     }
-    for k in [constructs::KERNEL, blocks::KERNEL] {
+    for k in [constructs::KERNEL, blocks::KERNEL, weighted::KERNEL, cast_results::KERNEL] {
         support::nvrtc_check(k).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
     }
 }
@@ -317,5 +317,91 @@ fn path_form_method_calls_translate_and_match_plain_rust() {
     assert!(path_calls::KERNEL.cuda_source().unwrap().contains("fmax("), "{:?}", path_calls::KERNEL.cuda_source());
     if support::nvrtc_available() {
         support::nvrtc_check(path_calls::KERNEL).unwrap();
+    }
+}
+
+/// A user item named `W` (the README's own example name) next to a float
+/// kernel with a lane-wise twin: the twin's adapter once named its lane
+/// width `W`, which the user's item replaced (a compile error naming
+/// neither).
+#[parloop::device]
+const W: [f64; 2] = [0.5, 0.25];
+
+#[parloop::kernel]
+fn weighted(a: &[f64; 2], out: &mut f64) {
+    *out = W[0] * a[0] + W[1] * a[1];
+}
+
+#[test]
+fn a_user_item_named_w_leaves_the_lane_adapter_alone() {
+    assert!(weighted::KERNEL.has_lanes(), "weighted runs scalar");
+    let n = 37;
+    let a: Vec<f64> = (0..2 * n).map(|i| i as f64 * 0.75 - 3.0).collect();
+    let want: Vec<f64> = (0..n).map(|e| 0.5 * a[2 * e] + 0.25 * a[2 * e + 1]).collect();
+    for backend in [Backend::Seq, Backend::Threads] {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let s = rt.set("s", n).unwrap();
+        let ad = rt.dat("a", &s, 2, a.clone()).unwrap();
+        let o = rt.dat("o", &s, 1, vec![0.0; n]).unwrap();
+        rt.par_loop(weighted::KERNEL, &s, &[ad.arg(Access::READ), o.arg(Access::WRITE)]).unwrap();
+        assert_eq!(o.values().unwrap(), want, "{backend:?}");
+    }
+}
+
+#[parloop::device]
+fn positives(v: &[f64; 3]) -> i32 {
+    let mut n = 0;
+    for i in 0..3 {
+        if v[i] > 0.0 {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[parloop::device]
+fn ratio(v: &[f64; 3]) -> f64 {
+    v[0] / v[1]
+}
+
+/// Casts of helpers' results, whose types the translation cannot see (it
+/// once refused them, suggesting an annotation rustc then rejected): to a
+/// float from an integer, and to integers from a float, saturating as
+/// Rust does (the inputs give NaN, infinities and values past `i32`).
+#[parloop::kernel]
+fn cast_results(a: &[f64; 3], f: &mut f64, i: &mut i32, u: &mut u64) {
+    *f = positives(a) as f64 + ratio(a) as f32 as f64;
+    *i = ratio(a) as i32 + positives(a) as i32;
+    *u = ratio(a) as u64;
+}
+
+#[test]
+fn casts_of_helper_results_follow_rust() {
+    let rows: [[f64; 3]; 6] =
+        [[1.0, 2.0, -1.0], [-3e12, 1e-3, 4.0], [0.0, 0.0, 1.0], [5.0, 0.0, 0.5], [-5.0, 0.0, 2.0], [7.5, -2.0, 3.0]];
+    let n = rows.len();
+    let (mut f, mut i, mut u) = (vec![0.0; n], vec![0; n], vec![0u64; n]);
+    for e in 0..n {
+        cast_results(&rows[e], &mut f[e], &mut i[e], &mut u[e]);
+    }
+    let a: Vec<f64> = rows.iter().flatten().copied().collect();
+    for backend in [Backend::Seq, device::device_backend()] {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let s = rt.set("s", n).unwrap();
+        let ad = rt.dat("a", &s, 3, a.clone()).unwrap();
+        let fd = rt.dat("f", &s, 1, vec![0.0; n]).unwrap();
+        let id = rt.dat("i", &s, 1, vec![0i32; n]).unwrap();
+        let ud = rt.dat("u", &s, 1, vec![0u64; n]).unwrap();
+        rt.par_loop(
+            cast_results::KERNEL,
+            &s,
+            &[ad.arg(Access::READ), fd.arg(Access::WRITE), id.arg(Access::WRITE), ud.arg(Access::WRITE)],
+        )
+        .unwrap();
+        // NaN bits (0/0) depend on where the division ran: NaN is NaN.
+        let bits = |v: Vec<f64>| v.iter().map(|x| if x.is_nan() { 0 } else { x.to_bits() }).collect::<Vec<_>>();
+        assert_eq!(bits(fd.values().unwrap()), bits(f.clone()), "{backend:?}");
+        assert_eq!(id.values().unwrap(), i, "{backend:?}");
+        assert_eq!(ud.values().unwrap(), u, "{backend:?}");
     }
 }

@@ -48,7 +48,7 @@ use syn::ItemFn;
 
 use proc_macro2::Span;
 
-use crate::types::{Scalar, Ty, Vars};
+use crate::types::{error, Scalar, Ty, Vars};
 use emit::{cpp_scalar, Emit};
 use increment::increment_only;
 
@@ -272,6 +272,16 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
     let item = &owned;
     let (mut infer, params, ret) = infer(item, kind)?;
     let name = item.sig.ident.to_string();
+    if infer.calls.contains(&name) {
+        // Refused here: rustc's own error for it is a cycle in the
+        // helper's `DEVICE` constant, which names neither.
+        return Err(error(
+            item.sig.ident.span(),
+            format!(
+                "`{name}` calls itself: recursive helpers are not supported in kernels; write the recursion as a loop"
+            ),
+        ));
+    }
     let cname = fn_cname(&name);
     let increment_only = increment_only(item, &infer, &params);
     let frame_bytes = infer.frame_bytes(params.len());

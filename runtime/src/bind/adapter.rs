@@ -28,8 +28,8 @@ macro_rules! __lane_groups {
         #[target_feature(enable = $features)]
         #[allow(unused_mut, unused_variables, clippy::too_many_arguments)]
         unsafe fn $name(views: &[$crate::__private::ArgView], start: usize, end: usize) -> usize {
-            const W: usize = $width;
-            if start + W > end {
+            const __PL_LANE_WIDTH: usize = $width;
+            if start + __PL_LANE_WIDTH > end {
                 return start;
             }
             // Two binders per argument, used in turn when pipelined: one
@@ -39,8 +39,8 @@ macro_rules! __lane_groups {
             $(
                 let view = *group.next().expect("validated argument count");
                 let mut $param = [
-                    $crate::__private::LaneBinder::<<$ty as $crate::__private::KernelParam>::Shape, W>::new(view),
-                    $crate::__private::LaneBinder::<<$ty as $crate::__private::KernelParam>::Shape, W>::new(view),
+                    $crate::__private::LaneBinder::<<$ty as $crate::__private::KernelParam>::Shape, { __PL_LANE_WIDTH }>::new(view),
+                    $crate::__private::LaneBinder::<<$ty as $crate::__private::KernelParam>::Shape, { __PL_LANE_WIDTH }>::new(view),
                 ];
             )*
             // Gathers group `$first` into binders `$b`, runs the twin, stores
@@ -69,7 +69,7 @@ macro_rules! __lane_groups {
             macro_rules! add {
                 ($b:literal, $first:expr) => {{
                     let first = $first;
-                    for l in 0..W {
+                    for l in 0..__PL_LANE_WIDTH {
                         // SAFETY: as in `compute`, after it for this group.
                         $( if <$ty as $crate::__private::KernelParam>::SIG.mutable { unsafe { $param[$b].store_lane(l, first) }; } )*
                     }
@@ -79,31 +79,31 @@ macro_rules! __lane_groups {
             if !$crate::__private::lanes_pipelined(views) {
                 // Nothing to overlap (no mapped increment): one group at a
                 // time.
-                while first + W <= end {
+                while first + __PL_LANE_WIDTH <= end {
                     compute!(0, first);
                     add!(0, first);
-                    first += W;
+                    first += __PL_LANE_WIDTH;
                 }
                 return first;
             }
             compute!(0, first);
             loop {
                 // Binders 0 hold group `first`.
-                if first + 2 * W > end {
+                if first + 2 * __PL_LANE_WIDTH > end {
                     add!(0, first);
-                    return first + W;
+                    return first + __PL_LANE_WIDTH;
                 }
-                compute!(1, first + W);
+                compute!(1, first + __PL_LANE_WIDTH);
                 add!(0, first);
-                first += W;
+                first += __PL_LANE_WIDTH;
                 // Binders 1 hold group `first`.
-                if first + 2 * W > end {
+                if first + 2 * __PL_LANE_WIDTH > end {
                     add!(1, first);
-                    return first + W;
+                    return first + __PL_LANE_WIDTH;
                 }
-                compute!(0, first + W);
+                compute!(0, first + __PL_LANE_WIDTH);
                 add!(1, first);
-                first += W;
+                first += __PL_LANE_WIDTH;
             }
         }
     };

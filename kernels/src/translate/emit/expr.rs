@@ -481,8 +481,23 @@ impl Emit<'_> {
     }
 
     fn cast(&mut self, c: &syn::ExprCast) -> syn::Result<String> {
-        let from = self.scalar_of(&c.expr)?;
         let to = scalar_of_type(&c.ty)?;
+        let from_ty = self.ty_of(&c.expr);
+        if self.infer.vars.scalar(&from_ty).is_none() && !self.konst && to != Scalar::Bool {
+            // A value whose type only rustc knows (`count(a) as f64`, a
+            // helper's result): C++ converts to a float as Rust does from
+            // any scalar, and picks Rust's saturating cast to an integer
+            // from a float by overloading (`__pl_as_int`).
+            let v = self.value(&c.expr)?;
+            if to.is_float() {
+                return Ok(format!("(({})({v}))", cpp_scalar(to, false)));
+            }
+            let target = if to == Scalar::Usize { Scalar::U64 } else { to };
+            let lo = int_limit(target, "MIN").expect("integer");
+            let hi = int_limit(target, "MAX").expect("integer");
+            return Ok(format!("__pl_as_int<{}>({v}, {lo}, {hi})", target.cpp()));
+        }
+        let from = self.scalar_of(&c.expr)?;
         let v = self.value(&c.expr)?;
         if from == to {
             return Ok(v);

@@ -71,11 +71,29 @@ impl Emit<'_> {
     fn scalar_of(&mut self, e: &Expr) -> syn::Result<Scalar> {
         let t = self.ty_of(e);
         self.infer.vars.scalar(&t).ok_or_else(|| {
-            error(
-                e.span(),
-                "cannot infer the type of this value (a helper's result or a module-level constant?): \
-                 annotate it, `let x: f64 = ...`",
-            )
+            let mut inner = e;
+            while let Expr::Paren(p) = inner {
+                inner = &p.expr;
+            }
+            let message = match inner {
+                // The translation sees one function at a time: the
+                // helper's return type is rustc's to know.
+                Expr::Call(c) => {
+                    let name = match &*c.func {
+                        Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(),
+                        _ => String::new(),
+                    };
+                    format!(
+                        "cannot infer the type of `{name}(..)`'s result here (a kernel is translated without its \
+                         helpers' signatures): bind it to a `let` of the helper's return type, \
+                         `let v: <its return type> = {name}(..);`, and use `v`"
+                    )
+                }
+                _ => "cannot infer the type of this value (a helper's result or a module-level constant?): \
+                      bind it to a `let` annotated with its type (`let v: i32 = ...;`) and use that"
+                    .to_string(),
+            };
+            error(e.span(), message)
         })
     }
 
