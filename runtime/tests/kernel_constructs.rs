@@ -371,8 +371,8 @@ fn ratio(v: &[f64; 3]) -> f64 {
 #[parloop::kernel]
 fn cast_results(a: &[f64; 3], f: &mut f64, i: &mut i32, u: &mut u64) {
     *f = positives(a) as f64 + ratio(a) as f32 as f64;
-    *i = ratio(a) as i32 + positives(a) as i32;
-    *u = ratio(a) as u64;
+    *i = ratio(a) as i32 - positives(a);
+    *u = ratio(a) as u64 + positives(a) as u64;
 }
 
 #[test]
