@@ -16,6 +16,28 @@ use crate::error::Error;
 thread_local! {
     /// The element whose kernel call unwound last on this thread.
     static PANICKED_AT: Cell<Option<usize>> = const { Cell::new(None) };
+    /// Whether this thread runs kernels under [`catch`] now.
+    static CATCHING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Installs, once, a panic hook that stays quiet for panics [`catch`]
+/// turns into errors (the error carries the message; the default hook
+/// printed it to stderr as well, as if the program had crashed) and calls
+/// the hook it replaces for every other panic. `RUST_BACKTRACE` set keeps
+/// the default output for kernel panics too: it asks for their location.
+fn quiet_kernel_panics() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") || std::thread::panicking() {
+            return;
+        }
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !CATCHING.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
 }
 
 /// Records `element` if the kernel call it guards unwinds. The adapters
@@ -50,8 +72,14 @@ impl Panicked {
 /// A panic outside any guard (a hand-written host function) is reported
 /// at `start`.
 pub(crate) fn catch(start: usize, f: impl FnOnce()) -> Result<(), Panicked> {
+    quiet_kernel_panics();
     PANICKED_AT.with(|c| c.set(None));
-    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| Panicked {
+    // Nested catches (a kernel run from a kernel's thread) restore the
+    // outer state.
+    let outer = CATCHING.with(|c| c.replace(true));
+    let result = catch_unwind(AssertUnwindSafe(f));
+    CATCHING.with(|c| c.set(outer));
+    result.map_err(|payload| Panicked {
         element: PANICKED_AT.with(|c| c.take()).unwrap_or(start),
         message: message(payload.as_ref()),
     })

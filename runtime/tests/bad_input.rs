@@ -222,6 +222,34 @@ fn host_backends() -> Vec<Runtime> {
 }
 
 #[test]
+fn caught_kernel_panics_print_nothing_and_other_panics_still_do() {
+    // The default hook printed "thread .. panicked at .." for every kernel
+    // panic the runtime returned as an error, as if the program had crashed.
+    let case = "quiet";
+    if std::env::var(child::CASE_VAR).is_ok_and(|c| c == case) {
+        for rt in host_backends() {
+            let s = rt.set("s", 64).unwrap();
+            let v = rt.dat("v", &s, 1, (0..64).map(|i| if i == 40 { 7 } else { i + 100 }).collect()).unwrap();
+            let o = rt.dat("o", &s, 1, vec![0i32; 64]).unwrap();
+            let e = rt.par_loop(explode_at_seven::KERNEL, &s, &[v.arg(Access::READ), o.arg(Access::WRITE)]);
+            assert!(matches!(e, Err(Error::KernelPanicked { element: 40, .. })), "{e:?}");
+        }
+        let outside = std::panic::catch_unwind(|| panic!("a panic outside kernels"));
+        assert!(outside.is_err());
+        return;
+    }
+    let (ok, text) = child::run_child(
+        "caught_kernel_panics_print_nothing_and_other_panics_still_do",
+        case,
+        &[("RUST_BACKTRACE", "0")],
+        SHORT,
+    );
+    assert!(ok, "{text}");
+    assert!(!text.contains("seven is not allowed"), "a caught kernel panic was printed:\n{text}");
+    assert!(text.contains("a panic outside kernels"), "the program's own panics must still print:\n{text}");
+}
+
+#[test]
 fn kernel_panics_are_errors_naming_the_element() {
     in_child("kernel_panics_are_errors_naming_the_element", "panics", &[], SHORT, || {
         for rt in host_backends() {
