@@ -60,6 +60,11 @@ pub struct LaneTwin {
 /// ```
 pub fn lane_twin(item: &ItemFn, private: &TokenStream, width: usize) -> Result<LaneTwin, String> {
     let item = &crate::translate::normal_form(item);
+    // A loop over a bare local array (`crate::translate::ELEMENT`) has no
+    // Rust form here; the kernel runs scalar.
+    if quote::ToTokens::to_token_stream(&item.block).to_string().contains(crate::translate::ELEMENT) {
+        return Err("a `for` over a local array".into());
+    }
     let (mut inf, params, _) = infer(item, FnKind::Kernel).map_err(|e| e.to_string())?;
     if !inf.macros.is_empty() {
         // A panic site's element is the lane's, which a group of lanes

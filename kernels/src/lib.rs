@@ -9,7 +9,10 @@
 //!
 //! Parameters: `&T`, `&mut T`, `&[T; N]`, `&mut [T; N]`, `&[[T; M]; N]`,
 //! `&mut [[T; M]; N]` with `T` one of `f64 f32 i32 u32 i64 u64`; helpers
-//! (`#[parloop::device]`) also take scalars by value and may return one.
+//! (`#[parloop::device]`) also take scalars by value and may return one,
+//! or an array (emitted as a `__pl_arr` struct holding it; a caller binds
+//! it to a `let` annotated with its type, or assigns it to an array
+//! place). Helpers do not call themselves.
 //!
 //! Bodies may use:
 //!

@@ -55,6 +55,9 @@ template <class I, class F> __device__ inline I __pl_f2i(F x, I lo, I hi) {
     if (x >= (F)hi) return hi;
     return (I)x;
 }
+// A helper's array result (C++ functions return no arrays): `v` is the
+// array, copied with the struct.
+template <class A> struct __pl_arr { A v; };
 // `as` to an integer from a value whose type the translation cannot see
 // (a helper's result): C++ picks Rust's saturating cast for floats.
 template <class I, class S> __device__ inline I __pl_as_int(S x, I, I) { return (I)x; }

@@ -1,5 +1,6 @@
-//! Reference locals, `for` over arrays, `matches!`/`if let` and
-//! `assert_eq!`/`assert_ne!` in kernels against Rust: the translation
+//! Reference locals, `for` over arrays, `matches!`/`if let`,
+//! `assert_eq!`/`assert_ne!` and helpers returning arrays in kernels
+//! against Rust: the translation
 //! compiled by the host C++ compiler on random inputs (bitwise), the device
 //! backend and the lane-wise CPU path against `seq`, the panics' messages on
 //! every backend, and NVRTC accepting every translation.
@@ -312,4 +313,128 @@ fn increments_through_iter_mut_are_inc_on_every_backend() {
         }
         assert_eq!(acc.values().unwrap(), want, "{backend:?}");
     }
+}
+
+// ---------------------------------------------------------------------------
+// Helpers returning arrays.
+// ---------------------------------------------------------------------------
+
+#[parloop::device]
+fn cross(a: &[f64; 3], b: &[f64; 3]) -> [f64; 3] {
+    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+}
+
+/// A nested result, an early `return` of one, and a panic on the way.
+#[parloop::device]
+fn jacobian(x: &[[f64; 2]; 3]) -> [[f64; 2]; 2] {
+    if x[0][0].is_nan() {
+        return [[0.0; 2]; 2];
+    }
+    assert!(x[1][1] != 1234.5, "degenerate triangle");
+    let mut j = [[0.0; 2]; 2];
+    for r in 0..2 {
+        for c in 0..2 {
+            j[r][c] = x[c + 1][r] - x[0][r];
+        }
+    }
+    j
+}
+
+#[parloop::kernel]
+fn array_results(a: &[f64; 3], b: &[f64; 3], x: &[[f64; 2]; 3], n: &mut [f64; 3], j: &mut [[f64; 2]; 2], d: &mut f64) {
+    let c: [f64; 3] = cross(a, b);
+    // The result replaces `n` after the call reads it (Rust evaluates the
+    // value first).
+    *n = cross(&c, n);
+    n[0] += c[1];
+    *j = jacobian(x);
+    let k: [[f64; 2]; 2] = jacobian(x);
+    *d = k[0][0] * k[1][1] - k[0][1] * k[1][0];
+}
+
+#[test]
+fn helpers_return_arrays_as_rust_does() {
+    diff(array_results::KERNEL, Floats::WithNan);
+    diff(array_results::KERNEL, Floats::Small);
+    backends_agree(array_results::KERNEL);
+    // The helper's panic, on every backend.
+    let input = |y: f64| {
+        vec![
+            Vals::F64(vec![1.0, 2.0, 3.0]),
+            Vals::F64(vec![0.5, -1.0, 2.0]),
+            Vals::F64(vec![0.0, 0.0, 1.0, y, 0.25, 1.0]),
+            Vals::F64(vec![1.0, 1.0, 1.0]),
+            Vals::F64(vec![0.0; 4]),
+            Vals::F64(vec![0.0]),
+        ]
+    };
+    for b in [Backend::Seq, Backend::Threads, device_backend()] {
+        run_on(b, array_results::KERNEL, 1, &input(1.0)).unwrap_or_else(|e| panic!("{b:?}: {e}"));
+        let e = run_on(b, array_results::KERNEL, 1, &input(1234.5)).expect_err("the helper panics");
+        assert!(e.contains("degenerate triangle") && e.contains("element 0"), "{b:?}: {e}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Bare loops over reference locals (a review found them iterating copies).
+// ---------------------------------------------------------------------------
+
+/// `for row in rows` where `rows` is a reference local, a parameter whose
+/// name a pattern elsewhere shadows, planes from `iter_mut` walked bare,
+/// an `else if let` after a plain `if`, and bindings the body never reads.
+#[allow(clippy::unused_enumerate_index)]
+#[parloop::kernel]
+fn bare_locals(m: &mut [[f64; 3]; 2], w: &[f64; 2], n: &i32, out: &mut [f64; 3]) {
+    let rows = &mut *m;
+    for row in rows {
+        row[0] += 1.0;
+    }
+    for (s, row) in w.iter().zip(&mut *m) {
+        row[1] = *s * 2.0;
+    }
+    let mut t = [[[0.0; 2]; 2]; 2];
+    for plane in t.iter_mut() {
+        for row in plane {
+            row[0] = 1.5;
+        }
+    }
+    out[0] = t[1][1][0] + t[0][0][1];
+    let local = [w[1], w[0]];
+    for v in local {
+        out[1] += v;
+    }
+    if out[1] > 100.0 {
+        out[2] = 1.0;
+    } else if let 2 | 3 = *n {
+        out[2] = 2.0;
+    }
+    for (_i, x) in w.iter().enumerate() {
+        out[2] += x;
+    }
+    for _x in w.iter() {
+        out[2] += 0.25;
+    }
+    let shadow = matches!(*n, m if m > 2);
+    if shadow {
+        out[0] += 10.0;
+    }
+}
+
+#[test]
+fn bare_loops_over_reference_locals_write_through() {
+    diff(bare_locals::KERNEL, Floats::Small);
+    backends_agree(bare_locals::KERNEL);
+    let (mut m, w, mut out) = ([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [0.5, -1.0], [0.0; 3]);
+    bare_locals(&mut m, &w, &3, &mut out);
+    let input = vec![
+        Vals::F64(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+        Vals::F64(w.to_vec()),
+        Vals::I32(vec![3]),
+        Vals::F64(vec![0.0; 3]),
+    ];
+    let (seq, dev) = seq_and_device(bare_locals::KERNEL, 1, &input);
+    let want_m: Vec<f64> = m.iter().flatten().copied().collect();
+    assert_eq!(seq[0], Vals::F64(want_m.clone()));
+    assert_eq!(dev[0], Vals::F64(want_m), "rows written through a reference local reach `m` on the device");
+    assert_eq!(dev[3], Vals::F64(out.to_vec()));
 }

@@ -109,6 +109,12 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
                 let root = match place {
                     Expr::Reference(r) if r.mutability.is_some() => place_root(&r.expr, &mut indices),
                     Expr::Path(_) => Some(place),
+                    // A bare local's loop element (`iterate.rs`): a
+                    // reference into `it` where `it` is one.
+                    Expr::Call(c) if super::infer::is_element(c) => {
+                        indices.push(&c.args[1]);
+                        place_root(&c.args[0], &mut indices)
+                    }
                     _ => None,
                 };
                 if let Some(p) = root.and_then(|r| self.param_of(r)) {

@@ -29,8 +29,15 @@ use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 use syn::{Expr, FnArg, ItemFn, Pat, Type};
 
-/// Rewrites the array `for` loops of `item` in place.
-pub(crate) fn index_loops(item: &mut ItemFn) {
+/// The element of a bare local's loop, `__pl_elem(it, ix)`: `&it[ix]`
+/// (`&mut` where `it` is a `&mut` reference) when `it` is a reference,
+/// `it[ix]` when it is an array (inference types it, emission writes it).
+pub(crate) const ELEMENT: &str = "__pl_elem";
+
+/// Rewrites the array `for` loops of `item` in place; whether there were
+/// any (the rewritten loops are the translation's, not always valid Rust
+/// for the host: `&mut a` of a parameter binding, `__pl_elem`).
+pub(crate) fn index_loops(item: &mut ItemFn) -> bool {
     let mut used = Idents(HashSet::new());
     used.visit_item_fn(item);
     let mut bound_by_let = LetNames(HashSet::new());
@@ -51,8 +58,9 @@ pub(crate) fn index_loops(item: &mut ItemFn) {
             FnArg::Receiver(_) => None,
         })
         .collect();
-    let mut r = Rewrite { used: used.0, next: 0, ref_params };
+    let mut r = Rewrite { used: used.0, next: 0, ref_params, found: false };
     r.visit_block_mut(&mut item.block);
+    r.found
 }
 
 /// Every identifier of the function, so that the new names are free.
@@ -79,6 +87,7 @@ struct Rewrite {
     used: HashSet<String>,
     next: usize,
     ref_params: Vec<(String, bool)>,
+    found: bool,
 }
 
 /// How one source yields its elements.
@@ -88,8 +97,12 @@ enum Yield {
     Shared,
     /// `&mut T`.
     Mut,
-    /// `T`, from a copy of the array taken before the loop.
-    CopyFirst,
+    /// What the array's type says, which only inference knows (a bare
+    /// local: a reference local yields references, an array by value its
+    /// values from a copy taken before the loop): the element is
+    /// `__pl_elem(it, ix)`, typed and emitted by the passes (see
+    /// [`ELEMENT`]).
+    ByType,
     /// `T`, read from the array (borrowed by the loop, so unchanged).
     Value,
 }
@@ -147,7 +160,7 @@ impl Rewrite {
                 let yields = match self.ref_params.iter().find(|(n, _)| *n == name) {
                     Some((_, true)) => Yield::Mut,
                     Some((_, false)) => Yield::Shared,
-                    None => Yield::CopyFirst,
+                    None => Yield::ByType,
                 };
                 Some(Source { array: e.clone(), yields })
             }
@@ -213,7 +226,11 @@ impl Rewrite {
         let mut lens: Vec<Expr> = Vec::new();
         for (src, pat) in chain.sources.iter().zip(&element_pats) {
             let array = &src.array;
-            if matches!(pat, ElementPat::Wild) {
+            let unused = match pat {
+                ElementPat::Wild => true,
+                ElementPat::Bind(p) | ElementPat::Deref(p) => !mentions(&f.body, p),
+            };
+            if unused {
                 // Only its length is read: evaluated (its indices checked)
                 // and not kept.
                 before.push(syn::parse_quote_spanned! {span=> let _ = &#array; });
@@ -224,11 +241,16 @@ impl Rewrite {
             before.push(match src.yields {
                 Yield::Shared | Yield::Value => syn::parse_quote_spanned! {span=> let #it = &#array; },
                 Yield::Mut => syn::parse_quote_spanned! {span=> let #it = &mut #array; },
-                Yield::CopyFirst => syn::parse_quote_spanned! {span=> let #it = #array; },
+                Yield::ByType => syn::parse_quote_spanned! {span=> let #it = #array; },
             });
             lens.push(syn::parse_quote_spanned! {span=> #it.len() });
             let element: Expr = match (src.yields, pat) {
-                (Yield::Shared, ElementPat::Deref(_)) | (Yield::Value | Yield::CopyFirst, _) => {
+                (Yield::ByType, ElementPat::Deref(_)) => syn::parse_quote_spanned! {span=> #it[#ix] },
+                (Yield::ByType, _) => {
+                    let f = syn::Ident::new(ELEMENT, span);
+                    syn::parse_quote_spanned! {span=> #f(#it, #ix) }
+                }
+                (Yield::Shared, ElementPat::Deref(_)) | (Yield::Value, _) => {
                     syn::parse_quote_spanned! {span=> #it[#ix] }
                 }
                 (Yield::Mut, ElementPat::Deref(_)) => syn::parse_quote_spanned! {span=> #it[#ix] },
@@ -239,7 +261,7 @@ impl Rewrite {
                 binds.push(syn::parse_quote_spanned! {span=> let #p = #element; });
             }
         }
-        if let Some(p) = index_pat {
+        if let Some(p) = index_pat.filter(|p| mentions(&f.body, p)) {
             binds.insert(0, syn::parse_quote_spanned! {span=> let #p = #ix; });
         }
         let len = lens.into_iter().reduce(|a, b| syn::parse_quote_spanned! {span=> #a.min(#b) }).expect("one source");
@@ -313,6 +335,16 @@ fn element(p: &Pat) -> Option<ElementPat> {
     }
 }
 
+/// Whether `body` mentions the name `p` binds: a binding it never reads
+/// is not made (C++ would warn about an unused variable; binding has no
+/// effect).
+fn mentions(body: &syn::Block, p: &Pat) -> bool {
+    let Pat::Ident(i) = strip(p) else { return true };
+    let mut names = Idents(HashSet::new());
+    names.visit_block(body);
+    names.0.contains(&i.ident.to_string())
+}
+
 fn strip(p: &Pat) -> &Pat {
     match p {
         Pat::Paren(q) => strip(&q.pat),
@@ -338,6 +370,7 @@ impl VisitMut for Rewrite {
         if let Expr::ForLoop(f) = e {
             if let Some(new) = self.rewrite(f) {
                 *e = new;
+                self.found = true;
             }
         }
     }

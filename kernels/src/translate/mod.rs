@@ -53,6 +53,7 @@ use emit::{cpp_scalar, Emit};
 use increment::increment_only;
 
 pub(crate) use infer::{infer, key, Infer};
+pub(crate) use iterate::ELEMENT;
 pub(crate) use method_form::method_form;
 
 /// `item` as the passes read it: `assert!`s (and `assert_eq!`,
@@ -61,13 +62,19 @@ pub(crate) use method_form::method_form;
 /// loops (see `iterate`), tuple `let`s and assignments rewritten to
 /// scalars (see `tuples`).
 pub(crate) fn normal_form(item: &ItemFn) -> ItemFn {
+    normal_form_with_loops(item).0
+}
+
+/// [`normal_form`], and whether array loops were rewritten (see
+/// `iterate`: the form is then the translation's, not the host's).
+fn normal_form_with_loops(item: &ItemFn) -> (ItemFn, bool) {
     let mut f = item.clone();
     panics::asserts_as_ifs(&mut f);
     sugar::as_matches(&mut f);
     let mut f = method_form(&f).into_owned();
-    iterate::index_loops(&mut f);
+    let loops = iterate::index_loops(&mut f);
     tuples::destructure(&mut f);
-    f
+    (f, loops)
 }
 
 /// Whether kernel method `name` yields a `bool` (`is_nan`, ...).
@@ -268,7 +275,7 @@ fn leaf_scalar(vars: &mut Vars, t: &crate::types::Ty) -> Option<Scalar> {
 pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
     // Owned: the pins below rewrite the very nodes inference saw (they are
     // found by address).
-    let mut owned = normal_form(item);
+    let (mut owned, array_loops) = normal_form_with_loops(item);
     let item = &owned;
     let (mut infer, params, ret) = infer(item, kind)?;
     let name = item.sig.ident.to_string();
@@ -297,9 +304,17 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         function_id: function_id(&cname),
     };
     let decls: Vec<String> = params.iter().map(|p| p.cpp_decl(&cpp_ident(&p.name))).collect();
-    let ret_c = ret.map_or("void", |s| cpp_scalar(s, false));
+    let returns_array = matches!(emit.infer.ret, Ty::Array(..));
+    let ret_c = if returns_array {
+        // An array result travels in a struct (C++ returns no arrays).
+        let ty = emit.infer.ret.clone();
+        let (t, suffix) = emit.cpp_type_of(&ty, item.sig.output.span(), false)?;
+        format!("__pl_arr<{t}{suffix}>")
+    } else {
+        ret.map_or("void", |s| cpp_scalar(s, false)).to_string()
+    };
     emit.out = format!("__device__ inline {ret_c} {cname}({}) {{\n", decls.join(", "));
-    emit.block_body(&item.block, ret.is_some())?;
+    emit.block_body(&item.block, ret.is_some() || returns_array)?;
     emit.out.push_str("}\n");
     let source = std::mem::take(&mut emit.out);
     let may_panic = emit.may_panic;
@@ -321,6 +336,17 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
             })
             .collect()
     };
+    if array_loops {
+        if let Some(span) = first_pinned(&owned, &pins) {
+            // The pins go into the host function, which is then the
+            // normal form; its rewritten array loops are not all Rust.
+            return Err(error(
+                span,
+                "this value's type comes from a helper's signature, which the translation cannot see, in a \
+                 kernel that loops over arrays: bind it to an annotated `let` (`let v: f64 = h(x);`)",
+            ));
+        }
+    }
     let host = (!pins.is_empty()).then(|| {
         pin_assumptions(&mut owned, &pins);
         owned
@@ -346,6 +372,22 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
 /// a helper's signature types (see `Vars::assumed`) becomes a fact rustc
 /// checks, so a helper returning `f32` or taking `i64` is a compile error
 /// at the call instead of device code computing in `f64` or `i32`.
+/// The span of the first expression of `item` that `pins` names.
+fn first_pinned(item: &ItemFn, pins: &HashMap<usize, syn::Type>) -> Option<proc_macro2::Span> {
+    struct Find<'a>(&'a HashMap<usize, syn::Type>, Option<proc_macro2::Span>);
+    impl<'ast> syn::visit::Visit<'ast> for Find<'_> {
+        fn visit_expr(&mut self, e: &'ast syn::Expr) {
+            if self.1.is_none() && self.0.contains_key(&(e as *const syn::Expr as usize)) {
+                self.1 = Some(e.span());
+            }
+            syn::visit::visit_expr(self, e);
+        }
+    }
+    let mut f = Find(pins, None);
+    syn::visit::Visit::visit_item_fn(&mut f, item);
+    f.1
+}
+
 pub(crate) fn pin_assumptions(item: &mut ItemFn, pins: &HashMap<usize, syn::Type>) {
     struct Pin<'a>(&'a HashMap<usize, syn::Type>);
     impl syn::visit_mut::VisitMut for Pin<'_> {

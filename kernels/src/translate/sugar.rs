@@ -82,6 +82,16 @@ impl VisitMut for Rewrite {
         if let Some(new) = new {
             *e = new;
         }
+        // `else if let` after a plain `if`: the `else` holds the `match`
+        // now, which an `else` takes only in a block.
+        if let Expr::If(i) = e {
+            if let Some((_, els)) = &mut i.else_branch {
+                if !matches!(**els, Expr::If(_) | Expr::Block(_)) {
+                    let inner = (**els).clone();
+                    **els = syn::parse_quote_spanned! {inner.span()=> { #inner } };
+                }
+            }
+        }
     }
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
 }

@@ -112,7 +112,7 @@ impl Emit<'_> {
 
     /// Statements storing the array value `e` (of type `ty`) into `place`,
     /// element by element.
-    fn fill(&mut self, place: &str, e: &Expr, ty: &Ty) -> syn::Result<()> {
+    pub(super) fn fill(&mut self, place: &str, e: &Expr, ty: &Ty) -> syn::Result<()> {
         let elem = match ty {
             Ty::Array(elem, _) => (**elem).clone(),
             _ => return Err(error(e.span(), "expected an array here")),

@@ -112,6 +112,15 @@ impl Emit<'_> {
             Expr::Cast(c) => self.cast(c),
             Expr::MethodCall(m) => self.method(e, m),
             Expr::Call(_) if self.konst => Err(error(span, "calls are not supported in module-level constants")),
+            Expr::Call(c) if crate::translate::infer::is_element(c) => {
+                // `__pl_elem(it, ix)`: `ix` runs below the array's length.
+                let it = self.expr(&c.args[0])?;
+                let ix = self.value(&c.args[1])?;
+                Ok(match self.ty_of(e) {
+                    Ty::Ref(inner, _) if !matches!(*inner, Ty::Array(..)) => format!("(&{it}[{ix}])"),
+                    _ => format!("{it}[{ix}]"),
+                })
+            }
             Expr::Call(c) => {
                 let Expr::Path(p) = &*c.func else { unreachable!("checked by inference") };
                 let name = fn_cname(&p.path.get_ident().expect("checked").to_string());

@@ -141,7 +141,9 @@ impl Emit<'_> {
                 Stmt::Macro(m) => self.panic_site(&m.mac)?,
                 Stmt::Expr(e, semi) => {
                     let tail = i + 1 == n && semi.is_none();
-                    if tail && ret && !matches!(self.ty_of(e), Ty::Unit | Ty::Never) {
+                    if tail && ret && matches!(self.ty_of(e), Ty::Array(..)) {
+                        self.return_array(e)?;
+                    } else if tail && ret && !matches!(self.ty_of(e), Ty::Unit | Ty::Never) {
                         let v = self.value(e)?;
                         self.flush_pre();
                         self.line(&format!("return {v};"));
@@ -261,6 +263,15 @@ impl Emit<'_> {
         match e {
             Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => self.expr(&u.expr),
             Expr::Paren(p) => self.array_source(&p.expr),
+            Expr::Call(c) if crate::translate::infer::is_element(c) => self.expr(e),
+            Expr::Call(_) => {
+                // A helper's array result (`__pl_arr`): called once, into a
+                // temporary whose array the copy then reads.
+                let call = self.expr(e)?;
+                let tmp = self.temp("res");
+                self.pre.push(format!("const auto {tmp} = {call};"));
+                Ok(format!("{tmp}.v"))
+            }
             _ => self.expr(e),
         }
     }
@@ -323,6 +334,7 @@ impl Emit<'_> {
             }
             Expr::Return(r) => {
                 match &r.expr {
+                    Some(v) if matches!(self.infer.ret, Ty::Array(..)) => self.return_array(v)?,
                     Some(v) => {
                         let v = self.value(v)?;
                         self.flush_pre();
@@ -356,13 +368,32 @@ impl Emit<'_> {
         if !can_panic(body) {
             return;
         }
-        let ret = match self.ret {
-            Some(s) => format!("return ({})0;", cpp_scalar(s, false)),
-            None => "return;".to_string(),
-        };
+        let ret = self.zero_return();
         self.indent += 1;
         self.line(&format!("if (__pl_stopped()) {{ {ret} }}"));
         self.indent -= 1;
+    }
+
+    /// The `return` after a device panic: zero of the result's type (the
+    /// loop's results are discarded).
+    fn zero_return(&self) -> String {
+        match self.ret {
+            Some(s) => format!("return ({})0;", cpp_scalar(s, false)),
+            None if matches!(self.infer.ret, Ty::Array(..)) => "return {};".to_string(),
+            None => "return;".to_string(),
+        }
+    }
+
+    /// Returns array value `e` from a helper whose result is an array: a
+    /// `__pl_arr` filled as a `let` of the result's type would be.
+    fn return_array(&mut self, e: &Expr) -> syn::Result<()> {
+        let ty = self.infer.ret.clone();
+        let (t, suffix) = self.cpp_type_of(&ty, e.span(), false)?;
+        let r = self.temp("ret");
+        self.line(&format!("__pl_arr<{t}{suffix}> {r};"));
+        self.fill(&format!("{r}.v"), e, &ty)?;
+        self.line(&format!("return {r};"));
+        Ok(())
     }
 
     /// A `panic!` or `unreachable!` (an `assert!`'s too, see
@@ -372,10 +403,7 @@ impl Emit<'_> {
     fn panic_site(&mut self, m: &syn::Macro) -> syn::Result<()> {
         let site = self.infer.macros.get(&key(m)).ok_or_else(|| error(m.span(), "unparsed macro"))?.site;
         self.may_panic = true;
-        let ret = match self.ret {
-            Some(s) => format!("return ({})0;", cpp_scalar(s, false)),
-            None => "return;".to_string(),
-        };
+        let ret = self.zero_return();
         self.line(&format!("__pl_panic(11, {site}, {}ll); {ret}", self.function_id));
         Ok(())
     }

@@ -59,6 +59,8 @@ impl Infer {
             Expr::Assign(a) => {
                 let l = self.place(&a.left)?;
                 let r = self.expr(&a.right)?;
+                let want = self.vars.deref(&l);
+                let r = self.array_result(&a.right, r, &want);
                 self.unify(span, &l, &r)?;
                 Ok(Ty::Unit)
             }
@@ -81,6 +83,11 @@ impl Infer {
                         }
                         Ok(*elem)
                     }
+                    Ty::Var(_) => Err(error(
+                        ix.expr.span(),
+                        "only arrays can be indexed (a helper's array result needs its type on the `let`: \
+                         `let n: [f64; 3] = f(..);`)",
+                    )),
                     _ => Err(error(ix.expr.span(), "only arrays can be indexed")),
                 }
             }
@@ -96,6 +103,23 @@ impl Infer {
                 Ok(self.vars.known(to))
             }
             Expr::MethodCall(m) => self.method(m),
+            Expr::Call(c) if is_element(c) => {
+                // `__pl_elem(it, ix)` (`translate/iterate.rs`): a reference
+                // to the element where `it` is a reference, the element
+                // where it is an array.
+                let it = self.expr(&c.args[0])?;
+                let ix = self.expr(&c.args[1])?;
+                let u = self.vars.known(Scalar::Usize);
+                self.unify(c.args[1].span(), &ix, &u)?;
+                match it {
+                    Ty::Ref(inner, mutable) => match *inner {
+                        Ty::Array(elem, _) => Ok(Ty::Ref(elem, mutable)),
+                        _ => Err(error(c.args[0].span(), "a `for` loop iterates over an array")),
+                    },
+                    Ty::Array(elem, _) => Ok(*elem),
+                    _ => Err(error(c.args[0].span(), "a `for` loop iterates over an array")),
+                }
+            }
             Expr::Call(c) => {
                 let Expr::Path(p) = &*c.func else {
                     return Err(error(c.func.span(), "only calls of helper functions by name are supported"));
@@ -714,4 +738,10 @@ pub(crate) fn is_place(e: &Expr) -> bool {
         Expr::Unary(u) => matches!(u.op, UnOp::Deref(_)),
         _ => false,
     }
+}
+
+/// Whether `c` is the element of a bare local's array loop,
+/// `__pl_elem(it, ix)` (see `translate/iterate.rs`).
+pub(crate) fn is_element(c: &syn::ExprCall) -> bool {
+    c.args.len() == 2 && matches!(&*c.func, Expr::Path(p) if p.path.is_ident(crate::translate::ELEMENT))
 }

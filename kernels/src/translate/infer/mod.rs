@@ -9,7 +9,7 @@
 
 mod expr;
 
-pub(crate) use expr::is_place;
+pub(crate) use expr::{is_element, is_place};
 
 use std::collections::{HashMap, HashSet};
 
@@ -34,12 +34,22 @@ pub(crate) fn infer(item: &ItemFn, kind: FnKind) -> syn::Result<(Infer, Vec<Para
             if kind == FnKind::Kernel {
                 return Err(error(ty.span(), "a kernel returns nothing: write results through `&mut` parameters"));
             }
-            if matches!(&**ty, Type::Array(_) | Type::Tuple(_)) {
+            if matches!(&**ty, Type::Tuple(_)) {
                 return Err(error(
                     ty.span(),
-                    "helpers return one scalar: return arrays and several values through `&mut` parameters \
-                     (`fn f(x: f64, out: &mut [f64; 3])`)",
+                    "helpers return one scalar or one array: return several values through `&mut` parameters \
+                     (`fn f(x: f64, a: &mut f64, b: &mut f64)`)",
                 ));
+            }
+            if let Type::Array(_) = &**ty {
+                // An array result: C++ returns it wrapped (`__pl_arr`);
+                // `ret` stays `None` (no scalar), `infer.ret` holds it.
+                let t = infer.local_type(ty)?;
+                check_signature(item)?;
+                infer.ret = t.clone();
+                let body_ty = infer.block(&item.block)?;
+                infer.unify(item.block.span(), &body_ty, &t)?;
+                return Ok((infer, params, None));
             }
             Some(scalar_of_type(ty)?)
         }
@@ -223,7 +233,7 @@ pub(crate) struct Binding {
 pub(crate) struct Infer {
     kind: FnKind,
     pub(crate) vars: Vars,
-    ret: Ty,
+    pub(crate) ret: Ty,
     /// Parameters first, in order, then locals as they are met.
     pub(crate) bindings: Vec<Binding>,
     scopes: Vec<Vec<(String, usize)>>,
@@ -508,8 +518,41 @@ impl Infer {
         match e {
             Expr::Paren(p) => self.names_place(&p.expr),
             Expr::Group(g) => self.names_place(&g.expr),
-            Expr::Reference(r) => expr::is_place(&r.expr) && !matches!(&*r.expr, Expr::Array(_) | Expr::Repeat(_)),
+            // A place rooted in a binding or a module-level constant
+            // (`&f64::MAX` is a value: C++ cannot point at a literal).
+            Expr::Reference(r) => expr::is_place(&r.expr) && self.rooted_in_variable(&r.expr),
             Expr::Path(_) => self.resolved.get(&key(e)).is_some_and(|&id| matches!(self.bindings[id].ty, Ty::Ref(..))),
+            Expr::Call(c) => expr::is_element(c),
+            _ => false,
+        }
+    }
+
+    /// `t`, the type of `value`, or `want` where `value` is a helper call
+    /// (whose result type only rustc knows) and `want` an array type: the
+    /// call is then recorded as returning that array.
+    pub(super) fn array_result(&mut self, value: &Expr, t: Ty, want: &Ty) -> Ty {
+        let mut call = value;
+        while let Expr::Paren(p) = call {
+            call = &p.expr;
+        }
+        if matches!(call, Expr::Call(_)) && matches!(t, Ty::Var(_)) && matches!(want, Ty::Array(..)) {
+            self.types.insert(key(call), want.clone());
+            if !std::ptr::eq(call, value) {
+                self.types.insert(key(value), want.clone());
+            }
+            return want.clone();
+        }
+        t
+    }
+
+    /// Whether place `e`'s root is a binding or a module-level constant.
+    fn rooted_in_variable(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Paren(p) => self.rooted_in_variable(&p.expr),
+            Expr::Group(g) => self.rooted_in_variable(&g.expr),
+            Expr::Index(i) => self.rooted_in_variable(&i.expr),
+            Expr::Unary(u) => self.rooted_in_variable(&u.expr),
+            Expr::Path(_) => self.resolved.contains_key(&key(e)) || self.ext_resolved.contains_key(&key(e)),
             _ => false,
         }
     }
@@ -545,6 +588,10 @@ impl Infer {
                 return Err(error(diverge.span(), "`let ... else` is not supported in kernels"));
             }
             let t = self.expr(&init.expr)?;
+            // `let n: [f64; 3] = cross(a, b);`: a helper's array result,
+            // typed by the annotation (the translation cannot see the
+            // helper's signature; rustc checks it).
+            let t = self.array_result(&init.expr, t, &ty);
             // A reference to a place (`&mut a[i]`, `&k[1]`, `&mut *p`, or a
             // reference parameter or local itself) is kept as a reference:
             // writes through `&mut` reach the place, as in Rust (emitted as
