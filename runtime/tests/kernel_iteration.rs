@@ -438,3 +438,37 @@ fn bare_loops_over_reference_locals_write_through() {
     assert_eq!(dev[0], Vals::F64(want_m), "rows written through a reference local reach `m` on the device");
     assert_eq!(dev[3], Vals::F64(out.to_vec()));
 }
+
+// ---------------------------------------------------------------------------
+// Array loops in a kernel whose host form carries pins.
+// ---------------------------------------------------------------------------
+
+#[parloop::device]
+fn halve(x: f64) -> f64 {
+    x * 0.5
+}
+
+/// `halve(..) * 2.0` computes at a type only the helper's signature gives:
+/// the translation assumes `f64` and pins it in the host function, which
+/// is then the rewritten form, array loops included (valid Rust:
+/// `&mut a[..]`).
+#[parloop::kernel]
+fn pinned_loops(a: &mut [f64; 3], m: &mut [[f64; 3]; 2], s: &mut f64) {
+    for x in a.iter_mut() {
+        *x = halve(*x) * 2.0 + 1.0;
+    }
+    for row in m.iter_mut() {
+        for v in row.iter_mut() {
+            *v = halve(*v) * 3.0;
+        }
+    }
+    for (i, x) in a.iter().enumerate() {
+        *s += halve(*x) * i as f64;
+    }
+}
+
+#[test]
+fn array_loops_with_pinned_helper_results_compile_and_agree() {
+    diff(pinned_loops::KERNEL, Floats::Small);
+    backends_agree(pinned_loops::KERNEL);
+}

@@ -238,9 +238,18 @@ impl Rewrite {
                 continue;
             }
             let it = self.fresh("it");
+            // `*p` as the receiver of `[..]` needs its parentheses.
+            let array: Expr = match array {
+                Expr::Unary(_) => syn::parse_quote_spanned! {span=> (#array) },
+                other => other.clone(),
+            };
+            let array = &array;
             before.push(match src.yields {
-                Yield::Shared | Yield::Value => syn::parse_quote_spanned! {span=> let #it = &#array; },
-                Yield::Mut => syn::parse_quote_spanned! {span=> let #it = &mut #array; },
+                // `[..]`: valid Rust whether `array` is an array or a
+                // reference to one (the host runs this form when it pins
+                // a helper's result type, `translate::pin_assumptions`).
+                Yield::Shared | Yield::Value => syn::parse_quote_spanned! {span=> let #it = &#array[..]; },
+                Yield::Mut => syn::parse_quote_spanned! {span=> let #it = &mut #array[..]; },
                 Yield::ByType => syn::parse_quote_spanned! {span=> let #it = #array; },
             });
             lens.push(syn::parse_quote_spanned! {span=> #it.len() });

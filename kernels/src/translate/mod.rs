@@ -336,14 +336,15 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
             })
             .collect()
     };
-    if array_loops {
+    if array_loops && quote::ToTokens::to_token_stream(&owned.block).to_string().contains(ELEMENT) {
         if let Some(span) = first_pinned(&owned, &pins) {
             // The pins go into the host function, which is then the
-            // normal form; its rewritten array loops are not all Rust.
+            // normal form; a bare local's loop there is not Rust
+            // (`__pl_elem`, see `iterate`).
             return Err(error(
                 span,
                 "this value's type comes from a helper's signature, which the translation cannot see, in a \
-                 kernel that loops over arrays: bind it to an annotated `let` (`let v: f64 = h(x);`)",
+                 kernel that loops over a local array (`for v in local`): bind it to an annotated `let` (`let v: f64 = h(x);`)",
             ));
         }
     }

@@ -81,6 +81,7 @@ impl Emit<'_> {
                 let r = self.value(&a.right)?;
                 Ok(format!("{l} = {r}"))
             }
+            Expr::Index(ix) if crate::translate::infer::is_full_range(&ix.index) => self.expr(&ix.expr),
             Expr::Index(ix) => {
                 let base = self.expr(&ix.expr)?;
                 let idx = self.value(&ix.index)?;

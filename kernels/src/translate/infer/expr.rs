@@ -64,6 +64,14 @@ impl Infer {
                 self.unify(span, &l, &r)?;
                 Ok(Ty::Unit)
             }
+            Expr::Index(ix) if is_full_range(&ix.index) => {
+                // `a[..]`: the whole array (the array loops' form).
+                let base = self.expr(&ix.expr)?;
+                match self.vars.deref(&base) {
+                    t @ Ty::Array(..) => Ok(t),
+                    _ => Err(error(ix.expr.span(), "only arrays can be indexed")),
+                }
+            }
             Expr::Index(ix) => {
                 let base = self.expr(&ix.expr)?;
                 let idx = self.expr(&ix.index)?;
@@ -744,4 +752,9 @@ pub(crate) fn is_place(e: &Expr) -> bool {
 /// `__pl_elem(it, ix)` (see `translate/iterate.rs`).
 pub(crate) fn is_element(c: &syn::ExprCall) -> bool {
     c.args.len() == 2 && matches!(&*c.func, Expr::Path(p) if p.path.is_ident(crate::translate::ELEMENT))
+}
+
+/// Whether `e` is `..`, the full range (`a[..]`).
+pub(crate) fn is_full_range(e: &Expr) -> bool {
+    matches!(e, Expr::Range(r) if r.start.is_none() && r.end.is_none() && matches!(r.limits, syn::RangeLimits::HalfOpen(_)))
 }

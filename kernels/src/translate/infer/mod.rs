@@ -9,7 +9,7 @@
 
 mod expr;
 
-pub(crate) use expr::{is_element, is_place};
+pub(crate) use expr::{is_element, is_full_range, is_place};
 
 use std::collections::{HashMap, HashSet};
 
