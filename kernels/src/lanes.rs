@@ -283,21 +283,22 @@ impl Twin<'_> {
                 Ok(quote! { if #cond #then #els })
             }
             Expr::ForLoop(f) => {
-                let (pat, range) = (&f.pat, &f.expr);
+                let (label, pat, range) = (&f.label, &f.pat, &f.expr);
                 let body = self.block(&f.body)?;
-                Ok(quote! { for #pat in #range #body })
+                Ok(quote! { #label for #pat in #range #body })
             }
             Expr::While(w) => {
                 if self.varies(&w.cond) {
                     return Err("a per-element value decides a `while`".into());
                 }
-                let cond = &w.cond;
+                let (label, cond) = (&w.label, &w.cond);
                 let body = self.block(&w.body)?;
-                Ok(quote! { while #cond #body })
+                Ok(quote! { #label while #cond #body })
             }
             Expr::Loop(l) => {
+                let label = &l.label;
                 let body = self.block(&l.body)?;
-                Ok(quote! { loop #body })
+                Ok(quote! { #label loop #body })
             }
             Expr::Block(b) => self.block(&b.block),
             Expr::Match(m) => {

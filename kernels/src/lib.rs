@@ -38,7 +38,8 @@
 //!   arrays (`a.iter()`, `a.iter_mut()`, `&a`, a bare array, `.copied()`,
 //!   `.zip`, `.enumerate()`, `.rev()`: rewritten to index loops before the
 //!   passes, `translate/iterate.rs`); `while`, `loop`, `break`,
-//!   `continue`, `return`;
+//!   `continue` (also labelled: C++ `goto`s to a label after the loop or
+//!   at the end of its body), `return`;
 //! - references to places kept in locals (`let r = &mut m[i];`, `let e =
 //!   &mut *o;`, a reference parameter moved into a local): C++ pointers,
 //!   so writes through them reach the place as in Rust;
@@ -52,7 +53,8 @@
 //!   taken-flag when there are guards, so a guard runs only after its
 //!   pattern matched);
 //! - `assert!`, `assert_eq!`, `assert_ne!`, `panic!`, `unreachable!` with
-//!   literal messages: numbered
+//!   literal messages (and the `debug_` forms, by build profile, see
+//!   [`with_debug_asserts`]): numbered
 //!   panic sites whose messages the runtime reports (`translate/panics.rs`);
 //! - tuples where they are taken apart: `let (a, b) = ...;` and `(a, b) =
 //!   ...;` of a tuple literal, `x.sin_cos()`, or an `if`/`match`/block whose
@@ -129,7 +131,7 @@ pub use emu::EMU_HEADER;
 pub use lanes::{lane_twin, LaneTwin};
 pub use prelude::PRELUDE;
 pub use translate::{
-    const_cname, cpp_ident, fn_cname, function_id, translate, translate_const, ConstTranslation, ConstUse, FnKind,
-    Param, Translation,
+    const_cname, cpp_ident, fn_cname, function_id, translate, translate_const, with_debug_asserts, ConstTranslation,
+    ConstUse, FnKind, Param, Translation,
 };
 pub use types::Scalar;

@@ -218,3 +218,21 @@ fn nested_locals_count_in_frames_and_helpers_given_rows_are_not_increments() {
     assert!(t.frame_bytes >= 300 * 100 * 8, "{}", t.frame_bytes);
     assert_eq!(t.increment_only, [true, false, true]);
 }
+
+#[test]
+fn debug_asserts_are_asserts_or_nothing_by_profile() {
+    let f: syn::ItemFn = syn::parse_quote! {
+        fn k(a: &f64, o: &mut f64) {
+            debug_assert!(*a > 0.0);
+            if *a > 1.0 { debug_assert_eq!(*o, 0.0, "o"); }
+            *o = *a;
+        }
+    };
+    let on = parloop_kernels::with_debug_asserts(&f, true).expect("has debug asserts");
+    let off = parloop_kernels::with_debug_asserts(&f, false).expect("has debug asserts");
+    let (on, off) = (kernel(on), kernel(off));
+    assert!(on.may_panic && on.panics.len() == 2, "{}", on.source);
+    assert!(!off.may_panic && !off.source.contains("__pl_panic"), "{}", off.source);
+    let plain: syn::ItemFn = syn::parse_quote! { fn k(a: &f64, o: &mut f64) { *o = *a; } };
+    assert!(parloop_kernels::with_debug_asserts(&plain, true).is_none());
+}

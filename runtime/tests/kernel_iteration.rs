@@ -1,5 +1,5 @@
-//! Reference locals, `for` over arrays, `matches!`/`if let`,
-//! `assert_eq!`/`assert_ne!` and helpers returning arrays in kernels
+//! Reference locals, `for` over arrays, labelled loops, `matches!`/`if
+//! let`, `assert_eq!`/`assert_ne!` and helpers returning arrays in kernels
 //! against Rust: the translation
 //! compiled by the host C++ compiler on random inputs (bitwise), the device
 //! backend and the lane-wise CPU path against `seq`, the panics' messages on
@@ -471,4 +471,138 @@ fn pinned_loops(a: &mut [f64; 3], m: &mut [[f64; 3]; 2], s: &mut f64) {
 fn array_loops_with_pinned_helper_results_compile_and_agree() {
     diff(pinned_loops::KERNEL, Floats::Small);
     backends_agree(pinned_loops::KERNEL);
+}
+
+// ---------------------------------------------------------------------------
+// Labelled loops.
+// ---------------------------------------------------------------------------
+
+/// `break 'a` and `continue 'a` out of inner loops of every kind (C++
+/// `goto`s past the loop or to the end of its body), declarations after
+/// the jumps included, an array loop among them.
+#[parloop::kernel]
+fn labelled(a: &[f64; 4], n: &i32, out: &mut [f64; 3]) {
+    'rows: for i in 0..4 {
+        for j in 0..4 {
+            if a[j] > a[i] {
+                continue 'rows;
+            }
+            if j > 2 && a[i] < 0.0 {
+                break 'rows;
+            }
+            let w = a[j] * 0.5;
+            out[0] += w;
+        }
+        let tail = a[i] + 1.0;
+        out[0] += tail;
+    }
+    let mut k = 0;
+    'outer: while k < 8 {
+        k += 1;
+        let mut m = 0;
+        loop {
+            m += 1;
+            if m > k {
+                continue 'outer;
+            }
+            if m * k > *n {
+                break 'outer;
+            }
+            let p = (m * k) as f64;
+            out[1] += p;
+        }
+    }
+    'scan: for (i, x) in a.iter().enumerate().rev() {
+        for y in a.iter() {
+            if *y > *x + 10.0 {
+                continue 'scan;
+            }
+        }
+        if *x > 2.0 {
+            out[2] = i as f64;
+            break 'scan;
+        }
+        out[2] -= 1.0;
+    }
+}
+
+#[test]
+fn labelled_loops_jump_as_rust_does() {
+    diff(labelled::KERNEL, Floats::Small);
+    backends_agree(labelled::KERNEL);
+}
+
+// ---------------------------------------------------------------------------
+// `debug_assert!`: as the build profile has it, on every backend.
+// ---------------------------------------------------------------------------
+
+#[parloop::kernel]
+fn debug_checked(a: &f64, o: &mut f64) {
+    debug_assert!(*a >= 0.0, "a is negative");
+    debug_assert_ne!(*a, 2.0);
+    *o = a.abs().sqrt();
+}
+
+#[test]
+fn debug_asserts_follow_the_build_profile_on_every_backend() {
+    let input = |a: f64| vec![Vals::F64(vec![4.0, a]), Vals::F64(vec![0.0; 2])];
+    for b in [Backend::Seq, Backend::Threads, device_backend()] {
+        assert_eq!(run_on(b, debug_checked::KERNEL, 2, &input(9.0)).unwrap()[1], Vals::F64(vec![2.0, 3.0]));
+        for (a, message) in [(-1.0, "a is negative"), (2.0, "assertion `left != right` failed")] {
+            let got = run_on(b, debug_checked::KERNEL, 2, &input(a));
+            if cfg!(debug_assertions) {
+                let e = got.expect_err("a debug build checks");
+                assert!(e.contains(message) && e.contains("element 1"), "{b:?}: {e}");
+            } else {
+                // Release: not evaluated, on the device either.
+                let o = got.unwrap_or_else(|e| panic!("{b:?}: {e}"));
+                assert_eq!(o[1], Vals::F64(vec![2.0, a.abs().sqrt()]), "{b:?}");
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Effects in array places and sources run once (a review found a row's
+// index evaluated once per element).
+// ---------------------------------------------------------------------------
+
+#[parloop::device]
+fn next(c: &mut u32) -> usize {
+    *c += 1;
+    (*c - 1) as usize
+}
+
+/// Another helper's array result as a tail and as a `return`.
+#[parloop::device]
+fn cross_or_zero(a: &[f64; 3], b: &[f64; 3]) -> [f64; 3] {
+    if a[0] > 100.0 {
+        return cross(b, a);
+    }
+    cross(a, b)
+}
+
+#[allow(clippy::into_iter_on_ref)]
+#[parloop::kernel]
+fn effects_once(a: &[f64; 3], b: &[f64; 3], m: &mut [[f64; 3]; 4], out: &mut [f64; 3]) {
+    let mut c = 0u32;
+    m[next(&mut c)] = cross_or_zero(a, b);
+    m[next(&mut c)] = [a[0], b[0], 1.0];
+    let r: [f64; 3] = m[next(&mut c)];
+    out[0] = r[0] + c as f64;
+    for _ in m[next(&mut c)].iter() {
+        out[1] += 1.0;
+    }
+    out[1] += c as f64;
+    let row = &m[0];
+    for mut x in row.into_iter().copied() {
+        x += 1.0;
+        out[2] += x;
+    }
+}
+
+#[test]
+fn effects_in_array_places_and_sources_run_once() {
+    diff(effects_once::KERNEL, Floats::Small);
+    backends_agree(effects_once::KERNEL);
 }

@@ -7,7 +7,9 @@ use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::{parse_macro_input, FnArg, Item, ItemConst, ItemFn, LitStr, Pat};
 
-use parloop_kernels::{lane_twin, translate, translate_const, ConstUse, FnKind, LaneTwin, Scalar};
+use parloop_kernels::{
+    lane_twin, translate, translate_const, with_debug_asserts, ConstUse, FnKind, LaneTwin, Scalar, Translation,
+};
 
 /// Declares a loop kernel: keeps the function for host use and generates a
 /// descriptor type of the same name with `KERNEL` (for `par_loop`) and
@@ -198,6 +200,26 @@ fn call_span(tokens: TokenStream2, name: &str) -> Option<Span> {
     None
 }
 
+/// The translation of `func`; where it has `debug_assert!`s, the one
+/// with them (as `assert!`s) and the one without (release builds).
+fn translated(func: &ItemFn, kind: FnKind) -> syn::Result<(Translation, Option<Translation>)> {
+    let (Some(debug), Some(release)) = (with_debug_asserts(func, true), with_debug_asserts(func, false)) else {
+        return Ok((translate(func, kind)?, None));
+    };
+    let (d, r) = (translate(&debug, kind)?, translate(&release, kind)?);
+    if d.host.is_some() || r.host.is_some() {
+        // The host function keeps its `debug_assert!`s for rustc to
+        // compile by profile; pinned types would replace it with a form
+        // without them.
+        return Err(syn::Error::new(
+            func.sig.ident.span(),
+            "a kernel with `debug_assert!` uses a value whose type only a helper's signature gives: bind the \
+             helper's result to an annotated `let` (`let v: f64 = h(x);`)",
+        ));
+    }
+    Ok((d, Some(r)))
+}
+
 fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     let lints = quote! {
         // Kernels are written in the indexable subset that translates to CUDA.
@@ -224,12 +246,26 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
             Vec::new(),
             None,
             Vec::new(),
+            None,
         )),
-        None => translate(&func, kind).map(|t| {
-            (t.cname, t.source, t.calls, t.increment_only, t.may_panic, t.frame_bytes, t.consts, t.host, t.panics)
+        None => translated(&func, kind).map(|(t, release)| {
+            let release = release.map(|r| (r.source, r.may_panic, r.frame_bytes, r.panics));
+            (
+                t.cname,
+                t.source,
+                t.calls,
+                t.increment_only,
+                t.may_panic,
+                t.frame_bytes,
+                t.consts,
+                t.host,
+                t.panics,
+                release,
+            )
         }),
     });
-    let (cname, source, calls, increment_only, may_panic, frame_bytes, consts, host, panics) = match generated {
+    let (cname, source, calls, increment_only, may_panic, frame_bytes, consts, host, panics, release) = match generated
+    {
         Ok(g) => g,
         Err(e) => {
             let err = e.to_compile_error();
@@ -256,13 +292,35 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
         .chain(const_deps);
     let doc =
         format!("The parloop descriptor of [`{name_str}()`]: its CUDA translation and, for kernels, the `Kernel`.");
-    let device = quote! {
-        /// The CUDA C++ translation of the function, with the helpers it calls.
-        #[doc(hidden)]
-        pub const DEVICE: &'static ::parloop::DeviceFn =
-            &::parloop::DeviceFn::new(#name_str, #cname, #source, &[ #( #deps ),* ])
-                .with_checks(#may_panic, #frame_bytes)
-                .with_panics(&[ #( #panics ),* ]);
+    let deps: Vec<TokenStream2> = deps.collect();
+    let device = match release {
+        None => quote! {
+            /// The CUDA C++ translation of the function, with the helpers it calls.
+            #[doc(hidden)]
+            pub const DEVICE: &'static ::parloop::DeviceFn =
+                &::parloop::DeviceFn::new(#name_str, #cname, #source, &[ #( #deps ),* ])
+                    .with_checks(#may_panic, #frame_bytes)
+                    .with_panics(&[ #( #panics ),* ]);
+        },
+        // `debug_assert!`s: one translation per build profile, picked by
+        // the profile of the crate compiled (`cfg!` here is the user's).
+        Some((r_source, r_may_panic, r_frame_bytes, r_panics)) => quote! {
+            #[doc(hidden)]
+            pub const DEVICE_DEBUG: &'static ::parloop::DeviceFn =
+                &::parloop::DeviceFn::new(#name_str, #cname, #source, &[ #( #deps ),* ])
+                    .with_checks(#may_panic, #frame_bytes)
+                    .with_panics(&[ #( #panics ),* ]);
+            #[doc(hidden)]
+            pub const DEVICE_RELEASE: &'static ::parloop::DeviceFn =
+                &::parloop::DeviceFn::new(#name_str, #cname, #r_source, &[ #( #deps ),* ])
+                    .with_checks(#r_may_panic, #r_frame_bytes)
+                    .with_panics(&[ #( #r_panics ),* ]);
+            /// The CUDA C++ translation of the function, with the helpers it
+            /// calls, its `debug_assert!`s as this build's profile has them.
+            #[doc(hidden)]
+            pub const DEVICE: &'static ::parloop::DeviceFn =
+                if cfg!(debug_assertions) { Self::DEVICE_DEBUG } else { Self::DEVICE_RELEASE };
+        },
     };
     let kernel = if kind == FnKind::Kernel {
         let mut names = Vec::new();

@@ -144,7 +144,7 @@ impl Rewrite {
                 "copied" | "cloned" => {
                     let inner = self.source(&m.receiver)?;
                     let yields = match inner.yields {
-                        Yield::Shared | Yield::Mut => Yield::Value,
+                        Yield::Shared | Yield::Mut | Yield::ByType => Yield::Value,
                         other => other,
                     };
                     Some(Source { array: inner.array, yields })
@@ -225,25 +225,28 @@ impl Rewrite {
         let mut binds: Vec<syn::Stmt> = Vec::new();
         let mut lens: Vec<Expr> = Vec::new();
         for (src, pat) in chain.sources.iter().zip(&element_pats) {
-            let array = &src.array;
+            // `*p` as the receiver of `[..]` or `.len()` needs its parentheses.
+            let array: Expr = match &src.array {
+                u @ Expr::Unary(_) => syn::parse_quote_spanned! {span=> (#u) },
+                other => other.clone(),
+            };
+            let array = &array;
             let unused = match pat {
                 ElementPat::Wild => true,
                 ElementPat::Bind(p) | ElementPat::Deref(p) => !mentions(&f.body, p),
             };
             if unused {
-                // Only its length is read: evaluated (its indices checked)
-                // and not kept.
+                // Only its length is read: the place evaluated once (its
+                // indices' effects and checks), nothing kept (a C++ local
+                // read by nobody is a warning), and the length read from
+                // the same place at index 0 where an index has effects
+                // (in range: every level held the index just evaluated).
                 before.push(syn::parse_quote_spanned! {span=> let _ = &#array; });
-                lens.push(syn::parse_quote_spanned! {span=> #array.len() });
+                let at = if effect_free(array) { array.clone() } else { zero_indices(array) };
+                lens.push(syn::parse_quote_spanned! {span=> #at.len() });
                 continue;
             }
             let it = self.fresh("it");
-            // `*p` as the receiver of `[..]` needs its parentheses.
-            let array: Expr = match array {
-                Expr::Unary(_) => syn::parse_quote_spanned! {span=> (#array) },
-                other => other.clone(),
-            };
-            let array = &array;
             before.push(match src.yields {
                 // `[..]`: valid Rust whether `array` is an array or a
                 // reference to one (the host runs this form when it pins
@@ -266,7 +269,7 @@ impl Rewrite {
                 (Yield::Shared, _) => syn::parse_quote_spanned! {span=> &#it[#ix] },
                 (Yield::Mut, _) => syn::parse_quote_spanned! {span=> &mut #it[#ix] },
             };
-            if let ElementPat::Bind(p) | ElementPat::Deref(p) = pat {
+            if let (false, ElementPat::Bind(p) | ElementPat::Deref(p)) = (unused, pat) {
                 binds.push(syn::parse_quote_spanned! {span=> let #p = #element; });
             }
         }
@@ -358,6 +361,43 @@ fn strip(p: &Pat) -> &Pat {
     match p {
         Pat::Paren(q) => strip(&q.pat),
         other => other,
+    }
+}
+
+/// Whether evaluating `e` twice changes nothing: names, literals, indices,
+/// arithmetic and methods of those (no helper call, no assignment).
+pub(crate) fn effect_free(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(_) | Expr::Path(_) => true,
+        Expr::Paren(p) => effect_free(&p.expr),
+        Expr::Group(g) => effect_free(&g.expr),
+        Expr::Unary(u) => effect_free(&u.expr),
+        Expr::Binary(b) => {
+            !crate::translate::syntax::is_compound(&b.op) && effect_free(&b.left) && effect_free(&b.right)
+        }
+        Expr::Index(i) => effect_free(&i.expr) && effect_free(&i.index),
+        Expr::Cast(c) => effect_free(&c.expr),
+        Expr::MethodCall(m) => effect_free(&m.receiver) && m.args.iter().all(effect_free),
+        Expr::Reference(r) => r.mutability.is_none() && effect_free(&r.expr),
+        _ => false,
+    }
+}
+
+/// Place `e` with every index `0` (`m[next(&mut c)]` as `m[0]`).
+fn zero_indices(e: &Expr) -> Expr {
+    match e {
+        Expr::Index(i) => {
+            let mut i = i.clone();
+            *i.expr = zero_indices(&i.expr);
+            *i.index = syn::parse_quote!(0);
+            Expr::Index(i)
+        }
+        Expr::Paren(p) => {
+            let mut p = p.clone();
+            *p.expr = zero_indices(&p.expr);
+            Expr::Paren(p)
+        }
+        other => other.clone(),
     }
 }
 

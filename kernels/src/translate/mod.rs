@@ -82,7 +82,7 @@ pub(crate) fn method_yields_bool(name: &str) -> bool {
     methods::method(name).is_some_and(|m| m.yields == methods::Yields::Bool)
 }
 pub use names::{const_cname, cpp_ident, fn_cname};
-pub use panics::function_id;
+pub use panics::{function_id, with_debug_asserts};
 
 /// What the translated function is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,6 +235,7 @@ pub fn translate_const(c: &syn::ItemConst) -> syn::Result<ConstTranslation> {
         indent: 0,
         pre: Vec::new(),
         temps: 0,
+        labels: Vec::new(),
         may_panic: false,
         konst: true,
         ret: None,
@@ -298,6 +299,7 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         indent: 1,
         pre: Vec::new(),
         temps: 0,
+        labels: Vec::new(),
         may_panic: false,
         konst: false,
         ret,

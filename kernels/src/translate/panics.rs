@@ -11,10 +11,15 @@
 //! rustfmt-formatted code.
 //!
 //! Messages are literals (a format string without arguments: `{{` and
-//! `}}` are braces); formatting values and `debug_assert!` (whose
-//! presence depends on the build profile) are refused. `assert_eq!` and
+//! `}}` are braces); formatting values is refused. `assert_eq!` and
 //! `assert_ne!` become `if`s too; their device message is Rust's first
-//! line (the values Rust appends stay on the host).
+//! line (the values Rust appends stay on the host). `debug_assert!` and
+//! its `_eq`/`_ne` forms depend on the build profile of the crate being
+//! compiled, which a translation cannot see: [`with_debug_asserts`] gives
+//! both forms and `#[parloop::kernel]` translates each, the crate's
+//! `cfg!(debug_assertions)` picking one; [`translate`] alone refuses them.
+//!
+//! [`translate`]: super::translate
 
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
@@ -206,6 +211,70 @@ fn condition_text(m: &syn::Macro) -> String {
     });
     let text = source.unwrap_or_else(|| m.tokens.to_string());
     text.trim().trim_end_matches(',').trim_end().to_string()
+}
+
+/// `item` with its `debug_assert!`, `debug_assert_eq!` and
+/// `debug_assert_ne!` as the build profile has them: with `enabled`
+/// (`cfg!(debug_assertions)`) as `assert!`, `assert_eq!`, `assert_ne!`,
+/// otherwise gone (their operands are not evaluated, as in Rust). `None`
+/// where `item` has none. The attribute translates both forms and picks
+/// one by the profile of the crate being compiled, which the translation
+/// cannot see.
+pub fn with_debug_asserts(item: &syn::ItemFn, enabled: bool) -> Option<syn::ItemFn> {
+    use syn::visit_mut::VisitMut;
+    fn debug(m: &syn::Macro) -> Option<&'static str> {
+        let name = m.path.segments.last()?.ident.to_string();
+        match name.as_str() {
+            "debug_assert" => Some("assert"),
+            "debug_assert_eq" => Some("assert_eq"),
+            "debug_assert_ne" => Some("assert_ne"),
+            _ => None,
+        }
+    }
+    struct Rewrite {
+        enabled: bool,
+        found: bool,
+    }
+    impl Rewrite {
+        fn fix(&mut self, m: &mut syn::Macro) -> bool {
+            let Some(to) = debug(m) else { return false };
+            self.found = true;
+            if self.enabled {
+                m.path = syn::Ident::new(to, m.path.span()).into();
+            }
+            true
+        }
+    }
+    impl VisitMut for Rewrite {
+        fn visit_block_mut(&mut self, b: &mut syn::Block) {
+            syn::visit_mut::visit_block_mut(self, b);
+            let enabled = self.enabled;
+            let mut kept = Vec::with_capacity(b.stmts.len());
+            for mut s in std::mem::take(&mut b.stmts) {
+                let gone = match &mut s {
+                    syn::Stmt::Macro(m) => self.fix(&mut m.mac) && !enabled,
+                    syn::Stmt::Expr(Expr::Macro(m), _) => self.fix(&mut m.mac) && !enabled,
+                    _ => false,
+                };
+                if !gone {
+                    kept.push(s);
+                }
+            }
+            b.stmts = kept;
+        }
+        fn visit_expr_mut(&mut self, e: &mut Expr) {
+            syn::visit_mut::visit_expr_mut(self, e);
+            if let Expr::Macro(m) = e {
+                if self.fix(&mut m.mac) && !self.enabled {
+                    *e = syn::parse_quote_spanned! {m.span()=> () };
+                }
+            }
+        }
+    }
+    let mut f = item.clone();
+    let mut r = Rewrite { enabled, found: false };
+    r.visit_block_mut(&mut f.block);
+    r.found.then_some(f)
 }
 
 #[cfg(test)]

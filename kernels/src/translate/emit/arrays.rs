@@ -199,14 +199,14 @@ impl Emit<'_> {
 
     /// `place = e` where both are arrays of type `ty`.
     pub(super) fn array_assign(&mut self, place: &Expr, e: &Expr, ty: &Ty) -> syn::Result<()> {
-        let place = self.array_source(place)?;
-        // Rust evaluates a literal before assigning it, and the literal
-        // may read the array it replaces (`z = [z[1], z[0]]`): built in a
+        // Rust evaluates the value first, then the place. A literal may
+        // read the array it replaces (`z = [z[1], z[0]]`): built in a
         // temporary first, then copied.
         let src = match strip(e) {
             Expr::Array(_) | Expr::Repeat(_) => self.array_temp(e)?,
             other => self.array_source(other)?,
         };
+        let place = self.array_source(place)?;
         self.flush_pre();
         let copy = self.copy_line(&place, &src, ty);
         self.line(&copy);

@@ -37,6 +37,10 @@ pub(super) struct Emit<'a> {
     /// Statements that must run before the statement being emitted.
     pub(super) pre: Vec<String>,
     pub(super) temps: usize,
+    /// Enclosing labelled loops, innermost last: (Rust label, C++ label
+    /// stem). `break 'a` is `goto stem_exit;`, `continue 'a` `goto
+    /// stem_next;` (C++ has no labelled loops).
+    pub(super) labels: Vec<(String, String)>,
     /// Whether a checked integer division or remainder was emitted.
     pub(super) may_panic: bool,
     /// A module-level constant's initialiser: C++ constant expressions
@@ -264,6 +268,15 @@ impl Emit<'_> {
             Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => self.expr(&u.expr),
             Expr::Paren(p) => self.array_source(&p.expr),
             Expr::Call(c) if crate::translate::infer::is_element(c) => self.expr(e),
+            // A place whose indices have effects (`m[bump(&mut c)]`): its
+            // address taken once, since a copy reads or writes it once per
+            // element.
+            Expr::Index(_) if !crate::translate::iterate::effect_free(e) => {
+                let place = self.expr(e)?;
+                let tmp = self.temp("row");
+                self.pre.push(format!("auto* {tmp} = {place};"));
+                Ok(tmp)
+            }
             Expr::Call(_) => {
                 // A helper's array result (`__pl_arr`): called once, into a
                 // temporary whose array the copy then reads.
@@ -307,15 +320,19 @@ impl Emit<'_> {
                     self.indent -= 1;
                 }
                 self.stop_after_panic(&w.body);
-                self.nested_block(&w.body)?;
+                let label = self.enter_label(&w.label);
+                self.loop_body(&label, &w.body)?;
                 self.line("}");
+                self.leave_label(&label, &w.body);
                 Ok(())
             }
             Expr::Loop(l) => {
                 self.line("while (true) {");
                 self.stop_after_panic(&l.body);
-                self.nested_block(&l.body)?;
+                let label = self.enter_label(&l.label);
+                self.loop_body(&label, &l.body)?;
                 self.line("}");
+                self.leave_label(&label, &l.body);
                 Ok(())
             }
             Expr::Block(b) => {
@@ -324,12 +341,24 @@ impl Emit<'_> {
                 self.line("}");
                 Ok(())
             }
-            Expr::Break(_) => {
-                self.line("break;");
+            Expr::Break(b) => {
+                match &b.label {
+                    Some(l) => {
+                        let stem = self.label_stem(l, b.span())?;
+                        self.line(&format!("goto {stem}_exit;"));
+                    }
+                    None => self.line("break;"),
+                }
                 Ok(())
             }
-            Expr::Continue(_) => {
-                self.line("continue;");
+            Expr::Continue(c) => {
+                match &c.label {
+                    Some(l) => {
+                        let stem = self.label_stem(l, c.span())?;
+                        self.line(&format!("goto {stem}_next;"));
+                    }
+                    None => self.line("continue;"),
+                }
                 Ok(())
             }
             Expr::Return(r) => {
@@ -372,6 +401,54 @@ impl Emit<'_> {
         self.indent += 1;
         self.line(&format!("if (__pl_stopped()) {{ {ret} }}"));
         self.indent -= 1;
+    }
+
+    /// Enters a loop with `label` (if any): its C++ stem and Rust name.
+    fn enter_label(&mut self, label: &Option<syn::Label>) -> Option<(String, String)> {
+        let l = label.as_ref()?;
+        let name = l.name.ident.to_string();
+        let stem = self.temp(&format!("lbl_{name}_"));
+        self.labels.push((name.clone(), stem.clone()));
+        Some((name, stem))
+    }
+
+    /// A loop's body; with a label some `continue` names, in a block of
+    /// its own followed by the `continue` target (a `goto` out of the
+    /// block crosses no declaration).
+    fn loop_body(&mut self, label: &Option<(String, String)>, body: &Block) -> syn::Result<()> {
+        match label {
+            Some((name, stem)) if label_used(body, name, false) => {
+                self.indent += 1;
+                self.line("{");
+                self.nested_block(body)?;
+                self.line("}");
+                self.line(&format!("{stem}_next: ;"));
+                self.indent -= 1;
+                Ok(())
+            }
+            _ => self.nested_block(body),
+        }
+    }
+
+    /// Leaves a labelled loop: the `break` target after it, if used.
+    fn leave_label(&mut self, label: &Option<(String, String)>, body: &Block) {
+        if let Some((name, stem)) = label {
+            self.labels.pop();
+            if label_used(body, name, true) {
+                self.line(&format!("{stem}_exit: ;"));
+            }
+        }
+    }
+
+    /// The C++ stem of the innermost enclosing loop labelled `l`.
+    fn label_stem(&self, l: &syn::Lifetime, span: Span) -> syn::Result<String> {
+        let name = l.ident.to_string();
+        self.labels
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|(_, stem)| stem.clone())
+            .ok_or_else(|| error(span, format!("no enclosing loop is labelled `'{name}`")))
     }
 
     /// The `return` after a device panic: zero of the result's type (the
@@ -512,8 +589,10 @@ impl Emit<'_> {
                 self.indent -= 1;
             }
         }
-        self.nested_block(&f.body)?;
+        let label = self.enter_label(&f.label);
+        self.loop_body(&label, &f.body)?;
         self.line("}");
+        self.leave_label(&label, &f.body);
         Ok(())
     }
 }
@@ -552,4 +631,25 @@ fn pattern_is_mut(p: &syn::Pat) -> bool {
         syn::Pat::Type(t) => pattern_is_mut(&t.pat),
         _ => false,
     }
+}
+
+/// Whether `body` has a `break 'name` (`breaks`) or a `continue 'name`.
+fn label_used(body: &Block, name: &str, breaks: bool) -> bool {
+    struct Find<'n> {
+        name: &'n str,
+        breaks: bool,
+        found: bool,
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Find<'_> {
+        fn visit_expr_break(&mut self, b: &'ast syn::ExprBreak) {
+            self.found |= self.breaks && b.label.as_ref().is_some_and(|l| l.ident == self.name);
+            syn::visit::visit_expr_break(self, b);
+        }
+        fn visit_expr_continue(&mut self, c: &'ast syn::ExprContinue) {
+            self.found |= !self.breaks && c.label.as_ref().is_some_and(|l| l.ident == self.name);
+        }
+    }
+    let mut f = Find { name, breaks, found: false };
+    syn::visit::Visit::visit_block(&mut f, body);
+    f.found
 }

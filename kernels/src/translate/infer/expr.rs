@@ -60,7 +60,7 @@ impl Infer {
                 let l = self.place(&a.left)?;
                 let r = self.expr(&a.right)?;
                 let want = self.vars.deref(&l);
-                let r = self.array_result(&a.right, r, &want);
+                let r = self.array_result(&a.right, r, &want)?;
                 self.unify(span, &l, &r)?;
                 Ok(Ty::Unit)
             }
@@ -206,9 +206,6 @@ impl Infer {
             }
             Expr::ForLoop(f) => self.for_loop(f),
             Expr::While(w) => {
-                if w.label.is_some() {
-                    return Err(error(span, "loop labels are not supported"));
-                }
                 let c = self.expr(&w.cond)?;
                 let b = self.vars.known(Scalar::Bool);
                 self.unify(w.cond.span(), &c, &b)?;
@@ -216,30 +213,26 @@ impl Infer {
                 Ok(Ty::Unit)
             }
             Expr::Loop(l) => {
-                if l.label.is_some() {
-                    return Err(error(span, "loop labels are not supported"));
-                }
                 self.block(&l.body)?;
                 Ok(Ty::Unit)
             }
             Expr::Break(b) => {
-                if b.label.is_some() || b.expr.is_some() {
-                    return Err(error(span, "`break` with a label or a value is not supported"));
+                if b.expr.is_some() {
+                    return Err(error(span, "`break` with a value is not supported: assign a local, then `break`"));
                 }
                 Ok(Ty::Never)
             }
-            Expr::Continue(c) => {
-                if c.label.is_some() {
-                    return Err(error(span, "`continue` with a label is not supported"));
-                }
-                Ok(Ty::Never)
-            }
+            // Labels are rustc's to check (they name an enclosing loop).
+            Expr::Continue(_) => Ok(Ty::Never),
             Expr::Return(r) => {
+                let ret = self.ret.clone();
                 let t = match &r.expr {
-                    Some(v) => self.expr(v)?,
+                    Some(v) => {
+                        let t = self.expr(v)?;
+                        self.array_result(v, t, &ret)?
+                    }
                     None => Ty::Unit,
                 };
-                let ret = self.ret.clone();
                 self.unify(span, &t, &ret)?;
                 Ok(Ty::Never)
             }
@@ -610,9 +603,6 @@ impl Infer {
     }
 
     fn for_loop(&mut self, f: &syn::ExprForLoop) -> syn::Result<Ty> {
-        if f.label.is_some() {
-            return Err(error(f.span(), "loop labels are not supported"));
-        }
         // The iterator first: an array loop the rewrite did not take
         // (`translate/iterate.rs`) is refused with the forms it takes.
         LoopRange::parse(&f.expr)?;

@@ -48,6 +48,11 @@ pub(crate) fn infer(item: &ItemFn, kind: FnKind) -> syn::Result<(Infer, Vec<Para
                 check_signature(item)?;
                 infer.ret = t.clone();
                 let body_ty = infer.block(&item.block)?;
+                // A tail that is another helper's array result.
+                let body_ty = match item.block.stmts.last() {
+                    Some(Stmt::Expr(tail, None)) => infer.array_result(tail, body_ty, &t)?,
+                    _ => body_ty,
+                };
                 infer.unify(item.block.span(), &body_ty, &t)?;
                 return Ok((infer, params, None));
             }
@@ -530,19 +535,34 @@ impl Infer {
     /// `t`, the type of `value`, or `want` where `value` is a helper call
     /// (whose result type only rustc knows) and `want` an array type: the
     /// call is then recorded as returning that array.
-    pub(super) fn array_result(&mut self, value: &Expr, t: Ty, want: &Ty) -> Ty {
+    pub(super) fn array_result(&mut self, value: &Expr, t: Ty, want: &Ty) -> syn::Result<Ty> {
         let mut call = value;
         while let Expr::Paren(p) = call {
             call = &p.expr;
         }
         if matches!(call, Expr::Call(_)) && matches!(t, Ty::Var(_)) && matches!(want, Ty::Array(..)) {
+            // The element type must be stated (an annotation, a parameter
+            // or a helper's return type): a literal's default would copy
+            // an `[f32; 3]` result into `double`s, and rustc would not see
+            // the assumption.
+            let mut leaf = want;
+            while let Ty::Array(e, _) = leaf {
+                leaf = e;
+            }
+            if self.vars.known_scalar(leaf).is_none() {
+                return Err(error(
+                    value.span(),
+                    "the element type of this helper's array result is not visible here: state it \
+                     (`let n: [f32; 3] = f(..);`)",
+                ));
+            }
             self.types.insert(key(call), want.clone());
             if !std::ptr::eq(call, value) {
                 self.types.insert(key(value), want.clone());
             }
-            return want.clone();
+            return Ok(want.clone());
         }
-        t
+        Ok(t)
     }
 
     /// Whether place `e`'s root is a binding or a module-level constant.
@@ -591,7 +611,7 @@ impl Infer {
             // `let n: [f64; 3] = cross(a, b);`: a helper's array result,
             // typed by the annotation (the translation cannot see the
             // helper's signature; rustc checks it).
-            let t = self.array_result(&init.expr, t, &ty);
+            let t = self.array_result(&init.expr, t, &ty)?;
             // A reference to a place (`&mut a[i]`, `&k[1]`, `&mut *p`, or a
             // reference parameter or local itself) is kept as a reference:
             // writes through `&mut` reach the place, as in Rust (emitted as
