@@ -538,7 +538,10 @@ fn labelled_loops_jump_as_rust_does() {
 
 #[parloop::kernel]
 fn debug_checked(a: &f64, o: &mut f64) {
-    debug_assert!(*a >= 0.0, "a is negative");
+    // Read only by the assertion: still named in release (no unused C++
+    // local), as Rust's release expansion names it.
+    let twice = *a * 2.0;
+    debug_assert!(twice >= 0.0, "a is negative");
     debug_assert_ne!(*a, 2.0);
     *o = a.abs().sqrt();
 }
@@ -594,6 +597,10 @@ fn effects_once(a: &[f64; 3], b: &[f64; 3], m: &mut [[f64; 3]; 4], out: &mut [f6
         out[1] += 1.0;
     }
     out[1] += c as f64;
+    // The value is read before the place's index runs.
+    let rows = [[a[0], a[1], a[2]], [b[0], b[1], b[2]]];
+    let mut d = 0u32;
+    m[next(&mut d) + 2] = rows[d as usize];
     let row = &m[0];
     for mut x in row.into_iter().copied() {
         x += 1.0;

@@ -216,7 +216,8 @@ fn condition_text(m: &syn::Macro) -> String {
 /// `item` with its `debug_assert!`, `debug_assert_eq!` and
 /// `debug_assert_ne!` as the build profile has them: with `enabled`
 /// (`cfg!(debug_assertions)`) as `assert!`, `assert_eq!`, `assert_ne!`,
-/// otherwise gone (their operands are not evaluated, as in Rust). `None`
+/// otherwise `if false { .. }` naming their operands (not evaluated, as in
+/// Rust's release expansion). `None`
 /// where `item` has none. The attribute translates both forms and picks
 /// one by the profile of the crate being compiled, which the translation
 /// cannot see.
@@ -235,38 +236,47 @@ pub fn with_debug_asserts(item: &syn::ItemFn, enabled: bool) -> Option<syn::Item
         enabled: bool,
         found: bool,
     }
+    /// The release form of a debug assertion: its operands named in a
+    /// branch that never runs (Rust's release expansion still names
+    /// them, so a local only an assertion reads is no unused C++ local).
+    fn never_run(m: &syn::Macro) -> Expr {
+        let span = m.span();
+        let operands: Vec<Expr> = m
+            .parse_body::<Args>()
+            .map(|a| a.0.into_iter().filter(|e| !matches!(e, Expr::Lit(_))).collect())
+            .unwrap_or_default();
+        syn::parse_quote_spanned! {span=> if false { #( let _ = #operands; )* } }
+    }
     impl Rewrite {
-        fn fix(&mut self, m: &mut syn::Macro) -> bool {
-            let Some(to) = debug(m) else { return false };
+        /// The rewritten form of a debug assertion, or `None` for any
+        /// other macro.
+        fn fix(&mut self, m: &syn::Macro) -> Option<Expr> {
+            let to = debug(m)?;
             self.found = true;
-            if self.enabled {
-                m.path = syn::Ident::new(to, m.path.span()).into();
-            }
-            true
+            let span = m.span();
+            Some(if self.enabled {
+                let mut m = m.clone();
+                m.path = syn::Ident::new(to, span).into();
+                Expr::Macro(syn::ExprMacro { attrs: Vec::new(), mac: m })
+            } else {
+                never_run(m)
+            })
         }
     }
     impl VisitMut for Rewrite {
-        fn visit_block_mut(&mut self, b: &mut syn::Block) {
-            syn::visit_mut::visit_block_mut(self, b);
-            let enabled = self.enabled;
-            let mut kept = Vec::with_capacity(b.stmts.len());
-            for mut s in std::mem::take(&mut b.stmts) {
-                let gone = match &mut s {
-                    syn::Stmt::Macro(m) => self.fix(&mut m.mac) && !enabled,
-                    syn::Stmt::Expr(Expr::Macro(m), _) => self.fix(&mut m.mac) && !enabled,
-                    _ => false,
-                };
-                if !gone {
-                    kept.push(s);
+        fn visit_stmt_mut(&mut self, s: &mut syn::Stmt) {
+            syn::visit_mut::visit_stmt_mut(self, s);
+            if let syn::Stmt::Macro(m) = s {
+                if let Some(e) = self.fix(&m.mac) {
+                    *s = syn::Stmt::Expr(e, Some(Default::default()));
                 }
             }
-            b.stmts = kept;
         }
         fn visit_expr_mut(&mut self, e: &mut Expr) {
             syn::visit_mut::visit_expr_mut(self, e);
             if let Expr::Macro(m) = e {
-                if self.fix(&mut m.mac) && !self.enabled {
-                    *e = syn::parse_quote_spanned! {m.span()=> () };
+                if let Some(new) = self.fix(&m.mac) {
+                    *e = new;
                 }
             }
         }

@@ -202,10 +202,18 @@ impl Emit<'_> {
         // Rust evaluates the value first, then the place. A literal may
         // read the array it replaces (`z = [z[1], z[0]]`): built in a
         // temporary first, then copied.
-        let src = match strip(e) {
+        let mut src = match strip(e) {
             Expr::Array(_) | Expr::Repeat(_) => self.array_temp(e)?,
             other => self.array_source(other)?,
         };
+        if !crate::translate::iterate::effect_free(place) {
+            // The place's index may change what the value reads
+            // (`m[bump(&mut c)] = x[c]`): the value's address is taken
+            // first, as Rust reads the value first.
+            let tmp = self.temp("src");
+            self.pre.push(format!("auto* {tmp} = {src};"));
+            src = tmp;
+        }
         let place = self.array_source(place)?;
         self.flush_pre();
         let copy = self.copy_line(&place, &src, ty);

@@ -640,7 +640,28 @@ fn label_used(body: &Block, name: &str, breaks: bool) -> bool {
         breaks: bool,
         found: bool,
     }
+    impl Find<'_> {
+        /// Whether a nested loop's own label hides this one.
+        fn hides(&self, label: &Option<syn::Label>) -> bool {
+            label.as_ref().is_some_and(|l| l.name.ident == self.name)
+        }
+    }
     impl<'ast> syn::visit::Visit<'ast> for Find<'_> {
+        fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
+            if !self.hides(&f.label) {
+                syn::visit::visit_expr_for_loop(self, f);
+            }
+        }
+        fn visit_expr_while(&mut self, w: &'ast syn::ExprWhile) {
+            if !self.hides(&w.label) {
+                syn::visit::visit_expr_while(self, w);
+            }
+        }
+        fn visit_expr_loop(&mut self, l: &'ast syn::ExprLoop) {
+            if !self.hides(&l.label) {
+                syn::visit::visit_expr_loop(self, l);
+            }
+        }
         fn visit_expr_break(&mut self, b: &'ast syn::ExprBreak) {
             self.found |= self.breaks && b.label.as_ref().is_some_and(|l| l.ident == self.name);
             syn::visit::visit_expr_break(self, b);
