@@ -60,9 +60,9 @@ pub struct LaneTwin {
 /// ```
 pub fn lane_twin(item: &ItemFn, private: &TokenStream, width: usize) -> Result<LaneTwin, String> {
     let item = &crate::translate::normal_form(item);
-    // A loop over a bare local array (`crate::translate::ELEMENT`) has no
+    // A loop over a bare local array (`__pl_elem`, see `translate::iterate`) has no
     // Rust form here; the kernel runs scalar.
-    if quote::ToTokens::to_token_stream(&item.block).to_string().contains(crate::translate::ELEMENT) {
+    if crate::translate::uses_element(item) {
         return Err("a `for` over a local array".into());
     }
     let (mut inf, params, _) = infer(item, FnKind::Kernel).map_err(|e| e.to_string())?;

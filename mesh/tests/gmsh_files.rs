@@ -261,6 +261,30 @@ fn every_layout_reads_the_same_square() {
     assert_eq!(read_bytes("a41.msh", &write41(&s, None)).unwrap(), ascii);
 }
 
+/// Gmsh saves every element of a model without physical groups: points
+/// (a circle's centre, which no cell uses) and interior curves, in no
+/// group. They carry nothing and are passed over; in a group they are
+/// errors naming the group.
+#[test]
+fn lower_dimensional_elements_in_no_group_are_passed_over() {
+    let mut s = square();
+    s.elements.push((15, 0, 9, vec![99])); // a construction point
+    s.elements.push((1, 0, 3, vec![20, 50])); // an interior curve
+    let ascii = read_bytes("free.msh", ascii22(&s).as_bytes()).unwrap();
+    check_square(&ascii);
+    for big in [false, true] {
+        assert_eq!(read_bytes("free.msh", &binary22(&s, big)).unwrap(), ascii, "2.2 big endian {big}");
+    }
+    let mut point = square();
+    point.elements.push((15, 11, 9, vec![99]));
+    let (_, reason) = line_of(read_bytes("bad.msh", ascii22(&point).as_bytes()).unwrap_err());
+    assert!(reason.contains("group 11") && reason.contains("node 99"), "{reason}");
+    let mut interior = square();
+    interior.elements.push((1, 12, 3, vec![20, 50]));
+    let (_, reason) = line_of(read_bytes("bad.msh", ascii22(&interior).as_bytes()).unwrap_err());
+    assert!(reason.contains("group 12") && reason.contains("boundary"), "{reason}");
+}
+
 #[test]
 fn a_cell_repeated_for_two_physical_groups_is_kept_once_in_both() {
     let mut s = square();

@@ -67,6 +67,12 @@ impl Arg {
         Arg { storage, id, kind, access, dim, set }
     }
 
+    /// Points the argument at other data (`id` follows).
+    pub(crate) fn set_storage(&mut self, storage: Arc<dyn Storage>) {
+        self.id = storage.id();
+        self.storage = storage;
+    }
+
     /// The access mode.
     pub fn access(&self) -> Access {
         self.access

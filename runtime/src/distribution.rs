@@ -119,9 +119,24 @@ pub(crate) trait Distribution: Any + Send + Sync {
         Ok(HaloTraffic::default())
     }
 
-    /// After a host loop: reductions across ranks, written halos stale;
-    /// `failed`: the loop failed here (its reductions are discarded).
-    fn end(&self, _begun: Option<Begun>, _args: &[Arg], _views: &[ArgView], _reductions: &[Reduction], _failed: bool) {}
+    /// After a host loop: reductions across ranks, written halos stale.
+    /// `outcome`: the loop's here. Returns the loop's outcome on every
+    /// rank: where the kernel may panic (`Kernel::may_panic`) the ranks
+    /// agree on it first, so that a panic on one rank's elements is an
+    /// error on every rank (none runs on to a collective the failed rank
+    /// left: a hang). A failed loop's reductions are discarded, its
+    /// globals keep their values.
+    fn end(
+        &self,
+        _begun: Option<Begun>,
+        _kernel: &Kernel,
+        _args: &[Arg],
+        _views: &[ArgView],
+        _reductions: &[Reduction],
+        outcome: Result<()>,
+    ) -> Result<()> {
+        outcome
+    }
 
     /// Before a device loop: its reduced globals set aside (on the host).
     fn begin_device(&self, _kernel: &Kernel, _set: &Set, _args: &[Arg]) -> Result<Option<Begun>> {
@@ -142,9 +157,10 @@ pub(crate) trait Distribution: Any + Send + Sync {
         Ok(HaloTraffic::default())
     }
 
-    /// After a device loop's launches: reductions across ranks.
-    fn end_device(&self, _begun: Option<Begun>, _kernel: &Kernel, _args: &[Arg]) -> Result<()> {
-        Ok(())
+    /// After a device loop's launches: reductions across ranks, the
+    /// outcome agreed as in [`Distribution::end`].
+    fn end_device(&self, _begun: Option<Begun>, _kernel: &Kernel, _args: &[Arg], outcome: Result<()>) -> Result<()> {
+        outcome
     }
 
     /// Runs `core` while the stale halos of the dats `args` read are

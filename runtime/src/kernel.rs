@@ -98,6 +98,10 @@ pub struct DeviceFn {
     source: &'static str,
     deps: &'static [&'static DeviceFn],
     may_panic: bool,
+    /// Whether the host function (the Rust body) can panic: a panic site,
+    /// a checked division, a dynamic index, or a body written by hand
+    /// (`cuda = ...`: nothing is known of it).
+    host_panics: bool,
     frame_bytes: usize,
     /// The messages of the body's `assert!`/`panic!`/`unreachable!` sites,
     /// by site (the device reports the site and this function's id).
@@ -134,7 +138,7 @@ impl DeviceFn {
             hash = fnv1a(hash, &deps[i].hash.to_le_bytes());
             i += 1;
         }
-        DeviceFn { name, cname, source, deps, may_panic: false, frame_bytes: 0, panics: &[], hash }
+        DeviceFn { name, cname, source, deps, may_panic: false, host_panics: false, frame_bytes: 0, panics: &[], hash }
     }
 
     /// A hash of the translation: this function's C++ name and source and,
@@ -148,6 +152,12 @@ impl DeviceFn {
     /// the bytes of its locals. Used by `#[parloop::kernel]`.
     pub const fn with_checks(self, may_panic: bool, frame_bytes: usize) -> DeviceFn {
         DeviceFn { may_panic, frame_bytes, ..self }
+    }
+
+    /// Adds whether the Rust body can panic (see [`DeviceFn::host_may_panic`]).
+    /// Used by `#[parloop::kernel]`.
+    pub const fn with_host_panics(self, host_panics: bool) -> DeviceFn {
+        DeviceFn { host_panics, ..self }
     }
 
     /// Adds the messages of the body's panic sites. Used by
@@ -177,6 +187,13 @@ impl DeviceFn {
     /// unchecked build.
     pub fn may_panic(&self) -> bool {
         self.may_panic || self.deps.iter().any(|d| d.may_panic())
+    }
+
+    /// Whether this function's Rust body or a helper it calls can panic on
+    /// the host (a panic site, a checked division, a dynamic index, or a
+    /// body with hand-written CUDA, of which nothing is known).
+    pub fn host_may_panic(&self) -> bool {
+        self.host_panics || self.deps.iter().any(|d| d.host_may_panic())
     }
 
     /// Bytes of the locals of this function and of every helper it calls
@@ -286,6 +303,13 @@ impl Kernel {
     /// The parameter signature.
     pub fn params(&self) -> &'static [ParamSig] {
         self.params
+    }
+
+    /// Whether a call may fail on one element and not another (a kernel
+    /// panic): see [`DeviceFn::host_may_panic`]; a kernel without a
+    /// translation may. Under MPI the ranks agree on such a loop's outcome.
+    pub fn may_panic(&self) -> bool {
+        self.device.is_none_or(|d| d.host_may_panic())
     }
 
     /// The kernel's CUDA translation, when it has one.

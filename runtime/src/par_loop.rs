@@ -75,8 +75,14 @@ impl ParLoop {
                 crate::validate::validate(kernel, set, args)?;
                 let mut args = args.to_vec();
                 for a in args.iter_mut().filter(|a| matches!(a.kind, ArgKind::Index)) {
-                    // Where the view finds the global numbers (`exec`).
                     a.set = Some(set.clone());
+                    // A distributed set's element numbers are global: read
+                    // from a table of them (kept by the set's part), as a
+                    // direct argument, on every backend.
+                    if let Some(numbers) = set.global_numbers()? {
+                        a.set_storage(numbers);
+                        a.kind = ArgKind::Direct;
+                    }
                 }
                 Ok(ParLoop::from_parts(kernel, set.clone(), args, false))
             }
@@ -260,7 +266,7 @@ fn through_subset(subset: &Subset, arg: &Arg) -> Result<Arg> {
         }
         ArgKind::Index => {
             let numbers = subset.numbers()?;
-            out.storage = numbers.0.clone();
+            out.set_storage(numbers.0.clone());
             out.set = Some(subset.iter_set().clone());
             ArgKind::Direct
         }

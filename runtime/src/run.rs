@@ -98,19 +98,19 @@ pub(crate) fn on_host(
         // Other ranks own these elements and count them in reductions.
         section(sections.exec(), false);
     }
-    let failed = failed.take();
-    dist.end(begun, args, views, &reductions, failed.is_some());
+    let outcome = failed.take().map_or(Ok(()), Err);
+    let outcome = dist.end(begun, kernel, args, views, &reductions, outcome);
     let elapsed = start.elapsed();
-    if failed.is_some() {
+    if outcome.is_err() {
         restore(&reductions, views, &saved);
     }
     drop(locked);
     for a in args.iter().filter(|a| a.access.writes()) {
         a.storage.host_written();
     }
-    match failed {
-        Some(e) => Err(e),
-        None => {
+    match outcome {
+        Err(e) => Err(e),
+        Ok(()) => {
             for (table, elements) in tables {
                 if sections.exec().end >= elements {
                     table.complete();
@@ -206,7 +206,9 @@ fn launch(
     let begun = dist.begin_device(kernel, set, args)?;
     let mut launcher = Launcher::new(device, prepared, kernel.name(), args)?;
     let halo = dist.exchange_device(device, set, args, exec_halo, &mut || launcher.core())?;
-    launcher.rest()?;
-    dist.end_device(begun, kernel, args)?;
+    // The end takes part in the ranks' reductions (and agreement) even
+    // when the launches failed here.
+    let outcome = launcher.rest();
+    dist.end_device(begun, kernel, args, outcome)?;
     Ok(halo)
 }

@@ -132,6 +132,17 @@ pub enum SolveFailure {
         /// Its value.
         value: f64,
     },
+    /// The true residual stopped decreasing: at a restart (the updated
+    /// residual met the tolerance, the true one did not) it was no smaller
+    /// than at the restart before, or it drifted again at once. The
+    /// tolerance is below what the precision reaches (f32, say, or an
+    /// ill-conditioned matrix): loosen it or solve in higher precision.
+    Stagnated {
+        /// Restarts made.
+        restarts: usize,
+        /// `||b - A x||` at the last one.
+        true_residual: f64,
+    },
     /// The Jacobi preconditioner met a diagonal entry that is not positive
     /// (an SPD matrix has none).
     BadDiagonal {
@@ -154,6 +165,11 @@ impl fmt::Display for SolveFailure {
                 if *quantity == "r . z" { "preconditioner" } else { "matrix" }
             ),
             SolveFailure::NotFinite { quantity, value } => write!(f, "{quantity} = {value} is not finite"),
+            SolveFailure::Stagnated { restarts, true_residual } => write!(
+                f,
+                "the true residual ||b - A x|| stopped decreasing at {true_residual:e} after {restarts} restarts: \
+                 the tolerance is below what this precision reaches (loosen rtol/atol or solve in higher precision)"
+            ),
             SolveFailure::BadDiagonal { row, value } => {
                 write!(f, "Jacobi: diagonal entry of row {row} is {value:e}, not positive (the matrix is not SPD)")
             }
@@ -292,6 +308,7 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
     let (mut rz_new, _) = rt.cg_sums(&r, dinv)?;
     let mut rz = T::ZERO;
     let mut fresh = true; // p is to be (re)built from z alone
+    let mut restart_norm = f64::INFINITY; // the true residual at the last restart
     loop {
         if !rnorm.is_finite() {
             return Err(fail(SolveFailure::NotFinite { quantity: "||r||", value: rnorm }, report, rnorm));
@@ -308,12 +325,15 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
             if !true_norm.is_finite() {
                 return Err(fail(SolveFailure::NotFinite { quantity: "||r||", value: true_norm }, report, true_norm));
             }
-            // Drifted again right after a restart: the tolerance is below
-            // what this precision reaches; stop rather than loop.
-            if report.restarts > 0 && fresh {
-                let max_iterations = opts.max_iterations;
-                return Err(fail(SolveFailure::MaxIterations { max_iterations }, report, true_norm));
+            // Drifted again right after a restart, or no nearer than at
+            // the last restart: the tolerance is below what this
+            // precision reaches; stop rather than restart until the
+            // iteration limit.
+            if report.restarts > 0 && (fresh || true_norm >= restart_norm) {
+                let failure = SolveFailure::Stagnated { restarts: report.restarts, true_residual: true_norm };
+                return Err(fail(failure, report, true_norm));
             }
+            restart_norm = true_norm;
             report.restarts += 1;
             rnorm = true_norm;
             rz_new = rt.cg_sums(&r, dinv)?.0;

@@ -270,6 +270,52 @@ fn max_iterations_reached_is_an_error_with_the_report() {
     }
 }
 
+/// The 1-D P1 stiffness plus mass matrix of one edge, in f32.
+#[parloop::kernel]
+fn edge_f32(x: &[[f32; 1]; 2], a: &mut [[f32; 2]; 2]) {
+    let h = x[1][0] - x[0][0];
+    for i in 0..2 {
+        for j in 0..2 {
+            let k = if i == j { 1.0 / h } else { -1.0 / h };
+            let m = if i == j { h / 3.0 } else { h / 6.0 };
+            a[i][j] += k + m;
+        }
+    }
+}
+
+/// A tolerance f32 cannot reach: the true residual stalls at a floor
+/// while the updated one keeps falling below the tolerance. The solve
+/// stops after a few restarts with `Stagnated` (it restarted until
+/// `max_iterations`, 10 000 iterations, before).
+#[test]
+fn an_unreachable_tolerance_in_f32_stops_as_stagnated() {
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let n = 50;
+    let nodes = rt.set("nodes", n + 1).unwrap();
+    let edges = rt.set("edges", n).unwrap();
+    let e2n = rt.map("e2n", &edges, &nodes, 2, (0..n as i32).flat_map(|e| [e, e + 1]).collect()).unwrap();
+    let x = rt.dat("x", &nodes, 1, (0..=n).map(|i| i as f32 / n as f32).collect()).unwrap();
+    let a = rt.mat::<f32>("A", &rt.sparsity("A", &[(&e2n, &e2n)], (1, 1)).unwrap()).unwrap();
+    rt.par_loop(edge_f32::KERNEL, &edges, &[x.arg_vec(&e2n, Access::READ), a.arg(&e2n, &e2n, Access::INC)]).unwrap();
+    let b = rt.dat("b", &nodes, 1, vec![1.0f32; n + 1]).unwrap();
+    let u = rt.dat("u", &nodes, 1, vec![0.0f32; n + 1]).unwrap();
+    let opts = CgOptions { rtol: 1e-7, ..CgOptions::default() };
+    match cg(&rt, &a, &b, &u, &opts) {
+        Err(err @ Error::NotConverged { failure: SolveFailure::Stagnated { restarts, true_residual }, .. }) => {
+            let Error::NotConverged { report, .. } = &err else { unreachable!() };
+            assert!(restarts >= 1 && report.restarts == restarts, "{restarts} vs {}", report.restarts);
+            assert!(report.iterations < 1000, "{} iterations", report.iterations);
+            assert!(true_residual > 1e-7 * report.rhs_norm, "{true_residual:e}");
+            assert!(err.to_string().contains("precision"), "{err}");
+        }
+        other => panic!("expected Stagnated, got {other:?}"),
+    }
+    // A reachable tolerance in f32 still converges.
+    rt.fill(&u, 0.0).unwrap();
+    let report = cg(&rt, &a, &b, &u, &CgOptions { rtol: 1e-3, ..CgOptions::default() }).unwrap();
+    assert!(report.converged && report.relative_residual <= 1e-3, "{report:?}");
+}
+
 #[test]
 fn not_positive_definite_matrices_are_refused() {
     // diag(1, -1, 1, -1, ...) plus a little coupling: indefinite.

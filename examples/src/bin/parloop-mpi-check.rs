@@ -34,7 +34,7 @@
 //! the first mismatch, after every rank reached it.
 
 use parloop::mpi::{Communicator, CommunicatorCollectives, Partitioner, SystemOperation};
-use parloop::{Access, Backend, Dat, Error, Global, Map, Runtime, Set};
+use parloop::{Access, Arg, Backend, Dat, Error, Global, Map, Runtime, Set};
 use parloop_examples::airfoil::grid::Grid;
 use parloop_examples::airfoil::{Airfoil, REFERENCE_100X150};
 use parloop_examples::poisson::{Function, Mode, Problem};
@@ -94,6 +94,14 @@ fn sum_below_ten(x: &[f64; 2], sum: &mut f64) {
     if x[0] >= 10.0 {
         panic!("x is ten or more");
     }
+    *sum += x[0];
+}
+
+/// Panics on the element numbered 0 only (its owner's), adding `x[0]`
+/// elsewhere.
+#[parloop::kernel]
+fn fail_at_zero(i: &i64, x: &[f64; 2], sum: &mut f64) {
+    assert!(*i != 0, "element zero");
     *sum += x[0];
 }
 
@@ -428,6 +436,7 @@ fn main() {
     for &backend in &backends {
         fem(&world, backend, &mut failures);
         reductions(&world, backend, &mut failures);
+        one_rank_fails(&world, backend, &mut failures);
     }
     lazy(&world, &mut failures);
     // More ranks than entities: some ranks own nothing, the run is still right.
@@ -675,6 +684,54 @@ fn finish(universe: parloop::mpi::Universe, failures: &[String]) {
 /// the serial run's, and a loop that fails on every rank leaves its global
 /// as it was (its all-reduce, in flight on the other ranks' side too,
 /// lands nowhere).
+/// A kernel that panics on one element (number 0, one rank's): the loop is
+/// an error on every rank (the other ranks' says another rank failed), its
+/// INC global keeps its value everywhere, and every rank goes on to the
+/// next collective. The rank that panicked returned alone before, and the
+/// others waited in the next collective for it forever.
+fn one_rank_fails(world: &parloop::mpi::SimpleCommunicator, backend: Backend, failures: &mut Vec<String>) {
+    let rt = Runtime::with_communicator(backend, world).expect("runtime");
+    let program = || -> parloop::Result<(bool, [f64; 3], Option<Vec<f64>>)> {
+        let n = 24;
+        let cells = rt.set("one_cells", n)?;
+        let edges = rt.set("one_edges", n - 1)?;
+        let chain: Vec<i32> = (0..n as i32 - 1).flat_map(|e| [e, e + 1]).collect();
+        let m = rt.map("one_chain", &edges, &cells, 2, chain)?;
+        let x = rt.dat("one_x", &cells, 2, (0..2 * n).map(|v| v as f64).collect())?;
+        let sum = rt.global("one_sum", &[5.0])?;
+        let (count, total) = (rt.global("one_count", &[0.0])?, rt.global("one_total", &[0.0])?);
+        rt.partition(&cells, &m, Partitioner::Block)?;
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let failed =
+            rt.par_loop(fail_at_zero::KERNEL, &cells, &[Arg::index(), x.arg(Access::READ), sum.arg(Access::INC)]);
+        std::panic::set_hook(hook);
+        let named = match &failed {
+            Err(Error::KernelPanicked { element, .. }) => *element == 0,
+            Err(e) => e.to_string().contains("another rank failed"),
+            Ok(()) => false,
+        };
+        // The ranks go on together: a reduction and a gather.
+        rt.par_loop(
+            count_and_sum::KERNEL,
+            &cells,
+            &[x.arg(Access::READ), count.arg(Access::INC), total.arg(Access::INC)],
+        )?;
+        Ok((named, [sum.value()?, count.value()?, total.value()?], x.gather(0)?))
+    };
+    match program() {
+        Ok((named, values, gathered)) => {
+            check(named, &format!("{backend:?}/one rank fails: every rank's loop is an error"), failures);
+            // x of cell c is (2c, 2c + 1): count 24, sum of 6c + 2 = 1704.
+            check(values == [5.0, 24.0, 1704.0], &format!("{backend:?}/one rank fails: {values:?}"), failures);
+            if let Some(g) = gathered {
+                check(g.len() == 48 && g[47] == 47.0, &format!("{backend:?}/one rank fails: gather"), failures);
+            }
+        }
+        Err(e) => panic!("{}", rt.fail(e)),
+    }
+}
+
 fn reductions(world: &parloop::mpi::SimpleCommunicator, backend: Backend, failures: &mut Vec<String>) {
     let size = world.size() as usize;
     let program = |rt: &Runtime, distributed: bool| -> parloop::Result<Vec<f64>> {

@@ -12,7 +12,7 @@
 //! spurious zero entries of non-exec halo elements until the sparsity
 //! counted executed elements only). `PROBE_KEEP=1` keeps the files.
 //! Every program runs serially on every rank and distributed (METIS,
-//! block and geometric partitions; seq and threads backends); results are
+//! block and geometric partitions; seq, threads and emu backends); results are
 //! compared on rank 0. Exits non-zero on any mismatch.
 
 #[cfg(not(feature = "mpi"))]
@@ -781,7 +781,7 @@ mod probe {
         let (rank, size) = (world.rank() as usize, world.size() as usize);
         let mut failures = Vec::new();
         let only: Option<String> = std::env::args().nth(1);
-        for backend in [Backend::Seq, Backend::Threads] {
+        for backend in [Backend::Seq, Backend::Threads, Backend::Emu] {
             let serial_rt = Runtime::with_backend(backend).expect("serial runtime");
             let want = program(&serial_rt, &world, Part::Serial, false).unwrap_or_else(|e| panic!("serial: {e}"));
             for (part, root_only) in [

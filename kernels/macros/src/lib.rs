@@ -235,6 +235,7 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     // Hand-written CUDA: the C++ name is the Rust one, nothing is known of
     // the body (every parameter counts as increment-only, nothing panics,
     // no frame size).
+    let by_hand = !attr.is_empty();
     let generated = options(attr).and_then(|cuda| match cuda {
         Some(src) => Ok((
             func.sig.ident.to_string(),
@@ -293,34 +294,46 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     let doc =
         format!("The parloop descriptor of [`{name_str}()`]: its CUDA translation and, for kernels, the `Kernel`.");
     let deps: Vec<TokenStream2> = deps.collect();
+    // A `DeviceFn` from one translation (source, whether it may panic,
+    // frame bytes, panic messages).
+    let device_fn = |source: &str, may_panic: bool, frame_bytes: usize, panics: &[String]| {
+        // The Rust body can panic where the translation reports a panic
+        // site or indexes dynamically (Rust checks every index); nothing
+        // is known of a body whose CUDA is written by hand.
+        let host_panics = by_hand || may_panic || !panics.is_empty() || source.contains("PL_IX(");
+        quote! {
+            &::parloop::DeviceFn::new(#name_str, #cname, #source, &[ #( #deps ),* ])
+                .with_checks(#may_panic, #frame_bytes)
+                .with_host_panics(#host_panics)
+                .with_panics(&[ #( #panics ),* ])
+        }
+    };
     let device = match release {
-        None => quote! {
-            /// The CUDA C++ translation of the function, with the helpers it calls.
-            #[doc(hidden)]
-            pub const DEVICE: &'static ::parloop::DeviceFn =
-                &::parloop::DeviceFn::new(#name_str, #cname, #source, &[ #( #deps ),* ])
-                    .with_checks(#may_panic, #frame_bytes)
-                    .with_panics(&[ #( #panics ),* ]);
-        },
+        None => {
+            let d = device_fn(&source, may_panic, frame_bytes, &panics);
+            quote! {
+                /// The CUDA C++ translation of the function, with the helpers it calls.
+                #[doc(hidden)]
+                pub const DEVICE: &'static ::parloop::DeviceFn = #d;
+            }
+        }
         // `debug_assert!`s: one translation per build profile, picked by
         // the profile of the crate compiled (`cfg!` here is the user's).
-        Some((r_source, r_may_panic, r_frame_bytes, r_panics)) => quote! {
-            #[doc(hidden)]
-            pub const DEVICE_DEBUG: &'static ::parloop::DeviceFn =
-                &::parloop::DeviceFn::new(#name_str, #cname, #source, &[ #( #deps ),* ])
-                    .with_checks(#may_panic, #frame_bytes)
-                    .with_panics(&[ #( #panics ),* ]);
-            #[doc(hidden)]
-            pub const DEVICE_RELEASE: &'static ::parloop::DeviceFn =
-                &::parloop::DeviceFn::new(#name_str, #cname, #r_source, &[ #( #deps ),* ])
-                    .with_checks(#r_may_panic, #r_frame_bytes)
-                    .with_panics(&[ #( #r_panics ),* ]);
-            /// The CUDA C++ translation of the function, with the helpers it
-            /// calls, its `debug_assert!`s as this build's profile has them.
-            #[doc(hidden)]
-            pub const DEVICE: &'static ::parloop::DeviceFn =
-                if cfg!(debug_assertions) { Self::DEVICE_DEBUG } else { Self::DEVICE_RELEASE };
-        },
+        Some((r_source, r_may_panic, r_frame_bytes, r_panics)) => {
+            let debug = device_fn(&source, may_panic, frame_bytes, &panics);
+            let release = device_fn(&r_source, r_may_panic, r_frame_bytes, &r_panics);
+            quote! {
+                #[doc(hidden)]
+                pub const DEVICE_DEBUG: &'static ::parloop::DeviceFn = #debug;
+                #[doc(hidden)]
+                pub const DEVICE_RELEASE: &'static ::parloop::DeviceFn = #release;
+                /// The CUDA C++ translation of the function, with the helpers it
+                /// calls, its `debug_assert!`s as this build's profile has them.
+                #[doc(hidden)]
+                pub const DEVICE: &'static ::parloop::DeviceFn =
+                    if cfg!(debug_assertions) { Self::DEVICE_DEBUG } else { Self::DEVICE_RELEASE };
+            }
+        }
     };
     let kernel = if kind == FnKind::Kernel {
         let mut names = Vec::new();

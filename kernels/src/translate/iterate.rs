@@ -34,6 +34,21 @@ use syn::{Expr, FnArg, ItemFn, Pat, Type};
 /// `it[ix]` when it is an array (inference types it, emission writes it).
 pub(crate) const ELEMENT: &str = "__pl_elem";
 
+/// Whether `item` (a normal form) holds a bare local's loop element,
+/// `__pl_elem(it, ix)`: such a body is the translation's, not Rust.
+pub(crate) fn uses_element(item: &ItemFn) -> bool {
+    struct Find(bool);
+    impl<'ast> Visit<'ast> for Find {
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            self.0 |= crate::translate::infer::is_element(c);
+            syn::visit::visit_expr_call(self, c);
+        }
+    }
+    let mut f = Find(false);
+    f.visit_item_fn(item);
+    f.0
+}
+
 /// Rewrites the array `for` loops of `item` in place; whether there were
 /// any (the rewritten loops are the translation's, not always valid Rust
 /// for the host: `&mut a` of a parameter binding, `__pl_elem`).
@@ -224,6 +239,11 @@ impl Rewrite {
         let mut before: Vec<syn::Stmt> = Vec::new();
         let mut binds: Vec<syn::Stmt> = Vec::new();
         let mut lens: Vec<Expr> = Vec::new();
+        let body_names = {
+            let mut names = Idents(HashSet::new());
+            names.visit_block(&f.body);
+            names.0
+        };
         for (src, pat) in chain.sources.iter().zip(&element_pats) {
             // `*p` as the receiver of `[..]` or `.len()` needs its parentheses.
             let array: Expr = match &src.array {
@@ -233,7 +253,7 @@ impl Rewrite {
             let array = &array;
             let unused = match pat {
                 ElementPat::Wild => true,
-                ElementPat::Bind(p) | ElementPat::Deref(p) => !mentions(&f.body, p),
+                ElementPat::Bind(p) | ElementPat::Deref(p) => !mentions(&body_names, p),
             };
             if unused {
                 // Only its length is read: the place evaluated once (its
@@ -273,7 +293,7 @@ impl Rewrite {
                 binds.push(syn::parse_quote_spanned! {span=> let #p = #element; });
             }
         }
-        if let Some(p) = index_pat.filter(|p| mentions(&f.body, p)) {
+        if let Some(p) = index_pat.filter(|p| mentions(&body_names, p)) {
             binds.insert(0, syn::parse_quote_spanned! {span=> let #p = #ix; });
         }
         let len = lens.into_iter().reduce(|a, b| syn::parse_quote_spanned! {span=> #a.min(#b) }).expect("one source");
@@ -347,14 +367,13 @@ fn element(p: &Pat) -> Option<ElementPat> {
     }
 }
 
-/// Whether `body` mentions the name `p` binds: a binding it never reads
+/// Whether the loop body (its names, `body_names`) mentions the name `p`
+/// binds: a binding it never reads
 /// is not made (C++ would warn about an unused variable; binding has no
 /// effect).
-fn mentions(body: &syn::Block, p: &Pat) -> bool {
+fn mentions(body_names: &HashSet<String>, p: &Pat) -> bool {
     let Pat::Ident(i) = strip(p) else { return true };
-    let mut names = Idents(HashSet::new());
-    names.visit_block(body);
-    names.0.contains(&i.ident.to_string())
+    body_names.contains(&i.ident.to_string())
 }
 
 fn strip(p: &Pat) -> &Pat {

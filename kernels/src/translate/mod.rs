@@ -53,7 +53,7 @@ use emit::{cpp_scalar, Emit};
 use increment::increment_only;
 
 pub(crate) use infer::{infer, key, Infer};
-pub(crate) use iterate::ELEMENT;
+pub(crate) use iterate::{uses_element, ELEMENT};
 pub(crate) use method_form::method_form;
 
 /// `item` as the passes read it: `assert!`s (and `assert_eq!`,
@@ -338,7 +338,7 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
             })
             .collect()
     };
-    if array_loops && quote::ToTokens::to_token_stream(&owned.block).to_string().contains(ELEMENT) {
+    if array_loops && iterate::uses_element(&owned) {
         if let Some(span) = first_pinned(&owned, &pins) {
             // The pins go into the host function, which is then the
             // normal form; a bare local's loop there is not Rust

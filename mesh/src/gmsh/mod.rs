@@ -22,8 +22,11 @@
 //!   their vertices named with the suffix [`VERTICES_SUFFIX`]
 //!   (`"inlet"` and `"inlet.vertices"`); lower-dimensional groups (physical
 //!   points, and curves in 3-D) give vertex groups under their own name.
-//!   A lower-dimensional element must lie on the mesh: a facet element that
-//!   is not a boundary face (an interior interface, say) is an error.
+//!   A lower-dimensional element in a physical group must lie on the mesh:
+//!   one on a node no cell uses, or a facet element that is not a boundary
+//!   face (an interior interface, say), is an error. Lower-dimensional
+//!   elements in no physical group (Gmsh saves them all when a model has
+//!   no physical groups) are passed over.
 //!
 //! Errors are [`parloop::Error::Input`] with the 1-based line for ASCII
 //! files and [`parloop::Error::InputAtByte`] with the byte offset for
@@ -381,7 +384,11 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
             phys.entry((dim, t)).or_default().push(c as u32);
         }
     }
-    for e in raw.elements.iter().filter(|e| e.ty != cell_ty) {
+    // Lower-dimensional elements matter only through their groups: those
+    // in none (Gmsh saves every element of a model without physical
+    // groups: the centre point of a circle's arcs, interior curves) are
+    // passed over.
+    for e in raw.elements.iter().filter(|e| e.ty != cell_ty && !e.physical.is_empty()) {
         let edim = dim_of(e.ty);
         if edim > dim {
             continue; // unreachable: the cell type is the highest present
@@ -391,15 +398,28 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
         let mut vs = Vec::with_capacity(k);
         for &i in &v[..k] {
             if number[i] == u32::MAX {
-                return Err(
-                    loc.error(e.pos, format!("element refers to node {}, which no cell uses", raw.nodes[i].tag))
-                );
+                return Err(loc.error(
+                    e.pos,
+                    format!(
+                        "an element of physical group {} refers to node {}, which no cell uses (a construction \
+                         point, say: leave it out of the physical groups)",
+                        group_list(&e.physical),
+                        raw.nodes[i].tag
+                    ),
+                ));
             }
             vs.push(number[i]);
         }
         if edim == dim - 1 {
             let f = facet_of.get(&face_key(&vs)).ok_or_else(|| {
-                loc.error(e.pos, "a facet element is not a boundary face of the mesh (interior facets are not read)")
+                loc.error(
+                    e.pos,
+                    format!(
+                        "a facet element of physical group {} is not a boundary face of the mesh (interior facets \
+                         are not read: leave interior curves and surfaces out of the physical groups)",
+                        group_list(&e.physical)
+                    ),
+                )
             })?;
             for &t in e.physical.iter() {
                 phys.entry((edim, t)).or_default().push(*f);
@@ -468,4 +488,9 @@ mod tests {
         assert!(e.starts_with("not a regular file (a FIFO"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+/// An element's physical tags for a message: `7` or `7, 9`.
+fn group_list(tags: &[i32]) -> String {
+    tags.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
 }

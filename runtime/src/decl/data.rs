@@ -366,6 +366,14 @@ impl<T: Scalar> fmt::Debug for Dat<T> {
 #[derive(Clone)]
 pub struct Global<T: Scalar>(pub(crate) Arc<GlobalInner<T>>);
 
+/// Values of no set and no user global: a global's storage of
+/// `values.len()` values (a distributed set's element numbers, see
+/// `Set::global_numbers`; a dat's storage would hold its set).
+pub(crate) fn table(name: &str, values: Vec<i64>) -> Arc<GlobalInner<i64>> {
+    let len = values.len();
+    Arc::new(Stored::new(name, values, len))
+}
+
 impl<T: Scalar> Global<T> {
     pub(crate) fn new(name: &str, values: &[T]) -> Result<Global<T>> {
         if values.is_empty() {

@@ -106,6 +106,10 @@ pub(crate) struct LocalPart {
     /// Where the other parts are.
     #[cfg(feature = "mpi")]
     pub comm: Arc<crate::dist::Comm>,
+    /// `global` as `i64`s, the element index argument's values
+    /// (`Arg::index`), made on first use. Held as a global's storage, which
+    /// names no set (a dat's would hold the set that holds this part).
+    pub index_numbers: OnceLock<Arc<data::GlobalInner<i64>>>,
 }
 
 /// A named collection of entities (nodes, edges, cells).
@@ -120,6 +124,22 @@ pub(crate) struct LocalPart {
 pub struct Set(pub(crate) Arc<SetInner>);
 
 impl Set {
+    /// The global number of every local entity, as the storage of a direct
+    /// `i64` argument, when the set is distributed (made once).
+    pub(crate) fn global_numbers(&self) -> Result<Option<Arc<dyn Storage>>> {
+        let Some(part) = self.0.local.get() else { return Ok(None) };
+        if let Some(n) = part.index_numbers.get() {
+            return Ok(Some(n.clone()));
+        }
+        let values = crate::fallible::mapped(
+            &part.global,
+            |&g| g as i64,
+            || format!("the global numbers of the {} entities of set `{}` here", part.global.len(), self.name()),
+        )?;
+        let numbers = data::table(&format!("pl_index_{}", self.name()), values);
+        Ok(Some(part.index_numbers.get_or_init(|| numbers).clone()))
+    }
+
     pub(crate) fn new(name: &str, sections: Sections) -> Result<Set> {
         if sections.checked_total().is_none() {
             return Err(Error::SizeOverflow {

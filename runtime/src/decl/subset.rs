@@ -248,6 +248,7 @@ impl Subset {
             global: indices.iter().map(|&i| parent.global[i as usize]).collect(),
             global_size: parent.global_size,
             comm: parent.comm.clone(),
+            index_numbers: std::sync::OnceLock::new(),
         }
     }
 }

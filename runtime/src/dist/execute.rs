@@ -183,15 +183,22 @@ impl Mpi {
     fn distributed_end(
         &self,
         begun: Option<Begun>,
+        kernel: &Kernel,
         args: &[Arg],
         views: &[ArgView],
         reductions: &[Reduction],
-        failed: bool,
-    ) {
+        outcome: Result<()>,
+    ) -> Result<()> {
         let (Some(comm), Some(initial)) = (&self.comm, begun.and_then(|b| b.downcast::<Initial>().ok())) else {
-            return;
+            return outcome;
         };
+        // A kernel panic depends on the rank's elements: the ranks agree
+        // (one all-reduce) before reducing, so that all discard or all
+        // keep the loop's reductions, and all return an error.
+        let failed =
+            if kernel.may_panic() && comm.size() > 1 { !comm.all_ok(outcome.is_ok()) } else { outcome.is_err() };
         let mut initial = initial.0;
+        let kept = if failed { initial.clone() } else { Vec::new() };
         // One all-reduce per element type and operation, for all the
         // loop's globals of that kind together.
         for (elem, access, group) in reduce::by_kind(reductions) {
@@ -220,6 +227,22 @@ impl Mpi {
             }
         }
         self.mark_written(args);
+        if !failed {
+            return outcome;
+        }
+        // INC globals were zeroed for the ranks' partials: their values
+        // from before the loop.
+        for (arg, words) in &kept {
+            if let Some(r) = reductions.iter().find(|r| r.arg == *arg) {
+                // SAFETY: the global's view holds `dim` values of `elem`,
+                // and the loop holds them exclusively.
+                unsafe { r.restore(views, words) };
+            }
+        }
+        match outcome {
+            Ok(()) => Err(comm.failed_elsewhere(Ok(()), &format!("loop `{}`", kernel.name()))),
+            err => err,
+        }
     }
 
     /// The halos of the dats `args` write are stale.
@@ -315,8 +338,16 @@ impl Distribution for Mpi {
         self.comm.as_ref().map(|c| c.reductions.stats()).unwrap_or_default()
     }
 
-    fn end(&self, begun: Option<Begun>, args: &[Arg], views: &[ArgView], reductions: &[Reduction], failed: bool) {
-        self.distributed_end(begun, args, views, reductions, failed)
+    fn end(
+        &self,
+        begun: Option<Begun>,
+        kernel: &Kernel,
+        args: &[Arg],
+        views: &[ArgView],
+        reductions: &[Reduction],
+        outcome: Result<()>,
+    ) -> Result<()> {
+        self.distributed_end(begun, kernel, args, views, reductions, outcome)
     }
 
     /// Reduced globals go through the host around a device loop's
@@ -347,18 +378,18 @@ impl Distribution for Mpi {
         self.device_halo_exchange(device, set, args, exec_halo, core)
     }
 
-    fn end_device(&self, begun: Option<Begun>, kernel: &Kernel, args: &[Arg]) -> Result<()> {
+    fn end_device(&self, begun: Option<Begun>, kernel: &Kernel, args: &[Arg], outcome: Result<()>) -> Result<()> {
         if begun.is_none() {
-            return Ok(());
+            return outcome;
         }
         let reductions = Reduction::of(args);
         let globals = lock_args_where(kernel.name(), args, Arg::is_global)?;
-        self.distributed_end(begun, args, &globals.views, &reductions, false);
+        let outcome = self.distributed_end(begun, kernel, args, &globals.views, &reductions, outcome);
         drop(globals);
         for r in &reductions {
             args[r.arg].storage.host_written();
         }
-        Ok(())
+        outcome
     }
 
     fn refresh(&self, op: &str, args: &[Arg], views: &[ArgView], core: &mut dyn FnMut()) -> Result<HaloTraffic> {

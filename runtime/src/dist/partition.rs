@@ -129,6 +129,7 @@ impl Runtime {
                 global: ls.global.clone(),
                 global_size: gs.size,
                 comm: comm.clone(),
+                index_numbers: std::sync::OnceLock::new(),
             };
             let _ = s.0.local.set(Arc::new(part));
         }

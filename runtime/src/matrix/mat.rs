@@ -248,7 +248,9 @@ impl<T: Scalar> Mat<T> {
     /// Under MPI, with the row set distributed, it is collective: rank 0
     /// writes the whole matrix in the global numbering the mesh was
     /// declared in (the file a serial run writes, up to rounding in the
-    /// values), and the other ranks write nothing.
+    /// values), and the other ranks write nothing. A matrix whose row set
+    /// is not distributed is each rank's own: every rank writes its own
+    /// file, so give each rank its own `path` (by [`Runtime::rank`](crate::Runtime::rank)).
     ///
     /// ```
     /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;

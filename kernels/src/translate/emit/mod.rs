@@ -341,26 +341,8 @@ impl Emit<'_> {
                 self.line("}");
                 Ok(())
             }
-            Expr::Break(b) => {
-                match &b.label {
-                    Some(l) => {
-                        let stem = self.label_stem(l, b.span())?;
-                        self.line(&format!("goto {stem}_exit;"));
-                    }
-                    None => self.line("break;"),
-                }
-                Ok(())
-            }
-            Expr::Continue(c) => {
-                match &c.label {
-                    Some(l) => {
-                        let stem = self.label_stem(l, c.span())?;
-                        self.line(&format!("goto {stem}_next;"));
-                    }
-                    None => self.line("continue;"),
-                }
-                Ok(())
-            }
+            Expr::Break(b) => self.jump(b.label.as_ref(), "break", "exit", b.span()),
+            Expr::Continue(c) => self.jump(c.label.as_ref(), "continue", "next", c.span()),
             Expr::Return(r) => {
                 match &r.expr {
                     Some(v) if matches!(self.infer.ret, Ty::Array(..)) => self.return_array(v)?,
@@ -441,6 +423,19 @@ impl Emit<'_> {
     }
 
     /// The C++ stem of the innermost enclosing loop labelled `l`.
+    /// `break` or `continue` (`plain`): C++'s own for the innermost loop,
+    /// a `goto` to the labelled loop's `{stem}_{target}` label otherwise.
+    fn jump(&mut self, label: Option<&syn::Lifetime>, plain: &str, target: &str, span: Span) -> syn::Result<()> {
+        match label {
+            Some(l) => {
+                let stem = self.label_stem(l, span)?;
+                self.line(&format!("goto {stem}_{target};"));
+            }
+            None => self.line(&format!("{plain};")),
+        }
+        Ok(())
+    }
+
     fn label_stem(&self, l: &syn::Lifetime, span: Span) -> syn::Result<String> {
         let name = l.ident.to_string();
         self.labels
