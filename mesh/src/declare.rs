@@ -160,6 +160,9 @@ impl Mesh {
     /// let mut mesh = parloop_mesh::unit_square(1, 1)?;
     /// mesh.cells[0] = 9;
     /// assert!(mesh.check().unwrap_err().to_string().contains("cells"));
+    /// mesh.cells[0] = 0;
+    /// mesh.coords[3] = f64::NAN;
+    /// assert!(mesh.check().unwrap_err().to_string().contains("coords[3]"));
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn check(&self) -> Result<(), Error> {
@@ -196,6 +199,13 @@ impl Mesh {
                 None => Ok(()),
             }
         };
+        if let Some(at) = self.coords.iter().position(|x| !x.is_finite()) {
+            return Err(invalid(format!(
+                "coords[{at}] = {} (vertex {}) is not a finite number",
+                self.coords[at],
+                at / d
+            )));
+        }
         let nv = self.vertices();
         in_range("cells", &self.cells, nv, "vertex")?;
         in_range("facets", &self.facets, nv, "vertex")?;

@@ -90,7 +90,26 @@ pub(crate) fn check_others() -> Result<()> {
     number("PARLOOP_DEVICE", |_| true, "a GPU ordinal (a non-negative integer)")?;
     crate::device::check_from_env()?;
     check_dot_directory(std::env::var_os("PARLOOP_TRACE_DOT"))?;
+    check_cache_directory(std::env::var_os("PARLOOP_CACHE_DIR"))?;
     Ok(())
+}
+
+/// `PARLOOP_CACHE_DIR` is made when a device compiles its first loop: a
+/// path that cannot be a directory (a file, `/dev/null`) fails now, naming
+/// the variable, instead of at that loop with an I/O error.
+fn check_cache_directory(value: Option<std::ffi::OsString>) -> Result<()> {
+    let Some(value) = value.filter(|v| !v.is_empty()) else { return Ok(()) };
+    let path = std::path::Path::new(&value);
+    // The nearest part of the path that exists must be a directory.
+    let existing = path.ancestors().find(|a| !a.as_os_str().is_empty() && a.exists());
+    match existing {
+        Some(a) if !a.is_dir() => Err(Error::Env {
+            var: "PARLOOP_CACHE_DIR",
+            value: value.to_string_lossy().into_owned(),
+            reason: format!("expected a directory (made if missing); `{}` exists and is not a directory", a.display()),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// `PARLOOP_TRACE_DOT`'s file is written at the first forcing point, maybe
@@ -162,6 +181,17 @@ const KNOWN: [&str; 18] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cache_directory_that_cannot_be_one_is_an_error_naming_the_variable() {
+        let check = |p: &str| check_cache_directory(Some(p.into()));
+        assert!(check("/tmp/parloop-missing/below/here").is_ok());
+        assert!(check(&std::env::temp_dir().display().to_string()).is_ok());
+        for bad in ["/dev/null", "/dev/null/emu", "/proc/self/status"] {
+            let err = check(bad).unwrap_err();
+            assert!(matches!(&err, Error::Env { var: "PARLOOP_CACHE_DIR", .. }), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn values_that_are_not_utf8_are_errors_except_paths() {

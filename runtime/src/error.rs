@@ -507,10 +507,22 @@ impl fmt::Display for ArgProblem {
             ArgProblem::Conflict { other, reason } => {
                 write!(f, "the same dat is argument {other} too: {reason}")
             }
-            ArgProblem::MatPair { row_map, col_map, sparsity, pairs } => write!(
-                f,
-                "the map pair (`{row_map}`, `{col_map}`) is not one sparsity `{sparsity}` was built from ({pairs})"
-            ),
+            ArgProblem::MatPair { row_map, col_map, sparsity, pairs } => {
+                write!(
+                    f,
+                    "the map pair (`{row_map}`, `{col_map}`) is not one sparsity `{sparsity}` was built from ({pairs})"
+                )?;
+                if pairs.contains(&format!("(`{row_map}`, `{col_map}`)")) {
+                    // Same names, other maps: one dropped and declared
+                    // again, or another runtime's.
+                    write!(
+                        f,
+                        ": the names are the same but the maps are not (a map declared again after the \
+                         sparsity's was dropped, or another runtime's); a sparsity knows its maps, not their names"
+                    )?;
+                }
+                Ok(())
+            }
             ArgProblem::MatAccess { access } => {
                 write!(f, "{access} on a matrix: matrices are assembled with INC or WRITE")
             }

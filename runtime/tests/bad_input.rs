@@ -74,6 +74,27 @@ fn kernels_of_the_same_shape_never_share_compiled_code() {
 
 // ----------------------------------------------------------- size overflow
 
+/// A device loop numbers elements with `i64`: a set of 2^63 elements or
+/// more is an error there (its end wrapped negative and the loop returned
+/// `Ok` having run nothing). Host backends are not run on it (they would
+/// take years).
+#[test]
+fn device_loops_past_i64_elements_are_errors() {
+    let devices = backends().into_iter().filter(|rt| !matches!(rt.backend(), Backend::Seq | Backend::Threads));
+    for rt in devices {
+        for n in [1usize << 63, usize::MAX] {
+            let s = rt.set("huge", n).unwrap();
+            let c = rt.global("c", &[0.0f64]).unwrap();
+            let err = rt.par_loop(inc_one::KERNEL, &s, &[c.arg(Access::INC)]).unwrap_err();
+            assert!(
+                matches!(&err, Error::Backend { reason, .. } if reason.contains("inc_one") && reason.contains(&n.to_string())),
+                "{err}"
+            );
+            assert_eq!(c.value().unwrap(), 0.0);
+        }
+    }
+}
+
 #[test]
 fn sizes_that_overflow_are_errors_naming_the_declaration() {
     let rt = Runtime::with_backend(Backend::Seq).unwrap();

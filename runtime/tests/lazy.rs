@@ -379,6 +379,56 @@ fn a_failed_fused_launch_poisons_what_its_other_loops_wrote() {
     assert_eq!(y.values().unwrap(), vec![1.0; 6]);
 }
 
+#[parloop::kernel]
+fn fails_past_five(x: &f64, y: &mut f64) {
+    if *x > 5.0 {
+        panic!("past five");
+    }
+    *y = *x + 100.0;
+}
+
+#[parloop::kernel]
+fn copy_over(a: &f64, b: &mut f64) {
+    *b = *a;
+}
+
+/// A temporary whose first write fails part-way, after another temporary
+/// left its values in the pool: reading it, or a dat copied from it, must
+/// be an error (the pool's values are not the program's). They read as
+/// `Ok` with the dropped temporary's 42s, or the copy's old values.
+#[test]
+fn a_temporary_a_failed_loop_wrote_is_never_read_as_ok() {
+    for backend in [Backend::Seq, Backend::Threads, device::device_backend()] {
+        for fusion in [false, true] {
+            let rt = Runtime::with_lazy(backend, true).unwrap();
+            rt.set_fusion(fusion);
+            let s = rt.set("s", 10).unwrap();
+            {
+                let t1 = rt.temporary::<f64>("t1", &s, 1).unwrap();
+                t1.set_values(&[42.0; 10]).unwrap();
+            }
+            let t2 = rt.temporary::<f64>("t2", &s, 1).unwrap();
+            let x = rt.dat("x", &s, 1, (0..10).map(f64::from).collect()).unwrap();
+            let y = rt.dat("y", &s, 1, vec![-1.0; 10]).unwrap();
+            let quiet = std::panic::take_hook();
+            std::panic::set_hook(Box::new(|_| {}));
+            rt.par_loop(fails_past_five::KERNEL, &s, &[x.arg(Access::READ), t2.arg(Access::WRITE)]).unwrap();
+            rt.par_loop(copy_over::KERNEL, &s, &[t2.arg(Access::READ), y.arg(Access::WRITE)]).unwrap();
+            let first = y.values();
+            std::panic::set_hook(quiet);
+            let case = format!("{backend:?}, fusion {fusion}");
+            assert!(matches!(first, Err(Error::Deferred { .. })), "{case}: {first:?}");
+            for (name, again) in [("y", y.values()), ("t2", t2.values())] {
+                assert!(again.is_err(), "{case}: {name} read as {again:?}");
+            }
+            // Written whole again, both read.
+            t2.set_values(&[1.0; 10]).unwrap();
+            rt.par_loop(copy_over::KERNEL, &s, &[t2.arg(Access::READ), y.arg(Access::WRITE)]).unwrap();
+            assert_eq!(y.values().unwrap(), vec![1.0; 10], "{case}");
+        }
+    }
+}
+
 #[test]
 fn forcing_points_are_counted_by_source_location() {
     let rt = lazy_rt();

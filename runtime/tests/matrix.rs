@@ -584,6 +584,11 @@ fn wrong_index(i: &f64, x: &mut f64) {
     *x = *i;
 }
 
+#[parloop::kernel]
+fn unit_entry(a: &mut [[f64; 1]; 1]) {
+    a[0][0] += 1.0;
+}
+
 #[test]
 fn bad_input_is_refused() {
     let rt = Runtime::with_backend(Backend::Seq).unwrap();
@@ -623,6 +628,19 @@ fn bad_input_is_refused() {
     // A pair the sparsity was not built from (same shape, other map).
     let err = rt.par_loop(elem_one3::KERNEL, &cells, &[a.arg(&c2n_b, &c2n, Access::INC)]).unwrap_err();
     assert!(matches!(problem(err), ArgProblem::MatPair { .. }));
+    // The same name on another map (the sparsity's dropped by the user and
+    // declared again): the message says the names alone are the same.
+    {
+        let n = rt.set("n_same", 2).unwrap();
+        let s_same = {
+            let id = rt.map("id_same", &n, &n, 1, vec![0, 1]).unwrap();
+            rt.sparsity("s_same", &[(&id, &id)], (1, 1)).unwrap()
+        };
+        let id = rt.map("id_same", &n, &n, 1, vec![0, 1]).unwrap();
+        let m = rt.mat::<f64>("M_same", &s_same).unwrap();
+        let err = rt.par_loop(unit_entry::KERNEL, &n, &[m.arg(&id, &id, Access::INC)]).unwrap_err().to_string();
+        assert!(err.contains("names are the same but the maps are not"), "{err}");
+    }
 
     // WRITE/INC mixing, and one matrix twice.
     let err = rt

@@ -383,6 +383,19 @@ fn load<A: Borrow<Arg>>(
     args: &[A],
     sections: &[usize],
 ) -> Result<DeviceLoop> {
+    // Device code numbers elements with signed 64-bit integers: a larger
+    // loop would wrap to a negative end and run nothing.
+    let elements = sections.iter().try_fold(0usize, |a, &n| a.checked_add(n));
+    if elements.is_none_or(|n| i64::try_from(n).is_err()) {
+        return Err(Error::Backend {
+            name: device.name(),
+            reason: format!(
+                "loop `{name}` runs {} elements, more than the {} a device loop can number",
+                elements.map_or_else(|| "more than usize::MAX".to_string(), |n| n.to_string()),
+                i64::MAX
+            ),
+        });
+    }
     let block = device.block_size();
     let Built { spec, generated, plan, source, map_args, fns } = built;
     let strategy = spec.strategy;

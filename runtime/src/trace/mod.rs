@@ -220,6 +220,17 @@ struct Pending {
     user: Weak<crate::par_loop::LoopInner>,
 }
 
+/// The temporaries a recorded loop writes (those still alive).
+fn temporaries_written(p: &Pending) -> impl Iterator<Item = u64> + '_ {
+    p.args.iter().filter(|a| a.access.writes()).filter_map(|a| {
+        let is_temp = match &a.held {
+            Held::Weak(w) => w.upgrade().is_some_and(|s| s.temp().is_some()),
+            Held::Strong(s) => s.temp().is_some(),
+        };
+        is_temp.then_some(a.id)
+    })
+}
+
 /// The data a recorded loop writes (host writes of globals included).
 fn written(p: &Pending) -> impl Iterator<Item = u64> + '_ {
     p.args.iter().filter(|a| a.access.writes()).map(|a| a.id)
@@ -840,6 +851,21 @@ impl Trace {
                 [(_, p)] => p.run(&rt, &mut args),
                 _ => fuse::run(&rt, group, &mut args),
             };
+            // What a failure leaves stale, read before the arguments go:
+            // what the loops not run would have written, what the loops
+            // fused with the failed one wrote in part, and the temporaries
+            // the failed group wrote (their first write may be part-done
+            // over a pooled buffer: another temporary's values).
+            let result = result.map_err(|e| {
+                let fused_with = if group.len() > 1 { group } else { &[] };
+                let stale: Vec<u64> = fused_with
+                    .iter()
+                    .chain(&taken[j..])
+                    .flat_map(|(_, p)| written(p))
+                    .chain(group.iter().flat_map(|(_, p)| temporaries_written(p)))
+                    .collect();
+                (e, stale)
+            });
             // A loop's strong references go as soon as it has run, so a
             // temporary whose last use it was returns to the pool before
             // the next loop allocates one; the emptied vectors serve the
@@ -858,14 +884,10 @@ impl Trace {
                 }
             }
             let group = &taken[i..j];
-            if let Err(e) = result {
+            if let Err((e, stale)) = result {
                 let last = group.last().expect("a group has a loop").0;
                 let kernel = group.iter().map(|(_, p)| p.kernel.name()).collect::<Vec<_>>().join("+");
                 let location = group[0].1.location.to_string();
-                // What the loops not run would have written, and what the
-                // loops fused with the failed one wrote in part.
-                let fused_with = if group.len() > 1 { group } else { &[] };
-                let stale: Vec<u64> = fused_with.iter().chain(&taken[j..]).flat_map(|(_, p)| written(p)).collect();
                 failed = Some((last, left as u64, stale, Error::Deferred { kernel, location, source: Box::new(e) }));
                 break;
             }
