@@ -70,14 +70,30 @@ fn reference_locals_and_array_loops_count_as_their_parameter() {
 }
 
 #[test]
-fn helpers_given_a_parameter_make_it_not_increment_only() {
+fn helpers_given_a_parameter_as_mut_decide_whether_it_is_increment_only() {
     let t = kernel(syn::parse_quote! {
-        fn k(a: &mut [f64; 2], b: &mut f64) {
+        fn k(a: &mut [f64; 2], b: &mut f64, c: &mut [f64; 3], d: &mut f64) {
             bump(a);
             *b += 1.0;
+            bump_one(&mut c[1], 2.0);
+            bump_one(&mut c[2], 3.0);
+            let v = peek(d);
+            *b += v;
         }
     });
-    assert_eq!(t.increment_only, [false, true]);
+    // `d` passed as it is to `peek` counts as passed too: `peek`'s table
+    // says whether it only adds (a `&` parameter never does).
+    assert_eq!(t.increment_only, [true, true, true, true]);
+    let via = |h: &str, k: usize| (h.to_string(), k);
+    assert_eq!(t.increment_via, [vec![via("bump", 0)], vec![], vec![via("bump_one", 0)], vec![via("peek", 0)]]);
+    // Read as well as passed: not increment-only whatever the helper does.
+    let t = kernel(syn::parse_quote! {
+        fn k(a: &mut [f64; 2]) {
+            bump(a);
+            a[0] = 1.0;
+        }
+    });
+    assert_eq!(t.increment_only, [false]);
 }
 
 #[test]
@@ -206,7 +222,7 @@ fn rows_of_module_constants_need_a_type_and_arrays_are_not_if_values() {
 }
 
 #[test]
-fn nested_locals_count_in_frames_and_helpers_given_rows_are_not_increments() {
+fn nested_locals_count_in_frames_and_helpers_given_rows_decide_increments() {
     let t = kernel(syn::parse_quote! {
         fn k(x: &f64, o: &mut [[f64; 3]; 2], p: &mut [[f64; 3]; 2]) {
             let mut m = [[0.0f64; 300]; 100];
@@ -216,7 +232,9 @@ fn nested_locals_count_in_frames_and_helpers_given_rows_are_not_increments() {
         }
     });
     assert!(t.frame_bytes >= 300 * 100 * 8, "{}", t.frame_bytes);
-    assert_eq!(t.increment_only, [true, false, true]);
+    // `o` is increment-only if `fill` only adds to its row.
+    assert_eq!(t.increment_only, [true, true, true]);
+    assert_eq!(t.increment_via[1], [("fill".to_string(), 0)]);
 }
 
 #[test]

@@ -528,9 +528,10 @@ impl fmt::Display for ArgProblem {
             }
             ArgProblem::IncNotIncrementOnly { param } => write!(
                 f,
-                "INC on parameter `{param}`, which the kernel assigns, reads or passes to a helper (the \
-                 analysis does not look into helpers) instead of only adding to it (`+=`, `-=`): INC gives the kernel a zeroed private copy on some backends and the target on \
-                 others, so the result would depend on the backend; use RW or WRITE, or only add to it"
+                "INC on parameter `{param}`, which the kernel assigns, reads, or passes to a helper that does \
+                 more than add to it, instead of only adding to it (`+=`, `-=`): INC gives the kernel a zeroed \
+                 private copy on some backends and the target on others, so the result would depend on the \
+                 backend; use RW or WRITE, or only add to it"
             ),
         }
     }

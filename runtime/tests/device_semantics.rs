@@ -265,6 +265,82 @@ fn inc_on_a_parameter_the_kernel_assigns_is_rejected_on_every_backend() {
     }
 }
 
+#[parloop::device]
+fn add_scaled(x: &mut f64, by: f64) {
+    *x += by;
+}
+
+#[parloop::device]
+fn add_twice(x: &mut f64, by: f64) {
+    add_scaled(x, by);
+    add_scaled(x, by);
+}
+
+#[parloop::device]
+fn set_to(x: &mut f64, v: f64) {
+    *x = v;
+}
+
+#[parloop::device]
+fn peek(x: &f64) -> f64 {
+    *x
+}
+
+/// Increments through helpers that only add (a finite-volume flux helper).
+#[parloop::kernel]
+fn adds_via_helpers(x: &f64, r: &mut [f64; 2], g: &mut f64) {
+    add_scaled(&mut r[0], *x);
+    add_twice(&mut r[1], 0.25 * *x);
+    add_scaled(g, *x);
+}
+
+#[parloop::kernel]
+fn assigns_via_helper(x: &f64, r: &mut [f64; 2]) {
+    set_to(&mut r[0], *x);
+}
+
+#[parloop::kernel]
+fn reads_via_helper(x: &f64, r: &mut [f64; 2]) {
+    let v = peek(&r[1]);
+    r[0] += v + *x;
+}
+
+/// A parameter passed to a helper that only adds to it may be INC (it was
+/// refused whatever the helper did); one that assigns or reads it may not.
+#[test]
+fn inc_through_helpers_that_only_add_matches_seq_and_others_are_refused() {
+    let run = |rt: &Runtime| {
+        let set = rt.set("elems", 700).unwrap();
+        let nodes = rt.set("nodes", 60).unwrap();
+        let map = rt.map("m", &set, &nodes, 1, (0..700).map(|i: i32| i * 13 % 60).collect()).unwrap();
+        let x = rt.dat("x", &set, 1, (0..700).map(|i| i as f64 * 0.5).collect()).unwrap();
+        let r = rt.dat("r", &nodes, 2, vec![1.0f64; 120]).unwrap();
+        let g = rt.global("g", &[3.0f64]).unwrap();
+        let args = [x.arg(Access::READ), r.arg_via(&map, 0, Access::INC), g.arg(Access::INC)];
+        rt.par_loop(adds_via_helpers::KERNEL, &set, &args).unwrap();
+        for kernel in [assigns_via_helper::KERNEL, reads_via_helper::KERNEL] {
+            let err = rt.par_loop(kernel, &set, &args[..2]).unwrap_err().to_string();
+            assert!(err.contains("INC on parameter `r`"), "{}: {err}", kernel.name());
+        }
+        (r.values().unwrap(), g.values().unwrap())
+    };
+    let threads = Runtime::with_backend(Backend::Threads).unwrap();
+    let (s, e, t) = (run(&seq()), run(&emu()), run(&threads));
+    assert_eq!(s, e);
+    assert_eq!(s, t);
+    assert_eq!(s.1, vec![3.0 + (0..700).map(|i| i as f64 * 0.5).sum::<f64>()]);
+    // Node n gets x of every element mapped to it, once in r[0] and half
+    // of it in r[1] (0.25 twice).
+    let mut want = vec![1.0f64; 120];
+    for i in 0..700 {
+        let n = (i * 13 % 60) as usize;
+        want[2 * n] += i as f64 * 0.5;
+        want[2 * n + 1] += 0.25 * (i as f64 * 0.5) + 0.25 * (i as f64 * 0.5);
+    }
+    let gap = s.0.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    assert!(gap < 1e-9, "{gap}");
+}
+
 #[test]
 fn inc_on_increment_only_parameters_matches_seq() {
     let run = |rt: &Runtime| {

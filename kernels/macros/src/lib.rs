@@ -255,7 +255,7 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
                 t.cname,
                 t.source,
                 t.calls,
-                t.increment_only,
+                t.increment_only.into_iter().zip(t.increment_via).collect(),
                 t.may_panic,
                 t.frame_bytes,
                 t.consts,
@@ -294,6 +294,41 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     let doc =
         format!("The parloop descriptor of [`{name_str}()`]: its CUDA translation and, for kernels, the `Kernel`.");
     let deps: Vec<TokenStream2> = deps.collect();
+    // Per parameter, whether the body only adds to it, as a constant
+    // expression: the translation's answer, and the `INCREMENT_ONLY`
+    // entries of the helpers it passes the parameter to as `&mut` (hand-
+    // written CUDA: nothing is known, every parameter counts as added to).
+    let increments: Vec<TokenStream2> = (0..func.sig.inputs.len())
+        .map(|i| {
+            let (only, via): (bool, Vec<(String, usize)>) =
+                increment_only.get(i).cloned().unwrap_or((true, Vec::new()));
+            let via = via.iter().map(|(helper, k)| {
+                let span = call_span(body.clone(), helper).unwrap_or_else(Span::call_site);
+                let helper = format_ident!("{}", helper, span = span);
+                quote! { && #helper::INCREMENT_ONLY[#k] }
+            });
+            quote! { #only #( #via )* }
+        })
+        .collect();
+    // What a caller passing `&mut` reads: a `&` or by-value parameter is
+    // not added to (a `&mut` argument coerces to `&`, and the body reads it).
+    let table: Vec<TokenStream2> = func
+        .sig
+        .inputs
+        .iter()
+        .zip(&increments)
+        .map(|(arg, inc)| {
+            let mutable =
+                matches!(arg, FnArg::Typed(pt) if matches!(&*pt.ty, syn::Type::Reference(r) if r.mutability.is_some()));
+            quote! { (#mutable && #inc) }
+        })
+        .collect();
+    let increment_table = quote! {
+        /// Per parameter: whether the function only adds to it (`+=`,
+        /// `-=`), for the increment-only analysis of its callers.
+        #[doc(hidden)]
+        pub const INCREMENT_ONLY: &'static [bool] = &[ #( #table ),* ];
+    };
     // A `DeviceFn` from one translation (source, whether it may panic,
     // frame bytes, panic messages).
     let device_fn = |source: &str, may_panic: bool, frame_bytes: usize, panics: &[String]| {
@@ -338,8 +373,7 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     let kernel = if kind == FnKind::Kernel {
         let mut names = Vec::new();
         let mut types = Vec::new();
-        let inc: Vec<bool> =
-            (0..func.sig.inputs.len()).map(|i| increment_only.get(i).copied().unwrap_or(true)).collect();
+        let inc = &increments;
         for arg in &func.sig.inputs {
             if let FnArg::Typed(pt) = arg {
                 if let Pat::Ident(pi) = &*pt.pat {
@@ -377,11 +411,15 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
             pub const KERNEL: &'static ::parloop::Kernel = &{
                 ::parloop::__host_adapter!(host, #name, #( #names: #types ),*);
                 #lanes
+                // A constant of its own: the helpers' `INCREMENT_ONLY`
+                // entries it reads are not promoted to `'static` inline.
+                const PARAMS: &[::parloop::ParamSig] =
+                    &[ #( <#types as ::parloop::__private::KernelParam>::SIG.with_body(#names_str, #inc) ),* ];
                 // SAFETY: `host` binds each view with its parameter's shape.
                 let kernel = unsafe {
                     ::parloop::Kernel::from_parts(
                         #name_str,
-                        &[ #( <#types as ::parloop::__private::KernelParam>::SIG.with_body(#names_str, #inc) ),* ],
+                        PARAMS,
                         host,
                         Some(Self::DEVICE),
                     )
@@ -405,6 +443,7 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
         #[allow(dead_code)]
         impl #name {
             #device
+            #increment_table
             #kernel
         }
     }

@@ -19,11 +19,21 @@ use super::Param;
 /// added value may not read it.
 ///
 /// [`Translation::increment_only`]: super::Translation::increment_only
-pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> Vec<bool> {
+///
+/// A parameter (or a place in it) passed as `&mut` to a helper counts as
+/// added to where the helper only adds to that parameter: the second
+/// result lists, per parameter, the (helper, parameter position) pairs
+/// whose own answers decide (`#[parloop::device]` gives each helper an
+/// `INCREMENT_ONLY` table; the attribute combines them at compile time).
+pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> (Vec<bool>, Vec<Vec<(String, usize)>>) {
     use syn::visit::Visit;
 
     struct Uses<'a> {
         resolved: &'a HashMap<usize, usize>,
+        /// The helpers the body calls.
+        helpers: &'a [String],
+        /// Per parameter: the helper parameters it is passed to as `&mut`.
+        via: Vec<Vec<(String, usize)>>,
         /// Path expressions that are roots of increment places.
         roots: HashSet<usize>,
         other_use: Vec<bool>,
@@ -35,6 +45,25 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
     }
 
     impl Uses<'_> {
+        /// The helper `c` calls, by its plain name.
+        fn helper(&self, c: &syn::ExprCall) -> Option<String> {
+            let Expr::Path(p) = &*c.func else { return None };
+            let name = p.path.get_ident()?.to_string();
+            self.helpers.contains(&name).then_some(name)
+        }
+
+        /// The parameter whose place `arg` passes as `&mut` (`&mut p[i]`,
+        /// `&mut *p`, or `p` itself, a reference, or a reference local
+        /// naming its place); `indices` gets the place's index expressions.
+        fn passed_place<'e>(&self, arg: &'e Expr, indices: &mut Vec<&'e Expr>) -> Option<usize> {
+            match arg {
+                Expr::Paren(p) => self.passed_place(&p.expr, indices),
+                Expr::Reference(r) if r.mutability.is_some() => self.param_of(place_root(&r.expr, indices)?),
+                Expr::Path(_) => self.param_of(arg),
+                _ => None,
+            }
+        }
+
         /// The parameter path expression `e` names, through aliases.
         fn param_of(&self, e: &Expr) -> Option<usize> {
             let &id = self.resolved.get(&key(e))?;
@@ -74,6 +103,25 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
                         self.visit_expr(&b.right);
                         return;
                     }
+                }
+            }
+            if let Expr::Call(c) = e {
+                if let Some(helper) = self.helper(c) {
+                    for (k, arg) in c.args.iter().enumerate() {
+                        let mut indices = Vec::new();
+                        match self.passed_place(arg, &mut indices) {
+                            Some(p) => {
+                                if !self.via[p].iter().any(|(h, j)| *h == helper && *j == k) {
+                                    self.via[p].push((helper.clone(), k));
+                                }
+                                for i in indices {
+                                    self.visit_expr(i);
+                                }
+                            }
+                            None => self.visit_expr(arg),
+                        }
+                    }
+                    return;
                 }
             }
             if let Expr::MethodCall(m) = e {
@@ -131,10 +179,13 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
 
     let mut uses = Uses {
         resolved: &infer.resolved,
+        helpers: &infer.calls,
+        via: vec![Vec::new(); params.len()],
         roots: HashSet::new(),
         other_use: vec![false; params.len()],
         aliases: HashMap::new(),
     };
     uses.visit_block(&item.block);
-    params.iter().zip(uses.other_use).map(|(p, other)| !p.mutable || !other).collect()
+    let only = params.iter().zip(&uses.other_use).map(|(p, other)| !p.mutable || !other).collect();
+    (only, uses.via)
 }

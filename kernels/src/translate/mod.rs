@@ -148,6 +148,12 @@ pub struct Translation {
     /// the same result as running on the target itself. `true` for `&`
     /// parameters and by-value helper parameters.
     pub increment_only: Vec<bool>,
+    /// Per parameter: the helpers' parameters it is passed to as `&mut`
+    /// (helper name, position). It is increment-only when
+    /// `increment_only` says so and each of those helpers only adds to
+    /// that parameter (their `INCREMENT_ONLY` tables, read at compile
+    /// time by the attribute's output).
+    pub increment_via: Vec<Vec<(String, usize)>>,
     /// Whether the body can panic by Rust's rules in a way the translation
     /// checks in every build: integer division or remainder by a divisor
     /// that is not a positive literal (by zero, or `MIN / -1`). Such checks
@@ -291,7 +297,7 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         ));
     }
     let cname = fn_cname(&name);
-    let increment_only = increment_only(item, &infer, &params);
+    let (increment_only, increment_via) = increment_only(item, &infer, &params);
     let frame_bytes = infer.frame_bytes(params.len());
     let mut emit = Emit {
         infer: &mut infer,
@@ -362,6 +368,7 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         source,
         calls: infer.calls.clone(),
         increment_only,
+        increment_via,
         may_panic,
         frame_bytes,
         consts,
