@@ -254,3 +254,17 @@ fn debug_asserts_are_asserts_or_nothing_by_profile() {
     let plain: syn::ItemFn = syn::parse_quote! { fn k(a: &f64, o: &mut f64) { *o = *a; } };
     assert!(parloop_kernels::with_debug_asserts(&plain, true).is_none());
 }
+
+/// What a new user writes first, refused with what to write instead.
+#[test]
+fn common_refusals_name_the_construct_and_the_fix() {
+    let err = |f: syn::ItemFn| translate(&f, FnKind::Kernel).unwrap_err().to_string();
+    let sum = err(syn::parse_quote! { fn k(q: &[f64; 3], o: &mut f64) { *o = q.iter().sum(); } });
+    assert!(sum.contains("iterator methods") && sum.contains("for v in q.iter()"), "{sum}");
+    let generic = err(syn::parse_quote! { fn k<T: Copy>(w: &T, o: &mut f64) { *o = 1.0; } });
+    assert!(generic.contains("cannot be generic"), "{generic}");
+    let len = err(syn::parse_quote! { fn k(o: &mut f64) { const N: usize = 3; let a = [0.0; N]; *o = a[0]; } });
+    assert!(len.contains("write the number"), "{len}");
+    let lit = err(syn::parse_quote! { fn k(o: &mut f64) { let p = P { x: 1.0 }; *o = 0.0; } });
+    assert!(lit.contains("struct literals"), "{lit}");
+}

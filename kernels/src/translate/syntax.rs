@@ -25,7 +25,10 @@ pub(super) fn array_len(e: &Expr) -> syn::Result<usize> {
     if let Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) = e {
         return i.base10_parse::<usize>().map_err(|_| error(e.span(), "array length must be a small integer"));
     }
-    Err(error(e.span(), "array lengths in kernels must be integer literals"))
+    Err(error(
+        e.span(),
+        "array lengths in kernels must be integer literals (the translation cannot see a constant's value: write the number)",
+    ))
 }
 
 /// Whether `op` is a compound assignment (`+=`, `<<=`, ...).

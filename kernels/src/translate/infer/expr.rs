@@ -267,6 +267,9 @@ impl Infer {
             Expr::Match(m) => self.match_expr(m),
             Expr::Unsafe(_) => Err(error(span, "`unsafe` blocks are not supported in kernels")),
             Expr::Field(_) => Err(error(span, "field access is not supported in kernels (no structs or tuples)")),
+            Expr::Struct(_) => {
+                Err(error(span, "struct literals are not supported in kernels (no structs: use arrays or locals)"))
+            }
             _ => Err(error(
                 span,
                 "this construct is not supported in kernels; supported: let, arithmetic, comparisons, \
@@ -453,6 +456,15 @@ impl Infer {
             "rev" | "step_by" => {
                 Err(error(m.span(), "`.rev()` and `.step_by()` are only supported on the range of a `for` loop"))
             }
+            "iter" | "iter_mut" | "into_iter" | "map" | "sum" | "product" | "fold" | "zip" | "enumerate" | "copied"
+            | "cloned" | "for_each" | "filter" | "any" | "all" | "count" => Err(error(
+                m.method.span(),
+                format!(
+                    "iterator methods (`.{name}()`) are not supported in kernels outside a `for` loop's source: \
+                     `iter`, `iter_mut`, `zip`, `enumerate`, `rev` and `copied` work there \
+                     (`for v in q.iter() {{ s += *v; }}` instead of `q.iter().sum()`)"
+                ),
+            )),
             _ => Err(error(
                 m.method.span(),
                 format!("method `{name}` is not supported in kernels; supported: {}", methods::supported()),

@@ -25,6 +25,9 @@ use crate::types::{error, Scalar, Ty, Vars, UNKNOWN_LEN};
 
 /// Pass 1 over `item`: its names and types, parameters and return type.
 pub(crate) fn infer(item: &ItemFn, kind: FnKind) -> syn::Result<(Infer, Vec<Param>, Option<Scalar>)> {
+    // The signature's shape first: a generic kernel's parameters (`&T`)
+    // would otherwise be reported as unsupported types.
+    check_signature(item)?;
     let mut infer = Infer::new(kind);
     infer.ext_rank = index_depths(&item.block);
     let params = infer.params(item)?;
@@ -76,7 +79,10 @@ fn check_signature(item: &ItemFn) -> syn::Result<()> {
         return Err(error(t.span(), "kernels cannot be `async`"));
     }
     if !sig.generics.params.is_empty() {
-        return Err(error(sig.generics.span(), "kernels cannot be generic"));
+        return Err(error(
+            sig.generics.span(),
+            "kernels and helpers cannot be generic: write one for each element type (f64, f32, ...)",
+        ));
     }
     if let Some(v) = &sig.variadic {
         return Err(error(v.span(), "kernels cannot be variadic"));
