@@ -305,17 +305,31 @@ fn reads_via_helper(x: &f64, r: &mut [f64; 2]) {
     r[0] += v + *x;
 }
 
+/// 700 elements adding into 60 nodes (two values each) and a global.
+struct IncCase {
+    set: parloop::Set,
+    map: parloop::Map,
+    x: parloop::Dat<f64>,
+    r: parloop::Dat<f64>,
+    g: parloop::Global<f64>,
+}
+
+fn inc_case(rt: &Runtime) -> IncCase {
+    let set = rt.set("elems", 700).unwrap();
+    let nodes = rt.set("nodes", 60).unwrap();
+    let map = rt.map("m", &set, &nodes, 1, (0..700).map(|i: i32| i * 13 % 60).collect()).unwrap();
+    let x = rt.dat("x", &set, 1, (0..700).map(|i| i as f64 * 0.5).collect()).unwrap();
+    let r = rt.dat("r", &nodes, 2, vec![1.0f64; 120]).unwrap();
+    let g = rt.global("g", &[3.0f64]).unwrap();
+    IncCase { set, map, x, r, g }
+}
+
 /// A parameter passed to a helper that only adds to it may be INC (it was
 /// refused whatever the helper did); one that assigns or reads it may not.
 #[test]
 fn inc_through_helpers_that_only_add_matches_seq_and_others_are_refused() {
     let run = |rt: &Runtime| {
-        let set = rt.set("elems", 700).unwrap();
-        let nodes = rt.set("nodes", 60).unwrap();
-        let map = rt.map("m", &set, &nodes, 1, (0..700).map(|i: i32| i * 13 % 60).collect()).unwrap();
-        let x = rt.dat("x", &set, 1, (0..700).map(|i| i as f64 * 0.5).collect()).unwrap();
-        let r = rt.dat("r", &nodes, 2, vec![1.0f64; 120]).unwrap();
-        let g = rt.global("g", &[3.0f64]).unwrap();
+        let IncCase { set, map, x, r, g } = inc_case(rt);
         let args = [x.arg(Access::READ), r.arg_via(&map, 0, Access::INC), g.arg(Access::INC)];
         rt.par_loop(adds_via_helpers::KERNEL, &set, &args).unwrap();
         for kernel in [assigns_via_helper::KERNEL, reads_via_helper::KERNEL] {
@@ -344,12 +358,7 @@ fn inc_through_helpers_that_only_add_matches_seq_and_others_are_refused() {
 #[test]
 fn inc_on_increment_only_parameters_matches_seq() {
     let run = |rt: &Runtime| {
-        let set = rt.set("elems", 700).unwrap();
-        let nodes = rt.set("nodes", 60).unwrap();
-        let map = rt.map("m", &set, &nodes, 1, (0..700).map(|i: i32| i * 13 % 60).collect()).unwrap();
-        let x = rt.dat("x", &set, 1, (0..700).map(|i| i as f64 * 0.5).collect()).unwrap();
-        let r = rt.dat("r", &nodes, 2, vec![1.0f64; 120]).unwrap();
-        let g = rt.global("g", &[3.0f64]).unwrap();
+        let IncCase { set, map, x, r, g } = inc_case(rt);
         rt.par_loop(
             only_adds::KERNEL,
             &set,

@@ -177,9 +177,12 @@ impl Mpi {
     /// After a loop: globals' all-reduces across ranks started (INC
     /// partials summed and added to the initial values when they
     /// complete, at the global's next use: `reduce`) and the written dats'
-    /// halos marked stale. `failed`: the loop failed on this rank; its
-    /// all-reduces still run (the other ranks take part in them) but
-    /// complete now and are dropped (the caller restores the globals).
+    /// halos marked stale. `outcome`: the loop's on this rank, agreed
+    /// between the ranks first where the kernel may panic. A loop that
+    /// failed (here, or anywhere when agreed) still runs its all-reduces
+    /// (the other ranks take part in them), completes them now and drops
+    /// them; its INC globals get their values from before the loop back.
+    /// Returns the loop's outcome, an error on every rank when agreed.
     fn distributed_end(
         &self,
         begun: Option<Begun>,
