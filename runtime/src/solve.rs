@@ -387,7 +387,7 @@ fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
 ) -> Result<Dat<T>> {
     a.diagonal(rt, &dinv)?;
     let owned = dinv.set().size() * dinv.dim();
-    let bad = dinv.with_values(|d| {
+    let bad = dinv.with_own_values(|d| {
         d[..owned].iter().position(|v| !(v.to_f64() > 0.0 && v.to_f64().is_finite())).map(|i| (i, d[i].to_f64()))
     })?;
     if let Some((row, value)) = bad {

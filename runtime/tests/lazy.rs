@@ -309,9 +309,53 @@ fn an_error_surfaces_at_the_forcing_point_naming_the_loop_and_nothing_after_it_r
     let err = y.values().unwrap_err();
     let Error::Discarded { name, kernel, .. } = &err else { panic!("{err}") };
     assert_eq!((name.as_str(), kernel.as_str()), ("y", "fails_at_three"));
-    // The failed loop's own output is what it wrote before failing, as in
-    // an eager run (where `par_loop` returned the error).
-    assert_eq!(x.values().unwrap()[..3], [-2.0, -3.0, -6.0]);
+    // The failed loop's own output is part-written. An eager `par_loop`
+    // returns the error itself; here it surfaced at a read of y, so a read
+    // of x is refused too (it gave the half-written values as `Ok`) until
+    // x is written whole.
+    let err = x.values().unwrap_err();
+    assert!(matches!(&err, Error::Discarded { name, .. } if name == "x"), "{err}");
+    x.set_values(&[1.0; 6]).unwrap();
+    assert_eq!(x.values().unwrap(), vec![1.0; 6]);
+}
+
+#[parloop::kernel]
+fn must_be_positive(x: &mut f64) {
+    assert!(*x > 0.0);
+    *x += 1.0;
+}
+
+#[parloop::kernel]
+fn add_two(a: &mut f64) {
+    *a += 2.0;
+}
+
+/// A solver (whose Jacobi setup and products read their operands through
+/// the library's own closures) runs what its operands depend on only: it
+/// returned an unrelated pending loop's failure on the host backends,
+/// where those closures ran the whole trace, and `Ok` on the device.
+#[test]
+fn a_solver_is_not_handed_the_failure_of_an_unrelated_pending_loop() {
+    use parloop::solve::{cg, CgOptions};
+    for backend in [Backend::Seq, Backend::Threads, device::device_backend()] {
+        let rt = Runtime::with_lazy(backend, true).unwrap();
+        let other = rt.set("other", 10).unwrap();
+        let bad = rt.dat("bad", &other, 1, vec![-1.0; 10]).unwrap();
+        rt.par_loop(must_be_positive::KERNEL, &other, &[bad.arg(Access::RW)]).unwrap();
+        let nodes = rt.set("nodes", 5).unwrap();
+        let id = rt.map("id", &nodes, &nodes, 1, (0..5).collect()).unwrap();
+        let s = rt.sparsity("s", &[(&id, &id)], (1, 1)).unwrap();
+        let a = rt.mat::<f64>("A", &s).unwrap();
+        rt.par_loop(add_two::KERNEL, &nodes, &[a.arg(&id, &id, Access::INC)]).unwrap();
+        let b = rt.dat("b", &nodes, 1, vec![1.0; 5]).unwrap();
+        let x = rt.dat("x", &nodes, 1, vec![0.0; 5]).unwrap();
+        let report = cg(&rt, &a, &b, &x, &CgOptions::default());
+        assert!(report.is_ok_and(|r| r.converged), "{backend:?}");
+        assert_eq!(x.values().unwrap(), vec![0.5; 5], "{backend:?}");
+        // The failure is still there, for the data it concerns.
+        let err = bad.values().unwrap_err();
+        assert!(matches!(&err, Error::Deferred { kernel, .. } if kernel == "must_be_positive"), "{backend:?}: {err}");
+    }
 }
 
 #[test]

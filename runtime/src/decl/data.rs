@@ -209,7 +209,7 @@ impl<T: Scalar> Dat<T> {
     #[track_caller]
     pub fn with_values<R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
         self.0.link.force(self.0.id, false, true)?;
-        Ok(f(&self.0.read()?.guard))
+        self.with_own_values(f)
     }
 
     /// Calls `f` with mutable access to the values. Any other access to
@@ -230,6 +230,25 @@ impl<T: Scalar> Dat<T> {
             t.check_read(&self.0.name, "`with_values_mut`")?;
         }
         self.0.link.force(self.0.id, true, true)?;
+        self.with_own_values_mut(f)
+    }
+
+    /// [`Dat::with_values`] for the library's own operations, whose
+    /// closures touch no other datum the trace may still write: the lazy
+    /// trace runs only what this dat depends on (as [`Dat::values`]), so a
+    /// solver is not handed the failure of a pending loop it never needed.
+    #[track_caller]
+    pub(crate) fn with_own_values<R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+        Ok(f(&self.0.read()?.guard))
+    }
+
+    /// [`Dat::with_values_mut`] as [`Dat::with_own_values`] is to
+    /// [`Dat::with_values`].
+    #[track_caller]
+    pub(crate) fn with_own_values_mut<R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+        if let Some(t) = &self.0.temp {
+            t.check_read(&self.0.name, "`with_values_mut`")?;
+        }
         let mut guard = self.0.write("written")?;
         let r = f(&mut guard.guard);
         self.0.mirror.host_written();

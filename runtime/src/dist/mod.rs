@@ -415,7 +415,7 @@ impl<T: crate::Scalar> Dat<T> {
         let owned = part.sections.core + part.sections.owned;
         let ids: Vec<u64> = part.global[..owned].iter().map(|&g| g as u64).collect();
         let what = format!("gather of `{}`", self.name());
-        let values = self.with_values(|v| v[..owned * dim].to_vec());
+        let values = self.with_own_values(|v| v[..owned * dim].to_vec());
         if !comm.all_ok(values.is_ok()) {
             return Err(comm.failed_elsewhere(values, &what));
         }

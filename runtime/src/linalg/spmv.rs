@@ -466,7 +466,7 @@ impl Runtime {
         let parallel = host_parallelism(self, what, "mult")?;
         let (row_ptr, cols, gather) = (s.row_ptr(), s.col_indices(), s.gather_bound(self.simd()));
         let split = a.halo_rows_from();
-        a.values_dat().with_values(|vals| {
+        a.values_dat().with_own_values(|vals| {
             let csr = CsrRef { row_ptr, cols, vals, gather, ascending: s.rows_ascend() };
             let locked = lock_args(&format!("mult of matrix `{what}`"), &args)?;
             let (xv, yv) = (&locked.views[0], &locked.views[1]);
@@ -561,9 +561,9 @@ impl Runtime {
                 return Ok(());
             }
             let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
-            a.values_dat().with_values(|vals| {
+            a.values_dat().with_own_values(|vals| {
                 let csr = CsrRef { row_ptr, cols, vals, gather: None, ascending: false };
-                d.with_values_mut(|dv| csr.diagonal(dv))
+                d.with_own_values_mut(|dv| csr.diagonal(dv))
             })??;
             self.dist.written(&[d.arg(Access::WRITE)]);
             Ok(())

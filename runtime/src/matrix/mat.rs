@@ -234,7 +234,7 @@ impl<T: Scalar> Mat<T> {
                 diag.push((row, ptr[row] + k));
             }
         }
-        self.values.with_values_mut(|v| {
+        self.values.with_own_values_mut(|v| {
             for &(row, at) in &diag {
                 v[ptr[row]..ptr[row + 1]].fill(T::default());
                 v[at] = diagonal;

@@ -220,15 +220,10 @@ struct Pending {
     user: Weak<crate::par_loop::LoopInner>,
 }
 
-/// The temporaries a recorded loop writes (those still alive).
-fn temporaries_written(p: &Pending) -> impl Iterator<Item = u64> + '_ {
-    p.args.iter().filter(|a| a.access.writes()).filter_map(|a| {
-        let is_temp = match &a.held {
-            Held::Weak(w) => w.upgrade().is_some_and(|s| s.temp().is_some()),
-            Held::Strong(s) => s.temp().is_some(),
-        };
-        is_temp.then_some(a.id)
-    })
+/// The data a failed recorded loop leaves part-written: what it writes
+/// except globals (a failed loop's reductions get their old values back).
+fn written_in_part(p: &Pending) -> impl Iterator<Item = u64> + '_ {
+    p.args.iter().filter(|a| a.access.writes() && !matches!(a.kind, ArgKind::Global)).map(|a| a.id)
 }
 
 /// The data a recorded loop writes (host writes of globals included).
@@ -852,17 +847,18 @@ impl Trace {
                 _ => fuse::run(&rt, group, &mut args),
             };
             // What a failure leaves stale, read before the arguments go:
-            // what the loops not run would have written, what the loops
-            // fused with the failed one wrote in part, and the temporaries
-            // the failed group wrote (their first write may be part-done
-            // over a pooled buffer: another temporary's values).
+            // what the loops not run would have written, and what the
+            // failed group wrote in part (its dats and matrices hold a mix
+            // of old and new values, a temporary's first write over a
+            // pooled buffer another temporary's; its reduced globals got
+            // their old values back). Unlike an eager loop's, the error
+            // may surface at a host access of unrelated data, so the
+            // program may never have seen it for these.
             let result = result.map_err(|e| {
-                let fused_with = if group.len() > 1 { group } else { &[] };
-                let stale: Vec<u64> = fused_with
+                let stale: Vec<u64> = taken[j..]
                     .iter()
-                    .chain(&taken[j..])
                     .flat_map(|(_, p)| written(p))
-                    .chain(group.iter().flat_map(|(_, p)| temporaries_written(p)))
+                    .chain(group.iter().flat_map(|(_, p)| written_in_part(p)))
                     .collect();
                 (e, stale)
             });

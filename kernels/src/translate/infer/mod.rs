@@ -48,7 +48,6 @@ pub(crate) fn infer(item: &ItemFn, kind: FnKind) -> syn::Result<(Infer, Vec<Para
                 // An array result: C++ returns it wrapped (`__pl_arr`);
                 // `ret` stays `None` (no scalar), `infer.ret` holds it.
                 let t = infer.local_type(ty)?;
-                check_signature(item)?;
                 infer.ret = t.clone();
                 let body_ty = infer.block(&item.block)?;
                 // A tail that is another helper's array result.
@@ -62,7 +61,6 @@ pub(crate) fn infer(item: &ItemFn, kind: FnKind) -> syn::Result<(Infer, Vec<Para
             Some(scalar_of_type(ty)?)
         }
     };
-    check_signature(item)?;
     let ret_ty = match ret {
         Some(s) => infer.vars.known(s),
         None => Ty::Unit,
