@@ -223,7 +223,7 @@ impl Mesh {
 }
 
 /// Entity numbers as parloop map values (`i32`).
-fn to_i32(values: &[u32], array: &str) -> Result<Vec<i32>, Error> {
+pub(crate) fn to_i32(values: &[u32], array: &str) -> Result<Vec<i32>, Error> {
     let mut out = reserve("declared", &format!("array `{array}` as i32 map values"), values.len())?;
     for &v in values {
         out.push(i32::try_from(v).map_err(|_| Error::SizeOverflow {

@@ -7,10 +7,12 @@
 #![warn(missing_docs)]
 
 mod declare;
+mod faces;
 pub mod generate;
 pub mod vtk;
 
 pub use declare::DeclaredMesh;
+pub use faces::{DeclaredInteriorFacets, InteriorFacets};
 pub use generate::{unit_cube, unit_square};
 
 pub mod gmsh;
@@ -52,7 +54,9 @@ pub struct Mesh {
     /// Cell -> vertices, `dim + 1` per cell.
     pub cells: Vec<u32>,
     /// Boundary facet -> vertices, `dim` per facet (segments in 2-D,
-    /// triangles in 3-D).
+    /// triangles in 3-D), ordered so that the facet's normal points out of
+    /// the domain (see [`InteriorFacets`]). Faces between two cells are
+    /// [`Mesh::interior_facets`].
     pub facets: Vec<u32>,
     /// Boundary facet -> the cell it bounds, one per facet.
     pub facet_cells: Vec<u32>,

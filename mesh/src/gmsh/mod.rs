@@ -53,6 +53,7 @@ use std::path::Path;
 
 use parloop::Error;
 
+use crate::faces::{face_key, local_faces, FacesError};
 use crate::{EntityKind, Group, Mesh};
 use parse::{dim_of, nodes_per, Locator, Raw};
 
@@ -164,28 +165,6 @@ fn special_kind(_: &std::fs::FileType) -> &'static str {
 pub fn read_bytes(name: &str, data: &[u8]) -> Result<Mesh, Error> {
     let (raw, loc) = parse::parse(name, data)?;
     build(&raw, &loc)
-}
-
-/// Local faces of a positively oriented cell, each oriented outward
-/// (counter-clockwise triangles: edges in order; tetrahedra: normals by the
-/// right-hand rule point away from the opposite vertex).
-const EDGES: [[usize; 2]; 3] = [[0, 1], [1, 2], [2, 0]];
-const FACES: [[usize; 3]; 4] = [[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]];
-
-fn local_faces(dim: usize) -> Vec<&'static [usize]> {
-    if dim == 2 {
-        EDGES.iter().map(|f| &f[..]).collect()
-    } else {
-        FACES.iter().map(|f| &f[..]).collect()
-    }
-}
-
-/// A face's key: its vertices sorted, padded with `u32::MAX`.
-fn face_key(v: &[u32]) -> [u32; 3] {
-    let mut k = [u32::MAX; 3];
-    k[..v.len()].copy_from_slice(v);
-    k[..v.len()].sort_unstable();
-    k
 }
 
 /// Twice the signed area (2-D) or six times the signed volume (3-D).
@@ -344,28 +323,13 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
 
     // Faces with one cell are the boundary facets.
     let faces = local_faces(dim);
-    // Every (face, cell, local face), sorted so that a face's cells are
-    // adjacent: a run of one is a boundary facet, a run over two an error.
-    let mut all: Vec<([u32; 3], u32, u8)> = Vec::with_capacity(cells_raw.len() * faces.len());
-    for (c, cell) in cells.chunks_exact(nv).enumerate() {
-        for (l, f) in faces.iter().enumerate() {
-            let mut fv = [0u32; 3];
-            for (x, &k) in fv.iter_mut().zip(f.iter()) {
-                *x = cell[k];
-            }
-            all.push((face_key(&fv[..f.len()]), c as u32, l as u8));
+    let boundary = match crate::faces::faces(loc.name, dim, &cells, false) {
+        Ok(f) => f.boundary,
+        Err(FacesError::OutOfMemory(e)) => return Err(e),
+        Err(FacesError::SharedByMore { cell, .. }) => {
+            return Err(loc.error(cells_raw[cell as usize].1, "a face is shared by more than two cells"))
         }
-    }
-    all.sort_unstable();
-    let mut boundary: Vec<(u32, u8)> = Vec::new();
-    for run in all.chunk_by(|a, b| a.0 == b.0) {
-        match run.len() {
-            1 => boundary.push((run[0].1, run[0].2)),
-            2 => {}
-            _ => return Err(loc.error(cells_raw[run[2].1 as usize].1, "a face is shared by more than two cells")),
-        }
-    }
-    boundary.sort_unstable();
+    };
     let mut facets = Vec::with_capacity(boundary.len() * dim);
     let mut facet_cells = Vec::with_capacity(boundary.len());
     let mut facet_of: HashMap<[u32; 3], u32> = HashMap::with_capacity(boundary.len());
@@ -415,8 +379,9 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
                 loc.error(
                     e.pos,
                     format!(
-                        "a facet element of physical group {} is not a boundary face of the mesh (interior facets \
-                         are not read: leave interior curves and surfaces out of the physical groups)",
+                        "a facet element of physical group {} is not a boundary face of the mesh (groups of \
+                         interior facets are not read: leave interior curves and surfaces out of the physical \
+                         groups; `Mesh::interior_facets` gives every interior facet)",
                         group_list(&e.physical)
                     ),
                 )

@@ -1,0 +1,234 @@
+//! The faces of a simplicial mesh, found from its cells: a face with one
+//! cell is a boundary facet, a face between two cells an interior facet
+//! (what a finite-volume scheme loops over: the flux through each face
+//! between its two cells). The Gmsh reader finds its boundary facets here
+//! too; [`Mesh::interior_facets`] gives the interior ones.
+
+use parloop::{Error, Map, Runtime, Set};
+
+use crate::declare::to_i32;
+use crate::generate::reserve;
+use crate::{DeclaredMesh, Mesh};
+
+/// A triangle's edges, each counter-clockwise (the triangle on its left).
+const EDGES: [[usize; 2]; 3] = [[0, 1], [1, 2], [2, 0]];
+/// A positively oriented tetrahedron's faces, each ordered so that its
+/// normal `(b - a) x (c - a)` points out of the tetrahedron.
+const FACES: [[usize; 3]; 4] = [[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]];
+
+/// The local faces of a cell of dimension `dim`, each oriented outward.
+pub(crate) fn local_faces(dim: usize) -> &'static [&'static [usize]] {
+    const E: [&[usize]; 3] = [&EDGES[0], &EDGES[1], &EDGES[2]];
+    const F: [&[usize]; 4] = [&FACES[0], &FACES[1], &FACES[2], &FACES[3]];
+    if dim == 2 {
+        &E
+    } else {
+        &F
+    }
+}
+
+/// A face's key: its vertices sorted, padded with `u32::MAX`.
+pub(crate) fn face_key(v: &[u32]) -> [u32; 3] {
+    let mut k = [u32::MAX; 3];
+    k[..v.len()].copy_from_slice(v);
+    k[..v.len()].sort_unstable();
+    k
+}
+
+/// Every face of a mesh, by the cells around it.
+pub(crate) struct Faces {
+    /// (cell, local face) of each boundary facet, in cell order.
+    pub boundary: Vec<(u32, u8)>,
+    /// (cell, local face, other cell) of each interior facet, in the order
+    /// of the first cell (the lower number) and its local face.
+    pub interior: Vec<(u32, u8, u32)>,
+}
+
+/// Why the faces could not be found.
+pub(crate) enum FacesError {
+    /// A face has three or more cells; `cell` is the third.
+    SharedByMore { cell: u32, key: [u32; 3] },
+    /// Memory for the face table could not be had.
+    OutOfMemory(Error),
+}
+
+/// The faces of `cells` (`dim + 1` vertices per cell, positively oriented),
+/// the interior ones only when `interior` (else `Faces::interior` is
+/// empty); `name` names the mesh in an out-of-memory error.
+pub(crate) fn faces(name: &str, dim: usize, cells: &[u32], interior: bool) -> Result<Faces, FacesError> {
+    let nv = dim + 1;
+    let local = local_faces(dim);
+    // Every (face, cell, local face), sorted so that a face's cells are
+    // adjacent: a run of one is a boundary facet, a run of two an interior
+    // one.
+    let n = cells.len() / nv * local.len();
+    let mut all: Vec<([u32; 3], u32, u8)> = reserve(name, "the face table", n).map_err(FacesError::OutOfMemory)?;
+    for (c, cell) in cells.chunks_exact(nv).enumerate() {
+        for (l, f) in local.iter().enumerate() {
+            let mut fv = [0u32; 3];
+            for (x, &k) in fv.iter_mut().zip(f.iter()) {
+                *x = cell[k];
+            }
+            all.push((face_key(&fv[..f.len()]), c as u32, l as u8));
+        }
+    }
+    all.sort_unstable();
+    let mut boundary = Vec::new();
+    let mut inner = Vec::new();
+    for run in all.chunk_by(|a, b| a.0 == b.0) {
+        match run {
+            [(_, c, l)] => boundary.push((*c, *l)),
+            // Sorted: the first cell has the lower number.
+            [(_, c, l), (_, other, _)] => {
+                if interior {
+                    inner.push((*c, *l, *other));
+                }
+            }
+            _ => return Err(FacesError::SharedByMore { cell: run[2].1, key: run[0].0 }),
+        }
+    }
+    drop(all);
+    boundary.sort_unstable();
+    inner.sort_unstable();
+    Ok(Faces { boundary, interior: inner })
+}
+
+/// The faces between two cells of a [`Mesh`], from
+/// [`Mesh::interior_facets`]: what a finite-volume scheme loops over.
+///
+/// Each facet's vertices are ordered as a face of its first cell, outward:
+/// in 2-D the segment `a -> b` has its first cell on the left, so the
+/// normal `(b.y - a.y, a.x - b.x)` points from the first cell into the
+/// second; in 3-D the normal `(b - a) x (c - a)` does. Boundary facets
+/// ([`Mesh::facets`]) are oriented the same way, out of the domain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InteriorFacets {
+    /// Spatial dimension of the mesh (2 or 3).
+    pub dim: usize,
+    /// Facet -> vertices, `dim` per facet.
+    pub vertices: Vec<u32>,
+    /// Facet -> its two cells, the lower-numbered first.
+    pub cells: Vec<u32>,
+}
+
+/// An [`InteriorFacets`] declared on a runtime, from
+/// [`InteriorFacets::declare`].
+#[derive(Clone)]
+pub struct DeclaredInteriorFacets {
+    /// The interior facets (`"interior_facets"`).
+    pub facets: Set,
+    /// Facet -> its `dim` vertices (`"interior_facet_vertices"`).
+    pub facet_vertices: Map,
+    /// Facet -> its two cells (`"interior_facet_cells"`), arity 2.
+    pub facet_cells: Map,
+}
+
+impl std::fmt::Debug for DeclaredInteriorFacets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeclaredInteriorFacets")
+            .field("facets", &self.facets.name())
+            .field("size", &self.facets.size())
+            .finish()
+    }
+}
+
+impl InteriorFacets {
+    /// Number of interior facets.
+    pub fn len(&self) -> usize {
+        self.cells.len() / 2
+    }
+
+    /// Whether there are none (a mesh of one cell).
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// Declares the facets on `rt` beside the mesh `mesh` declared there
+    /// with the same `prefix`: a set and its maps to `mesh`'s vertices and
+    /// cells (see [`DeclaredInteriorFacets`]). Under MPI, declare them
+    /// before the partition, as the mesh's own sets.
+    ///
+    /// ```
+    /// use parloop::{Backend, Runtime};
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let mesh = parloop_mesh::unit_square(4, 4)?;
+    /// let m = mesh.declare(&rt, "fv")?;
+    /// let faces = mesh.interior_facets()?.declare(&rt, "fv", &m)?;
+    /// // 32 triangles' 96 edges: 16 on the boundary, 40 between two triangles.
+    /// assert_eq!(faces.facets.size(), 40);
+    /// assert_eq!(faces.facet_cells.name(), "fv_interior_facet_cells");
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn declare(&self, rt: &Runtime, prefix: &str, mesh: &DeclaredMesh) -> Result<DeclaredInteriorFacets, Error> {
+        let name = |part: &str| if prefix.is_empty() { part.to_string() } else { format!("{prefix}_{part}") };
+        let n = self.len();
+        if self.vertices.len() != n * self.dim {
+            return Err(Error::InvalidDeclaration {
+                what: "interior facets",
+                name: name("interior_facets"),
+                reason: format!(
+                    "{} vertex numbers for {n} facets of dimension {} (expected {})",
+                    self.vertices.len(),
+                    self.dim,
+                    n * self.dim
+                ),
+            });
+        }
+        let facets = rt.set(&name("interior_facets"), n)?;
+        let facet_vertices = rt.map(
+            &name("interior_facet_vertices"),
+            &facets,
+            &mesh.vertices,
+            self.dim,
+            to_i32(&self.vertices, "interior facet vertices")?,
+        )?;
+        let facet_cells = rt.map(
+            &name("interior_facet_cells"),
+            &facets,
+            &mesh.cells,
+            2,
+            to_i32(&self.cells, "interior facet cells")?,
+        )?;
+        Ok(DeclaredInteriorFacets { facets, facet_vertices, facet_cells })
+    }
+}
+
+impl Mesh {
+    /// The faces between two cells, found from the cells (see
+    /// [`InteriorFacets`] for their order and orientation). The mesh is
+    /// checked first ([`Mesh::check`]); a face of three or more cells is an
+    /// error naming its vertices.
+    ///
+    /// ```
+    /// let mesh = parloop_mesh::unit_square(1, 1)?;
+    /// let inner = mesh.interior_facets()?;
+    /// // The square's diagonal, between its two triangles.
+    /// assert_eq!((inner.len(), &inner.cells[..]), (1, &[0, 1][..]));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn interior_facets(&self) -> Result<InteriorFacets, Error> {
+        self.check()?;
+        let d = self.dim;
+        let found = faces("mesh", d, &self.cells, true).map_err(|e| match e {
+            FacesError::OutOfMemory(e) => e,
+            FacesError::SharedByMore { cell, key } => Error::InvalidDeclaration {
+                what: "mesh",
+                name: "mesh".into(),
+                reason: format!(
+                    "the face with vertices {:?} is shared by more than two cells (cell {cell} is the third)",
+                    &key[..d]
+                ),
+            },
+        })?;
+        let n = found.interior.len();
+        let mut vertices = reserve("mesh", "interior facet vertices", n * d)?;
+        let mut cells = reserve("mesh", "interior facet cells", 2 * n)?;
+        let local = local_faces(d);
+        for &(c, l, other) in &found.interior {
+            let cell = &self.cells[c as usize * (d + 1)..][..d + 1];
+            vertices.extend(local[l as usize].iter().map(|&k| cell[k]));
+            cells.extend([c, other]);
+        }
+        Ok(InteriorFacets { dim: d, vertices, cells })
+    }
+}
