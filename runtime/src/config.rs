@@ -1,7 +1,9 @@
 //! The `PARLOOP_*` environment variables, checked in one place when a
 //! runtime is created: a value that is not understood is an
-//! [`Error::Env`] naming the variable and what it accepts, never silently
-//! ignored. An unset or empty variable takes its default.
+//! [`Error::Env`] naming the variable and what it accepts, and a
+//! `PARLOOP_*` name that is none of them an [`Error::UnknownEnv`] (with the
+//! closest name), never silently ignored. An unset or empty variable takes
+//! its default.
 //!
 //! | variable | values | default |
 //! | --- | --- | --- |
@@ -81,6 +83,7 @@ const BLOCK_SIZES: &str = "a multiple of 32 in 32..=1024";
 ///
 /// [`Runtime`]: crate::Runtime
 pub(crate) fn check_others() -> Result<()> {
+    check_names(std::env::vars_os().map(|(name, _)| name))?;
     check_unicode(std::env::vars_os())?;
     switch("PARLOOP_HUGE_PAGES", true)?;
     switch("PARLOOP_CHECK_RANKS", false)?;
@@ -156,6 +159,62 @@ fn check_unicode(vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsStr
     Ok(())
 }
 
+/// Prefixes of variables that parloop's own tests, benches and CI read
+/// (`PARLOOP_TEST_DEVICE`, `PARLOOP_REQUIRE_NVRTC`, ...), not the runtime.
+const TOOLING: [&str; 5] = ["PARLOOP_TEST_", "PARLOOP_REQUIRE_", "PARLOOP_BENCH_", "PARLOOP_CI_", "PARLOOP_CUDA_TEST_"];
+
+/// A `PARLOOP_*` name that is neither a runtime variable nor the tooling's
+/// is an [`Error::UnknownEnv`], with the closest known name when one is
+/// near (`PARLOOP_BACKNED`): a misspelt variable would otherwise leave the
+/// run on its defaults without a word.
+fn check_names(names: impl Iterator<Item = std::ffi::OsString>) -> Result<()> {
+    for name in names {
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with("PARLOOP_")
+            || KNOWN.contains(&name)
+            || OTHER_KNOWN.contains(&name)
+            || TOOLING.iter().any(|p| name.starts_with(p))
+        {
+            continue;
+        }
+        let suggestion = KNOWN
+            .iter()
+            .map(|k| (edit_distance(k, name), *k))
+            .filter(|&(d, _)| d <= 3)
+            .min()
+            .map(|(_, k)| k);
+        return Err(Error::UnknownEnv { var: name.to_string(), suggestion });
+    }
+    Ok(())
+}
+
+/// Variables read outside the runtime proper: the examples' cube size in
+/// the assembly study (`PARLOOP_CUBE`) and the VTK test's Python.
+const OTHER_KNOWN: [&str; 2] = ["PARLOOP_CUBE", "PARLOOP_PYTHON"];
+
+/// Levenshtein distance, adjacent swaps counted once (two names of a few
+/// dozen ASCII letters: quadratic is nothing).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    // Rows i - 2, i - 1 and i of the table.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut row = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        row[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            row[j] = (prev[j] + 1).min(row[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                row[j] = row[j].min(before[j - 2] + 1);
+            }
+        }
+        std::mem::swap(&mut before, &mut prev);
+        std::mem::swap(&mut prev, &mut row);
+    }
+    prev[b.len()]
+}
+
 /// Every variable of the table above.
 const KNOWN: [&str; 18] = [
     "PARLOOP_BACKEND",
@@ -191,6 +250,28 @@ mod tests {
             let err = check(bad).unwrap_err();
             assert!(matches!(&err, Error::Env { var: "PARLOOP_CACHE_DIR", .. }), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn unknown_parloop_variables_are_errors_naming_the_closest_known_one() {
+        let check = |names: &[&str]| check_names(names.iter().map(std::ffi::OsString::from));
+        assert!(check(&["HOME", "PARLOOP_BACKEND", "PARLOOP_TEST_DEVICE", "PARLOOP_REQUIRE_NVRTC", "RAYON_NUM_THREADS"])
+            .is_ok());
+        for (name, hint) in [
+            ("PARLOOP_BACKNED", Some("PARLOOP_BACKEND")),
+            ("PARLOOP_LAZZY", Some("PARLOOP_LAZY")),
+            ("PARLOOP_PARTSIZE", Some("PARLOOP_PART_SIZE")),
+            ("PARLOOP_NUM_THREADS", None),
+        ] {
+            let err = check(&["PATH", name]).unwrap_err();
+            assert!(
+                matches!(&err, Error::UnknownEnv { var, suggestion } if var == name && *suggestion == hint),
+                "{name}: {err}"
+            );
+            assert!(err.to_string().contains(name), "{err}");
+        }
+        assert_eq!(edit_distance("PARLOOP_LAZY", "PARLOOP_LAYZ"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
     }
 
     #[test]

@@ -134,6 +134,19 @@ pub enum Error {
         /// What went wrong, naming the set, map, dat or loop.
         reason: String,
     },
+    /// A `PARLOOP_*` environment variable that parloop does not read (a
+    /// misspelt name would otherwise be ignored in silence).
+    #[error(
+        "environment variable {var} is not one parloop reads{}; the variables are listed in the README's \
+         \"Environment\" table (unset it, or rename it outside the PARLOOP_ prefix)",
+        match suggestion { Some(s) => format!(" (did you mean {s}?)"), None => String::new() }
+    )]
+    UnknownEnv {
+        /// The variable's name.
+        var: String,
+        /// The known variable closest to it, when one is close.
+        suggestion: Option<&'static str>,
+    },
     /// An environment variable has a value parloop does not understand.
     #[error("environment variable {var}={value}: {reason}")]
     Env {
