@@ -123,6 +123,7 @@
 mod emu;
 mod lanes;
 pub mod loops;
+pub mod panic_format;
 mod prelude;
 mod translate;
 mod types;

@@ -163,7 +163,7 @@ __device__ inline float __pl_div_euclid(float a, float b) {
     return q;
 }
 /* Panics: the first one is recorded in pl_error (see the crate docs). */
-struct pl_error_t { unsigned long long owner; long long code; long long element; long long a; long long b; };
+struct pl_error_t { unsigned long long owner; long long code; long long element; long long a; long long b; long long types; long long v[4]; };
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 __device__ pl_error_t pl_error;
 __device__ inline unsigned long long __pl_tid() {
@@ -195,6 +195,29 @@ __device__ inline void __pl_panic(long long code, long long a, long long b) {
         pl_error.element = -1;
     }
 }
+/* A panic site whose message formats values: their bits and types (4 bits
+   a slot, see parloop_kernels::panic_format) go with the record. */
+__device__ inline void __pl_panic_v(long long site, long long fn, long long types, long long v0, long long v1,
+                                    long long v2, long long v3) {
+    if (__pl_claim(__pl_tid())) {
+        pl_error.code = 11;
+        pl_error.a = site;
+        pl_error.b = fn;
+        pl_error.element = -1;
+        pl_error.types = types;
+        pl_error.v[0] = v0;
+        pl_error.v[1] = v1;
+        pl_error.v[2] = v2;
+        pl_error.v[3] = v3;
+    }
+}
+__device__ inline long long __pl_bits(double x) { return __builtin_bit_cast(long long, x); }
+__device__ inline long long __pl_bits(float x) { return (long long)__builtin_bit_cast(unsigned int, x); }
+__device__ inline long long __pl_bits(int x) { return (long long)x; }
+__device__ inline long long __pl_bits(unsigned int x) { return (long long)x; }
+__device__ inline long long __pl_bits(long long x) { return x; }
+__device__ inline long long __pl_bits(unsigned long long x) { return (long long)x; }
+__device__ inline long long __pl_bits(bool x) { return x ? 1ll : 0ll; }
 /* Whether this thread panicked: `while` and `loop` bodies that can panic
    (or call a helper that can) stop at it, since code after a device panic
    runs on with zeros and a loop waiting for a value could never end. */

@@ -177,12 +177,8 @@ fn check_names(names: impl Iterator<Item = std::ffi::OsString>) -> Result<()> {
         {
             continue;
         }
-        let suggestion = KNOWN
-            .iter()
-            .map(|k| (edit_distance(k, name), *k))
-            .filter(|&(d, _)| d <= 3)
-            .min()
-            .map(|(_, k)| k);
+        let suggestion =
+            KNOWN.iter().map(|k| (edit_distance(k, name), *k)).filter(|&(d, _)| d <= 3).min().map(|(_, k)| k);
         return Err(Error::UnknownEnv { var: name.to_string(), suggestion });
     }
     Ok(())
@@ -255,8 +251,14 @@ mod tests {
     #[test]
     fn unknown_parloop_variables_are_errors_naming_the_closest_known_one() {
         let check = |names: &[&str]| check_names(names.iter().map(std::ffi::OsString::from));
-        assert!(check(&["HOME", "PARLOOP_BACKEND", "PARLOOP_TEST_DEVICE", "PARLOOP_REQUIRE_NVRTC", "RAYON_NUM_THREADS"])
-            .is_ok());
+        assert!(check(&[
+            "HOME",
+            "PARLOOP_BACKEND",
+            "PARLOOP_TEST_DEVICE",
+            "PARLOOP_REQUIRE_NVRTC",
+            "RAYON_NUM_THREADS"
+        ])
+        .is_ok());
         for (name, hint) in [
             ("PARLOOP_BACKNED", Some("PARLOOP_BACKEND")),
             ("PARLOOP_LAZZY", Some("PARLOOP_LAZY")),

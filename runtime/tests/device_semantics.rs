@@ -932,3 +932,65 @@ fn device_sources_with_panic_reports_and_checks_compile_with_nvrtc() {
         }
     }
 }
+
+/// A message formatting the element's values, captured and positional,
+/// with specs: Rust formats it on the host; the device record carries the
+/// values and the runtime renders the same text.
+#[parloop::kernel]
+fn positive_or_report(rho: &f64, cell: &i32, scale: &f32, out: &mut f64) {
+    let c = *cell;
+    let twice = 2 * c;
+    assert!(*rho > 0.0, "density {} at cell {c} ({twice:>5}) not positive: {0:+.3e}, scale {:?}", *rho, *scale);
+    if *rho > 1e6 {
+        let big = *rho >= 1e7;
+        panic!("cell {c:#06x}: too dense ({:.1}), way too: {big}", *rho);
+    }
+    *out = rho.sqrt();
+}
+
+/// A reference parameter captured by name formats as its value.
+#[parloop::kernel]
+fn positive_by_reference(rho: &f64, v: &[f64; 2], out: &mut f64) {
+    assert!(*rho > 0.0, "rho {rho} first {}", v[1]);
+    *out = *rho;
+}
+
+#[test]
+fn formatted_panic_messages_are_rusts_on_every_backend() {
+    for backend in [Backend::Seq, Backend::Emu] {
+        let rt = eager(backend);
+        let set = rt.set("s", 4).unwrap();
+        let rho = rt.dat("rho", &set, 1, vec![1.0, -1.0, 2.0, 3.0]).unwrap();
+        let v = rt.dat("v", &set, 2, vec![0.5, 0.25, 0.5, -0.125, 1.0, 1.0, 1.0, 1.0]).unwrap();
+        let out = rt.dat("out", &set, 1, vec![0.0; 4]).unwrap();
+        let args = [rho.arg(Access::READ), v.arg(Access::READ), out.arg(Access::WRITE)];
+        match rt.par_loop(positive_by_reference::KERNEL, &set, &args) {
+            Err(Error::KernelPanicked { element: 1, message, .. }) => {
+                assert_eq!(message, "rho -1 first -0.125", "{backend:?}")
+            }
+            other => panic!("{backend:?}: {other:?}"),
+        }
+    }
+    for (bad, expected) in [
+        (-2.5, "density -2.5 at cell 37 (   74) not positive: -2.500e0, scale 0.5"),
+        (0.0, "density 0 at cell 37 (   74) not positive: +0.000e0, scale 0.5"),
+        (3e7, "cell 0x0025: too dense (30000000.0), way too: true"),
+    ] {
+        for backend in [Backend::Seq, Backend::Threads, Backend::Emu] {
+            let rt = eager(backend);
+            let n = 64;
+            let set = rt.set("cells", n).unwrap();
+            let mut rho: Vec<f64> = (0..n).map(|i| 1.0 + i as f64).collect();
+            rho[37] = bad;
+            let rho = rt.dat("rho", &set, 1, rho).unwrap();
+            let cell = rt.dat("cell", &set, 1, (0..n as i32).collect()).unwrap();
+            let scale = rt.dat("scale", &set, 1, vec![0.5f32; n]).unwrap();
+            let out = rt.dat("out", &set, 1, vec![0.0; n]).unwrap();
+            let args = [rho.arg(Access::READ), cell.arg(Access::READ), scale.arg(Access::READ), out.arg(Access::WRITE)];
+            match rt.par_loop(positive_or_report::KERNEL, &set, &args) {
+                Err(Error::KernelPanicked { element: 37, message, .. }) => assert_eq!(message, expected, "{backend:?}"),
+                other => panic!("{backend:?}: {other:?}"),
+            }
+        }
+    }
+}

@@ -70,6 +70,7 @@ pub(crate) fn normal_form(item: &ItemFn) -> ItemFn {
 fn normal_form_with_loops(item: &ItemFn) -> (ItemFn, bool) {
     let mut f = item.clone();
     panics::asserts_as_ifs(&mut f);
+    panics::formatted_as_lets(&mut f);
     sugar::as_matches(&mut f);
     let mut f = method_form(&f).into_owned();
     let loops = iterate::index_loops(&mut f);

@@ -10,8 +10,13 @@
 //! space): Rust prints it pretty-printed, which is the same text for
 //! rustfmt-formatted code.
 //!
-//! Messages are literals (a format string without arguments: `{{` and
-//! `}}` are braces); formatting values is refused. `assert_eq!` and
+//! A message may format up to four scalar values (`panic!("x = {x:.3}")`,
+//! `assert!(c, "{} of {}", i, n)`): [`formatted_as_lets`] binds each
+//! argument to a `let` in the panic's branch (so the passes see ordinary
+//! expressions) and makes the format string a template with explicit
+//! slots; the device record carries the values and the runtime renders
+//! the template as Rust would (`crate::panic_format`). A site's message is
+//! always such a template (`{{` for a brace). `assert_eq!` and
 //! `assert_ne!` become `if`s too; their device message is Rust's first
 //! line (the values Rust appends stay on the host). `debug_assert!` and
 //! its `_eq`/`_ne` forms depend on the build profile of the crate being
@@ -26,12 +31,16 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Expr, LitStr, Token};
 
+use crate::panic_format::{ArgRef, Piece, MAX_VALUES};
 use crate::types::error;
 
 /// A `panic!` or `unreachable!`, parsed: its panic site (an `assert!` is
 /// an `if` around a `panic!` by then, see [`asserts_as_ifs`]).
 pub(crate) struct KernelMacro {
     pub(crate) site: usize,
+    /// The values its message formats, in slot order: the `let`s that
+    /// [`formatted_as_lets`] made (typed by the passes like any path).
+    pub(crate) values: Vec<Expr>,
 }
 
 /// The C++ name's hash the panic record carries to say which function's
@@ -48,29 +57,30 @@ impl Parse for Args {
     }
 }
 
-/// The message of a format string without arguments; `None` where it
-/// has a placeholder (a captured name, `{x}`, included).
-fn literal_message(s: &LitStr) -> syn::Result<String> {
+/// The message template of a format string whose placeholders were made
+/// slots by [`formatted_as_lets`] (`values` of them); an error where it
+/// still has a placeholder it cannot fill.
+fn template(s: &LitStr, values: usize) -> syn::Result<String> {
     let text = s.value();
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '{' | '}' if chars.peek() == Some(&c) => {
-                chars.next();
-                out.push(c);
-            }
-            '{' | '}' => {
-                return Err(error(
-                    s.span(),
-                    "kernel panics take a literal message: values cannot be formatted on the device \
-                     (write them into an output, or check on the host)",
-                ))
-            }
-            c => out.push(c),
+    let pieces =
+        crate::panic_format::parse(&text).map_err(|e| error(s.span(), format!("kernel panic message: {e}")))?;
+    for p in &pieces {
+        let fits = match p {
+            Piece::Value(ArgRef::Index(i), _) => *i < values,
+            Piece::Value(..) => false,
+            Piece::Text(_) => true,
+        };
+        if !fits {
+            return Err(error(
+                s.span(),
+                format!(
+                    "kernel panic messages format at most {MAX_VALUES} scalar values (f32, f64, integers, bool), \
+                     each a positional argument, a named one or a captured variable"
+                ),
+            ));
         }
     }
-    Ok(out)
+    Ok(text)
 }
 
 /// Parses macro `m` as a kernel macro, adding its message to `sites`.
@@ -98,13 +108,21 @@ pub(crate) fn parse(m: &syn::Macro, sites: &mut Vec<String>) -> syn::Result<Kern
         ));
     }
     let args = m.parse_body::<Args>()?.0;
-    if args.len() > 1 {
-        return Err(error(m.span(), format!("`{name}!` takes an optional literal message")));
+    let values: Vec<Expr> = args.iter().skip(1).cloned().collect();
+    if values.iter().any(|v| !is_slot(v)) {
+        return Err(error(
+            m.span(),
+            format!(
+                "`{name}!`: kernel panic messages format at most {MAX_VALUES} scalar values (f32, f64, integers, \
+                 bool) with a literal format string; widths and precisions from arguments (`{{:1$}}`, `{{:.*}}`) are \
+                 not supported"
+            ),
+        ));
     }
     let text = match args.first() {
         None => None,
-        Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) => Some(literal_message(s)?),
-        Some(other) => return Err(error(other.span(), "kernel panics take a literal message (`\"...\"`)")),
+        Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) => Some(template(s, values.len())?),
+        Some(other) => return Err(error(other.span(), "kernel panics take a literal format string (`\"...\"`)")),
     };
     sites.push(match (name.as_str(), text) {
         ("panic", None) => "explicit panic".to_string(),
@@ -112,7 +130,122 @@ pub(crate) fn parse(m: &syn::Macro, sites: &mut Vec<String>) -> syn::Result<Kern
         (_, None) => "internal error: entered unreachable code".to_string(),
         (_, Some(t)) => format!("internal error: entered unreachable code: {t}"),
     });
-    Ok(KernelMacro { site: sites.len() - 1 })
+    Ok(KernelMacro { site: sites.len() - 1, values })
+}
+
+/// The prefix of the `let`s [`formatted_as_lets`] binds.
+const SLOT: &str = "__pl_fmt";
+
+fn is_slot(e: &Expr) -> bool {
+    matches!(e, Expr::Path(p) if p.path.get_ident().is_some_and(|i| i.to_string().starts_with(SLOT)))
+}
+
+/// Rewrites each `panic!`/`unreachable!` whose message formats values as
+/// a block that binds the values to `let`s and panics with a template
+/// naming them by slot: `panic!("{x:.2} of {}", n + 1)` becomes `{ let
+/// __pl_fmt0 = x; let __pl_fmt1 = n + 1; panic!("{0:.2} of {1}",
+/// __pl_fmt0, __pl_fmt1) }`, the same Rust (the arguments are evaluated
+/// once, when the panic happens). A message it cannot rewrite (an
+/// unsupported spec, too many values) is left for [`parse`] to refuse.
+pub(crate) fn formatted_as_lets(item: &mut syn::ItemFn) {
+    use syn::visit_mut::VisitMut;
+    struct Rewrite;
+    fn rewritten(m: &syn::Macro) -> Option<Expr> {
+        let name = m.path.segments.last()?.ident.to_string();
+        if !matches!(name.as_str(), "panic" | "unreachable") {
+            return None;
+        }
+        let args = m.parse_body::<Args>().ok()?.0;
+        let Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(fmt), .. })) = args.first() else { return None };
+        let pieces = crate::panic_format::parse(&fmt.value()).ok()?;
+        if !pieces.iter().any(|p| matches!(p, Piece::Value(..))) || args.iter().skip(1).any(is_slot) {
+            return None;
+        }
+        let (mut positional, mut named) = (Vec::new(), Vec::new());
+        for a in args.iter().skip(1) {
+            match a {
+                Expr::Assign(x) => match &*x.left {
+                    Expr::Path(p) => named.push((p.path.get_ident()?.to_string(), (*x.right).clone())),
+                    _ => return None,
+                },
+                e => positional.push(e.clone()),
+            }
+        }
+        // Each argument used gets a slot, in order of first use.
+        let mut slots: Vec<(String, Expr)> = Vec::new();
+        let mut template = String::new();
+        let mut next = 0;
+        for p in pieces {
+            let (arg, spec) = match p {
+                Piece::Text(t) => {
+                    template.push_str(&crate::panic_format::escape(&t));
+                    continue;
+                }
+                Piece::Value(arg, spec) => (arg, spec),
+            };
+            let (key, value) = match arg {
+                ArgRef::Next => {
+                    next += 1;
+                    (format!("#{}", next - 1), positional.get(next - 1)?.clone())
+                }
+                ArgRef::Index(i) => (format!("#{i}"), positional.get(i)?.clone()),
+                ArgRef::Name(n) => {
+                    let value = match named.iter().find(|(k, _)| *k == n) {
+                        Some((_, v)) => v.clone(),
+                        // A captured variable.
+                        None => {
+                            let ident = syn::Ident::new(&n, fmt.span());
+                            syn::parse_quote!(#ident)
+                        }
+                    };
+                    (n, value)
+                }
+            };
+            let slot = match slots.iter().position(|(k, _)| *k == key) {
+                Some(s) => s,
+                None => {
+                    slots.push((key, value));
+                    slots.len() - 1
+                }
+            };
+            if spec.is_empty() {
+                template.push_str(&format!("{{{slot}}}"));
+            } else {
+                template.push_str(&format!("{{{slot}:{spec}}}"));
+            }
+        }
+        if slots.len() > MAX_VALUES {
+            return None;
+        }
+        let span = m.span();
+        let names: Vec<syn::Ident> = (0..slots.len()).map(|k| syn::Ident::new(&format!("{SLOT}{k}"), span)).collect();
+        let values = slots.iter().map(|(_, v)| v);
+        let lit = LitStr::new(&template, fmt.span());
+        let path = &m.path;
+        Some(syn::parse_quote_spanned! {span=> {
+            #(let #names = #values;)*
+            #path!(#lit, #(#names),*)
+        }})
+    }
+    impl VisitMut for Rewrite {
+        fn visit_expr_mut(&mut self, e: &mut Expr) {
+            syn::visit_mut::visit_expr_mut(self, e);
+            if let Expr::Macro(m) = e {
+                if let Some(r) = rewritten(&m.mac) {
+                    *e = r;
+                }
+            }
+        }
+        fn visit_stmt_mut(&mut self, s: &mut syn::Stmt) {
+            syn::visit_mut::visit_stmt_mut(self, s);
+            if let syn::Stmt::Macro(m) = s {
+                if let Some(r) = rewritten(&m.mac) {
+                    *s = syn::Stmt::Expr(r, m.semi_token);
+                }
+            }
+        }
+    }
+    Rewrite.visit_item_fn_mut(item);
 }
 
 /// Rewrites every `assert!(c)` / `assert!(c, "m")` of `item` as `if !(c)
@@ -301,12 +434,28 @@ mod tests {
         assert_eq!(parsed(syn::parse_quote!(panic!())).unwrap(), ["explicit panic"]);
         assert_eq!(
             parsed(syn::parse_quote!(unreachable!("no {{way}}"))).unwrap(),
-            ["internal error: entered unreachable code: no {way}"]
+            ["internal error: entered unreachable code: no {{way}}"]
         );
         let mut f: syn::ItemFn = syn::parse_quote! { fn k(h: &f64) { assert!(*h > 0.0); } };
         asserts_as_ifs(&mut f);
         let s = quote::quote!(#f).to_string();
         assert!(s.contains("if ! (* h > 0.0) { panic ! (\"assertion failed: * h > 0.0\") }"), "{s}");
+    }
+
+    #[test]
+    fn formatted_messages_bind_their_values_and_name_them_by_slot() {
+        let mut f: syn::ItemFn = syn::parse_quote! {
+            fn k(h: &f64, n: &i32) { if *h < 0.0 { panic!("{h:.2} of {} and {0} {{x}} {m}", *n + 1, m = 3); } }
+        };
+        formatted_as_lets(&mut f);
+        let s = quote::quote!(#f).to_string();
+        let expected = "{ let __pl_fmt0 = h ; let __pl_fmt1 = * n + 1 ; let __pl_fmt2 = 3 ; \
+                        panic ! (\"{0:.2} of {1} and {1} {{x}} {2}\" , __pl_fmt0 , __pl_fmt1 , __pl_fmt2) }";
+        assert!(s.contains(expected), "{s}");
+        // Five values: left for `parse` to refuse.
+        let mut f: syn::ItemFn = syn::parse_quote! { fn k() { panic!("{} {} {} {} {}", 1, 2, 3, 4, 5); } };
+        formatted_as_lets(&mut f);
+        assert!(!quote::quote!(#f).to_string().contains("__pl_fmt"));
     }
 
     #[test]

@@ -245,7 +245,15 @@ impl Module for CudaLoaded {
             .map_err(fail("reading the panic record"))?;
         self.stream.synchronize().map_err(fail("synchronising"))?;
         let word = |k: usize| i64::from_ne_bytes(bytes[8 * k..8 * k + 8].try_into().expect("8 bytes"));
-        let record = PanicRecord { owner: word(0) as u64, code: word(1), element: word(2), a: word(3), b: word(4) };
+        let record = PanicRecord {
+            owner: word(0) as u64,
+            code: word(1),
+            element: word(2),
+            a: word(3),
+            b: word(4),
+            types: word(5),
+            values: [word(6), word(7), word(8), word(9)],
+        };
         if record.owner == 0 {
             return Ok(None);
         }

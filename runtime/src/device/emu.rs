@@ -115,7 +115,7 @@ impl Module for EmuModule {
                 return Ok(None);
             }
             let found = *record;
-            record.write(PanicRecord { owner: 0, code: 0, element: 0, a: 0, b: 0 });
+            record.write(PanicRecord { owner: 0, code: 0, element: 0, a: 0, b: 0, types: 0, values: [0; 4] });
             Ok(Some(found))
         }
     }

@@ -125,6 +125,11 @@ pub(crate) struct PanicRecord {
     pub a: i64,
     /// Second operand (the length, for code 5).
     pub b: i64,
+    /// The types of `values` (code 11 sites whose message formats values:
+    /// 4 bits a slot, `parloop_kernels::panic_format::type_code`).
+    pub types: i64,
+    /// The values, as bits.
+    pub values: [i64; parloop_kernels::panic_format::MAX_VALUES],
 }
 
 impl PanicRecord {
@@ -134,10 +139,10 @@ impl PanicRecord {
     /// call.
     pub(crate) fn message(&self, fns: &[&crate::DeviceFn]) -> String {
         match self.code {
-            11 => fns
-                .iter()
-                .find_map(|k| k.panic_message(self.b, self.a))
-                .map_or_else(|| format!("a panic at site {} of the kernel's code", self.a), str::to_string),
+            11 => fns.iter().find_map(|k| k.panic_message(self.b, self.a)).map_or_else(
+                || format!("a panic at site {} of the kernel's code", self.a),
+                |template| parloop_kernels::panic_format::render(template, self.types as u64, &self.values),
+            ),
             1 => "attempt to divide by zero".into(),
             2 => "attempt to calculate the remainder with a divisor of zero".into(),
             3 => "attempt to divide with overflow".into(),

@@ -476,7 +476,40 @@ impl Emit<'_> {
         let site = self.infer.macros.get(&key(m)).ok_or_else(|| error(m.span(), "unparsed macro"))?.site;
         self.may_panic = true;
         let ret = self.zero_return();
-        self.line(&format!("__pl_panic(11, {site}, {}ll); {ret}", self.function_id));
+        // Taken out and put back: the buffer (where the values were typed,
+        // by address) stays the same.
+        let values = self.infer.macros.get_mut(&key(m)).map(|k| std::mem::take(&mut k.values)).unwrap_or_default();
+        let r = self.panic_with_values(site, &values, &ret);
+        if let Some(k) = self.infer.macros.get_mut(&key(m)) {
+            k.values = values;
+        }
+        r
+    }
+
+    /// [`Emit::panic_site`]'s record: the site's, with the values its
+    /// message formats.
+    fn panic_with_values(&mut self, site: usize, values: &[Expr], ret: &str) -> syn::Result<()> {
+        if values.is_empty() {
+            self.line(&format!("__pl_panic(11, {site}, {}ll); {ret}", self.function_id));
+            return Ok(());
+        }
+        // The message's values and their types (4 bits a slot), for the
+        // runtime to render the site's template (`panic_format`).
+        let mut types = 0u64;
+        let mut bits = Vec::new();
+        for (k, v) in values.iter().enumerate() {
+            // A reference formats as its value (`{rho}` of `rho: &f64`).
+            let scalar = match self.ty_of(v) {
+                Ty::Ref(inner, _) => self.infer.vars.scalar(&inner),
+                t => self.infer.vars.scalar(&t),
+            };
+            let scalar = scalar.ok_or_else(|| error(v.span(), "cannot infer the type of this formatted value"))?;
+            types |= crate::panic_format::type_code(scalar) << (4 * k);
+            bits.push(format!("__pl_bits({})", self.value(v)?));
+        }
+        bits.resize(crate::panic_format::MAX_VALUES, "0ll".into());
+        self.flush_pre();
+        self.line(&format!("__pl_panic_v({site}, {}ll, {types}ll, {}); {ret}", self.function_id, bits.join(", ")));
         Ok(())
     }
 

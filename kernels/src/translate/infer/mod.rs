@@ -503,6 +503,22 @@ impl Infer {
     /// A `panic!` or `unreachable!` (never returns).
     pub(super) fn kernel_macro(&mut self, m: &syn::Macro) -> syn::Result<Ty> {
         let parsed = super::panics::parse(m, &mut self.panic_sites)?;
+        // The values its message formats: typed where they stand (in the
+        // vector's buffer, which the map's entry keeps), scalars only.
+        for v in &parsed.values {
+            let t = self.expr(v)?;
+            let scalar = match &t {
+                Ty::Ref(inner, _) => matches!(**inner, Ty::Var(_)),
+                t => matches!(t, Ty::Var(_)),
+            };
+            if !scalar {
+                return Err(error(
+                    m.span(),
+                    "kernel panic messages format scalar values only (f32, f64, integers, bool): format an array's \
+                     elements one by one",
+                ));
+            }
+        }
         self.macros.insert(key(m), parsed);
         Ok(Ty::Never)
     }
