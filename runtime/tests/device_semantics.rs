@@ -906,7 +906,13 @@ fn device_sources_with_panic_reports_and_checks_compile_with_nvrtc() {
     let r = rt.dat("r", &nodes, 1, vec![0.0f64; 12]).unwrap();
     let lo = rt.global("lo", &[0.0f64]).unwrap();
     let hi = rt.global("hi", &[0.0f64]).unwrap();
+    let sc = rt.dat("sc", &edges, 1, vec![0.5f32; 40]).unwrap();
     let loops = [
+        ParLoop::new(
+            positive_or_report::KERNEL,
+            &edges,
+            &[x.arg(Access::READ), a.arg(Access::READ), sc.arg(Access::READ), y.arg(Access::WRITE)],
+        ),
         ParLoop::new(divide_i32::KERNEL, &edges, &[a.arg(Access::READ), b.arg(Access::READ), o.arg(Access::WRITE)]),
         ParLoop::new(pick::KERNEL, &edges, &[i.arg(Access::READ), x4.arg(Access::READ), y.arg(Access::WRITE)]),
         ParLoop::new(awkward::main::KERNEL, &edges, &[x.arg(Access::READ), y.arg(Access::WRITE)]),
