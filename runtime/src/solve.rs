@@ -143,6 +143,14 @@ pub enum SolveFailure {
         /// `||b - A x||` at the last one.
         true_residual: f64,
     },
+    /// `||b||` is so small or large that the squares the iteration forms
+    /// (`r . r`, `p . Ap`) leave the type's range (below `MIN_POSITIVE /
+    /// EPSILON` or above `MAX`): scale `b` (and the guess) by a power of two
+    /// and the solution back.
+    OutOfRange {
+        /// `||b||`.
+        rhs_norm: f64,
+    },
     /// The Jacobi preconditioner met a diagonal entry that is not positive
     /// (an SPD matrix has none).
     BadDiagonal {
@@ -169,6 +177,11 @@ impl fmt::Display for SolveFailure {
                 f,
                 "the true residual ||b - A x|| stopped decreasing at {true_residual:e} after {restarts} restarts: \
                  the tolerance is below what this precision reaches (loosen rtol/atol or solve in higher precision)"
+            ),
+            SolveFailure::OutOfRange { rhs_norm } => write!(
+                f,
+                "||b|| = {rhs_norm:e}: its square leaves the precision's range, where the iteration's sums of \
+                 squares would under- or overflow; scale b (and x) by a power of two, and the solution back"
             ),
             SolveFailure::BadDiagonal { row, value } => {
                 write!(f, "Jacobi: diagonal entry of row {row} is {value:e}, not positive (the matrix is not SPD)")
@@ -287,11 +300,19 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
         return Err(fail(SolveFailure::NotFinite { quantity: "||b||", value: bnorm }, report, f64::NAN));
     }
     if bnorm == 0.0 {
-        // The solution of A x = 0 for SPD A is 0, whatever the guess.
+        // The solution of A x = 0 for SPD A is 0, whatever the guess
+        // (`norm2` is 0 only for a zero `b`: it does not underflow).
         rt.fill(x, T::ZERO)?;
         report.residual_history.push(0.0);
         report.converged = true;
         return Ok(report);
+    }
+    // The iteration works with squares of residuals (r . r, p . Ap): a `b`
+    // whose square leaves the type's range would underflow to a false
+    // convergence or overflow; refused, with the remedy.
+    let square = bnorm * bnorm;
+    if square < T::MIN_POSITIVE / T::EPSILON || square > T::MAX {
+        return Err(fail(SolveFailure::OutOfRange { rhs_norm: bnorm }, report, f64::NAN));
     }
     let tol = (opts.rtol * bnorm).max(opts.atol);
 
@@ -348,6 +369,14 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
         if !rz_f.is_finite() {
             return Err(fail(SolveFailure::NotFinite { quantity: "r . z", value: rz_f }, report, rnorm));
         }
+        // A square that underflowed to 0 (the residual near the bottom of
+        // the range: a tolerance of 0, say) is stagnation, not a matrix
+        // that is not SPD.
+        let underflowed = |v: f64| v == 0.0 && rnorm * rnorm < T::MIN_POSITIVE / T::EPSILON;
+        if underflowed(rz_f) {
+            let failure = SolveFailure::Stagnated { restarts: report.restarts, true_residual: rnorm };
+            return Err(fail(failure, report, rnorm));
+        }
         if rz_f <= 0.0 {
             return Err(fail(SolveFailure::Breakdown { quantity: "r . z", value: rz_f }, report, rnorm));
         }
@@ -362,6 +391,10 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
         let pq_f = pq.to_f64();
         if !pq_f.is_finite() {
             return Err(fail(SolveFailure::NotFinite { quantity: "p . Ap", value: pq_f }, report, rnorm));
+        }
+        if underflowed(pq_f) {
+            let failure = SolveFailure::Stagnated { restarts: report.restarts, true_residual: rnorm };
+            return Err(fail(failure, report, rnorm));
         }
         if pq_f <= 0.0 {
             return Err(fail(SolveFailure::Breakdown { quantity: "p . Ap", value: pq_f }, report, rnorm));

@@ -550,3 +550,39 @@ fn user_names_like_the_solvers_own_neither_fail_it_nor_are_taken_over() {
         assert_eq!(d.values().unwrap(), vec![k; 50], "{} kept its values", d.name());
     }
 }
+
+/// A right-hand side near the ends of the range: its squares under- or
+/// overflow. `norm2` underflowed to 0 for b = 1e-170, and CG took that
+/// for b = 0 and returned x = 0 as converged; a tolerance of 0 ran the
+/// residual into the underflow and was reported as a matrix that is not SPD.
+#[test]
+fn right_hand_sides_whose_squares_leave_the_range_are_refused_never_zeroed() {
+    for backend in [Backend::Seq, Backend::Threads, device::device_backend()] {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let nodes = rt.set("nodes", 3).unwrap();
+        let a = graph_matrix(&rt, &nodes, &[0, 1, 1, 2], &[1.0, 1.0], &[2.0, 2.0, 2.0]);
+        for scale in [1e-170, 1e-160, 1e160] {
+            let b = rt.dat(&format!("b{scale:e}"), &nodes, 1, vec![scale; 3]).unwrap();
+            let x = rt.dat(&format!("x{scale:e}"), &nodes, 1, vec![0.0; 3]).unwrap();
+            let norm = rt.norm2(&b).unwrap();
+            assert!((norm / (scale * 3f64.sqrt()) - 1.0).abs() < 1e-15, "{backend:?}: norm2 {norm:e} of {scale:e}");
+            let err = cg(&rt, &a, &b, &x, &CgOptions::default()).unwrap_err();
+            let Error::NotConverged { failure: SolveFailure::OutOfRange { rhs_norm }, .. } = &err else {
+                panic!("{backend:?} {scale:e}: {err}")
+            };
+            assert_eq!(*rhs_norm, norm, "{backend:?}");
+            assert!(err.to_string().contains("power of two"), "{err}");
+        }
+        // A tolerance of 0 on an SPD matrix: the residual falls until its
+        // squares underflow, which is stagnation.
+        let b = rt.dat("b", &nodes, 1, vec![1.0, -2.0, 0.5]).unwrap();
+        let x = rt.dat("x", &nodes, 1, vec![0.0; 3]).unwrap();
+        let opts = CgOptions { rtol: 0.0, atol: 0.0, max_iterations: 100_000, ..CgOptions::default() };
+        match cg(&rt, &a, &b, &x, &opts) {
+            Err(Error::NotConverged { failure: SolveFailure::Stagnated { .. }, .. }) => {}
+            // Exact convergence (a zero residual) is fine too.
+            Ok(r) => assert!(r.converged && r.relative_residual == 0.0, "{backend:?}: {r:?}"),
+            other => panic!("{backend:?}: {other:?}"),
+        }
+    }
+}

@@ -427,3 +427,37 @@ fn matrix_products_and_diagonals_appear_in_the_profile_with_their_bytes() {
         assert_eq!(row("diagonal").map(|r| r.calls), Some(1), "{backend:?}: {report:?}");
     }
 }
+
+/// `norm2` near the ends of the range: the plain sum of squares
+/// underflowed to 0 (3e-200, 4e-200) and overflowed to infinity (3e200,
+/// 4e200); scaled by the largest magnitude, both are 5 times the scale, in
+/// f64 and f32, on every dim.
+#[test]
+fn norm2_neither_underflows_nor_overflows() {
+    for backend in backends() {
+        let rt = Runtime::with_backend(backend).unwrap();
+        for dim in 1..=4 {
+            let s = rt.set(&format!("s{dim}"), 6).unwrap();
+            for scale in [1e-200, 1e-155, 1.0, 1e155, 1e200, 1e-310] {
+                let mut v = vec![0.0f64; 6 * dim];
+                v[1] = 3.0 * scale;
+                v[6 * dim - 1] = -4.0 * scale;
+                let x = rt.dat(&format!("x{dim}_{scale:e}"), &s, dim, v).unwrap();
+                let n = rt.norm2(&x).unwrap();
+                assert!(close(n, 5.0 * scale, 1e-15), "{backend:?} dim {dim}: norm2 {n:e} for {scale:e}");
+            }
+            for scale in [1e-30f32, 1e30, 1.0] {
+                let mut v = vec![0.0f32; 6 * dim];
+                v[0] = 3.0 * scale;
+                v[2] = 4.0 * scale;
+                let x = rt.dat(&format!("y{dim}_{scale:e}"), &s, dim, v).unwrap();
+                let n = rt.norm2(&x).unwrap() as f64;
+                assert!(close(n, 5.0 * scale as f64, 1e-6), "{backend:?} dim {dim}: f32 norm2 {n:e} for {scale:e}");
+            }
+            let z = rt.dat(&format!("z{dim}"), &s, dim, vec![0.0f64; 6 * dim]).unwrap();
+            assert_eq!(rt.norm2(&z).unwrap(), 0.0);
+            let inf = rt.dat(&format!("i{dim}"), &s, dim, vec![f64::INFINITY; 6 * dim]).unwrap();
+            assert_eq!(rt.norm2(&inf).unwrap(), f64::INFINITY);
+        }
+    }
+}

@@ -14,6 +14,8 @@ pub struct VecKernels {
     pub(crate) scale: &'static Kernel,
     pub(crate) dot: &'static Kernel,
     pub(crate) sumsq: &'static Kernel,
+    pub(crate) maxabs: &'static Kernel,
+    pub(crate) sumsq_scaled: &'static Kernel,
     pub(crate) copy: &'static Kernel,
     pub(crate) fill: &'static Kernel,
     pub(crate) mul: &'static Kernel,
@@ -77,6 +79,25 @@ macro_rules! vector_kernels {
                 let mut acc = x[0] * x[0];
                 for k in 1..$d {
                     acc += x[k] * x[k];
+                }
+                *s += acc;
+            }
+            /// m = max(m, |x|)
+            #[parloop::kernel]
+            pub(crate) fn linalg_maxabs(x: &[$t; $d], m: &mut $t) {
+                for k in 0..$d {
+                    *m = m.max(x[k].abs());
+                }
+            }
+            /// s += (x / m) . (x / m): the sum of squares of a norm whose
+            /// plain sum under- or overflows
+            #[parloop::kernel]
+            pub(crate) fn linalg_sumsq_scaled(x: &[$t; $d], m: &$t, s: &mut $t) {
+                let v = x[0] / *m;
+                let mut acc = v * v;
+                for k in 1..$d {
+                    let v = x[k] / *m;
+                    acc += v * v;
                 }
                 *s += acc;
             }
@@ -211,6 +232,8 @@ macro_rules! vector_kernels {
                 scale: linalg_scale::KERNEL,
                 dot: linalg_dot::KERNEL,
                 sumsq: linalg_sumsq::KERNEL,
+                maxabs: linalg_maxabs::KERNEL,
+                sumsq_scaled: linalg_sumsq_scaled::KERNEL,
                 copy: linalg_copy::KERNEL,
                 fill: linalg_fill::KERNEL,
                 mul: linalg_mul::KERNEL,
@@ -263,13 +286,15 @@ mod tests {
     use super::*;
 
     impl VecKernels {
-        fn all(&self) -> [&'static Kernel; 16] {
+        fn all(&self) -> [&'static Kernel; 18] {
             [
                 self.axpy,
                 self.axpby,
                 self.scale,
                 self.dot,
                 self.sumsq,
+                self.maxabs,
+                self.sumsq_scaled,
                 self.copy,
                 self.fill,
                 self.mul,

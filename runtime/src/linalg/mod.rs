@@ -62,6 +62,12 @@ pub trait Real:
     fn from_f64(v: f64) -> Self;
     /// The square root.
     fn sqrt(self) -> Self;
+    /// The smallest positive normal value, as an `f64`.
+    const MIN_POSITIVE: f64;
+    /// The machine epsilon, as an `f64`.
+    const EPSILON: f64;
+    /// The largest finite value, as an `f64`.
+    const MAX: f64;
     /// The vector kernels for `dim` values per entity.
     #[doc(hidden)]
     fn kernels(dim: usize) -> Option<&'static kernels::VecKernels>;
@@ -70,6 +76,9 @@ pub trait Real:
 impl Real for f64 {
     const ZERO: f64 = 0.0;
     const ONE: f64 = 1.0;
+    const MIN_POSITIVE: f64 = f64::MIN_POSITIVE;
+    const EPSILON: f64 = f64::EPSILON;
+    const MAX: f64 = f64::MAX;
     fn to_f64(self) -> f64 {
         self
     }
@@ -87,6 +96,9 @@ impl Real for f64 {
 impl Real for f32 {
     const ZERO: f32 = 0.0;
     const ONE: f32 = 1.0;
+    const MIN_POSITIVE: f64 = f32::MIN_POSITIVE as f64;
+    const EPSILON: f64 = f32::EPSILON as f64;
+    const MAX: f64 = f32::MAX as f64;
     fn to_f64(self) -> f64 {
         self as f64
     }

@@ -224,7 +224,25 @@ impl Runtime {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn norm2<T: Real>(&self, x: &Dat<T>) -> Result<T> {
-        Ok(self.dot(x, x)?.sqrt())
+        let ss = self.dot(x, x)?.to_f64();
+        // The plain sum of squares, unless it under- or overflowed (an
+        // underflow loses digits below MIN_POSITIVE / EPSILON): then scaled
+        // by the largest magnitude, as LAPACK's nrm2 does (two more passes,
+        // only for vectors near the ends of the range).
+        if ss.is_nan() || (ss >= T::MIN_POSITIVE / T::EPSILON && ss <= T::MAX) {
+            return Ok(T::from_f64(ss).sqrt());
+        }
+        let k = kernels_for("norm2", &[("x", x)])?;
+        let m = scalar(self, "norm2", "max", T::ZERO)?;
+        self.vec_loop(k.maxabs, x, &[x.arg(Access::READ), m.arg(Access::MAX)])?;
+        let largest = m.value()?;
+        let l = largest.to_f64();
+        if l == 0.0 || !l.is_finite() {
+            return Ok(largest);
+        }
+        let s = scalar(self, "norm2", "sum", T::ZERO)?;
+        self.vec_loop(k.sumsq_scaled, x, &[x.arg(Access::READ), m.arg(Access::READ), s.arg(Access::INC)])?;
+        Ok(T::from_f64(l * s.value()?.to_f64().sqrt()))
     }
 
     /// `y = x` (`y.copy_from(x)`). Copying a dat onto itself does nothing.
