@@ -451,6 +451,14 @@ pub enum ArgProblem {
         /// The parameter's name.
         param: String,
     },
+    /// A MIN or MAX global on a parameter the kernel uses otherwise than
+    /// combining it with itself by that operation.
+    ReductionNotOnly {
+        /// The parameter's name.
+        param: String,
+        /// "MIN" or "MAX".
+        access: &'static str,
+    },
     /// A matrix argument through a (row map, column map) pair its
     /// sparsity was not built from.
     MatPair {
@@ -546,6 +554,17 @@ impl fmt::Display for ArgProblem {
                  private copy on some backends and the target on others, so the result would depend on the \
                  backend; use RW or WRITE, or only add to it"
             ),
+            ArgProblem::ReductionNotOnly { param, access } => {
+                let (method, less) = if *access == "MIN" { ("min", "<") } else { ("max", ">") };
+                write!(
+                    f,
+                    "{access} on parameter `{param}`, which the kernel uses otherwise than as a running {method}: \
+                     a {access} global holds the running value on one backend, a block's on another and the initial \
+                     value on a third, so only `*{param} = {param}.{method}(v)` or `if v {less} *{param} {{ *{param} = \
+                     v; }}` (or the same on an element, `{param}[i]`) give one answer everywhere; use INC to add, \
+                     or compute the {method} that way"
+                )
+            }
         }
     }
 }

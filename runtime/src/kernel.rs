@@ -37,6 +37,14 @@ pub struct ParamSig {
     /// kernels (`cuda = "..."`, [`Kernel::from_parts`]) and `&` parameters
     /// have `true` (not known, allowed).
     pub increment_only: bool,
+    /// Whether a MIN global may take the parameter: the body combines it
+    /// with itself by `min` only (`*m = m.min(v)`, `if v < *m { *m = v }`),
+    /// because a reduction's parameter holds the running minimum on one
+    /// backend, a block's on another and the initial value on a third.
+    /// Derived like [`ParamSig::increment_only`]; `true` where not known.
+    pub min_only: bool,
+    /// [`ParamSig::min_only`] for MAX (`max`, `>`).
+    pub max_only: bool,
     /// The parameter's name (empty when not known).
     pub name: &'static str,
 }
@@ -46,6 +54,12 @@ impl ParamSig {
     /// [`ParamSig::increment_only`]. Used by `#[parloop::kernel]`.
     pub const fn with_body(self, name: &'static str, increment_only: bool) -> ParamSig {
         ParamSig { name, increment_only, ..self }
+    }
+
+    /// The signature with [`ParamSig::min_only`] and
+    /// [`ParamSig::max_only`] from the body. Used by `#[parloop::kernel]`.
+    pub const fn with_reductions(self, min_only: bool, max_only: bool) -> ParamSig {
+        ParamSig { min_only, max_only, ..self }
     }
 
     /// Values the parameter holds.

@@ -63,6 +63,10 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
             let name = if param.name.is_empty() { format!("{i}") } else { param.name.to_string() };
             return Err(fail(i, ArgProblem::IncNotIncrementOnly { param: name }));
         }
+        if (access == Access::Min && !param.min_only) || (access == Access::Max && !param.max_only) {
+            let name = if param.name.is_empty() { format!("{i}") } else { param.name.to_string() };
+            return Err(fail(i, ArgProblem::ReductionNotOnly { param: name, access: access.name() }));
+        }
         match &arg.kind {
             ArgKind::Mat(m) => {
                 if !matches!(access, Access::Inc | Access::Write) {

@@ -118,3 +118,85 @@ fn inc_adds_to_the_starting_value_on_every_backend() {
         }
     }
 }
+
+// ------------------------------------------------------------ MIN / MAX
+
+/// The accepted forms of a running minimum and maximum.
+#[parloop::kernel]
+fn extremes(v: &f64, lo: &mut f64, hi: &mut [f64; 2]) {
+    *lo = lo.min(*v);
+    hi[0] = hi[0].max(*v);
+    if 2.0 * *v > hi[1] {
+        hi[1] = 2.0 * *v;
+    }
+}
+
+#[parloop::kernel]
+fn min_by_comparison(v: &i32, lo: &mut i32) {
+    if *lo > *v {
+        *lo = *v;
+    }
+}
+
+/// Misuses a new user wrote: each gave a different answer on seq,
+/// threads and emu (the running value, a block's, the initial value).
+#[parloop::kernel]
+fn adds_to_a_min(v: &f64, g: &mut f64) {
+    *g += *v;
+}
+
+#[parloop::kernel]
+fn assigns_a_max(v: &f64, g: &mut f64) {
+    *g = *v;
+}
+
+#[parloop::kernel]
+fn reads_a_min(v: &f64, g: &mut f64, seen: &mut f64) {
+    *seen = *g;
+    *g = g.min(*v);
+}
+
+#[parloop::kernel]
+fn max_used_as_min(v: &f64, g: &mut f64) {
+    *g = g.max(*v);
+}
+
+#[test]
+fn min_and_max_globals_take_only_running_minima_and_maxima() {
+    for rt in backends() {
+        let backend = format!("{:?}", rt.backend());
+        let n = 5000;
+        let s = rt.set("s", n).unwrap();
+        let values: Vec<f64> = (0..n).map(|i| ((i * 7919) % 4999) as f64 - 2500.0).collect();
+        let v = rt.dat("v", &s, 1, values.clone()).unwrap();
+        let lo = rt.global("lo", &[0.0f64]).unwrap();
+        let hi = rt.global("hi", &[0.0f64, 0.0]).unwrap();
+        rt.par_loop(extremes::KERNEL, &s, &[v.arg(Access::READ), lo.arg(Access::MIN), hi.arg(Access::MAX)]).unwrap();
+        let (min, max) = values.iter().fold((0.0f64, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+        assert_eq!(lo.value().unwrap(), min, "{backend}");
+        assert_eq!(hi.values().unwrap(), vec![max, (2.0 * max).max(0.0)], "{backend}");
+        let iv = rt.dat("iv", &s, 1, (0..n as i32).map(|i| (i * 31) % 977 - 400).collect()).unwrap();
+        let ilo = rt.global("ilo", &[0i32]).unwrap();
+        rt.par_loop(min_by_comparison::KERNEL, &s, &[iv.arg(Access::READ), ilo.arg(Access::MIN)]).unwrap();
+        assert_eq!(ilo.value().unwrap(), -400, "{backend}");
+
+        let g = rt.global("g", &[0.0f64]).unwrap();
+        let seen = rt.dat("seen", &s, 1, vec![0.0; n]).unwrap();
+        for (kernel, access, param) in [
+            (adds_to_a_min::KERNEL, Access::MIN, "g"),
+            (assigns_a_max::KERNEL, Access::MAX, "g"),
+            (max_used_as_min::KERNEL, Access::MIN, "g"),
+        ] {
+            let err = rt.par_loop(kernel, &s, &[v.arg(Access::READ), g.arg(access)]).unwrap_err().to_string();
+            assert!(err.contains(&format!("parameter `{param}`")) && err.contains("running"), "{backend}: {err}");
+        }
+        let err = rt
+            .par_loop(reads_a_min::KERNEL, &s, &[v.arg(Access::READ), g.arg(Access::MIN), seen.arg(Access::WRITE)])
+            .unwrap_err();
+        assert!(err.to_string().contains("MIN on parameter `g`"), "{backend}: {err}");
+        // The same kernel with RW-like uses stays fine where a MAX is
+        // what it computes.
+        rt.par_loop(max_used_as_min::KERNEL, &s, &[v.arg(Access::READ), g.arg(Access::MAX)]).unwrap();
+        assert_eq!(g.value().unwrap(), max, "{backend}");
+    }
+}

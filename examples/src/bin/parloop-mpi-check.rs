@@ -711,6 +711,12 @@ fn one_rank_fails(world: &parloop::mpi::SimpleCommunicator, backend: Backend, fa
             Err(e) => e.to_string().contains("another rank failed"),
             Ok(()) => false,
         };
+        // A Matrix Market file rank 0 cannot write: every rank's error (the
+        // others returned `Ok` and went on to the next collective alone).
+        let s = rt.sparsity("one_s", &[(&m, &m)], (1, 1))?;
+        let a = rt.mat::<f64>("one_A", &s)?;
+        let written = a.write_matrix_market("/nonexistent-parloop-dir/one_A.mtx");
+        let named = named && written.is_err();
         // The ranks go on together: a reduction and a gather.
         rt.par_loop(
             count_and_sum::KERNEL,
@@ -721,7 +727,11 @@ fn one_rank_fails(world: &parloop::mpi::SimpleCommunicator, backend: Backend, fa
     };
     match program() {
         Ok((named, values, gathered)) => {
-            check(named, &format!("{backend:?}/one rank fails: every rank's loop is an error"), failures);
+            check(
+                named,
+                &format!("{backend:?}/one rank fails: every rank's loop and Matrix Market write is an error"),
+                failures,
+            );
             // x of cell c is (2c, 2c + 1): count 24, sum of 6c + 2 = 1704.
             check(values == [5.0, 24.0, 1704.0], &format!("{backend:?}/one rank fails: {values:?}"), failures);
             if let Some(g) = gathered {

@@ -255,7 +255,12 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
                 t.cname,
                 t.source,
                 t.calls,
-                t.increment_only.into_iter().zip(t.increment_via).collect(),
+                t.increment_only
+                    .into_iter()
+                    .zip(t.increment_via)
+                    .zip(t.reductions)
+                    .map(|((i, v), r)| (i, v, r))
+                    .collect(),
                 t.may_panic,
                 t.frame_bytes,
                 t.consts,
@@ -300,8 +305,8 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     // written CUDA: nothing is known, every parameter counts as added to).
     let increments: Vec<TokenStream2> = (0..func.sig.inputs.len())
         .map(|i| {
-            let (only, via): (bool, Vec<(String, usize)>) =
-                increment_only.get(i).cloned().unwrap_or((true, Vec::new()));
+            let (only, via, _): (bool, Vec<(String, usize)>, (bool, bool)) =
+                increment_only.get(i).cloned().unwrap_or((true, Vec::new(), (true, true)));
             let via = via.iter().map(|(helper, k)| {
                 let span = call_span(body.clone(), helper).unwrap_or_else(Span::call_site);
                 let helper = format_ident!("{}", helper, span = span);
@@ -383,6 +388,9 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
             }
         }
         let names_str: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        // Per parameter: whether a MIN, and a MAX, global may take it.
+        let (mins, maxes): (Vec<bool>, Vec<bool>) =
+            (0..names.len()).map(|i| increment_only.get(i).map_or((true, true), |t| t.2)).unzip();
         let private = quote!(::parloop::__private);
         // The lane-wise twin, when the kernel has one (see `parloop_kernels::lane_twin`).
         // Two widths: four lanes for AVX2, eight for AVX-512.
@@ -414,7 +422,7 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
                 // A constant of its own: the helpers' `INCREMENT_ONLY`
                 // entries it reads are not promoted to `'static` inline.
                 const PARAMS: &[::parloop::ParamSig] =
-                    &[ #( <#types as ::parloop::__private::KernelParam>::SIG.with_body(#names_str, #inc) ),* ];
+                    &[ #( <#types as ::parloop::__private::KernelParam>::SIG.with_body(#names_str, #inc).with_reductions(#mins, #maxes) ),* ];
                 // SAFETY: `host` binds each view with its parameter's shape.
                 let kernel = unsafe {
                     ::parloop::Kernel::from_parts(

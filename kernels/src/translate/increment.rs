@@ -12,6 +12,21 @@ use syn::{BinOp, Expr, ItemFn, UnOp};
 use super::infer::{key, Infer};
 use super::Param;
 
+/// The root path of an increment (or reduction) place and its index expressions.
+fn place_root<'e>(e: &'e Expr, indices: &mut Vec<&'e Expr>) -> Option<&'e Expr> {
+    match e {
+        Expr::Paren(p) => place_root(&p.expr, indices),
+        Expr::Group(g) => place_root(&g.expr, indices),
+        Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => place_root(&u.expr, indices),
+        Expr::Index(ix) => {
+            indices.push(&ix.index);
+            place_root(&ix.expr, indices)
+        }
+        Expr::Path(_) => Some(e),
+        _ => None,
+    }
+}
+
 /// Per parameter of `item`: whether the body only adds to it (see
 /// [`Translation::increment_only`]). Every use of a parameter (after name
 /// resolution, so shadowing locals do not count) must be the root of the
@@ -72,21 +87,6 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
             } else {
                 self.aliases.get(&id).copied()
             }
-        }
-    }
-
-    /// The root path of an increment place and its index expressions.
-    fn place_root<'e>(e: &'e Expr, indices: &mut Vec<&'e Expr>) -> Option<&'e Expr> {
-        match e {
-            Expr::Paren(p) => place_root(&p.expr, indices),
-            Expr::Group(g) => place_root(&g.expr, indices),
-            Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => place_root(&u.expr, indices),
-            Expr::Index(ix) => {
-                indices.push(&ix.index);
-                place_root(&ix.expr, indices)
-            }
-            Expr::Path(_) => Some(e),
-            _ => None,
         }
     }
 
@@ -188,4 +188,184 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
     uses.visit_block(&item.block);
     let only = params.iter().zip(&uses.other_use).map(|(p, other)| !p.mutable || !other).collect();
     (only, uses.via)
+}
+
+/// Per parameter of `item`: whether a MIN and whether a MAX global may
+/// take it, `(min, max)`. A reduction argument holds the running minimum
+/// (maximum) on one backend, a block's on another, the initial value on a
+/// third: only a body that combines the parameter with itself by that one
+/// operation gives one answer everywhere. Every use of a `&mut` parameter
+/// must be one of
+/// - `P = P.min(e)` or `P = e.min(P)` (`max`), where `P` is a place of the
+///   parameter (`*p`, `p[i]`; `p.min(e)` for `*p.min(e)`),
+/// - `if e < P { P = e; }` (or `P > e`, `<=`, `>=`; the other way round for
+///   the maximum), with no `else`,
+///
+/// and `e` may not read the parameter. `&` parameters and those never used
+/// may take either; any other use (a read, `+=`, a plain assignment, a
+/// helper call) neither.
+pub(crate) fn reductions(item: &ItemFn, infer: &Infer, params: &[Param]) -> Vec<(bool, bool)> {
+    use syn::visit::Visit;
+
+    #[derive(Clone, Copy, PartialEq)]
+    enum Op {
+        Min,
+        Max,
+    }
+
+    struct Uses<'a> {
+        resolved: &'a HashMap<usize, usize>,
+        /// Path expressions that are roots of reduction places.
+        roots: HashSet<usize>,
+        seen: Vec<(bool, bool)>,
+        other_use: Vec<bool>,
+    }
+
+    /// `e` without parentheses and dereferences, as tokens: the same
+    /// place written `*p`, `(*p)` or `p` compares equal.
+    fn bare(e: &Expr) -> String {
+        let mut e = e;
+        loop {
+            match e {
+                Expr::Paren(p) => e = &p.expr,
+                Expr::Group(g) => e = &g.expr,
+                Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => e = &u.expr,
+                _ => return quote::ToTokens::to_token_stream(e).to_string(),
+            }
+        }
+    }
+
+    impl Uses<'_> {
+        fn param_of(&self, e: &Expr) -> Option<usize> {
+            let &id = self.resolved.get(&key(e))?;
+            (id < self.other_use.len()).then_some(id)
+        }
+
+        /// Marks the place `place` (rooted at a parameter) as reduced by
+        /// `op`, visiting its indices; `None` when it is no such place.
+        fn reduce(&mut self, place: &Expr, op: Op) -> Option<()> {
+            let mut indices = Vec::new();
+            let root = place_root(place, &mut indices)?;
+            let p = self.param_of(root)?;
+            self.roots.insert(key(root));
+            match op {
+                Op::Min => self.seen[p].0 = true,
+                Op::Max => self.seen[p].1 = true,
+            }
+            for i in indices {
+                self.visit_expr(i);
+            }
+            Some(())
+        }
+
+        /// `P = P.min(e)` / `P = e.min(P)`: the value `e` and the op.
+        fn combined<'e>(left: &Expr, right: &'e Expr) -> Option<(&'e Expr, &'e Expr, Op)> {
+            let Expr::MethodCall(m) = right else { return None };
+            let op = match m.method.to_string().as_str() {
+                "min" => Op::Min,
+                "max" => Op::Max,
+                _ => return None,
+            };
+            let [arg] = m.args.iter().collect::<Vec<_>>()[..] else { return None };
+            let target = bare(left);
+            if bare(&m.receiver) == target {
+                Some((&m.receiver, arg, op))
+            } else if bare(arg) == target {
+                Some((arg, &m.receiver, op))
+            } else {
+                None
+            }
+        }
+
+        /// `if e < P { P = e; }` and its variants: the assignment, the
+        /// compared place and the op.
+        fn guarded<'e>(i: &'e syn::ExprIf) -> Option<(&'e syn::ExprAssign, &'e Expr, Op)> {
+            if i.else_branch.is_some() {
+                return None;
+            }
+            let [syn::Stmt::Expr(Expr::Assign(a), _)] = &i.then_branch.stmts[..] else { return None };
+            let Expr::Binary(c) = &*i.cond else { return None };
+            let (place, value) = (bare(&a.left), bare(&a.right));
+            // Whether the place is on the left of the comparison.
+            let place_left = if bare(&c.left) == place && bare(&c.right) == value {
+                true
+            } else if bare(&c.right) == place && bare(&c.left) == value {
+                false
+            } else {
+                return None;
+            };
+            let less = match c.op {
+                BinOp::Lt(_) | BinOp::Le(_) => true,
+                BinOp::Gt(_) | BinOp::Ge(_) => false,
+                _ => return None,
+            };
+            // `value < place` (or `place > value`) replaces a larger
+            // place: the minimum.
+            let op = if less != place_left { Op::Min } else { Op::Max };
+            let compared = if place_left { &*c.left } else { &*c.right };
+            Some((a, compared, op))
+        }
+    }
+
+    impl<'ast> Visit<'ast> for Uses<'_> {
+        fn visit_expr(&mut self, e: &'ast Expr) {
+            if let Expr::Assign(a) = e {
+                if let Some((own, value, op)) = Self::combined(&a.left, &a.right) {
+                    if self.reduce(&a.left, op).is_some() {
+                        if self.reduce(own, op).is_none() {
+                            self.visit_expr(own);
+                        }
+                        self.visit_expr(value);
+                        return;
+                    }
+                }
+            }
+            if let Expr::If(i) = e {
+                if let Some((a, compared, op)) = Self::guarded(i) {
+                    if self.reduce(&a.left, op).is_some() {
+                        if self.reduce(compared, op).is_none() {
+                            self.visit_expr(compared);
+                        }
+                        // The value, twice: in the condition and assigned.
+                        let Expr::Binary(c) = &*i.cond else { unreachable!("checked by guarded") };
+                        let other = if std::ptr::eq(&*c.left, compared) { &c.right } else { &c.left };
+                        self.visit_expr(other);
+                        self.visit_expr(&a.right);
+                        return;
+                    }
+                }
+            }
+            if let Expr::Path(_) = e {
+                if let Some(p) = self.param_of(e) {
+                    if !self.roots.contains(&key(e)) {
+                        self.other_use[p] = true;
+                    }
+                }
+            }
+            syn::visit::visit_expr(self, e);
+        }
+    }
+
+    let n = params.len();
+    let mut uses = Uses {
+        resolved: &infer.resolved,
+        roots: HashSet::new(),
+        seen: vec![(false, false); n],
+        other_use: vec![false; n],
+    };
+    uses.visit_block(&item.block);
+    params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            if !p.mutable {
+                return (true, true);
+            }
+            if uses.other_use[i] {
+                return (false, false);
+            }
+            let (min, max) = uses.seen[i];
+            (!max, !min)
+        })
+        .collect()
 }

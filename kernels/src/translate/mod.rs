@@ -50,7 +50,7 @@ use proc_macro2::Span;
 
 use crate::types::{error, Scalar, Ty, Vars};
 use emit::{cpp_scalar, Emit};
-use increment::increment_only;
+use increment::{increment_only, reductions};
 
 pub(crate) use infer::{infer, key, Infer};
 pub(crate) use iterate::{uses_element, ELEMENT};
@@ -155,6 +155,10 @@ pub struct Translation {
     /// that parameter (their `INCREMENT_ONLY` tables, read at compile
     /// time by the attribute's output).
     pub increment_via: Vec<Vec<(String, usize)>>,
+    /// Per parameter: whether a MIN global, and whether a MAX global, may
+    /// take it (see `increment::reductions`): the body combines it with
+    /// itself by that operation only.
+    pub reductions: Vec<(bool, bool)>,
     /// Whether the body can panic by Rust's rules in a way the translation
     /// checks in every build: integer division or remainder by a divisor
     /// that is not a positive literal (by zero, or `MIN / -1`). Such checks
@@ -299,6 +303,7 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
     }
     let cname = fn_cname(&name);
     let (increment_only, increment_via) = increment_only(item, &infer, &params);
+    let reductions = reductions(item, &infer, &params);
     let frame_bytes = infer.frame_bytes(params.len());
     let mut emit = Emit {
         infer: &mut infer,
@@ -369,6 +374,7 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         source,
         calls: infer.calls.clone(),
         increment_only,
+        reductions,
         increment_via,
         may_panic,
         frame_bytes,

@@ -103,6 +103,8 @@ impl<'a, S: Shape> KernelParam for &'a S {
         nested: S::NESTED,
         mutable: false,
         increment_only: true,
+        min_only: true,
+        max_only: true,
         name: "",
     };
     #[inline(always)]
@@ -132,6 +134,8 @@ impl<'a, S: Shape> KernelParam for &'a mut S {
         nested: S::NESTED,
         mutable: true,
         increment_only: true,
+        min_only: true,
+        max_only: true,
         name: "",
     };
     #[inline(always)]

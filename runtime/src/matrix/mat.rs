@@ -271,9 +271,23 @@ impl<T: Scalar> Mat<T> {
         if self.sparsity.row_set().is_distributed() {
             // Each rank holds its own rows with local columns: written as
             // they are, the files were pieces no tool could put together.
-            let Some(all) = self.gather_entries(0)? else { return Ok(()) };
-            let entries = all.entries.iter().map(|&(r, c, v)| (r as usize, c as usize, v));
-            return self.write_entries(path, (all.rows, all.cols, all.entries.len()), entries);
+            let written = self.gather_entries(0).and_then(|gathered| match gathered {
+                Some(all) => {
+                    let entries = all.entries.iter().map(|&(r, c, v)| (r as usize, c as usize, v));
+                    self.write_entries(path, (all.rows, all.cols, all.entries.len()), entries)
+                }
+                None => Ok(()),
+            });
+            // Rank 0 writes: where it fails (a path the others need not
+            // see), every rank returns an error, so that none goes on to
+            // the next collective alone.
+            if let Some(part) = self.sparsity.row_set().0.local.get() {
+                if !part.comm.all_ok(written.is_ok()) {
+                    let what = format!("writing matrix `{}` to {}", self.name(), path.display());
+                    return Err(part.comm.failed_elsewhere(written, &what));
+                }
+            }
+            return written;
         }
         let csr = self.to_csr()?;
         let s = &self.sparsity;
