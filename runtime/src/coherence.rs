@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::device::{Device, DeviceBuffer};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Which copy holds the current values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +54,21 @@ fn same_device(a: &Arc<dyn Device>, b: &Arc<dyn Device>) -> bool {
     std::ptr::eq(Arc::as_ptr(a) as *const (), Arc::as_ptr(b) as *const ())
 }
 
+/// An error when another thread's work on `m`'s device may be using the
+/// copy (see `device::Occupant`): reading it back or freeing it then was
+/// a torn read or a use after free.
+fn busy_elsewhere(m: &Mirror) -> Result<()> {
+    if m.device.occupant().elsewhere() {
+        return Err(Error::Backend {
+            name: m.device.name(),
+            reason: "a dat's newest values are on this device, where another thread's loop is using them (a \
+                     dat shared by two device runtimes is used by one at a time)"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
 impl MirrorSlot {
     /// Makes `host` current: downloads when the device copy is newer. A
     /// failed copy (a lost GPU) is returned and leaves the state as it was.
@@ -62,6 +77,7 @@ impl MirrorSlot {
         let mut slot = crate::sync::lock(&self.mirror);
         if let Some(m) = slot.as_mut() {
             if m.state == State::DeviceNewer {
+                busy_elsewhere(m)?;
                 m.device.download(&m.buf, host)?;
                 m.state = State::InSync;
             }
@@ -166,7 +182,9 @@ impl MirrorSlot {
                 }
                 return Ok(m.buf.addr);
             }
-            // Another device holds the newest values: bring them home first.
+            // Another device holds the newest values: bring them home first
+            // (its copy is freed below), unless its work is under way.
+            busy_elsewhere(m)?;
             if m.state == State::DeviceNewer {
                 m.device.download(&m.buf, host)?;
             }

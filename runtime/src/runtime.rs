@@ -733,6 +733,9 @@ impl Runtime {
     /// As `execute_now`, with the plan looked up when the loop was
     /// recorded (the trace's loops: one plan-cache lookup per loop, not two).
     pub(crate) fn execute_planned(&self, lp: &ParLoop, planned: Option<(Arc<LoopPlan>, Duration)>) -> Result<()> {
+        // Another runtime's device takes this one's copies only while no
+        // loop here uses them (`device::Occupant`).
+        let _occupied = self.device.as_ref().map(|d| d.occupant().enter());
         if let Some(device) = &self.device {
             if lp.args().iter().any(|a| matches!(a.kind, ArgKind::Mat(_))) {
                 // Element matrices first (a loop of its own), then their
@@ -779,6 +782,7 @@ impl Runtime {
         op: impl FnOnce() -> Result<R>,
     ) -> Result<R> {
         let _range = Range::lazy(|| crate::profile::label(name, tag));
+        let _occupied = self.device.as_ref().map(|d| d.occupant().enter());
         let events = match &self.device {
             Some(d) if self.profile_output != ProfileOutput::None => Some((d, d.record_event()?)),
             _ => None,

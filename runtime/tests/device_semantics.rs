@@ -11,6 +11,7 @@
 //! harness.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parloop::{Access, Backend, Error, ParLoop, Runtime, Strategy};
@@ -999,4 +1000,42 @@ fn formatted_panic_messages_are_rusts_on_every_backend() {
             }
         }
     }
+}
+
+#[parloop::kernel]
+fn add_one(y: &mut f64) {
+    *y += 1.0;
+}
+
+/// Two device runtimes (each with a device of its own) running loops on
+/// one dat from two threads: the copy one device held was freed, or read
+/// back, while the other thread's kernel used it (a segfault). Now a loop
+/// that would take the copy from a device at work is an error, and every
+/// loop that ran counted: nothing lost, nothing torn.
+#[test]
+fn two_device_runtimes_sharing_a_dat_across_threads_never_race() {
+    let runtimes = [Arc::new(eager(Backend::Emu)), Arc::new(eager(Backend::Emu))];
+    let n = runtimes[0].set("n", 4096).unwrap();
+    let x = runtimes[0].dat("x", &n, 1, vec![0.0; 4096]).unwrap();
+    let threads: Vec<_> = runtimes
+        .iter()
+        .map(|rt| {
+            let (rt, n, x) = (rt.clone(), n.clone(), x.clone());
+            std::thread::spawn(move || {
+                let mut ran = 0;
+                for _ in 0..60 {
+                    match rt.par_loop(add_one::KERNEL, &n, &[x.arg(Access::RW)]) {
+                        Ok(()) => ran += 1,
+                        Err(Error::Busy { .. } | Error::Backend { .. }) => {}
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                ran
+            })
+        })
+        .collect();
+    let ran: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(ran > 0);
+    let values = x.values().unwrap();
+    assert!(values.iter().all(|&v| v == ran as f64), "{ran} loops ran, x[0] = {}", values[0]);
 }

@@ -279,7 +279,7 @@ pub(crate) fn reductions(item: &ItemFn, infer: &Infer, params: &[Param]) -> Vec<
 
         /// `if e < P { P = e; }` and its variants: the assignment, the
         /// compared place and the op.
-        fn guarded<'e>(i: &'e syn::ExprIf) -> Option<(&'e syn::ExprAssign, &'e Expr, Op)> {
+        fn guarded(i: &syn::ExprIf) -> Option<(&syn::ExprAssign, &Expr, Op)> {
             if i.else_branch.is_some() {
                 return None;
             }

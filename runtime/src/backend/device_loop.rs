@@ -547,6 +547,9 @@ pub(crate) struct Launcher<'a, A: Borrow<Arg> = Arg> {
     kernel: &'a str,
     args: &'a [A],
     params: LaunchParams,
+    /// The device is this thread's while the launches use the addresses
+    /// (see `device::Occupant`).
+    _occupied: crate::device::Occupied<'a>,
 }
 
 impl<'a, A: Borrow<Arg>> Launcher<'a, A> {
@@ -558,6 +561,7 @@ impl<'a, A: Borrow<Arg>> Launcher<'a, A> {
         kernel: &'a str,
         args: &'a [A],
     ) -> Result<Launcher<'a, A>> {
+        let occupied = device.occupant().enter();
         let mut params = LaunchParams::default();
         for (i, a) in args.iter().map(Borrow::borrow).enumerate() {
             let addr = a
@@ -573,7 +577,7 @@ impl<'a, A: Borrow<Arg>> Launcher<'a, A> {
         for (slot, buf) in dl.arrays.iter().chain(&dl.partials) {
             params.ptr[*slot] = buf.addr;
         }
-        Ok(Launcher { dl, kernel, args, params })
+        Ok(Launcher { dl, kernel, args, params, _occupied: occupied })
     }
 
     /// Launches the core section (which needs no halo data).

@@ -72,6 +72,7 @@ pub(crate) struct Cuda {
     nvrtc_version: String,
     modules: Mutex<HashMap<u64, Arc<dyn Module>>>,
     check: bool,
+    occupant: super::Occupant,
 }
 
 /// The most local memory (stack) a CUDA thread may use.
@@ -127,6 +128,7 @@ impl Cuda {
             nvrtc_version: format!("{vmaj}.{vmin}"),
             modules: Mutex::new(HashMap::new()),
             check,
+            occupant: super::Occupant::default(),
         })
     }
 
@@ -265,6 +267,9 @@ impl Module for CudaLoaded {
 }
 
 impl Device for Cuda {
+    fn occupant(&self) -> &super::Occupant {
+        &self.occupant
+    }
     fn name(&self) -> String {
         format!("{} ({}, NVRTC {})", self.name, self.arch, self.nvrtc_version)
     }

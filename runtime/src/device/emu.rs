@@ -30,6 +30,7 @@ pub(crate) struct Emu {
     compiler: String,
     modules: Mutex<HashMap<u64, Arc<dyn Module>>>,
     check: bool,
+    occupant: super::Occupant,
 }
 
 /// The most stack one emulated thread may have: fiber stacks are
@@ -46,7 +47,12 @@ impl Emu {
                 reason: format!("the emulated device compiles generated code with `{compiler}`, which cannot be run"),
             });
         }
-        Ok(Emu { compiler, modules: Mutex::new(HashMap::new()), check: check_from_env()? })
+        Ok(Emu {
+            compiler,
+            modules: Mutex::new(HashMap::new()),
+            check: check_from_env()?,
+            occupant: super::Occupant::default(),
+        })
     }
 }
 
@@ -122,6 +128,9 @@ impl Module for EmuModule {
 }
 
 impl Device for Emu {
+    fn occupant(&self) -> &super::Occupant {
+        &self.occupant
+    }
     fn name(&self) -> String {
         format!("emulated device ({})", self.compiler)
     }

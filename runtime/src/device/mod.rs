@@ -110,6 +110,55 @@ impl Event {
     }
 }
 
+/// Which thread runs work on a device now. Each runtime has a device of
+/// its own, so a dat used by two device runtimes has its newest copy on
+/// one of them; moving it (and freeing the old copy), or reading it back
+/// to the host, while another thread's kernel on that device uses it was a
+/// use after free. `coherence` refuses both ([`Error::Busy`]) while the
+/// device holding the copy is occupied by another thread.
+#[derive(Default)]
+pub(crate) struct Occupant(std::sync::Mutex<(usize, u64)>);
+
+/// Two threads occupy the device (neither is its sole occupant).
+const SHARED: u64 = u64::MAX;
+
+fn this_thread() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! { static ID: u64 = NEXT.fetch_add(1, Ordering::Relaxed); }
+    ID.with(|id| *id)
+}
+
+impl Occupant {
+    /// This thread works on the device until the guard drops (nests).
+    pub(crate) fn enter(&self) -> Occupied<'_> {
+        let me = this_thread();
+        let mut o = crate::sync::lock(&self.0);
+        o.1 = if o.0 == 0 || o.1 == me { me } else { SHARED };
+        o.0 += 1;
+        Occupied(self)
+    }
+
+    /// Whether another thread works on the device now.
+    pub(crate) fn elsewhere(&self) -> bool {
+        let o = crate::sync::lock(&self.0);
+        o.0 > 0 && o.1 != this_thread()
+    }
+}
+
+/// [`Occupant::enter`]'s guard.
+pub(crate) struct Occupied<'a>(&'a Occupant);
+
+impl Drop for Occupied<'_> {
+    fn drop(&mut self) {
+        let mut o = crate::sync::lock(&(self.0).0);
+        o.0 -= 1;
+        if o.0 == 0 {
+            o.1 = 0;
+        }
+    }
+}
+
 /// A panic reported by device code through the prelude's `pl_error`
 /// record (see `parloop_kernels::PRELUDE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,6 +233,8 @@ pub(crate) trait Module: Send + Sync {
 pub(crate) trait Device: Send + Sync {
     /// A readable name (for the profile and errors).
     fn name(&self) -> String;
+    /// The thread working on the device now (see [`Occupant`]).
+    fn occupant(&self) -> &Occupant;
     /// Allocates `bytes` (zeroed).
     fn alloc(&self, bytes: usize) -> Result<DeviceBuffer>;
     /// Copies `data` to the start of `buf`.
