@@ -200,3 +200,28 @@ fn min_and_max_globals_take_only_running_minima_and_maxima() {
         assert_eq!(g.value().unwrap(), max, "{backend}");
     }
 }
+
+/// `let _ = p;` silences an unused parameter without using it: an INC or
+/// MIN argument may take it (it was refused as a read).
+#[parloop::kernel]
+fn ignores_its_outputs(v: &f64, count: &mut f64, lo: &mut f64) {
+    let _ = count;
+    let _ = lo;
+    let _ = v;
+}
+
+#[test]
+fn a_discarded_name_is_no_use_of_the_parameter() {
+    for rt in backends() {
+        let s = rt.set("s", 10).unwrap();
+        let v = rt.dat("v", &s, 1, vec![1.0; 10]).unwrap();
+        let (count, lo) = (rt.global("count", &[3.0f64]).unwrap(), rt.global("lo", &[-1.0f64]).unwrap());
+        rt.par_loop(
+            ignores_its_outputs::KERNEL,
+            &s,
+            &[v.arg(Access::READ), count.arg(Access::INC), lo.arg(Access::MIN)],
+        )
+        .unwrap();
+        assert_eq!((count.value().unwrap(), lo.value().unwrap()), (3.0, -1.0));
+    }
+}

@@ -12,6 +12,15 @@ use syn::{BinOp, Expr, ItemFn, UnOp};
 use super::infer::{key, Infer};
 use super::Param;
 
+/// `let _ = p;`, the usual way to silence an unused parameter: in Rust it
+/// neither reads nor moves `p`, so it is no use of it.
+fn discards_a_name(l: &syn::Local) -> bool {
+    matches!(l.pat, syn::Pat::Wild(_))
+        && l.init
+            .as_ref()
+            .is_some_and(|i| i.diverge.is_none() && matches!(&*i.expr, Expr::Path(p) if p.path.get_ident().is_some()))
+}
+
 /// The root path of an increment (or reduction) place and its index expressions.
 fn place_root<'e>(e: &'e Expr, indices: &mut Vec<&'e Expr>) -> Option<&'e Expr> {
     match e {
@@ -146,6 +155,9 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
         }
 
         fn visit_local(&mut self, l: &'ast syn::Local) {
+            if discards_a_name(l) {
+                return;
+            }
             // `let r = &mut p[i];` (or `= p`, `= &mut *p`): `r` names
             // `p`'s place, and the `let` itself neither reads nor writes
             // it (its indices are visited as reads).
@@ -343,6 +355,12 @@ pub(crate) fn reductions(item: &ItemFn, infer: &Infer, params: &[Param]) -> Vec<
                 }
             }
             syn::visit::visit_expr(self, e);
+        }
+
+        fn visit_local(&mut self, l: &'ast syn::Local) {
+            if !discards_a_name(l) {
+                syn::visit::visit_local(self, l);
+            }
         }
     }
 
