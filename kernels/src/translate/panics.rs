@@ -148,8 +148,6 @@ fn is_slot(e: &Expr) -> bool {
 /// once, when the panic happens). A message it cannot rewrite (an
 /// unsupported spec, too many values) is left for [`parse`] to refuse.
 pub(crate) fn formatted_as_lets(item: &mut syn::ItemFn) {
-    use syn::visit_mut::VisitMut;
-    struct Rewrite;
     fn rewritten(m: &syn::Macro) -> Option<Expr> {
         let name = m.path.segments.last()?.ident.to_string();
         if !matches!(name.as_str(), "panic" | "unreachable") {
@@ -227,25 +225,7 @@ pub(crate) fn formatted_as_lets(item: &mut syn::ItemFn) {
             #path!(#lit, #(#names),*)
         }})
     }
-    impl VisitMut for Rewrite {
-        fn visit_expr_mut(&mut self, e: &mut Expr) {
-            syn::visit_mut::visit_expr_mut(self, e);
-            if let Expr::Macro(m) = e {
-                if let Some(r) = rewritten(&m.mac) {
-                    *e = r;
-                }
-            }
-        }
-        fn visit_stmt_mut(&mut self, s: &mut syn::Stmt) {
-            syn::visit_mut::visit_stmt_mut(self, s);
-            if let syn::Stmt::Macro(m) = s {
-                if let Some(r) = rewritten(&m.mac) {
-                    *s = syn::Stmt::Expr(r, m.semi_token);
-                }
-            }
-        }
-    }
-    Rewrite.visit_item_fn_mut(item);
+    rewrite_macros(item, rewritten);
 }
 
 /// Rewrites every `assert!(c)` / `assert!(c, "m")` of `item` as `if !(c)
@@ -254,8 +234,6 @@ pub(crate) fn formatted_as_lets(item: &mut syn::ItemFn) {
 /// body like any other (typed, pinned, its path calls in method form, seen
 /// by the increment analysis) rather than tokens inside a macro.
 pub(crate) fn asserts_as_ifs(item: &mut syn::ItemFn) {
-    use syn::visit_mut::VisitMut;
-    struct Rewrite;
     fn rewritten(m: &syn::Macro) -> Option<Expr> {
         if m.path.is_ident("assert_eq") || m.path.is_ident("assert_ne") {
             return compared(m);
@@ -278,11 +256,19 @@ pub(crate) fn asserts_as_ifs(item: &mut syn::ItemFn) {
             }
         })
     }
+    rewrite_macros(item, rewritten);
+}
+
+/// Replaces every macro of `item` (expression or statement) for which
+/// `rewritten` gives an expression, innermost first.
+fn rewrite_macros(item: &mut syn::ItemFn, rewritten: fn(&syn::Macro) -> Option<Expr>) {
+    use syn::visit_mut::VisitMut;
+    struct Rewrite(fn(&syn::Macro) -> Option<Expr>);
     impl VisitMut for Rewrite {
         fn visit_expr_mut(&mut self, e: &mut Expr) {
             syn::visit_mut::visit_expr_mut(self, e);
             if let Expr::Macro(m) = e {
-                if let Some(r) = rewritten(&m.mac) {
+                if let Some(r) = (self.0)(&m.mac) {
                     *e = r;
                 }
             }
@@ -290,13 +276,13 @@ pub(crate) fn asserts_as_ifs(item: &mut syn::ItemFn) {
         fn visit_stmt_mut(&mut self, s: &mut syn::Stmt) {
             syn::visit_mut::visit_stmt_mut(self, s);
             if let syn::Stmt::Macro(m) = s {
-                if let Some(r) = rewritten(&m.mac) {
-                    *s = syn::Stmt::Expr(r, None);
+                if let Some(r) = (self.0)(&m.mac) {
+                    *s = syn::Stmt::Expr(r, m.semi_token);
                 }
             }
         }
     }
-    Rewrite.visit_item_fn_mut(item);
+    Rewrite(rewritten).visit_item_fn_mut(item);
 }
 
 /// `assert_eq!(a, b)` / `assert_ne!(a, b)` (with an optional literal
