@@ -112,10 +112,10 @@ impl Event {
 
 /// Which thread runs work on a device now. Each runtime has a device of
 /// its own, so a dat used by two device runtimes has its newest copy on
-/// one of them; moving it (and freeing the old copy), or reading it back
-/// to the host, while another thread's kernel on that device uses it was a
-/// use after free. `coherence` refuses both ([`Error::Busy`]) while the
-/// device holding the copy is occupied by another thread.
+/// one of them; moving it (and freeing the old copy) while another
+/// thread's kernel on that device uses it was a use after free.
+/// `coherence` refuses the move (an error) while the device holding the
+/// copy is occupied by another thread.
 #[derive(Default)]
 pub(crate) struct Occupant(std::sync::Mutex<(usize, u64)>);
 
