@@ -733,13 +733,13 @@ impl Runtime {
     /// As `execute_now`, with the plan looked up when the loop was
     /// recorded (the trace's loops: one plan-cache lookup per loop, not two).
     pub(crate) fn execute_planned(&self, lp: &ParLoop, planned: Option<(Arc<LoopPlan>, Duration)>) -> Result<()> {
-        // Another runtime's device takes this one's copies only while no
-        // loop here uses them (`device::Occupant`).
-        let _occupied = self.device.as_ref().map(|d| d.occupant().enter());
         if let Some(device) = &self.device {
             if lp.args().iter().any(|a| matches!(a.kind, ArgKind::Mat(_))) {
                 // Element matrices first (a loop of its own), then their
-                // scatter (`matrix::device`).
+                // scatter (`matrix::device`), whose launches use the copies'
+                // addresses outside a `Launcher` (which occupies the device
+                // for other loops, see `device::Occupant`).
+                let _occupied = device.occupant().enter();
                 return self.assemble_on_device(device, lp);
             }
         }

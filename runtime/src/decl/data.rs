@@ -226,9 +226,6 @@ impl<T: Scalar> Dat<T> {
     /// ```
     #[track_caller]
     pub fn with_values_mut<R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
-        if let Some(t) = &self.0.temp {
-            t.check_read(&self.0.name, "`with_values_mut`")?;
-        }
         self.0.link.force(self.0.id, true, true)?;
         self.with_own_values_mut(f)
     }
