@@ -238,46 +238,21 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
     opts: &CgOptions,
 ) -> Result<CgReport> {
     let name = a.name().to_string();
-    if a.row_set() != a.col_set() || a.row_dim() != a.col_dim() {
-        return Err(Error::Incompatible {
-            op: format!("cg on matrix `{name}`"),
-            reason: format!(
-                "the matrix maps set `{}` (dim {}) to set `{}` (dim {}); CG needs a square one on one set",
-                a.col_set().name(),
-                a.col_dim(),
-                a.row_set().name(),
-                a.row_dim()
-            ),
-        });
-    }
-    crate::linalg::spmv::check_dat("cg", &name, "b", b, a.row_set(), a.row_dim())?;
-    crate::linalg::spmv::check_dat("cg", &name, "x", x, a.col_set(), a.col_dim())?;
-    if x.id() == b.id() {
-        return Err(Error::Incompatible {
-            op: format!("cg on matrix `{name}`"),
-            reason: format!("x and b are both dat `{}`; the solution needs a dat of its own", x.name()),
-        });
-    }
-    if !(opts.rtol >= 0.0 && opts.atol >= 0.0) {
-        return Err(Error::Incompatible {
-            op: format!("cg on matrix `{name}`"),
-            reason: format!("tolerances must be non-negative numbers, got rtol {} and atol {}", opts.rtol, opts.atol),
-        });
-    }
-
-    let n = rt.names.number();
-    let len = b.set().total() * b.dim();
-    let work = |role: &str| {
-        let name = format!("cg#{n}:{role}");
-        let zeros =
-            crate::fallible::filled(len, T::ZERO, || format!("cg on matrix `{}`: work vector `{name}`", a.name()))?;
-        rt.internal_dat(&name, b.set(), b.dim(), zeros)
-    };
-    let (r, p, q) = (work("r")?, work("p")?, work("q")?);
-    // 1 ./ diag(A); z = r .* dinv is computed where it is used, not stored.
-    let dinv = match opts.preconditioner {
-        Preconditioner::None => None,
-        Preconditioner::Jacobi => Some(jacobi_inverse(rt, a, work("dinv")?, &name)?),
+    // The checks and the work vectors, agreed across the ranks with the
+    // options (a rank that refused, or stopped at another iteration count,
+    // would leave the others waiting in a collective); then what the
+    // iteration calls, it calls alike on every rank.
+    let checked = check_cg(rt, a, b, x, opts);
+    let args = format!(
+        "rtol {:e}, atol {:e}, max_iterations {}, preconditioner {:?}",
+        opts.rtol, opts.atol, opts.max_iterations, opts.preconditioner
+    );
+    let sets = [a.row_set(), b.set(), x.set()];
+    let (r, p, q, dinv) = crate::Set::agreed_among(&sets, &format!("cg on matrix `{name}`"), checked, &args)?;
+    let _agreed = crate::decl::ChecksAgreed::enter();
+    let dinv = match dinv {
+        None => None,
+        Some(d) => Some(jacobi_inverse(rt, a, d, &name)?),
     };
     let dinv = dinv.as_ref();
 
@@ -410,6 +385,62 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
     }
 }
 
+/// The work vectors of [`cg`] (r, p, q, and for Jacobi the space for
+/// `1 ./ diag(A)`).
+type CgWork<T> = (Dat<T>, Dat<T>, Dat<T>, Option<Dat<T>>);
+
+/// [`cg`]'s argument checks on this rank, then its work vectors.
+fn check_cg<T: Real, A: LinearOperator<T> + ?Sized>(
+    rt: &Runtime,
+    a: &A,
+    b: &Dat<T>,
+    x: &Dat<T>,
+    opts: &CgOptions,
+) -> Result<CgWork<T>> {
+    let name = a.name();
+    if a.row_set() != a.col_set() || a.row_dim() != a.col_dim() {
+        return Err(Error::Incompatible {
+            op: format!("cg on matrix `{name}`"),
+            reason: format!(
+                "the matrix maps set `{}` (dim {}) to set `{}` (dim {}); CG needs a square one on one set",
+                a.col_set().name(),
+                a.col_dim(),
+                a.row_set().name(),
+                a.row_dim()
+            ),
+        });
+    }
+    crate::linalg::spmv::check_dat("cg", name, "b", b, a.row_set(), a.row_dim())?;
+    crate::linalg::spmv::check_dat("cg", name, "x", x, a.col_set(), a.col_dim())?;
+    if x.id() == b.id() {
+        return Err(Error::Incompatible {
+            op: format!("cg on matrix `{name}`"),
+            reason: format!("x and b are both dat `{}`; the solution needs a dat of its own", x.name()),
+        });
+    }
+    if !(opts.rtol >= 0.0 && opts.atol >= 0.0) {
+        return Err(Error::Incompatible {
+            op: format!("cg on matrix `{name}`"),
+            reason: format!("tolerances must be non-negative numbers, got rtol {} and atol {}", opts.rtol, opts.atol),
+        });
+    }
+
+    let n = rt.names.number();
+    let len = b.set().total() * b.dim();
+    let work = |role: &str| {
+        let name = format!("cg#{n}:{role}");
+        let zeros =
+            crate::fallible::filled(len, T::ZERO, || format!("cg on matrix `{}`: work vector `{name}`", a.name()))?;
+        rt.internal_dat(&name, b.set(), b.dim(), zeros)
+    };
+    // 1 ./ diag(A); z = r .* dinv is computed where it is used, not stored.
+    let dinv = match opts.preconditioner {
+        Preconditioner::None => None,
+        Preconditioner::Jacobi => Some(work("dinv")?),
+    };
+    Ok((work("r")?, work("p")?, work("q")?, dinv))
+}
+
 /// `1 ./ diag(A)` into `dinv`, or an error naming the first diagonal entry
 /// that is not positive.
 fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
@@ -422,24 +453,31 @@ fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
     let owned = dinv.set().size() * dinv.dim();
     let bad = dinv.with_own_values(|d| {
         d[..owned].iter().position(|v| !(v.to_f64() > 0.0 && v.to_f64().is_finite())).map(|i| (i, d[i].to_f64()))
-    })?;
-    if let Some((row, value)) = bad {
-        let report = CgReport {
-            iterations: 0,
-            residual_history: Vec::new(),
-            relative_residual: f64::NAN,
-            rhs_norm: f64::NAN,
-            converged: false,
-            restarts: 0,
-            iteration_seconds: 0.0,
-        };
-        return Err(Error::NotConverged {
-            solver: "cg",
-            matrix: name.into(),
-            failure: SolveFailure::BadDiagonal { row, value },
-            report: Box::new(report),
-        });
-    }
+    });
+    let checked = bad.and_then(|bad| match bad {
+        None => Ok(()),
+        Some((row, value)) => {
+            let report = CgReport {
+                iterations: 0,
+                residual_history: Vec::new(),
+                relative_residual: f64::NAN,
+                rhs_norm: f64::NAN,
+                converged: false,
+                restarts: 0,
+                iteration_seconds: 0.0,
+            };
+            Err(Error::NotConverged {
+                solver: "cg",
+                matrix: name.into(),
+                failure: SolveFailure::BadDiagonal { row, value },
+                report: Box::new(report),
+            })
+        }
+    });
+    // A bad diagonal entry is in one rank's rows: agreed, so that the
+    // other ranks do not start iterating and wait for it in the first dot
+    // (theirs say that another rank failed).
+    dinv.set().agreed_data(&format!("cg on matrix `{name}`: the Jacobi preconditioner"), checked, "")?;
     // dinv = 1 ./ d, in place (`pointwise_divide` with w = y).
     let ones_name = format!("{}:ones", dinv.name());
     let len = dinv.set().total() * dinv.dim();

@@ -374,6 +374,61 @@ fn zero_rows_puts_the_diagonal() {
     }
 }
 
+/// A 2-component element matrix (three vertices of dim 2: 6 x 6) whose
+/// every entry differs, so that a row zeroed in the wrong place shows.
+#[parloop::kernel]
+fn elem_block6(a: &mut [[f64; 6]; 6]) {
+    for i in 0..6 {
+        for j in 0..6 {
+            a[i][j] += (1 + i + 6 * j) as f64;
+        }
+    }
+}
+
+#[test]
+fn zero_rows_components_zeroes_those_components_rows_only() {
+    for &backend in BACKENDS {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let nodes = rt.set("nodes", 4).unwrap();
+        let cells = rt.set("cells", 2).unwrap();
+        let c2n = rt.map("c2n", &cells, &nodes, 3, vec![0, 1, 2, 1, 2, 3]).unwrap();
+        let s = rt.sparsity("s", &[(&c2n, &c2n)], (2, 2)).unwrap();
+        let a = rt.mat::<f64>("A", &s).unwrap();
+        rt.par_loop(elem_block6::KERNEL, &cells, &[a.arg(&c2n, &c2n, Access::INC)]).unwrap();
+        let before = a.to_csr().unwrap();
+        let rollers = rt.subset("rollers", &nodes, vec![1, 3]).unwrap();
+        // Nothing to zero: nothing changes.
+        a.zero_rows_components(&rollers, &[], 7.0).unwrap();
+        assert_eq!(a.to_csr().unwrap().vals, before.vals, "{backend}");
+        a.zero_rows_components(&rollers, &[1], 7.0).unwrap();
+        let after = a.to_csr().unwrap();
+        for row in 0..8 {
+            let fixed = row % 2 == 1 && (row / 2 == 1 || row / 2 == 3);
+            for k in after.row_ptr[row]..after.row_ptr[row + 1] {
+                let c = after.cols[k];
+                let want = match fixed {
+                    true if c == row => 7.0,
+                    true => 0.0,
+                    false => before.vals[k],
+                };
+                assert_eq!(after.vals[k], want, "{backend}: ({row}, {c})");
+            }
+        }
+        // Both components are zero_rows.
+        let b = rt.mat::<f64>("B", &s).unwrap();
+        rt.par_loop(elem_block6::KERNEL, &cells, &[b.arg(&c2n, &c2n, Access::INC)]).unwrap();
+        let c = rt.mat::<f64>("C", &s).unwrap();
+        rt.par_loop(elem_block6::KERNEL, &cells, &[c.arg(&c2n, &c2n, Access::INC)]).unwrap();
+        b.zero_rows_components(&rollers, &[1, 0], 3.0).unwrap();
+        c.zero_rows(&rollers, 3.0).unwrap();
+        assert_eq!(b.values().unwrap(), c.values().unwrap(), "{backend}");
+        // A component past the dim: an error naming it, nothing changed.
+        let err = a.zero_rows_components(&rollers, &[0, 2], 1.0).unwrap_err().to_string();
+        assert!(err.contains("component 2") && err.contains("2 component(s)") && err.contains("`A`"), "{err}");
+        assert_eq!(a.to_csr().unwrap().vals, after.vals, "{backend}");
+    }
+}
+
 #[test]
 fn zero_rows_without_a_diagonal_entry_is_an_error_and_changes_nothing() {
     let rt = Runtime::with_backend(Backend::Seq).unwrap();

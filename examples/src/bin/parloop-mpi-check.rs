@@ -437,6 +437,7 @@ fn main() {
         fem(&world, backend, &mut failures);
         reductions(&world, backend, &mut failures);
         one_rank_fails(&world, backend, &mut failures);
+        one_rank_bad_arguments(&world, backend, &mut failures);
     }
     lazy(&world, &mut failures);
     // More ranks than entities: some ranks own nothing, the run is still right.
@@ -737,6 +738,96 @@ fn one_rank_fails(world: &parloop::mpi::SimpleCommunicator, backend: Backend, fa
             if let Some(g) = gathered {
                 check(g.len() == 48 && g[47] == 47.0, &format!("{backend:?}/one rank fails: gather"), failures);
             }
+        }
+        Err(e) => panic!("{}", rt.fail(e)),
+    }
+}
+
+/// Library operations (vector operations, products, `zero_rows`, CG) where
+/// rank 0 alone passes a bad argument or meets bad data: an error on every
+/// rank (the others' says another rank failed, or that the ranks' options
+/// differ), and the ranks go on together to a solve that converges. Rank 0
+/// returned its error alone before, and the others waited in the
+/// operation's collective for it forever.
+fn one_rank_bad_arguments(world: &parloop::mpi::SimpleCommunicator, backend: Backend, failures: &mut Vec<String>) {
+    use parloop::solve::{cg, CgOptions};
+    let rt = Runtime::with_communicator(backend, world).expect("runtime");
+    let first = world.rank() == 0;
+    let program = || -> parloop::Result<(Vec<String>, f64)> {
+        let n = 24;
+        let cells = rt.set("bad_cells", n)?;
+        let other = rt.set("bad_other", n)?;
+        let edges = rt.set("bad_edges", n - 1)?;
+        let chain: Vec<i32> = (0..n as i32 - 1).flat_map(|e| [e, e + 1]).collect();
+        let m = rt.map("bad_chain", &edges, &cells, 2, chain)?;
+        let x = rt.dat("bad_x", &cells, 1, vec![0.0; n])?;
+        let b = rt.dat("bad_b", &cells, 1, vec![1.0; n])?;
+        let elsewhere = rt.dat("bad_elsewhere", &other, 1, vec![1.0; n])?;
+        let everything = rt.subset("bad_all", &cells, (0..n).collect())?;
+        let first_cell = rt.subset("bad_first", &cells, vec![0])?;
+        let of_other = rt.subset("bad_of_other", &other, vec![0])?;
+        rt.partition(&cells, &m, Partitioner::Block)?;
+        // A diagonal matrix, 2 on every row.
+        let s = rt.sparsity("bad_s", &[(&m, &m)], (1, 1))?;
+        let a = rt.mat::<f64>("bad_A", &s)?;
+        a.zero_rows(&everything, 2.0)?;
+        fn pick_by<V>(first: bool, bad: V, good: V) -> V {
+            if first {
+                bad
+            } else {
+                good
+            }
+        }
+        let mut errors: Vec<(&str, parloop::Result<()>)> = vec![
+            ("axpy", rt.axpy(1.0, pick_by(first, &elsewhere, &b), &x)),
+            ("dot", rt.dot(pick_by(first, &elsewhere, &b), &x).map(drop)),
+            ("mult", rt.mult(&a, &b, pick_by(first, &elsewhere, &x))),
+            ("zero_rows", a.zero_rows(pick_by(first, &of_other, &first_cell), 2.0)),
+        ];
+        let nan = CgOptions { rtol: pick_by(first, f64::NAN, 1e-10), ..CgOptions::default() };
+        errors.push(("cg with rtol NaN", cg(&rt, &a, &b, &x, &nan).map(drop)));
+        if world.size() > 1 {
+            let differ = CgOptions { max_iterations: pick_by(first, 7, 8), ..CgOptions::default() };
+            errors.push(("cg with options that differ", cg(&rt, &a, &b, &x, &differ).map(drop)));
+        }
+        // Data: a negative diagonal entry in rank 0's rows (cell 0, owned by
+        // rank 0 in a block partition).
+        let negative = rt.mat::<f64>("bad_negative", &s)?;
+        negative.zero_rows(&everything, 2.0)?;
+        negative.zero_rows(&first_cell, -1.0)?;
+        errors.push((
+            "cg with Jacobi on a negative diagonal",
+            cg(&rt, &negative, &b, &x, &CgOptions::default()).map(drop),
+        ));
+        let wrong: Vec<String> = errors
+            .into_iter()
+            .filter(|(_, got)| got.is_ok())
+            .map(|(what, _)| format!("{what} returned Ok on rank {}", world.rank()))
+            .collect();
+        // The ranks go on together: A x = b with A = 2 I gives x = 1/2.
+        let report = cg(&rt, &a, &b, &x, &CgOptions { rtol: 1e-12, ..CgOptions::default() })?;
+        let sum = rt.global("bad_sum", &[0.0])?;
+        let count = rt.global("bad_count", &[0.0])?;
+        let coords = rt.dat("bad_xy", &cells, 2, vec![0.0; 2 * cells.total()])?;
+        rt.par_loop(
+            count_and_sum::KERNEL,
+            &cells,
+            &[coords.arg(Access::READ), count.arg(Access::INC), sum.arg(Access::INC)],
+        )?;
+        let _ = report;
+        Ok((wrong, rt.dot(&x, &b)? + count.value()?))
+    };
+    match program() {
+        Ok((wrong, total)) => {
+            for w in wrong {
+                check(false, &format!("{backend:?}/one rank's bad argument: {w}"), failures);
+            }
+            // x = 1/2 on 24 cells: x . b = 12; 24 cells counted.
+            check(
+                (total - 36.0).abs() < 1e-9,
+                &format!("{backend:?}/one rank's bad argument: the solve after gave {total}, want 36"),
+                failures,
+            );
         }
         Err(e) => panic!("{}", rt.fail(e)),
     }

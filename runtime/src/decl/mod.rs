@@ -112,6 +112,32 @@ pub(crate) struct LocalPart {
     pub index_numbers: OnceLock<Arc<data::GlobalInner<i64>>>,
 }
 
+thread_local! {
+    static CHECKS_AGREED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// While alive, operations on this thread skip agreeing on their argument
+/// checks ([`Set::agreed`]): the operation that holds it (CG) agreed on its
+/// own, and what it calls it calls alike on every rank, so one all-reduce
+/// per solve rather than per vector operation.
+pub(crate) struct ChecksAgreed(bool);
+
+impl ChecksAgreed {
+    pub(crate) fn enter() -> Self {
+        ChecksAgreed(CHECKS_AGREED.with(|c| c.replace(true)))
+    }
+
+    fn inside() -> bool {
+        CHECKS_AGREED.with(|c| c.get())
+    }
+}
+
+impl Drop for ChecksAgreed {
+    fn drop(&mut self) {
+        CHECKS_AGREED.with(|c| c.set(self.0));
+    }
+}
+
 /// A named collection of entities (nodes, edges, cells).
 ///
 /// ```
@@ -185,6 +211,47 @@ impl Set {
     /// ```
     pub fn global_size(&self) -> usize {
         self.0.local.get().map_or(self.0.sections.total(), |l| l.global_size)
+    }
+
+    /// `local`, the outcome of operation `what`'s argument checks on this
+    /// rank, agreed with the other ranks before the operation communicates
+    /// when the set is distributed, with `args` (the arguments that must be
+    /// equal everywhere, such as options; "" for none): an error on one
+    /// rank is then an error on every rank (the others' says another rank
+    /// failed) rather than the others waiting for it in a collective
+    /// forever. Inside an operation that agreed already
+    /// ([`ChecksAgreed`]), `local` as it is: that operation calls the
+    /// others alike on every rank. Collective on a distributed set.
+    pub(crate) fn agreed<R>(&self, what: &str, local: Result<R>, args: &str) -> Result<R> {
+        if ChecksAgreed::inside() {
+            return local;
+        }
+        self.agreed_data(what, local, args)
+    }
+
+    /// [`Set::agreed`] over the first distributed set of `sets` (the
+    /// operands' sets), so that a rank passing an operand on a set of its
+    /// own where the others pass distributed ones still takes part; `local`
+    /// as it is where none is distributed.
+    pub(crate) fn agreed_among<R>(sets: &[&Set], what: &str, local: Result<R>, args: &str) -> Result<R> {
+        match sets.iter().find(|s| s.is_distributed()) {
+            Some(set) => set.agreed(what, local, args),
+            None => local,
+        }
+    }
+
+    /// [`Set::agreed`] also inside an operation that agreed already: for
+    /// outcomes that depend on each rank's data (a missing diagonal entry
+    /// in this rank's rows), which may differ between ranks however alike
+    /// their calls.
+    pub(crate) fn agreed_data<R>(&self, what: &str, local: Result<R>, args: &str) -> Result<R> {
+        #[cfg(feature = "mpi")]
+        if let Some(part) = self.0.local.get() {
+            part.comm.agree_checks(what, local.is_ok(), args)?;
+        }
+        #[cfg(not(feature = "mpi"))]
+        let _ = (what, args);
+        local
     }
 
     /// Whether a partition (`Runtime::partition`, feature `mpi`)

@@ -129,6 +129,37 @@ impl Comm {
         all == 1
     }
 
+    /// Whether every rank passed `ok`, and whether every rank passed the
+    /// same `value`: one all-reduce (the minimum of `ok`, `value` and
+    /// `!value`, whose last is the complement of the maximum).
+    fn all_ok_alike(&self, ok: bool, value: u64) -> (bool, bool) {
+        let local = [u64::from(ok), value, !value];
+        let mut all = [0u64; 3];
+        self.lock().all_reduce_into(&local[..], &mut all[..], SystemOperation::min());
+        (all[0] == 1, all[1] == !all[2])
+    }
+
+    /// Agrees, before operation `what` communicates, on whether its
+    /// argument checks passed (`ok`, this rank's) and on `args`, the
+    /// arguments that must be the same on every rank (options): an error
+    /// on every rank where another rank's checks failed (`Ok` on a rank
+    /// whose own failed: its error is its caller's) or the arguments
+    /// differ. Collective; nothing with one rank.
+    pub(crate) fn agree_checks(&self, what: &str, ok: bool, args: &str) -> Result<()> {
+        if self.size <= 1 {
+            return Ok(());
+        }
+        self.before_collective()?;
+        let (all_ok, alike) = self.all_ok_alike(ok, crate::device::fnv1a(&[args.as_bytes()]));
+        if !all_ok {
+            return if ok { Err(self.failed_elsewhere(Ok(()), what)) } else { Ok(()) };
+        }
+        if !alike {
+            return Err(self.error(format!("{what}: the ranks pass different arguments; this rank passes {args}")));
+        }
+        Ok(())
+    }
+
     /// This rank's `local` error, or, where another rank failed, an error
     /// saying so (`all_ok` said some rank did).
     pub(crate) fn failed_elsewhere<T>(&self, local: Result<T>, what: &str) -> Error {

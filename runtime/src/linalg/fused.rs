@@ -78,13 +78,16 @@ impl Runtime {
     /// [`LinearOperator::apply_dot`]: super::LinearOperator::apply_dot
     pub(crate) fn mult_dot<T: Real>(&self, a: &Mat<T>, x: &Dat<T>, y: &Dat<T>) -> Result<T> {
         let s = a.sparsity();
+        let checked = check_product(a, x, y).and_then(|()| x.check_poison());
+        let sets = [s.row_set(), x.set(), y.set()];
+        crate::Set::agreed_among(&sets, &format!("mult+dot of matrix `{}`", a.name()), checked, "")?;
         let square = s.row_set() == s.col_set() && s.row_dim() == s.col_dim();
         if !square || self.device().is_some() {
+            // Agreed above: the two need not agree again.
+            let _agreed = crate::decl::ChecksAgreed::enter();
             self.mult(a, x, y)?;
             return self.dot(x, y);
         }
-        check_product(a, x, y)?;
-        x.check_poison()?;
         super::spmv::force_operands(a, &[x], &[y])?;
         let mine =
             self.library_op(("mult+dot", a.name()), super::spmv::product_bytes(a), || self.mult_host(a, x, y, true))?;

@@ -435,10 +435,11 @@ impl Runtime {
     #[track_caller]
     pub fn mult<T: Real>(&self, a: &Mat<T>, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
         let what = a.name();
-        check_product(a, x, y)?;
         // x is locked as a loop locks it: refuse it here if the lazy trace
         // left it stale (the matrix's values are read as a host read).
-        x.check_poison()?;
+        let checked = check_product(a, x, y).and_then(|()| x.check_poison());
+        let sets = [a.sparsity().row_set(), x.set(), y.set()];
+        crate::Set::agreed_among(&sets, &format!("mult of matrix `{what}`"), checked, "")?;
         let args = [x.arg(Access::READ), y.arg(Access::WRITE)];
         force_operands(a, &[x], &[y])?;
         self.library_op(("mult", what), product_bytes(a), || {
@@ -533,9 +534,10 @@ impl Runtime {
     pub fn diagonal<T: Real>(&self, a: &Mat<T>, d: &Dat<T>) -> Result<()> {
         let s = a.sparsity();
         let what = a.name();
-        if s.row_set() != s.col_set() || s.row_dim() != s.col_dim() {
-            return Err(Error::Incompatible {
-                op: format!("diagonal of matrix `{what}`"),
+        let op = format!("diagonal of matrix `{what}`");
+        let checked = if s.row_set() != s.col_set() || s.row_dim() != s.col_dim() {
+            Err(Error::Incompatible {
+                op: op.clone(),
                 reason: format!(
                     "the matrix maps set `{}` (dim {}) to set `{}` (dim {}); a diagonal needs a square one",
                     s.col_set().name(),
@@ -543,9 +545,11 @@ impl Runtime {
                     s.row_set().name(),
                     s.row_dim()
                 ),
-            });
-        }
-        check_dat("diagonal", what, "d", d, s.row_set(), s.row_dim())?;
+            })
+        } else {
+            check_dat("diagonal", what, "d", d, s.row_set(), s.row_dim())
+        };
+        crate::Set::agreed_among(&[s.row_set(), d.set()], &op, checked, "")?;
         // The row pointers, column indices and the vector written (the
         // values read are a few per row).
         let bytes = std::mem::size_of_val(s.row_ptr())

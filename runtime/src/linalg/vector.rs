@@ -54,6 +54,25 @@ pub(crate) fn kernels_for<T: Real>(op: &str, dats: &[(&str, &Dat<T>)]) -> Result
     })
 }
 
+/// [`kernels_for`] of a public operation, agreed across the ranks before
+/// it runs ([`Set::agreed`](crate::Set)): an error on one rank is one on
+/// every rank.
+fn agreed_kernels<T: Real>(op: &str, dats: &[(&str, &Dat<T>)]) -> Result<&'static VecKernels> {
+    agreed_on(op, kernels_for(op, dats), dats)
+}
+
+/// `local`, agreed across the ranks over the dats' sets
+/// ([`Set::agreed_among`](crate::Set)).
+fn agreed_on<T: Real, R>(op: &str, local: Result<R>, dats: &[(&str, &Dat<T>)]) -> Result<R> {
+    let sets: Vec<&crate::Set> = dats.iter().map(|(_, d)| d.set()).collect();
+    crate::Set::agreed_among(&sets, op, local, "")
+}
+
+/// The error of `w = x op y` with all three one dat.
+fn all_one_dat<T: Real>(op: &str, w: &Dat<T>, instead: &str) -> Error {
+    Error::Incompatible { op: op.into(), reason: format!("w, x and y are all dat `{}`; {instead}", w.name()) }
+}
+
 impl Runtime {
     fn vec_loop<T: Real>(&self, kernel: &'static Kernel, on: &Dat<T>, args: &[crate::Arg]) -> Result<()> {
         self.par_loop(kernel, on.set(), args)
@@ -72,7 +91,7 @@ impl Runtime {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn axpy<T: Real>(&self, alpha: T, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
-        let k = kernels_for("axpy", &[("y", y), ("x", x)])?;
+        let k = agreed_kernels("axpy", &[("y", y), ("x", x)])?;
         if x.id() == y.id() {
             return self.scale(alpha + T::ONE, y);
         }
@@ -93,7 +112,7 @@ impl Runtime {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn axpby<T: Real>(&self, alpha: T, x: &Dat<T>, beta: T, y: &Dat<T>) -> Result<()> {
-        let k = kernels_for("axpby", &[("y", y), ("x", x)])?;
+        let k = agreed_kernels("axpby", &[("y", y), ("x", x)])?;
         if x.id() == y.id() {
             return self.scale(alpha + beta, y);
         }
@@ -113,7 +132,7 @@ impl Runtime {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn scale<T: Real>(&self, alpha: T, y: &Dat<T>) -> Result<()> {
-        let k = kernels_for("scale", &[("y", y)])?;
+        let k = agreed_kernels("scale", &[("y", y)])?;
         let a = scalar(self, "scale", "alpha", alpha)?;
         self.vec_loop(k.scale, y, &[a.arg(Access::READ), y.arg(Access::RW)])
     }
@@ -130,7 +149,7 @@ impl Runtime {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn dot<T: Real>(&self, x: &Dat<T>, y: &Dat<T>) -> Result<T> {
-        let k = kernels_for("dot", &[("x", x), ("y", y)])?;
+        let k = agreed_kernels("dot", &[("x", x), ("y", y)])?;
         let s = scalar(self, "dot", "sum", T::ZERO)?;
         if x.id() == y.id() {
             self.vec_loop(k.sumsq, x, &[x.arg(Access::READ), s.arg(Access::INC)])?;
@@ -257,7 +276,7 @@ impl Runtime {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn copy_from<T: Real>(&self, y: &Dat<T>, x: &Dat<T>) -> Result<()> {
-        let k = kernels_for("copy_from", &[("y", y), ("x", x)])?;
+        let k = agreed_kernels("copy_from", &[("y", y), ("x", x)])?;
         if x.id() == y.id() {
             return Ok(());
         }
@@ -275,7 +294,7 @@ impl Runtime {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn fill<T: Real>(&self, y: &Dat<T>, alpha: T) -> Result<()> {
-        let k = kernels_for("fill", &[("y", y)])?;
+        let k = agreed_kernels("fill", &[("y", y)])?;
         let a = scalar(self, "fill", "alpha", alpha)?;
         self.vec_loop(k.fill, y, &[a.arg(Access::READ), y.arg(Access::WRITE)])
     }
@@ -294,17 +313,17 @@ impl Runtime {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn pointwise_mult<T: Real>(&self, w: &Dat<T>, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
-        let k = kernels_for("pointwise_mult", &[("w", w), ("x", x), ("y", y)])?;
         let (wi, xi, yi) = (w.id(), x.id(), y.id());
-        if wi == xi && wi == yi {
+        let k = kernels_for("pointwise_mult", &[("w", w), ("x", x), ("y", y)]).and_then(|k| {
             // w = w .* w: the product of w with a copy would need a temporary;
             // multiplying by itself through one RW parameter needs a kernel of
             // its own, which squaring does not merit.
-            return Err(Error::Incompatible {
-                op: "pointwise_mult".into(),
-                reason: format!("w, x and y are all dat `{}`; square into another dat", w.name()),
-            });
-        }
+            if wi == xi && wi == yi {
+                return Err(all_one_dat("pointwise_mult", w, "square into another dat"));
+            }
+            Ok(k)
+        });
+        let k = agreed_on("pointwise_mult", k, &[("w", w), ("x", x), ("y", y)])?;
         if wi == xi {
             return self.vec_loop(k.mul_in, w, &[y.arg(Access::READ), w.arg(Access::RW)]);
         }
@@ -328,14 +347,14 @@ impl Runtime {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn pointwise_divide<T: Real>(&self, w: &Dat<T>, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
-        let k = kernels_for("pointwise_divide", &[("w", w), ("x", x), ("y", y)])?;
         let (wi, xi, yi) = (w.id(), x.id(), y.id());
-        if wi == xi && wi == yi {
-            return Err(Error::Incompatible {
-                op: "pointwise_divide".into(),
-                reason: format!("w, x and y are all dat `{}`; divide into another dat", w.name()),
-            });
-        }
+        let k = kernels_for("pointwise_divide", &[("w", w), ("x", x), ("y", y)]).and_then(|k| {
+            if wi == xi && wi == yi {
+                return Err(all_one_dat("pointwise_divide", w, "divide into another dat"));
+            }
+            Ok(k)
+        });
+        let k = agreed_on("pointwise_divide", k, &[("w", w), ("x", x), ("y", y)])?;
         if wi == xi {
             return self.vec_loop(k.div_in, w, &[y.arg(Access::READ), w.arg(Access::RW)]);
         }

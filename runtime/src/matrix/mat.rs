@@ -191,13 +191,73 @@ impl<T: Scalar> Mat<T> {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn zero_rows(&self, rows: &Subset, diagonal: T) -> Result<()> {
+        let all: Vec<usize> = (0..self.sparsity.row_dim()).collect();
+        self.zero_rows_of(rows, &all, diagonal, "zero_rows")
+    }
+
+    /// Dirichlet rows of some components only: [`Mat::zero_rows`] for
+    /// components `components` (each below the row dim) of the rows of
+    /// `rows`' entities, the other components' rows untouched. For a
+    /// vector-valued unknown fixed in some directions only (a roller
+    /// boundary of linear elasticity fixes the normal displacement and
+    /// leaves the tangential one free).
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let n = rt.set("n", 1)?;
+    /// # let id = rt.map("id", &n, &n, 1, vec![0])?;
+    /// // One entity with two components: a 2x2 block.
+    /// let s = rt.sparsity("block", &[(&id, &id)], (2, 2))?;
+    /// let a = rt.mat::<f64>("A", &s)?;
+    /// a.zero_rows(&rt.subset("all", &n, vec![0])?, 5.0)?; // [[5, 0], [0, 5]]
+    /// a.zero_rows_components(&rt.subset("fixed", &n, vec![0])?, &[1], 1.0)?;
+    /// assert_eq!(a.values()?, vec![5.0, 0.0, 0.0, 1.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn zero_rows_components(&self, rows: &Subset, components: &[usize], diagonal: T) -> Result<()> {
+        self.zero_rows_of(rows, components, diagonal, "zero_rows_components")
+    }
+
+    /// [`Mat::zero_rows_components`], its errors named as `what`.
+    fn zero_rows_of(&self, rows: &Subset, components: &[usize], diagonal: T, what: &str) -> Result<()> {
+        // Agreed across the ranks of a distributed row set: a rank whose
+        // rows lack a diagonal entry (or that passed a subset of another
+        // set) fails there, and the others would otherwise go on to the
+        // solver's first collective and wait for it forever.
+        let diag = self.zero_row_positions(rows, components, what);
+        let diag = self.sparsity.row_set().agreed_data(&format!("{what} of matrix `{}`", self.name()), diag, "")?;
+        let ptr = self.sparsity.row_ptr();
+        self.values.with_own_values_mut(|v| {
+            for &(row, at) in &diag {
+                v[ptr[row]..ptr[row + 1]].fill(T::default());
+                v[at] = diagonal;
+            }
+        })
+    }
+
+    /// The rows of [`Mat::zero_rows`] on this rank, each with the position
+    /// of its diagonal entry in the values, or the error naming the first
+    /// problem.
+    fn zero_row_positions(&self, rows: &Subset, components: &[usize], what: &str) -> Result<Vec<(usize, usize)>> {
         let s = &self.sparsity;
+        if let Some(&c) = components.iter().find(|&&c| c >= s.row_dim()) {
+            return Err(Error::InvalidDeclaration {
+                what: "matrix",
+                name: self.name().into(),
+                reason: format!(
+                    "{what}: component {c} of subset `{}`, but the rows have {} component(s) (row dim of sparsity `{}`)",
+                    rows.name(),
+                    s.row_dim(),
+                    s.name()
+                ),
+            });
+        }
         if rows.parent() != s.row_set() {
             return Err(Error::InvalidDeclaration {
                 what: "matrix",
                 name: self.name().into(),
                 reason: format!(
-                    "zero_rows: subset `{}` is of set `{}`, the matrix's rows are on `{}`",
+                    "{what}: subset `{}` is of set `{}`, the matrix's rows are on `{}`",
                     rows.name(),
                     rows.parent().name(),
                     s.row_set().name()
@@ -208,25 +268,28 @@ impl<T: Scalar> Mat<T> {
             return Err(Error::InvalidDeclaration {
                 what: "matrix",
                 name: self.name().into(),
-                reason: "zero_rows needs a square block structure (rows and columns on one set, equal dims) to have a diagonal".into(),
+                reason: format!(
+                    "{what} needs a square block structure (rows and columns on one set, equal dims) to have a diagonal"
+                ),
             });
         }
         let (dim, ptr, cols) = (s.row_dim(), s.row_ptr(), s.col_indices());
         let owned = s.rows() / dim;
         // Positions first, so that a missing diagonal changes nothing.
-        let mut diag = Vec::with_capacity(rows.size() * dim);
+        // (At most one entry per stored row, however many components repeat.)
+        let mut diag = Vec::with_capacity(rows.size().saturating_mul(components.len()).min(s.rows()));
         for &r in rows.indices() {
             let r = r as usize;
             if r >= owned {
                 continue; // not this rank's row
             }
-            for a in 0..dim {
+            for &a in components {
                 let row = r * dim + a;
                 let k = cols[ptr[row]..ptr[row + 1]].binary_search(&(row as u32)).map_err(|_| Error::InvalidDeclaration {
                     what: "matrix",
                     name: self.name().into(),
                     reason: format!(
-                        "zero_rows: the diagonal entry ({row}, {row}) of row entity {r} (subset `{}`) is not in sparsity `{}`",
+                        "{what}: the diagonal entry ({row}, {row}) of row entity {r} (subset `{}`) is not in sparsity `{}`",
                         rows.name(),
                         s.name()
                     ),
@@ -234,12 +297,7 @@ impl<T: Scalar> Mat<T> {
                 diag.push((row, ptr[row] + k));
             }
         }
-        self.values.with_own_values_mut(|v| {
-            for &(row, at) in &diag {
-                v[ptr[row]..ptr[row + 1]].fill(T::default());
-                v[at] = diagonal;
-            }
-        })
+        Ok(diag)
     }
 
     /// Writes the matrix to `path` in Matrix Market coordinate format
