@@ -3,7 +3,7 @@
 # `gmsh` package, 4.8.4 made the committed files): each geometry in MSH 2.2
 # and 4.1, ASCII and binary. Run from mesh/data/.
 set -e
-for g in disk:2 lshape:2 cube_hole:3; do
+for g in disk:2 lshape:2 cube_hole:3 two_materials:2; do
     name=${g%%:*}
     dim=${g##*:}
     for v in 22 41; do

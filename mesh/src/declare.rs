@@ -26,7 +26,9 @@ pub struct DeclaredMesh {
     pub facet_cells: Map,
     /// Vertex coordinates, `dim` per vertex (`"coords"`).
     pub coords: Dat<f64>,
-    /// The mesh's groups (sorted entity numbers), as in [`Mesh::groups`].
+    /// The mesh's groups (sorted entity numbers), as in [`Mesh::groups`],
+    /// but for groups of interior facets ([`EntityKind::InteriorFacet`]:
+    /// [`crate::DeclaredInteriorFacets`] has them).
     pub groups: Vec<Group>,
     /// One parloop [`Subset`] per group, in the same order, of the
     /// vertices, cells or facets: loops iterate over them and
@@ -108,23 +110,26 @@ impl Mesh {
         let mut coords = reserve(prefix, "a copy of the coordinates", self.coords.len())?;
         coords.extend_from_slice(&self.coords);
         let coords = rt.dat(&name("coords"), &vertices, d, coords)?;
-        let mut subsets = Vec::with_capacity(self.groups.len());
+        // Groups of interior facets are declared with the interior facets
+        // (`InteriorFacets::declare`): the mesh declares no set for them.
+        let groups: Vec<Group> = self.groups.iter().filter(|g| g.kind != EntityKind::InteriorFacet).cloned().collect();
+        let mut subsets = Vec::with_capacity(groups.len());
         // The kinds of the groups of each name, and the groups per name
         // and kind so far (counted once: a file can hold hundreds of
         // thousands of groups).
         let mut kinds: HashMap<&str, Vec<EntityKind>> = HashMap::new();
-        for g in &self.groups {
+        for g in &groups {
             let k = kinds.entry(g.name.as_str()).or_default();
             if !k.contains(&g.kind) {
                 k.push(g.kind);
             }
         }
         let mut seen: HashMap<(&str, EntityKind), usize> = HashMap::new();
-        for g in &self.groups {
+        for g in &groups {
             let (set, kind) = match g.kind {
                 EntityKind::Vertex => (&vertices, "vertex"),
                 EntityKind::Cell => (&cells, "cell"),
-                EntityKind::Facet => (&facets, "facet"),
+                EntityKind::Facet | EntityKind::InteriorFacet => (&facets, "facet"),
             };
             let mut sub = format!("{prefix}/{}", g.name);
             if kinds[g.name.as_str()].len() > 1 {
@@ -148,7 +153,7 @@ impl Mesh {
             facet_vertices,
             facet_cells,
             coords,
-            groups: self.groups.clone(),
+            groups,
             subsets,
         })
     }
@@ -210,13 +215,30 @@ impl Mesh {
         in_range("cells", &self.cells, nv, "vertex")?;
         in_range("facets", &self.facets, nv, "vertex")?;
         in_range("facet_cells", &self.facet_cells, self.num_cells(), "cell")?;
+        // Interior facets are counted only for a mesh with a group of them
+        // (finding them sorts every face).
+        let interior = match self.groups.iter().any(|g| g.kind == EntityKind::InteriorFacet) {
+            true => match crate::faces::faces("mesh", d, &self.cells, true) {
+                Ok(f) => f.interior.len(),
+                Err(crate::faces::FacesError::OutOfMemory(e)) => return Err(e),
+                Err(crate::faces::FacesError::SharedByMore { cell, .. }) => {
+                    return Err(invalid(format!("a face of cell {cell} is shared by more than two cells")))
+                }
+            },
+            false => 0,
+        };
         for g in &self.groups {
             let bound = match g.kind {
                 EntityKind::Vertex => nv,
                 EntityKind::Cell => self.num_cells(),
                 EntityKind::Facet => self.num_facets(),
+                EntityKind::InteriorFacet => interior,
             };
-            in_range(&format!("group `{}`", g.name), &g.entities, bound, &format!("{:?}", g.kind).to_lowercase())?;
+            let of = match g.kind {
+                EntityKind::InteriorFacet => "interior facet".to_string(),
+                kind => format!("{kind:?}").to_lowercase(),
+            };
+            in_range(&format!("group `{}`", g.name), &g.entities, bound, &of)?;
         }
         Ok(())
     }

@@ -4,11 +4,11 @@
 //! between its two cells). The Gmsh reader finds its boundary facets here
 //! too; [`Mesh::interior_facets`] gives the interior ones.
 
-use parloop::{Error, Map, Runtime, Set};
+use parloop::{Error, Map, Runtime, Set, Subset};
 
 use crate::declare::to_i32;
-use crate::generate::reserve;
-use crate::{DeclaredMesh, Mesh};
+use crate::generate::{collect_in, reserve};
+use crate::{DeclaredMesh, EntityKind, Group, Mesh};
 
 /// A triangle's edges, each counter-clockwise (the triangle on its left).
 const EDGES: [[usize; 2]; 3] = [[0, 1], [1, 2], [2, 0]];
@@ -109,6 +109,9 @@ pub struct InteriorFacets {
     pub vertices: Vec<u32>,
     /// Facet -> its two cells, the lower-numbered first.
     pub cells: Vec<u32>,
+    /// The mesh's groups of interior facets ([`EntityKind::InteriorFacet`]:
+    /// a Gmsh interface curve or surface), numbered as these facets.
+    pub groups: Vec<Group>,
 }
 
 /// An [`InteriorFacets`] declared on a runtime, from
@@ -121,6 +124,22 @@ pub struct DeclaredInteriorFacets {
     pub facet_vertices: Map,
     /// Facet -> its two cells (`"interior_facet_cells"`), arity 2.
     pub facet_cells: Map,
+    /// The groups of [`InteriorFacets::groups`], in the same order.
+    pub groups: Vec<Group>,
+    /// One [`Subset`] of [`DeclaredInteriorFacets::facets`] per group, in
+    /// the same order, named after the prefix and the group with a slash
+    /// (`"fv/interface"`), as [`DeclaredMesh::subsets`] are (a group of
+    /// that name may be a boundary facet group too: the slash names never
+    /// meet, the interior one is `"fv/interface(interior facet)"`).
+    pub subsets: Vec<Subset>,
+}
+
+impl DeclaredInteriorFacets {
+    /// The subset of the interior facet group called `name`, if any.
+    pub fn subset_of(&self, name: &str) -> Option<&Subset> {
+        let at = self.groups.iter().position(|g| g.name == name)?;
+        self.subsets.get(at)
+    }
 }
 
 impl std::fmt::Debug for DeclaredInteriorFacets {
@@ -130,6 +149,18 @@ impl std::fmt::Debug for DeclaredInteriorFacets {
             .field("size", &self.facets.size())
             .finish()
     }
+}
+
+/// The subset name of interior facet group `group`: `"{prefix}/{group}"`,
+/// with `"(interior facet)"` appended where the mesh's declared groups
+/// use that name too (a physical curve with boundary and interior
+/// facets), as [`Mesh::declare`] names groups of two kinds.
+fn interior_subset_name(prefix: &str, group: &str, mesh: &DeclaredMesh) -> String {
+    let mut sub = format!("{prefix}/{group}");
+    if mesh.groups.iter().any(|g| g.name == group) {
+        sub.push_str("(interior facet)");
+    }
+    sub
 }
 
 impl InteriorFacets {
@@ -189,7 +220,21 @@ impl InteriorFacets {
             2,
             to_i32(&self.cells, "interior facet cells")?,
         )?;
-        Ok(DeclaredInteriorFacets { facets, facet_vertices, facet_cells })
+        let mut subsets = Vec::with_capacity(self.groups.len());
+        for g in &self.groups {
+            if g.kind != EntityKind::InteriorFacet {
+                return Err(Error::InvalidDeclaration {
+                    what: "interior facets",
+                    name: name("interior_facets"),
+                    reason: format!("group `{}` holds {:?} entities, not interior facets", g.name, g.kind),
+                });
+            }
+            let sub = interior_subset_name(prefix, &g.name, mesh);
+            let entities =
+                collect_in(prefix, &format!("the entities of subset `{sub}`"), g.entities.iter().map(|&e| e as usize))?;
+            subsets.push(rt.subset(&sub, &facets, entities)?);
+        }
+        Ok(DeclaredInteriorFacets { facets, facet_vertices, facet_cells, groups: self.groups.clone(), subsets })
     }
 }
 
@@ -229,6 +274,7 @@ impl Mesh {
             vertices.extend(local[l as usize].iter().map(|&k| cell[k]));
             cells.extend([c, other]);
         }
-        Ok(InteriorFacets { dim: d, vertices, cells })
+        let groups = self.groups.iter().filter(|g| g.kind == EntityKind::InteriorFacet).cloned().collect();
+        Ok(InteriorFacets { dim: d, vertices, cells, groups })
     }
 }

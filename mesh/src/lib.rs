@@ -26,6 +26,11 @@ pub enum EntityKind {
     Cell,
     /// Boundary facets (rows of [`Mesh::facets`]).
     Facet,
+    /// Facets between two cells (rows of [`Mesh::interior_facets`], in its
+    /// order): a Gmsh physical curve (2-D) or surface (3-D) inside the
+    /// domain, such as the interface between two materials. Declared with
+    /// the interior facets ([`InteriorFacets::declare`]), not with the mesh.
+    InteriorFacet,
 }
 
 /// A named group of entities: a Gmsh physical group, or a generator's

@@ -228,6 +228,7 @@ fn declared_mesh_matches_the_plain_data() {
             EntityKind::Vertex => &d.vertices,
             EntityKind::Cell => &d.cells,
             EntityKind::Facet => &d.facets,
+            EntityKind::InteriorFacet => panic!("a generator made an interior facet group"),
         };
         assert_eq!(s.parent().name(), parent.name(), "subset {}", g.name);
         assert_eq!(s.name(), format!("box/{}", g.name));

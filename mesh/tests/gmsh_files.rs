@@ -263,8 +263,9 @@ fn every_layout_reads_the_same_square() {
 
 /// Gmsh saves every element of a model without physical groups: points
 /// (a circle's centre, which no cell uses) and interior curves, in no
-/// group. They carry nothing and are passed over; in a group they are
-/// errors naming the group.
+/// group. They carry nothing and are passed over; in a group, a point no
+/// cell uses and a segment that is no triangle's edge are errors naming
+/// the group.
 #[test]
 fn lower_dimensional_elements_in_no_group_are_passed_over() {
     let mut s = square();
@@ -279,10 +280,71 @@ fn lower_dimensional_elements_in_no_group_are_passed_over() {
     point.elements.push((15, 11, 9, vec![99]));
     let (_, reason) = line_of(read_bytes("bad.msh", ascii22(&point).as_bytes()).unwrap_err());
     assert!(reason.contains("group 11") && reason.contains("node 99"), "{reason}");
-    let mut interior = square();
-    interior.elements.push((1, 12, 3, vec![20, 50]));
-    let (_, reason) = line_of(read_bytes("bad.msh", ascii22(&interior).as_bytes()).unwrap_err());
-    assert!(reason.contains("group 12") && reason.contains("boundary"), "{reason}");
+    let mut nowhere = square();
+    nowhere.elements.push((1, 12, 3, vec![20, 40])); // the square's other diagonal: no edge
+    let (_, reason) = line_of(read_bytes("bad.msh", ascii22(&nowhere).as_bytes()).unwrap_err());
+    assert!(reason.contains("group 12") && reason.contains("20, 40") && reason.contains("no cell's edge"), "{reason}");
+}
+
+/// A physical curve inside the domain (an interface between materials):
+/// its segments are interior facets, numbered as `Mesh::interior_facets`
+/// numbers them, with its vertices' group; a curve with segments on the
+/// boundary and inside gives both kinds under one name. Declared, the
+/// interior group is a subset of the interior facet set that loops run
+/// over. (These files were an error before: "not a boundary face".)
+#[test]
+fn physical_curves_inside_the_domain_are_interior_facet_groups() {
+    let mut s = square();
+    s.elements.push((1, 12, 3, vec![20, 50])); // interior: between cells 0 and 1
+    s.elements.push((1, 12, 3, vec![50, 40])); // interior: between cells 2 and 3
+    s.elements.push((1, 13, 4, vec![50, 10])); // interior
+    s.elements.push((1, 13, 4, vec![30, 40])); // on the boundary (top)
+    s.names.push((1, 12, "interface"));
+    let ascii = read_bytes("iface.msh", ascii22(&s).as_bytes()).unwrap();
+    for big in [false, true] {
+        assert_eq!(read_bytes("iface.msh", &binary22(&s, big)).unwrap(), ascii, "2.2 big endian {big}");
+    }
+    assert_eq!(read_bytes("iface.msh", &write41(&s, None)).unwrap(), ascii, "4.1");
+    let m = ascii;
+    let inner = m.interior_facets().unwrap();
+    // The interior facet numbered k has vertices `inner.vertices[2k..]`
+    // (vertex numbers: tag 10 -> 0, 20 -> 1, 30 -> 2, 40 -> 3, 50 -> 4).
+    let facet_with = |a: u32, b: u32| -> u32 {
+        let k = inner.vertices.chunks_exact(2).position(|f| (f[0] == a && f[1] == b) || (f[0] == b && f[1] == a));
+        k.unwrap_or_else(|| panic!("no interior facet {a}-{b}")) as u32
+    };
+    let mut want = vec![facet_with(1, 4), facet_with(4, 3)];
+    want.sort();
+    let interface = m.group_of("interface", EntityKind::InteriorFacet).unwrap();
+    assert_eq!(interface.entities, want);
+    assert!(m.group_of("interface", EntityKind::Facet).is_none(), "wholly inside: no boundary facet group");
+    assert_eq!(m.vertex_group("interface").unwrap().entities, vec![1, 3, 4]);
+    // Group 13: one boundary facet (top: 2-3) and one interior (4-0).
+    let top = m.facets.chunks_exact(2).position(|f| f == [2, 3]).unwrap() as u32;
+    assert_eq!(m.group_of("gmsh:1:13", EntityKind::Facet).unwrap().entities, vec![top]);
+    assert_eq!(m.group_of("gmsh:1:13", EntityKind::InteriorFacet).unwrap().entities, vec![facet_with(4, 0)]);
+    assert_eq!(m.vertex_group("gmsh:1:13").unwrap().entities, vec![0, 2, 3, 4]);
+    assert_eq!(inner.groups.len(), 2);
+    m.check().unwrap();
+
+    // Declared: the mesh leaves interior groups to the interior facets.
+    let rt = parloop::Runtime::with_backend(parloop::Backend::Seq).unwrap();
+    let dm = m.declare(&rt, "two").unwrap();
+    assert!(dm.groups.iter().all(|g| g.kind != EntityKind::InteriorFacet));
+    assert_eq!(dm.groups.len(), dm.subsets.len());
+    let df = inner.declare(&rt, "two", &dm).unwrap();
+    let sub = df.subset_of("interface").unwrap();
+    assert_eq!((sub.name(), sub.indices()), ("two/interface", &want.iter().map(|&f| f as i32).collect::<Vec<_>>()[..]));
+    let both = df.subset_of("gmsh:1:13").unwrap();
+    assert_eq!(both.name(), "two/gmsh:1:13(interior facet)");
+    // The boundary part keeps the name it has without an interior part.
+    assert_eq!(dm.subset_of("gmsh:1:13", EntityKind::Facet).unwrap().name(), "two/gmsh:1:13");
+
+    // A group of interior facets past the mesh's: `check` names it.
+    let mut bad = m.clone();
+    bad.groups.iter_mut().find(|g| g.kind == EntityKind::InteriorFacet).unwrap().entities.push(99);
+    let err = bad.check().unwrap_err().to_string();
+    assert!(err.contains("interior facet") && err.contains("99") && err.contains("there are 4"), "{err}");
 }
 
 #[test]
@@ -358,11 +420,11 @@ fn ascii_errors_name_the_line() {
     let bad = good.replace("50 0.5 0.5 0", "50 0.5 0.5 0.25");
     let (line, _) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());
     assert_eq!(line, line_starting(&bad, "50 0.5"));
-    // An interior facet in a physical curve.
-    let bad = good.replace("3 1 2 6 2 20 30", "3 1 2 6 2 20 50");
+    // A segment in a physical curve that is no triangle's edge.
+    let bad = good.replace("3 1 2 6 2 20 30", "3 1 2 6 2 20 40");
     let (line, reason) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());
-    assert_eq!(line, line_starting(&bad, "3 1 2 6 2 20 50"));
-    assert!(reason.contains("boundary"), "{reason}");
+    assert_eq!(line, line_starting(&bad, "3 1 2 6 2 20 40"));
+    assert!(reason.contains("no cell's edge"), "{reason}");
     // Other versions.
     let bad = good.replace("2.2 0 8", "3.0 0 8");
     assert_eq!(line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err()).0, 2);

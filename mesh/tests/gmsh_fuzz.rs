@@ -90,6 +90,7 @@ fn check_mesh(m: &Mesh) -> Result<(), String> {
                 EntityKind::Vertex => m.vertices(),
                 EntityKind::Cell => m.num_cells(),
                 EntityKind::Facet => m.num_facets(),
+                EntityKind::InteriorFacet => m.interior_facets().map_or(0, |f| f.len()),
             };
             g.entities.windows(2).all(|w| w[0] < w[1]) && g.entities.iter().all(|&e| (e as usize) < n)
         });

@@ -143,6 +143,7 @@ fn check_invariants(file: &str, m: &Mesh) {
             EntityKind::Vertex => m.vertices(),
             EntityKind::Cell => m.num_cells(),
             EntityKind::Facet => m.num_facets(),
+            EntityKind::InteriorFacet => m.interior_facets().map_or(0, |f| f.len()),
         };
         assert!(g.entities.iter().all(|&e| (e as usize) < n), "{file}: group {} out of range", g.name);
         if g.kind == EntityKind::Facet {
@@ -280,7 +281,7 @@ fn variants_of_one_run_are_identical_up_to_rounding() {
     // Gmsh meshes each variant from the same .geo deterministically and
     // tags nodes alike, so the reader's numbering (by node tag) makes the
     // meshes equal, not just alike; coordinates agree to rounding.
-    for geometry in ["disk", "lshape", "cube_hole"] {
+    for geometry in ["disk", "lshape", "cube_hole", "two_materials"] {
         let meshes = read_all(geometry);
         let (_, m0) = &meshes[0];
         for (file, m) in &meshes[1..] {
@@ -290,6 +291,62 @@ fn variants_of_one_run_are_identical_up_to_rounding() {
             assert_eq!(m.groups, m0.groups, "{file}");
             let dmax = m.coords.iter().zip(&m0.coords).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
             assert!(dmax < 1e-14, "{file}: coordinates differ by {dmax}");
+        }
+    }
+}
+
+/// Length of an interior facet (a segment), added to a global.
+#[parloop::kernel]
+fn segment_length(x: &[[f64; 2]; 2], total: &mut f64) {
+    let (dx, dy) = (x[1][0] - x[0][0], x[1][1] - x[0][1]);
+    *total += (dx * dx + dy * dy).sqrt();
+}
+
+/// Two materials with their interface as a physical curve inside the
+/// domain: the interface is an interior facet group along x = 0.5, each
+/// of its facets between a cell of "left" and one of "right", of total
+/// length 1, and a loop over its declared subset measures that length.
+#[test]
+fn two_materials_have_their_interface_as_interior_facets() {
+    let meshes = read_all("two_materials");
+    check_variants_agree(&meshes);
+    for (file, m) in &meshes {
+        assert_eq!(m.dim, 2, "{file}");
+        let area = |name: &str| -> f64 {
+            let g = m.group_of(name, EntityKind::Cell).unwrap_or_else(|| panic!("{file}: no {name}"));
+            let measures = cell_measures(m);
+            g.entities.iter().map(|&c| measures[c as usize]).sum()
+        };
+        assert!((area("left") - 0.5).abs() < 1e-12 && (area("right") - 0.5).abs() < 1e-12, "{file}");
+        assert!((group_measure(m, "outer") - 4.0).abs() < 1e-12, "{file}");
+        let interface = m.group_of("interface", EntityKind::InteriorFacet).expect("interface");
+        assert!(m.group_of("interface", EntityKind::Facet).is_none(), "{file}");
+        let inner = m.interior_facets().unwrap();
+        let left = &m.group("left").unwrap().entities;
+        let mut length = 0.0;
+        for &f in &interface.entities {
+            let v = &inner.vertices[f as usize * 2..][..2];
+            let (a, b) = (point(m, v[0]), point(m, v[1]));
+            assert!(a[0] == 0.5 && b[0] == 0.5, "{file}: interface facet {a:?}-{b:?} off x = 0.5");
+            length += norm(sub(b, a));
+            let cells = &inner.cells[f as usize * 2..][..2];
+            let in_left = |c: u32| left.binary_search(&c).is_ok();
+            assert!(in_left(cells[0]) != in_left(cells[1]), "{file}: facet {f} not between the materials");
+        }
+        assert!((length - 1.0).abs() < 1e-12, "{file}: interface length {length}");
+        let on_line = (0..m.vertices() as u32).filter(|&v| point(m, v)[0] == 0.5).count();
+        assert_eq!(m.vertex_group("interface").unwrap().entities.len(), on_line, "{file}");
+        // Through parloop: a loop over the interface's subset.
+        for backend in [parloop::Backend::Seq, parloop::Backend::Threads, parloop::Backend::Emu] {
+            let rt = parloop::Runtime::with_backend(backend).unwrap();
+            let dm = m.declare(&rt, "mat").unwrap();
+            let df = inner.declare(&rt, "mat", &dm).unwrap();
+            let total = rt.global("length", &[0.0f64]).unwrap();
+            let sub = df.subset_of("interface").unwrap();
+            let args = [dm.coords.arg_vec(&df.facet_vertices, parloop::Access::READ), total.arg(parloop::Access::INC)];
+            rt.par_loop(segment_length::KERNEL, sub, &args).unwrap();
+            let got = total.value().unwrap();
+            assert!((got - 1.0).abs() < 1e-12, "{file} {backend:?}: {got}");
         }
     }
 }

@@ -22,9 +22,15 @@
 //!   their vertices named with the suffix [`VERTICES_SUFFIX`]
 //!   (`"inlet"` and `"inlet.vertices"`); lower-dimensional groups (physical
 //!   points, and curves in 3-D) give vertex groups under their own name.
+//!   A physical curve (2-D) or surface (3-D) inside the domain (the
+//!   interface between two materials, say) gives an
+//!   [`EntityKind::InteriorFacet`] group of its facets between two cells,
+//!   numbered as [`Mesh::interior_facets`] numbers them (one with facets
+//!   on the boundary and inside gives both kinds under its name), and its
+//!   vertices' group as above.
 //!   A lower-dimensional element in a physical group must lie on the mesh:
-//!   one on a node no cell uses, or a facet element that is not a boundary
-//!   face (an interior interface, say), is an error. Lower-dimensional
+//!   one on a node no cell uses, or a facet element that is no cell's
+//!   face, is an error. Lower-dimensional
 //!   elements in no physical group (Gmsh saves them all when a model has
 //!   no physical groups) are passed over.
 //!
@@ -323,8 +329,12 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
 
     // Faces with one cell are the boundary facets.
     let faces = local_faces(dim);
-    let boundary = match crate::faces::faces(loc.name, dim, &cells, false) {
-        Ok(f) => f.boundary,
+    // Interior faces too where a facet element is in a physical group: it
+    // may be an interface inside the domain.
+    let grouped_facets =
+        raw.elements.iter().any(|e| e.ty != cell_ty && !e.physical.is_empty() && dim_of(e.ty) + 1 == dim);
+    let (boundary, interior) = match crate::faces::faces(loc.name, dim, &cells, grouped_facets) {
+        Ok(f) => (f.boundary, f.interior),
         Err(FacesError::OutOfMemory(e)) => return Err(e),
         Err(FacesError::SharedByMore { cell, .. }) => {
             return Err(loc.error(cells_raw[cell as usize].1, "a face is shared by more than two cells"))
@@ -341,8 +351,18 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
         facet_cells.push(c);
     }
 
+    // Interior faces by key, numbered as `Mesh::interior_facets` numbers
+    // them (the same face table over the same cells).
+    let mut interior_of: HashMap<[u32; 3], u32> = HashMap::with_capacity(interior.len());
+    for (k, &(c, l, _)) in interior.iter().enumerate() {
+        let cell = &cells[c as usize * nv..][..nv];
+        let fv: Vec<u32> = faces[l as usize].iter().map(|&i| cell[i]).collect();
+        interior_of.insert(face_key(&fv), k as u32);
+    }
     // Physical groups: (dimension, tag) -> entities.
     let mut phys: BTreeMap<(usize, i32), Vec<u32>> = BTreeMap::new();
+    // Facet groups' interior facets: (dimension, tag) -> interior facets.
+    let mut phys_interior: BTreeMap<(usize, i32), Vec<u32>> = BTreeMap::new();
     for (c, tags) in cell_phys.iter().enumerate() {
         for &t in tags {
             phys.entry((dim, t)).or_default().push(c as u32);
@@ -375,19 +395,25 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
             vs.push(number[i]);
         }
         if edim == dim - 1 {
-            let f = facet_of.get(&face_key(&vs)).ok_or_else(|| {
-                loc.error(
-                    e.pos,
-                    format!(
-                        "a facet element of physical group {} is not a boundary face of the mesh (groups of \
-                         interior facets are not read: leave interior curves and surfaces out of the physical \
-                         groups; `Mesh::interior_facets` gives every interior facet)",
-                        group_list(&e.physical)
-                    ),
-                )
-            })?;
+            let key = face_key(&vs);
+            let (groups, f) = match (facet_of.get(&key), interior_of.get(&key)) {
+                (Some(&f), _) => (&mut phys, f),
+                (None, Some(&f)) => (&mut phys_interior, f),
+                (None, None) => {
+                    return Err(loc.error(
+                        e.pos,
+                        format!(
+                            "a facet element of physical group {} is not a face of any cell (its nodes {} are \
+                             no cell's {})",
+                            group_list(&e.physical),
+                            v[..k].iter().map(|&i| raw.nodes[i].tag.to_string()).collect::<Vec<_>>().join(", "),
+                            if dim == 2 { "edge" } else { "face" }
+                        ),
+                    ))
+                }
+            };
             for &t in e.physical.iter() {
-                phys.entry((edim, t)).or_default().push(*f);
+                groups.entry((edim, t)).or_default().push(f);
             }
         } else {
             for &t in e.physical.iter() {
@@ -405,6 +431,9 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
             phys.entry((d, *t)).or_default();
         }
     }
+    for &key in phys_interior.keys() {
+        phys.entry(key).or_default();
+    }
     let mut groups = Vec::new();
     for ((d, t), mut ents) in phys {
         ents.sort_unstable();
@@ -413,18 +442,39 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
         if d == dim {
             groups.push(Group { name, kind: EntityKind::Cell, entities: ents });
         } else if d + 1 == dim {
-            let mut verts: Vec<u32> =
-                ents.iter().flat_map(|&f| facets[f as usize * dim..][..dim].iter().copied()).collect();
+            // The group's boundary facets, its interior ones (an interface,
+            // or a curve that crosses the domain), and the vertices of both.
+            let mut inner = phys_interior.remove(&(d, t)).unwrap_or_default();
+            inner.sort_unstable();
+            inner.dedup();
+            let cells = &cells;
+            let inner_vertices = inner.iter().flat_map(|&f| {
+                let (c, l, _) = interior[f as usize];
+                faces[l as usize].iter().map(move |&i| cells[c as usize * nv + i])
+            });
+            let mut verts: Vec<u32> = ents
+                .iter()
+                .flat_map(|&f| facets[f as usize * dim..][..dim].iter().copied())
+                .chain(inner_vertices)
+                .collect();
             verts.sort_unstable();
             verts.dedup();
             groups.push(Group { name: format!("{name}{VERTICES_SUFFIX}"), kind: EntityKind::Vertex, entities: verts });
-            groups.push(Group { name, kind: EntityKind::Facet, entities: ents });
+            // A group wholly inside the domain has no boundary facet group.
+            if !ents.is_empty() || inner.is_empty() {
+                groups.push(Group { name: name.clone(), kind: EntityKind::Facet, entities: ents });
+            }
+            if !inner.is_empty() {
+                groups.push(Group { name, kind: EntityKind::InteriorFacet, entities: inner });
+            }
         } else {
             groups.push(Group { name, kind: EntityKind::Vertex, entities: ents });
         }
     }
+    // One name may hold a physical curve's boundary and interior facets
+    // (two kinds); two physical groups of one name are an error.
     groups.sort_by(|a, b| a.name.cmp(&b.name));
-    if let Some(w) = groups.windows(2).find(|w| w[0].name == w[1].name) {
+    if let Some(w) = groups.windows(2).find(|w| w[0].name == w[1].name && !is_facet_pair(w[0].kind, w[1].kind)) {
         return Err(loc.error(0, format!("two groups are named `{}`", w[0].name)));
     }
     Ok(Mesh { dim, coords, cells, facets, facet_cells, groups })
@@ -453,6 +503,12 @@ mod tests {
         assert!(e.starts_with("not a regular file (a FIFO"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+/// Whether two groups of one name are a physical group's boundary and
+/// interior facets.
+fn is_facet_pair(a: EntityKind, b: EntityKind) -> bool {
+    matches!((a, b), (EntityKind::Facet, EntityKind::InteriorFacet) | (EntityKind::InteriorFacet, EntityKind::Facet))
 }
 
 /// An element's physical tags for a message: `7` or `7, 9`.
