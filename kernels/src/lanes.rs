@@ -59,13 +59,18 @@ pub struct LaneTwin {
 /// assert!(parloop_kernels::lane_twin(&g, &quote::quote!(p), 4).is_err());
 /// ```
 pub fn lane_twin(item: &ItemFn, private: &TokenStream, width: usize) -> Result<LaneTwin, String> {
-    let item = &crate::translate::normal_form(item);
+    let mut normal = crate::translate::normal_form(item);
     // A loop over a bare local array (`__pl_elem`, see `translate::iterate`) has no
     // Rust form here; the kernel runs scalar.
-    if crate::translate::uses_element(item) {
+    if crate::translate::uses_element(&normal) {
         return Err("a `for` over a local array".into());
     }
-    let (mut inf, params, _) = infer(item, FnKind::Kernel).map_err(|e| e.to_string())?;
+    let (mut inf, params, _) = infer(&normal, FnKind::Kernel).map_err(|e| e.to_string())?;
+    // A `sum`'s start (`translate/folds.rs`) as a Rust literal of its type,
+    // should the twin take the reduction's loop (it declines its reference
+    // locals today).
+    crate::translate::resolve_neutrals(&mut normal, &mut inf);
+    let item = &normal;
     if !inf.macros.is_empty() {
         // A panic site's element is the lane's, which a group of lanes
         // would not name: such kernels run scalar.

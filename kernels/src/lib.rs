@@ -9,10 +9,11 @@
 //!
 //! Parameters: `&T`, `&mut T`, `&[T; N]`, `&mut [T; N]`, `&[[T; M]; N]`,
 //! `&mut [[T; M]; N]` with `T` one of `f64 f32 i32 u32 i64 u64`; helpers
-//! (`#[parloop::device]`) also take scalars by value and may return one,
-//! or an array (emitted as a `__pl_arr` struct holding it; a caller binds
-//! it to a `let` annotated with its type, or assigns it to an array
-//! place). Helpers do not call themselves.
+//! (`#[parloop::device]`) also take scalars and arrays by value (an array
+//! as a `__pl_arr` struct the caller fills where Rust evaluates the
+//! argument: the helper's own copy) and may return a scalar, or an array
+//! (a `__pl_arr` too; a caller binds it to a `let` annotated with its
+//! type, or assigns it to an array place). Helpers do not call themselves.
 //!
 //! Bodies may use:
 //!
@@ -40,6 +41,12 @@
 //!   passes, `translate/iterate.rs`); `while`, `loop`, `break`,
 //!   `continue` (also labelled: C++ `goto`s to a label after the loop or
 //!   at the end of its body), `return`;
+//! - iterator reductions as values: such a source, any `.map(f)`s, then
+//!   `.sum()`, `.product()`, `.fold(init, f)`, `.any(f)` or `.all(f)`,
+//!   with closures (patterns a `for` takes, `|acc, v|`) or paths as the
+//!   functions, rewritten to those loops (`translate/folds.rs`: a float
+//!   `sum` from Rust's `-0.0`, integers wrapping, `any`/`all` stopping
+//!   early);
 //! - references to places kept in locals (`let r = &mut m[i];`, `let e =
 //!   &mut *o;`, a reference parameter moved into a local): C++ pointers,
 //!   so writes through them reach the place as in Rust;
@@ -58,15 +65,19 @@
 //!   panic sites whose messages the runtime reports (`translate/panics.rs`);
 //! - tuples where they are taken apart: `let (a, b) = ...;` and `(a, b) =
 //!   ...;` of a tuple literal, `x.sin_cos()`, or an `if`/`match`/block whose
-//!   every value is one (rewritten to scalar `let`s before the passes);
+//!   every value is one (rewritten to scalar `let`s before the passes), and
+//!   `let t = ...;` of one read by its fields (`t.0`, assigned too), and
+//!   `x.sin_cos().0` (`translate/fields.rs`);
 //! - the scalar methods of one table (`translate/methods.rs`, also the
 //!   list in errors): float `sqrt cbrt exp exp2 exp_m1 ln log2 log10 ln_1p
 //!   log powf powi sin cos tan asin acos atan atan2 sinh cosh tanh asinh
 //!   acosh atanh hypot abs signum copysign min max clamp floor ceil round
 //!   trunc fract recip to_radians to_degrees rem_euclid div_euclid mul_add
 //!   is_nan is_finite is_infinite is_sign_positive is_sign_negative`,
-//!   integer `abs signum min max clamp pow rem_euclid div_euclid
-//!   is_positive is_negative`, with Rust's results where C's functions
+//!   integer `abs signum min max clamp pow wrapping_add wrapping_sub
+//!   wrapping_mul rem_euclid div_euclid is_positive is_negative`
+//!   (`std::cmp::max(a, b)`/`min` read as `a.max(b)`), lossless
+//!   conversions `f64::from(x)` (as `as`), with Rust's results where C's functions
 //!   differ (`cbrt` correctly rounded but for inputs within 2^-100 of a
 //!   rounding boundary,
 //!   `asinh`'s reciprocal form, `pow` wrapping, `clamp`'s panic), and

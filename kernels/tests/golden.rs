@@ -638,3 +638,110 @@ fn float_constants_are_their_bits() {
         ]
     );
 }
+
+#[test]
+fn helpers_take_arrays_by_value_as_copies() {
+    let f: syn::ItemFn = syn::parse_quote! {
+        fn dot3(a: [f64; 3], mut b: [[f32; 2]; 1]) -> f64 { b[0][0] += 1.0; a[0] * b[0][0] as f64 }
+    };
+    let t = translate(&f, FnKind::Device).unwrap();
+    assert_eq!(
+        t.source,
+        "__device__ inline double pl_fn_dot3(__pl_arr<double[3]> pl_in_a, __pl_arr<float[1][2]> pl_in_b) {\n    \
+         double (&a)[3] = pl_in_a.v;\n    \
+         float (&b)[1][2] = pl_in_b.v;\n    \
+         b[0][0] += 1.0f;\n    \
+         return (a[0] * ((double)(b[0][0])));\n}\n"
+    );
+    assert!(t.params[0].array && !t.params[0].by_ref);
+    // The caller copies each array argument where Rust evaluates it.
+    let b = body(syn::parse_quote! {
+        fn k(x: &[f64; 3], o: &mut f64) { *o = dot3(*x, [1.0, 0.0, *o]); }
+    });
+    assert_eq!(
+        b,
+        [
+            "__pl_arr<double[3]> pl_a0;",
+            "for (int pl_k1 = 0; pl_k1 < 3; ++pl_k1) pl_a0.v[pl_k1] = x[pl_k1];",
+            "const auto pl_o3 = pl_a0;",
+            "__pl_arr<double[3]> pl_a2;",
+            "pl_a2.v[0] = 1.0;",
+            "pl_a2.v[1] = 0.0;",
+            "pl_a2.v[2] = (*o);",
+            "(*o) = pl_fn_dot3(pl_o3, pl_a2);",
+        ]
+    );
+}
+
+#[test]
+fn iterator_reductions_are_loops_from_rusts_start() {
+    let b = body(syn::parse_quote! {
+        fn k(a: &[f32; 2], n: &[i64; 2], o: &mut f32, m: &mut i64) {
+            *o = a.iter().sum::<f32>();
+            *m = n.iter().map(|v| v * 2).product();
+        }
+    });
+    assert_eq!(
+        b,
+        [
+            "float pl_v0;",
+            "{",
+            "float pl_u___pl_acc0 = (-0.0f);",
+            "{",
+            "const auto* pl_u___pl_it1 = a;",
+            "for (int pl_u___pl_ix0 = 0, pl_end1 = 2; pl_u___pl_ix0 < pl_end1; ++pl_u___pl_ix0) {",
+            "const auto* pl_u___pl_x1 = (&pl_u___pl_it1[pl_u___pl_ix0]);",
+            "pl_u___pl_acc0 += (*pl_u___pl_x1);",
+            "}",
+            "}",
+            "pl_v0 = pl_u___pl_acc0;",
+            "}",
+            "(*o) = pl_v0;",
+            "long long pl_v2;",
+            "{",
+            "long long pl_u___pl_acc2 = 1ll;",
+            "{",
+            "const auto* pl_u___pl_it3 = n;",
+            "for (int pl_u___pl_ix2 = 0, pl_end3 = 2; pl_u___pl_ix2 < pl_end3; ++pl_u___pl_ix2) {",
+            "const auto* v = (&pl_u___pl_it3[pl_u___pl_ix2]);",
+            "pl_u___pl_acc2 = __pl_wmul(pl_u___pl_acc2, __pl_wmul((*v), 2ll));",
+            "}",
+            "}",
+            "pl_v2 = pl_u___pl_acc2;",
+            "}",
+            "(*m) = pl_v2;",
+        ]
+    );
+    // `any` stops at the first element that decides it.
+    let b = body(syn::parse_quote! {
+        fn k(a: &[f64; 2], o: &mut f64) { if a.iter().any(|&v| v.is_nan()) { *o = 0.0; } }
+    });
+    assert!(b.contains(&"bool pl_u___pl_c1 = __pl_is_nan(v);".to_string()), "{b:?}");
+    assert!(b.contains(&"pl_u___pl_acc0 = true;".to_string()) && b.contains(&"break;".to_string()), "{b:?}");
+}
+
+#[test]
+fn tuple_fields_conversions_cmp_and_wrapping() {
+    let b = body(syn::parse_quote! {
+        fn k(a: &f64, n: &i32, u: &u32, o: &mut f64, m: &mut i64) {
+            let t = (*a, a.sin_cos().1);
+            *o = t.0 + t.1 + f64::from(*u);
+            *m = i64::from(std::cmp::max(3, *n).wrapping_mul(*n)) + i64::from(u.wrapping_sub(1));
+        }
+    });
+    assert_eq!(
+        b,
+        [
+            "double pl_u___pl_tup0;",
+            "double pl_u___pl_tup1;",
+            "{",
+            "pl_u___pl_tup0 = (*a);",
+            "pl_u___pl_tup1 = cos((*a));",
+            "}",
+            "double pl_u___pl_f0 = pl_u___pl_tup0;",
+            "double pl_u___pl_f1 = pl_u___pl_tup1;",
+            "(*o) = ((pl_u___pl_f0 + pl_u___pl_f1) + ((double)((*u))));",
+            "(*m) = __pl_wadd(((long long)(__pl_wmul(__pl_imax<int>((*n), 3), (*n)))), ((long long)(((unsigned int)((*u)) - (unsigned int)(1u)))));",
+        ]
+    );
+}

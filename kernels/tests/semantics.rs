@@ -259,8 +259,9 @@ fn debug_asserts_are_asserts_or_nothing_by_profile() {
 #[test]
 fn common_refusals_name_the_construct_and_the_fix() {
     let err = |f: syn::ItemFn| translate(&f, FnKind::Kernel).unwrap_err().to_string();
-    let sum = err(syn::parse_quote! { fn k(q: &[f64; 3], o: &mut f64) { *o = q.iter().sum(); } });
-    assert!(sum.contains("iterator methods") && sum.contains("for v in q.iter()"), "{sum}");
+    let filter =
+        err(syn::parse_quote! { fn k(q: &[f64; 3], o: &mut f64) { *o = q.iter().filter(|v| **v > 0.0).sum(); } });
+    assert!(filter.contains("`.sum()`") && filter.contains("after any `.map(f)`s"), "{filter}");
     let generic = err(syn::parse_quote! { fn k<T: Copy>(w: &T, o: &mut f64) { *o = 1.0; } });
     assert!(generic.contains("cannot be generic"), "{generic}");
     let len = err(syn::parse_quote! { fn k(o: &mut f64) { const N: usize = 3; let a = [0.0; N]; *o = a[0]; } });

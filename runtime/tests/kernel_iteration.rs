@@ -1,6 +1,8 @@
 //! Reference locals, `for` over arrays, labelled loops, `matches!`/`if
-//! let`, `assert_eq!`/`assert_ne!` and helpers returning arrays in kernels
-//! against Rust: the translation
+//! let`, `assert_eq!`/`assert_ne!`, helpers returning arrays, and what
+//! ported numerical code writes (iterator reductions, helpers taking
+//! arrays by value, tuple fields, `T::from`, `std::cmp::max`,
+//! `wrapping_*`) in kernels against Rust: the translation
 //! compiled by the host C++ compiler on random inputs (bitwise), the device
 //! backend and the lane-wise CPU path against `seq`, the panics' messages on
 //! every backend, and NVRTC accepting every translation.
@@ -267,6 +269,8 @@ fn nvrtc_compiles_every_translation_without_warnings() {
     }
     for k in
         [ref_locals::KERNEL, iterate::KERNEL, iterate_bare::KERNEL, sugar::KERNEL, compared::KERNEL, spread::KERNEL]
+            .into_iter()
+            .chain(PORTED)
     {
         nvrtc_check(k).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
     }
@@ -612,4 +616,198 @@ fn effects_once(a: &[f64; 3], b: &[f64; 3], m: &mut [[f64; 3]; 4], out: &mut [f6
 fn effects_in_array_places_and_sources_run_once() {
     diff(effects_once::KERNEL, Floats::Small);
     backends_agree(effects_once::KERNEL);
+}
+
+// ---------------------------------------------------------------------------
+// What ported numerical code writes: iterator reductions, arrays by value,
+// tuple fields, conversions, `std::cmp`, wrapping arithmetic.
+// ---------------------------------------------------------------------------
+
+/// The kernels of this part, for NVRTC.
+const PORTED: [&Kernel; 7] = [
+    reductions::KERNEL,
+    int_reductions::KERNEL,
+    lane_sums::KERNEL,
+    pinned_sums::KERNEL,
+    by_value::KERNEL,
+    tuple_fields::KERNEL,
+    integer_forms::KERNEL,
+];
+
+#[parloop::device]
+fn norm2(v: [f64; 3]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>()
+}
+
+#[parloop::kernel]
+fn reductions(a: &[f64; 3], b: &[f64; 3], o: &mut [f64; 11]) {
+    o[0] = a.iter().sum::<f64>();
+    let p: f64 = a.iter().product();
+    o[1] = p;
+    o[2] = a.iter().zip(b.iter()).map(|(x, y)| x * y).sum::<f64>();
+    o[3] = a.iter().fold(0.0, |acc, &v| acc + v);
+    o[4] = a.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    o[5] = if a.iter().any(|v| v.is_nan()) { 1.0 } else { 0.0 };
+    o[6] = if b.iter().all(|&v| v > 0.0) { 1.0 } else { -1.0 };
+    // Two maps, an index, a reversed walk, a reduction inside a closure.
+    o[7] = a.iter().enumerate().map(|(i, v)| v * i as f64).map(|w| w.abs()).sum::<f64>();
+    o[8] = a.iter().rev().fold(1.0, |acc, v| acc * 0.5 + v);
+    o[9] = b.iter().map(|&y| a.iter().map(|x| x * y).sum::<f64>()).product::<f64>();
+    o[10] = norm2(*a) + a.iter().copied().map(f64::abs).fold(0.0, f64::max);
+}
+
+/// Integer sums and products wrap on the device as release Rust's do;
+/// the inputs here stay in range, so debug builds agree too.
+#[parloop::kernel]
+fn int_reductions(n: &[i32; 3], m: &mut [i32; 5]) {
+    m[0] = n.iter().sum();
+    m[1] = n.iter().product::<i32>();
+    m[2] = n.iter().map(|&k| k.wrapping_mul(k)).sum::<i32>();
+    m[3] = n.iter().fold(i32::MIN, |acc, &k| acc.max(k));
+    m[4] = if n.iter().all(|k| *k != 0) { 1 } else { 0 } + n.iter().map(|&k| k as f64).sum::<f64>() as i32;
+}
+
+/// Float parameters only, where a kernel may have a lane-wise twin (the
+/// twin declines array loops' reference locals today: `threads` runs it
+/// scalar, and must agree bitwise all the same).
+#[parloop::kernel]
+fn lane_sums(a: &[f64; 4], o: &mut [f64; 2]) {
+    o[0] = a.iter().map(|v| v * v).sum::<f64>() + a.iter().fold(0.0, |s, &v| s + v * 0.5);
+    o[1] = a.iter().product::<f64>();
+}
+
+/// `halve(3.0) * 2.0` is computed at a type only the helper gives: the
+/// host runs the normal form, sums included (their start a Rust literal).
+#[parloop::kernel]
+fn pinned_sums(a: &[f64; 3], o: &mut [f64; 2]) {
+    let q = halve(3.0) * 2.0;
+    if q > 1.0 {
+        o[0] = a.iter().sum::<f64>();
+    }
+    o[1] = a.iter().map(|v| halve(*v)).product::<f64>();
+}
+
+#[test]
+fn iterator_reductions_compute_what_rust_does() {
+    for k in [reductions::KERNEL, lane_sums::KERNEL, pinned_sums::KERNEL] {
+        diff(k, Floats::WithNan);
+        diff(k, Floats::Small);
+        backends_agree(k);
+    }
+    let small =
+        Spec { kernel: int_reductions::KERNEL, floats: Floats::Small, ints: Ints::Small, compare: Compare::Exact };
+    differential(&small, 1000, 0x1A7);
+    backends_agree(int_reductions::KERNEL);
+    // A sum of zeros of both signs starts where Rust's does (`-0.0`, so
+    // that a sum of `-0.0`s is `-0.0`), and every backend agrees.
+    for zeros in [[-0.0, -0.0, -0.0], [-0.0, 0.0, -0.0]] {
+        let mut o = [0.0; 11];
+        reductions(&zeros, &zeros, &mut o);
+        let input = vec![Vals::F64(zeros.to_vec()), Vals::F64(zeros.to_vec()), Vals::F64(vec![0.0; 11])];
+        let (seq, dev) = seq_and_device(reductions::KERNEL, 1, &input);
+        assert_eq!(seq[2].bits(), Vals::F64(o.to_vec()).bits(), "{zeros:?}");
+        assert_eq!(dev[2].bits(), Vals::F64(o.to_vec()).bits(), "{zeros:?}");
+        let threads = run_on(Backend::Threads, reductions::KERNEL, 1, &input).unwrap();
+        assert_eq!(threads[2].bits(), Vals::F64(o.to_vec()).bits(), "{zeros:?}");
+    }
+    assert!(pinned_sums::KERNEL.device_fn().is_some());
+}
+
+#[parloop::device]
+fn dot3(a: [f64; 3], b: [f64; 3]) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+/// Changes its own copy, and returns it.
+#[parloop::device]
+fn scaled(mut v: [f64; 3], s: f64) -> [f64; 3] {
+    for x in v.iter_mut() {
+        *x *= s;
+    }
+    v
+}
+
+#[parloop::device]
+fn trace2(m: [[f64; 2]; 2]) -> f64 {
+    m[0][0] + m[1][1]
+}
+
+/// Writes `out` before reading `a`: passed `(*x, x)`, `a` is the copy of
+/// `x` made before the call, as in Rust.
+#[parloop::device]
+fn overwrite(a: [f64; 3], out: &mut [f64; 3]) -> f64 {
+    out[0] = 100.0;
+    a[0] + dot3(a, a)
+}
+
+#[parloop::kernel]
+fn by_value(x: &mut [f64; 3], m: &[[f64; 2]; 2], o: &mut [f64; 5]) {
+    let v = [1.0, -2.0, 0.5];
+    o[0] = dot3(*x, v);
+    o[1] = dot3([x[2], x[1], x[0]], scaled(v, 2.0));
+    o[2] = trace2(*m);
+    let w: [f64; 3] = scaled(*x, 0.5);
+    o[3] = w[0] + w[2] + v[0];
+    o[4] = overwrite(*x, x);
+}
+
+#[test]
+fn helpers_take_arrays_by_value_as_copies() {
+    diff(by_value::KERNEL, Floats::WithNan);
+    diff(by_value::KERNEL, Floats::Small);
+    backends_agree(by_value::KERNEL);
+    let (mut x, m, mut o) = ([1.5, -2.0, 3.0], [[1.0, 2.0], [3.0, 4.0]], [0.0; 5]);
+    by_value(&mut x, &m, &mut o);
+    let input = vec![Vals::F64(vec![1.5, -2.0, 3.0]), Vals::F64(vec![1.0, 2.0, 3.0, 4.0]), Vals::F64(vec![0.0; 5])];
+    let (seq, dev) = seq_and_device(by_value::KERNEL, 1, &input);
+    assert_eq!(o[4], 1.5 + (1.5 * 1.5 + 4.0 + 9.0), "Rust reads the copy");
+    assert_eq!(seq[2], Vals::F64(o.to_vec()));
+    assert_eq!(dev[2], Vals::F64(o.to_vec()), "the helper reads its copy on the device");
+    assert_eq!(dev[0], Vals::F64(x.to_vec()));
+}
+
+#[parloop::kernel]
+fn tuple_fields(a: &[f64; 2], o: &mut [f64; 4]) {
+    let mut t = if a[0] > a[1] { (a[0], a[1]) } else { (a[1], a[0]) };
+    t.1 *= 2.0;
+    o[0] = t.0 - t.1;
+    o[1] = a[0].sin_cos().0 + a[1].sin_cos().1;
+    let polar = (a[0].hypot(a[1]), a[1].atan2(a[0]));
+    o[2] = polar.0 * polar.1;
+    t = (t.1, t.0);
+    o[3] = t.0 + 0.5 * t.1;
+}
+
+#[test]
+fn tuple_fields_are_their_elements() {
+    for floats in [Floats::WithNan, Floats::Small] {
+        let spec = Spec { kernel: tuple_fields::KERNEL, floats, ints: Ints::Full, compare: Compare::Ulps(2) };
+        differential(&spec, 1000, 0x7u64);
+    }
+    // Bitwise: the device's `sin`/`cos` are the host's libm here.
+    backends_agree(tuple_fields::KERNEL);
+}
+
+/// `wrapping_*` (integer `+ - *` wrap on the device), `T::from` (a
+/// lossless `as`), `std::cmp::max`/`min` (integer `max`/`min`), over the
+/// integers' extremes.
+#[parloop::kernel]
+fn integer_forms(n: &[i32; 2], x: &[f64; 1], o: &mut [f64; 6], k: &mut [i32; 3]) {
+    let u = n[0] as u32;
+    let w = i64::from(n[0]) * 3_000_000_000;
+    k[0] = n[0].wrapping_add(n[1]);
+    k[1] = n[0].wrapping_sub(n[1]).wrapping_mul(n[1]);
+    k[2] = std::cmp::max(n[0], n[1]).wrapping_sub(core::cmp::min(7, n[1]).wrapping_add(1));
+    o[0] = f64::from(u.wrapping_mul(u).wrapping_sub(3)) + f64::from(std::cmp::min(u, 9));
+    o[1] = w.wrapping_mul(w).wrapping_add(i64::from(u)) as f64;
+    o[2] = (i64::from(n[0]) + i64::from(n[1])) as f64;
+    o[3] = f64::from(n[1]) * 0.5 + f64::from(x[0] as f32);
+    o[4] = f64::from(std::cmp::max(2, u)) + f64::from(true) + f64::from(n[0] > 0);
+    o[5] = (0usize.wrapping_sub(1) as f64) + (n[0] as usize).wrapping_add(3) as f64;
+}
+
+#[test]
+fn wrapping_conversions_and_cmp_agree_with_rust_at_the_extremes() {
+    diff(integer_forms::KERNEL, Floats::WithNan);
+    backends_agree(integer_forms::KERNEL);
 }

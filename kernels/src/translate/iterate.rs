@@ -78,6 +78,20 @@ pub(crate) fn index_loops(item: &mut ItemFn) -> bool {
     r.found
 }
 
+/// Whether `for pat in iter` is an array loop this rewrite takes (the
+/// source chain and the pattern's shape), so that a rewrite producing one
+/// (`translate/folds.rs`) can leave alone what would not be taken.
+pub(crate) fn takes(iter: &Expr, pat: &Pat) -> bool {
+    let r = Rewrite { used: HashSet::new(), next: 0, ref_params: Vec::new(), found: false };
+    r.chain(iter).is_some_and(|c| split_pattern(pat, c.enumerate, c.sources.len()).is_some())
+}
+
+/// The arrays `iter` walks, where it is a source chain this rewrite takes.
+pub(crate) fn arrays(iter: &Expr) -> Option<Vec<Expr>> {
+    let r = Rewrite { used: HashSet::new(), next: 0, ref_params: Vec::new(), found: false };
+    Some(r.chain(iter)?.sources.into_iter().map(|s| s.array).collect())
+}
+
 /// Every identifier of the function, so that the new names are free.
 struct Idents(HashSet<String>);
 

@@ -7,6 +7,8 @@
 //! form only, so the rewrite is done once here rather than in each pass. A
 //! literal receiver keeps the path's type as a cast (`f64::exp(1.0)` is
 //! `(1.0 as f64).exp()`), so that inference does not default it.
+//! `std::cmp::max(a, b)` and `min` (integers: floats are not `Ord`) are
+//! read as `a.max(b)` and `a.min(b)` the same way.
 
 use std::borrow::Cow;
 
@@ -56,8 +58,38 @@ fn scalar_path_call(call: &ExprCall) -> Option<(Type, syn::Ident)> {
         return None;
     }
     Scalar::from_name(&ty.ident.to_string())?;
+    if method.ident == "from" {
+        // `f64::from(x)` is a conversion, not a method of `x`.
+        return None;
+    }
     let ty: Type = syn::parse_quote!(#ty);
     Some((ty, method.ident.clone()))
+}
+
+/// `std::cmp::max(a, b)` (or `min`, through `core::cmp` or `cmp`): the
+/// method, and the arguments with a non-literal first (so that the
+/// receiver has a type: `(n).max(0)`, not `(0).max(n)`, whose literal
+/// rustc cannot call a method on). For integers, the only type `Ord`
+/// gives these in kernels, `max` and `min` of equal values are the same
+/// value, so the order of the operands does not matter; `None` where both
+/// are literals.
+fn cmp_call(call: &ExprCall) -> Option<(syn::Ident, Expr, Expr)> {
+    let Expr::Path(p) = &*call.func else { return None };
+    if p.qself.is_some() || call.args.len() != 2 {
+        return None;
+    }
+    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let f = match segs.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["std" | "core", "cmp", f @ ("max" | "min")] | ["cmp", f @ ("max" | "min")] => (*f).to_string(),
+        _ => return None,
+    };
+    let (a, b) = (call.args[0].clone(), call.args[1].clone());
+    let (a, b) = match (is_literal(&a), is_literal(&b)) {
+        (true, true) => return None,
+        (true, false) => (b, a),
+        _ => (a, b),
+    };
+    Some((syn::Ident::new(&f, p.path.segments.last()?.ident.span()), a, b))
 }
 
 impl VisitMut for Rewrite {
@@ -65,6 +97,11 @@ impl VisitMut for Rewrite {
         // Inner calls first: `f64::max(f64::abs(a), b)`.
         syn::visit_mut::visit_expr_mut(self, e);
         let Expr::Call(call) = e else { return };
+        if let Some((method, a, b)) = cmp_call(call) {
+            self.found = true;
+            *e = syn::parse_quote! { (#a).#method(#b) };
+            return;
+        }
         let Some((ty, method)) = scalar_path_call(call) else { return };
         self.found = true;
         let mut args: Vec<Expr> = std::mem::take(&mut call.args).into_iter().collect();

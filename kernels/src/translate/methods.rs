@@ -6,7 +6,8 @@
 //! Each entry says what the receiver may be, what the arguments are and
 //! what the call yields; the C++ for each is in `emit/expr.rs`, written
 //! with Rust's definition beside it where C's function differs (`asinh`,
-//! `rem_euclid`, `clamp`'s panic, `pow`'s wrapping).
+//! `rem_euclid`, `clamp`'s panic, `pow`'s wrapping; `wrapping_add` is the
+//! translation's `+`, which wraps in every build as release Rust's does).
 
 /// What a method's receiver may be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +74,9 @@ pub(crate) const METHODS: &[Method] = &[
     m("max", Receiver::Number, Args::Same(1), Yields::Receiver),
     m("clamp", Receiver::Number, Args::Same(2), Yields::Receiver),
     m("pow", Receiver::Int, Args::U32, Yields::Receiver),
+    m("wrapping_add", Receiver::Int, Args::Same(1), Yields::Receiver),
+    m("wrapping_sub", Receiver::Int, Args::Same(1), Yields::Receiver),
+    m("wrapping_mul", Receiver::Int, Args::Same(1), Yields::Receiver),
     m("is_positive", Receiver::SignedInt, Args::Same(0), Yields::Bool),
     m("is_negative", Receiver::SignedInt, Args::Same(0), Yields::Bool),
     float1("sqrt"),

@@ -21,14 +21,20 @@
 //!   (scalar and array types, compound operators, `for` ranges);
 //! - `increment`: which parameters the body only adds to;
 //! - `sugar`: `matches!` and `if let` as the `match` they stand for;
-//! - `method_form`: `f64::sqrt(x)` read as `x.sqrt()`, `iterate`: `for x
-//!   in a.iter()` (and `iter_mut`, `zip`, `enumerate`, ...) rewritten to
-//!   index loops over reference locals, and `tuples`: `let (a, b) = ...`
-//!   rewritten to scalar `let`s (all done before the passes, and before
-//!   the lane-wise twin's: [`normal_form`]);
+//! - `folds`: `a.iter().map(..).sum()` (and `product`, `fold`, `any`,
+//!   `all`) rewritten to array `for` loops, `method_form`: `f64::sqrt(x)`
+//!   read as `x.sqrt()` (and `std::cmp::max(a, b)` as `a.max(b)`),
+//!   `fields`: `let t = (a, b); t.0` and `x.sin_cos().0` rewritten to
+//!   tuple `let`s and scalars, `iterate`: `for x in a.iter()` (and
+//!   `iter_mut`, `zip`, `enumerate`, ...) rewritten to index loops over
+//!   reference locals, and `tuples`: `let (a, b) = ...` rewritten to
+//!   scalar `let`s (all done before the passes, and before the lane-wise
+//!   twin's: [`normal_form`]);
 //! - `methods`: the table of scalar methods the passes and the twin read.
 
 mod emit;
+mod fields;
+mod folds;
 mod increment;
 mod infer;
 mod iterate;
@@ -52,14 +58,17 @@ use crate::types::{error, Scalar, Ty, Vars};
 use emit::{cpp_scalar, Emit};
 use increment::{increment_only, reductions};
 
+pub(crate) use folds::resolve_neutrals;
 pub(crate) use infer::{infer, key, Infer};
 pub(crate) use iterate::{uses_element, ELEMENT};
 pub(crate) use method_form::method_form;
 
 /// `item` as the passes read it: `assert!`s (and `assert_eq!`,
 /// `assert_ne!`) as `if`s around `panic!` (see `panics`), `matches!` and
-/// `if let` as `match` (see `sugar`), path calls in method form, array `for` loops as index
-/// loops (see `iterate`), tuple `let`s and assignments rewritten to
+/// `if let` as `match` (see `sugar`), iterator reductions as array `for`
+/// loops (see `folds`), path calls in method form, tuples kept in locals
+/// taken apart where they are made (see `fields`), array `for` loops as
+/// index loops (see `iterate`), tuple `let`s and assignments rewritten to
 /// scalars (see `tuples`).
 pub(crate) fn normal_form(item: &ItemFn) -> ItemFn {
     normal_form_with_loops(item).0
@@ -72,7 +81,9 @@ fn normal_form_with_loops(item: &ItemFn) -> (ItemFn, bool) {
     panics::asserts_as_ifs(&mut f);
     panics::formatted_as_lets(&mut f);
     sugar::as_matches(&mut f);
+    folds::as_loops(&mut f);
     let mut f = method_form(&f).into_owned();
+    fields::as_destructured(&mut f);
     let loops = iterate::index_loops(&mut f);
     tuples::destructure(&mut f);
     (f, loops)
@@ -109,7 +120,8 @@ pub struct Param {
     pub array: bool,
     /// Whether it is an array of rows (`[[T; M]; N]`, even with `N` = 1).
     pub nested: bool,
-    /// Whether it is passed by reference.
+    /// Whether it is passed by reference (an array passed by value, in a
+    /// helper, is the callee's copy: a `__pl_arr` struct).
     pub by_ref: bool,
     /// Whether the reference is `&mut`.
     pub mutable: bool,
@@ -121,6 +133,9 @@ impl Param {
         let t = cpp_scalar(self.elem, false);
         let c = if self.mutable { "" } else { "const " };
         match (self.by_ref, self.nested) {
+            // C++ passes no arrays by value: a struct holding one is.
+            (false, _) if self.array && self.nested => format!("__pl_arr<{t}[{}][{}]> {cname}", self.rows, self.cols),
+            (false, _) if self.array => format!("__pl_arr<{t}[{}]> {cname}", self.cols),
             (false, _) => format!("{t} {cname}"),
             (true, false) => format!("{c}{t}* __restrict__ {cname}"),
             (true, true) => format!("{c}{t} (* __restrict__ {cname})[{}]", self.cols),
@@ -317,7 +332,24 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         ret,
         function_id: function_id(&cname),
     };
-    let decls: Vec<String> = params.iter().map(|p| p.cpp_decl(&cpp_ident(&p.name))).collect();
+    // An array by value arrives in a struct (`__pl_in_a`); the body reads
+    // it through a reference to the struct's array under its own name.
+    let by_value = |p: &Param| p.array && !p.by_ref;
+    let decls: Vec<String> = params
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let c = &emit.infer.bindings[k].cname;
+            p.cpp_decl(&if by_value(p) { format!("pl_in_{c}") } else { c.clone() })
+        })
+        .collect();
+    let mut unpack = String::new();
+    for (k, p) in params.iter().enumerate().filter(|(_, p)| by_value(p)) {
+        let c = emit.infer.bindings[k].cname.clone();
+        let t = cpp_scalar(p.elem, false);
+        let dims = if p.nested { format!("[{}][{}]", p.rows, p.cols) } else { format!("[{}]", p.cols) };
+        unpack.push_str(&format!("    {t} (&{c}){dims} = pl_in_{c}.v;\n"));
+    }
     let returns_array = matches!(emit.infer.ret, Ty::Array(..));
     let ret_c = if returns_array {
         // An array result travels in a struct (C++ returns no arrays).
@@ -327,7 +359,7 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
     } else {
         ret.map_or("void", |s| cpp_scalar(s, false)).to_string()
     };
-    emit.out = format!("__device__ inline {ret_c} {cname}({}) {{\n", decls.join(", "));
+    emit.out = format!("__device__ inline {ret_c} {cname}({}) {{\n{unpack}", decls.join(", "));
     emit.block_body(&item.block, ret.is_some() || returns_array)?;
     emit.out.push_str("}\n");
     let source = std::mem::take(&mut emit.out);
@@ -363,6 +395,9 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         }
     }
     let host = (!pins.is_empty()).then(|| {
+        // The host runs the normal form: its markers become Rust first
+        // (in place, so the pins' addresses still hold).
+        folds::resolve_neutrals(&mut owned, &mut infer);
         pin_assumptions(&mut owned, &pins);
         owned
     });

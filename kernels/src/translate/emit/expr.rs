@@ -11,7 +11,7 @@ use syn::spanned::Spanned;
 use syn::{BinOp, Block, Expr, ExprLit, Lit, Stmt, UnOp};
 
 use super::{cpp_scalar, Emit};
-use crate::translate::infer::{is_place, key};
+use crate::translate::infer::{conversion, is_place, key};
 use crate::translate::literals::{
     constant, float_literal, int_limit, int_literal, int_literal_value, negative_int_literal,
 };
@@ -121,6 +121,22 @@ impl Emit<'_> {
                     Ty::Ref(inner, _) if !matches!(*inner, Ty::Array(..)) => format!("(&{it}[{ix}])"),
                     _ => format!("{it}[{ix}]"),
                 })
+            }
+            Expr::Call(c) if crate::translate::folds::neutral(c).is_some() => {
+                // `sum`'s neutral element is `-0.0` for floats (Rust's
+                // `Sum`: `[-0.0].iter().sum()` is `-0.0`), `product`'s 1.
+                let s = self.scalar_of(e)?;
+                let one = crate::translate::folds::neutral(c) == Some(1);
+                Ok(match (s.is_float(), one) {
+                    (true, false) => format!("(-{})", float_literal("0.0", s)),
+                    (true, true) => float_literal("1.0", s),
+                    (false, w) => int_literal(u128::from(w), s),
+                })
+            }
+            Expr::Call(c) if conversion(c).is_some() => {
+                // `f64::from(x)`: a lossless conversion, so `as`'s.
+                let to = conversion(c).expect("checked");
+                self.cast_to(&c.args[0], to, span)
             }
             Expr::Call(c) => {
                 let Expr::Path(p) = &*c.func else { unreachable!("checked by inference") };
@@ -259,10 +275,30 @@ impl Emit<'_> {
         }
     }
 
-    /// A call argument: arrays and references pass as pointers, scalars by value.
+    /// A call argument: references pass as pointers, scalars by value, and
+    /// an array by value (`dot(*x, [1.0, 0.0])`: Rust's types say the
+    /// helper takes it so) as a copy in a `__pl_arr`, made where Rust
+    /// evaluates the argument: the helper's copy, whatever it or the
+    /// caller's later arguments do to the array.
     fn arg(&mut self, a: &Expr) -> syn::Result<String> {
         match self.ty_of(a) {
-            Ty::Ref(..) | Ty::Array(..) => self.expr(a),
+            Ty::Ref(..) => self.expr(a),
+            ty @ Ty::Array(..) => {
+                let (t, suffix) = self.cpp_type_of(&ty, a.span(), false)?;
+                let tmp = self.temp("a");
+                let saved_out = std::mem::take(&mut self.out);
+                let saved_pre = std::mem::take(&mut self.pre);
+                let saved_indent = self.indent;
+                // Captured at indent 0: `flush_pre` re-indents every line.
+                self.indent = 0;
+                self.line(&format!("__pl_arr<{t}{suffix}> {tmp};"));
+                self.fill(&format!("{tmp}.v"), a, &ty)?;
+                let body = std::mem::replace(&mut self.out, saved_out);
+                self.indent = saved_indent;
+                self.pre = saved_pre;
+                self.pre.extend(body.lines().map(str::to_string));
+                Ok(tmp)
+            }
             _ => self.value(a),
         }
     }
@@ -492,13 +528,18 @@ impl Emit<'_> {
 
     fn cast(&mut self, c: &syn::ExprCast) -> syn::Result<String> {
         let to = scalar_of_type(&c.ty)?;
-        let from_ty = self.ty_of(&c.expr);
+        self.cast_to(&c.expr, to, c.span())
+    }
+
+    /// `inner as to`, with Rust's meaning.
+    fn cast_to(&mut self, inner: &Expr, to: Scalar, span: proc_macro2::Span) -> syn::Result<String> {
+        let from_ty = self.ty_of(inner);
         if self.infer.vars.scalar(&from_ty).is_none() && !self.konst && to != Scalar::Bool {
             // A value whose type only rustc knows (`count(a) as f64`, a
             // helper's result): C++ converts to a float as Rust does from
             // any scalar, and picks Rust's saturating cast to an integer
             // from a float by overloading (`__pl_as_int`).
-            let v = self.value(&c.expr)?;
+            let v = self.value(inner)?;
             if to.is_float() {
                 return Ok(format!("(({})({v}))", cpp_scalar(to, false)));
             }
@@ -507,13 +548,13 @@ impl Emit<'_> {
             let hi = int_limit(target, "MAX").expect("integer");
             return Ok(format!("__pl_as_int<{}>({v}, {lo}, {hi})", target.cpp()));
         }
-        let from = self.scalar_of(&c.expr)?;
-        let v = self.value(&c.expr)?;
+        let from = self.scalar_of(inner)?;
+        let v = self.value(inner)?;
         if from == to {
             return Ok(v);
         }
         if from.is_float() && to.is_int() && self.konst {
-            return Err(error(c.span(), "float-to-integer casts are not supported in module-level constants"));
+            return Err(error(span, "float-to-integer casts are not supported in module-level constants"));
         }
         if from.is_float() && to.is_int() {
             // Rust saturates: NaN -> 0, out of range -> MIN/MAX.
@@ -569,6 +610,24 @@ impl Emit<'_> {
                     call(&format!("__pl_iclamp<{t}>"), &args)
                 }
                 "pow" => call(&format!("__pl_ipow<{t}>"), &args),
+                // What `+ - *` emit (the translation's arithmetic wraps, as
+                // release Rust's does; these wrap in every build).
+                "wrapping_add" | "wrapping_sub" | "wrapping_mul" => {
+                    let op = match name.as_str() {
+                        "wrapping_add" => "+",
+                        "wrapping_sub" => "-",
+                        _ => "*",
+                    };
+                    let (a, b) = (&recv, &args[0]);
+                    if s.is_signed_int() {
+                        format!("__pl_w{}({a}, {b})", &name[9..])
+                    } else {
+                        // Unsigned C++ arithmetic wraps; `usize` (an `int`
+                        // loop index included) in 64 bits.
+                        let u = if s == Scalar::Usize { "unsigned long long" } else { t };
+                        format!("(({u})({a}) {op} ({u})({b}))")
+                    }
+                }
                 // Rust's panics of `%` and `/` (zero, MIN by -1) included.
                 "rem_euclid" | "div_euclid" => {
                     self.may_panic = true;

@@ -14,9 +14,56 @@ use crate::translate::methods::{self, Args, Receiver, Yields};
 use crate::translate::syntax::{array_len, is_compound, scalar_of_type, LoopRange};
 use crate::types::{error, Scalar, Ty, UNKNOWN_LEN};
 
-/// Where kernels accept tuples (see `translate/tuples.rs`).
-pub(super) const TUPLES: &str = "kernels take tuples only as `let (a, b) = ...;` or `(a, b) = ...;` of a tuple \
-                                 literal, `x.sin_cos()`, or an `if`, `match` or block whose every value is one";
+/// Where kernels accept tuples (see `translate/tuples.rs` and `translate/fields.rs`).
+pub(super) const TUPLES: &str =
+    "kernels take tuples where they are taken apart: `let (a, b) = ...;`, `(a, b) = ...;`, \
+                                 or `let t = ...;` read only as `t.0`, `t.1` (and assigned whole), of a tuple \
+                                 literal, `x.sin_cos()`, or an `if`, `match` or block whose every value is one; \
+                                 `x.sin_cos().0` is `x.sin()`";
+
+/// Where kernels accept iterator adaptors and closures (see
+/// `translate/folds.rs` and `translate/iterate.rs`).
+pub(super) const FOLDS: &str = "kernels take iterators as a `for` loop's source (`a.iter()`, `a.iter_mut()`, `&a`, \
+                                `.copied()`, then `.zip(b.iter())`, `.enumerate()`, `.rev()`) and as a value ending in \
+                                `.sum()`, `.product()`, `.fold(init, f)`, `.any(f)` or `.all(f)` after any `.map(f)`s, \
+                                with closures only as those adaptors' arguments (`|v|`, `|&v|`, `|(x, y)|`, \
+                                `|acc, v|`; no `return` or `?` inside) or a function's path (`f64::max`); a `fold` \
+                                whose initial value has effects walks an array named plainly (bind the row or \
+                                the value to a `let` first)";
+
+/// `T::from(x)` with `T` a scalar type: the conversion's target.
+pub(crate) fn conversion(c: &syn::ExprCall) -> Option<Scalar> {
+    let Expr::Path(p) = &*c.func else { return None };
+    if p.qself.is_some() || p.path.segments.len() != 2 || c.args.len() != 1 || p.path.segments[1].ident != "from" {
+        return None;
+    }
+    Scalar::from_name(&p.path.segments[0].ident.to_string())
+}
+
+/// The message for a call of a library function by its path.
+fn library_call_message(path: &syn::Path) -> String {
+    let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let tail = match segs.as_slice() {
+        ["std" | "core", rest @ ..] => rest,
+        rest => rest,
+    };
+    match tail {
+        ["cmp", f @ ("max" | "min")] => format!(
+            "`std::cmp::{f}` in kernels takes two integers, not both literals (it is read as `a.{f}(b)`, and a \
+             literal alone has no type to call it on): write `a.{f}(b)` with a typed operand (`2i64.{f}(n)`)"
+        ),
+        [ty, "into" | "try_from" | "from_bits" | "to_bits"] if Scalar::from_name(ty).is_some() => format!(
+            "`{}` is not supported in kernels: convert with `as` (`x as {ty}`), or `{ty}::from(x)` where the \
+             conversion is lossless",
+            segs.join("::")
+        ),
+        _ => "call `#[parloop::device]` helpers by their plain name (bring them into scope with `use`); \
+              library functions (`std::mem::swap`) are not available in kernels; scalar conversions are `as` casts \
+              or `T::from(x)`, `std::cmp::max(a, b)` is `a.max(b)`"
+            .to_string(),
+    }
+}
 
 impl Infer {
     pub(super) fn expr(&mut self, e: &Expr) -> syn::Result<Ty> {
@@ -128,17 +175,39 @@ impl Infer {
                     _ => Err(error(c.args[0].span(), "a `for` loop iterates over an array")),
                 }
             }
+            // The neutral element of a `sum` or `product`
+            // (`translate/folds.rs`): the accumulator's type.
+            Expr::Call(c) if crate::translate::folds::neutral(c).is_some() => Ok(self.vars.any()),
+            Expr::Call(c) if conversion(c).is_some() => {
+                // `f64::from(x)`: the standard library's lossless
+                // conversions (rustc checks that `From` has this one) are
+                // `as` casts.
+                let to = conversion(c).expect("checked");
+                let from = self.expr(&c.args[0])?;
+                let from = self.vars.deref(&from);
+                if !matches!(from, Ty::Var(_)) {
+                    return Err(error(c.args[0].span(), "only scalars can be converted"));
+                }
+                Ok(self.vars.known(to))
+            }
             Expr::Call(c) => {
                 let Expr::Path(p) = &*c.func else {
                     return Err(error(c.func.span(), "only calls of helper functions by name are supported"));
                 };
                 let Some(name) = p.path.get_ident().map(|i| i.to_string()) else {
+                    return Err(error(c.func.span(), library_call_message(&p.path)));
+                };
+                if matches!(name.as_str(), "max" | "min") && c.args.len() == 2 {
+                    // `use std::cmp::max;` then `max(a, b)`: read as a
+                    // helper, rustc would report a missing module.
                     return Err(error(
                         c.func.span(),
-                        "call `#[parloop::device]` helpers by their plain name (bring them into scope with `use`); \
-                         library functions (`std::mem::swap`) are not available in kernels",
+                        format!(
+                            "`{name}(a, b)` in a kernel: write `a.{name}(b)` or `std::cmp::{name}(a, b)` (a \
+                             `#[parloop::device]` helper named `{name}` would be taken for it: rename it)"
+                        ),
                     ));
-                };
+                }
                 for a in &c.args {
                     let t = self.expr(a)?;
                     // A scalar argument (or an array's elements, or what a
@@ -263,10 +332,13 @@ impl Infer {
             Expr::Tuple(t) if t.elems.is_empty() => Ok(Ty::Unit),
             Expr::Tuple(_) => Err(error(span, TUPLES)),
             Expr::Macro(m) => self.kernel_macro(&m.mac),
-            Expr::Closure(_) => Err(error(span, "closures are not supported in kernels")),
+            Expr::Closure(_) => Err(error(span, FOLDS)),
             Expr::Match(m) => self.match_expr(m),
             Expr::Unsafe(_) => Err(error(span, "`unsafe` blocks are not supported in kernels")),
-            Expr::Field(_) => Err(error(span, "field access is not supported in kernels (no structs or tuples)")),
+            Expr::Field(f) if matches!(f.member, syn::Member::Unnamed(_)) => Err(error(span, TUPLES)),
+            Expr::Field(_) => {
+                Err(error(span, "field access is not supported in kernels (no structs: use arrays or locals)"))
+            }
             Expr::Struct(_) => {
                 Err(error(span, "struct literals are not supported in kernels (no structs: use arrays or locals)"))
             }
@@ -457,12 +529,24 @@ impl Infer {
                 Err(error(m.span(), "`.rev()` and `.step_by()` are only supported on the range of a `for` loop"))
             }
             "iter" | "iter_mut" | "into_iter" | "map" | "sum" | "product" | "fold" | "zip" | "enumerate" | "copied"
-            | "cloned" | "for_each" | "filter" | "any" | "all" | "count" => Err(error(
+            | "cloned" | "for_each" | "filter" | "any" | "all" | "count" | "max_by" | "min_by" | "reduce"
+            | "filter_map" | "take" | "skip" | "chain" | "position" | "find" => Err(error(m.method.span(), FOLDS)),
+            "sin_cos" => Err(error(m.span(), TUPLES)),
+            "into" | "try_into" => Err(error(
                 m.method.span(),
                 format!(
-                    "iterator methods (`.{name}()`) are not supported in kernels outside a `for` loop's source: \
-                     `iter`, `iter_mut`, `zip`, `enumerate`, `rev` and `copied` work there \
-                     (`for v in q.iter() {{ s += *v; }}` instead of `q.iter().sum()`)"
+                    "`.{name}()` is not supported in kernels (the target type is not visible here): convert with \
+                     `as` (`x as f64`), or `f64::from(x)` where the conversion is lossless"
+                ),
+            )),
+            "wrapping_neg" | "wrapping_div" | "wrapping_rem" | "wrapping_shl" | "wrapping_shr" | "wrapping_pow"
+            | "checked_add" | "checked_sub" | "checked_mul" | "checked_div" | "saturating_add" | "saturating_sub"
+            | "saturating_mul" | "overflowing_add" | "overflowing_sub" | "overflowing_mul" => Err(error(
+                m.method.span(),
+                format!(
+                    "`{name}` is not supported in kernels: integer `+ - *` wrap on the device (as release Rust), \
+                     and `wrapping_add`, `wrapping_sub` and `wrapping_mul` wrap everywhere; write the check with \
+                     `if` and the operators"
                 ),
             )),
             _ => Err(error(

@@ -9,7 +9,7 @@
 
 mod expr;
 
-pub(crate) use expr::{is_element, is_full_range, is_place};
+pub(crate) use expr::{conversion, is_element, is_full_range, is_place};
 
 use std::collections::{HashMap, HashSet};
 
@@ -301,7 +301,12 @@ impl Infer {
         for b in self.bindings.iter().skip(nparams).map(|b| b.ty.clone()).collect::<Vec<_>>() {
             total = total.saturating_add(size(&mut self.vars, &b));
         }
-        total.saturating_add(8 * nparams)
+        // Parameters: a pointer or a scalar each, or the copy of an array
+        // passed by value.
+        for b in self.bindings.iter().take(nparams).map(|b| b.ty.clone()).collect::<Vec<_>>() {
+            total = total.saturating_add(if matches!(b, Ty::Array(..)) { size(&mut self.vars, &b) } else { 8 });
+        }
+        total
     }
 
     fn new(kind: FnKind) -> Infer {
@@ -402,7 +407,8 @@ impl Infer {
 
     fn param_type(&mut self, name: &str, ty: &Type) -> syn::Result<(Param, Ty)> {
         let supported = "supported parameter types: `&T`, `&mut T`, `&[T; N]`, `&mut [T; N]`, `&[[T; M]; N]` \
-                         (and `T` by value in helpers) with T one of f64, f32, i32, u32, i64, u64";
+                         (and `T`, `[T; N]`, `[[T; M]; N]` by value in helpers) with T one of f64, f32, i32, u32, \
+                         i64, u64";
         let (inner, by_ref, mutable) = match ty {
             Type::Reference(r) => {
                 if r.lifetime.is_some() {
@@ -427,9 +433,9 @@ impl Infer {
             Type::Paren(p) => return self.param_type(name, &p.elem),
             t => (elem_of(t)?, 1, 1, false, false),
         };
-        if array && !by_ref {
-            return Err(error(ty.span(), supported));
-        }
+        // An array by value (helpers only: `params` refuses it in a
+        // kernel) is the callee's own copy, as in Rust: a `__pl_arr`
+        // struct passed by value (see `Param::cpp_decl`).
         let s = self.vars.known(elem);
         let base = if !array {
             s
