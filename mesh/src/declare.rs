@@ -215,18 +215,19 @@ impl Mesh {
         in_range("cells", &self.cells, nv, "vertex")?;
         in_range("facets", &self.facets, nv, "vertex")?;
         in_range("facet_cells", &self.facet_cells, self.num_cells(), "cell")?;
-        // Interior facets are counted only for a mesh with a group of them
-        // (finding them sorts every face).
-        let interior = match self.groups.iter().any(|g| g.kind == EntityKind::InteriorFacet) {
-            true => match crate::faces::faces("mesh", d, &self.cells, true) {
-                Ok(f) => f.interior.len(),
-                Err(crate::faces::FacesError::OutOfMemory(e)) => return Err(e),
-                Err(crate::faces::FacesError::SharedByMore { cell, .. }) => {
-                    return Err(invalid(format!("a face of cell {cell} is shared by more than two cells")))
-                }
-            },
-            false => 0,
-        };
+        // A cell with a repeated vertex has no measure, and a face of it
+        // would be a facet from the cell to itself (a flux added and taken
+        // back).
+        for (c, cell) in self.cells.chunks_exact(d + 1).enumerate() {
+            if let Some(k) = (1..cell.len()).find(|&k| cell[..k].contains(&cell[k])) {
+                return Err(invalid(format!("cell {c} repeats vertex {} ({:?})", cell[k], cell)));
+            }
+        }
+        // Interior facets are not counted here (that sorts every face, and
+        // `check` runs at every declaration and VTK output): a bound, each
+        // face shared by two cells at most. Declaring them
+        // (`InteriorFacets::declare`) checks the groups exactly.
+        let interior = (self.num_cells() * (d + 1)) / 2;
         for g in &self.groups {
             let bound = match g.kind {
                 EntityKind::Vertex => nv,
@@ -235,7 +236,7 @@ impl Mesh {
                 EntityKind::InteriorFacet => interior,
             };
             let of = match g.kind {
-                EntityKind::InteriorFacet => "interior facet".to_string(),
+                EntityKind::InteriorFacet => "interior facet (a bound: there are at most as many as faces / 2)".into(),
                 kind => format!("{kind:?}").to_lowercase(),
             };
             in_range(&format!("group `{}`", g.name), &g.entities, bound, &of)?;

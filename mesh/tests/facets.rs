@@ -182,6 +182,22 @@ fn a_face_of_three_cells_is_an_error_naming_its_vertices() {
     assert!(err.contains("[1, 2]") && err.contains("cell 2"), "{err}");
 }
 
+/// A cell with a repeated vertex (built by hand; the Gmsh reader refuses
+/// one) gave an interior facet from the cell to itself, over which a flux
+/// is added and taken back from one cell: refused by `check`, so by
+/// `interior_facets` and `declare` too.
+#[test]
+fn a_cell_with_a_repeated_vertex_is_refused() {
+    let mut m = unit_square(1, 1).unwrap();
+    m.cells[1] = m.cells[0];
+    for err in [m.check().unwrap_err(), m.interior_facets().unwrap_err()] {
+        let err = err.to_string();
+        assert!(err.contains("cell 0 repeats vertex"), "{err}");
+    }
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    assert!(m.declare(&rt, "").is_err());
+}
+
 #[test]
 fn mismatched_interior_facets_are_refused_when_declared() {
     let m = unit_square(2, 2).unwrap();

@@ -340,11 +340,19 @@ fn physical_curves_inside_the_domain_are_interior_facet_groups() {
     // The boundary part keeps the name it has without an interior part.
     assert_eq!(dm.subset_of("gmsh:1:13", EntityKind::Facet).unwrap().name(), "two/gmsh:1:13");
 
-    // A group of interior facets past the mesh's: `check` names it.
+    // A group of interior facets past what the mesh can hold: `check`
+    // names it; within that bound but past the mesh's 4, the declaration.
     let mut bad = m.clone();
     bad.groups.iter_mut().find(|g| g.kind == EntityKind::InteriorFacet).unwrap().entities.push(99);
     let err = bad.check().unwrap_err().to_string();
-    assert!(err.contains("interior facet") && err.contains("99") && err.contains("there are 4"), "{err}");
+    assert!(err.contains("interior facet") && err.contains("99"), "{err}");
+    let mut bad = m.clone();
+    bad.groups.iter_mut().find(|g| g.kind == EntityKind::InteriorFacet).unwrap().entities.push(5);
+    let inner = bad.interior_facets().unwrap();
+    let rt = parloop::Runtime::with_backend(parloop::Backend::Seq).unwrap();
+    let dm = bad.declare(&rt, "bad").unwrap();
+    let err = inner.declare(&rt, "bad", &dm).unwrap_err().to_string();
+    assert!(err.contains("(interior facet)") && err.contains("is 5"), "{err}");
 }
 
 #[test]

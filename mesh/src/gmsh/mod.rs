@@ -54,7 +54,7 @@
 
 mod parse;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use parloop::Error;
@@ -329,12 +329,8 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
 
     // Faces with one cell are the boundary facets.
     let faces = local_faces(dim);
-    // Interior faces too where a facet element is in a physical group: it
-    // may be an interface inside the domain.
-    let grouped_facets =
-        raw.elements.iter().any(|e| e.ty != cell_ty && !e.physical.is_empty() && dim_of(e.ty) + 1 == dim);
-    let (boundary, interior) = match crate::faces::faces(loc.name, dim, &cells, grouped_facets) {
-        Ok(f) => (f.boundary, f.interior),
+    let boundary = match crate::faces::faces(loc.name, dim, &cells, false) {
+        Ok(f) => f.boundary,
         Err(FacesError::OutOfMemory(e)) => return Err(e),
         Err(FacesError::SharedByMore { cell, .. }) => {
             return Err(loc.error(cells_raw[cell as usize].1, "a face is shared by more than two cells"))
@@ -351,18 +347,11 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
         facet_cells.push(c);
     }
 
-    // Interior faces by key, numbered as `Mesh::interior_facets` numbers
-    // them (the same face table over the same cells).
-    let mut interior_of: HashMap<[u32; 3], u32> = HashMap::with_capacity(interior.len());
-    for (k, &(c, l, _)) in interior.iter().enumerate() {
-        let cell = &cells[c as usize * nv..][..nv];
-        let fv: Vec<u32> = faces[l as usize].iter().map(|&i| cell[i]).collect();
-        interior_of.insert(face_key(&fv), k as u32);
-    }
     // Physical groups: (dimension, tag) -> entities.
     let mut phys: BTreeMap<(usize, i32), Vec<u32>> = BTreeMap::new();
-    // Facet groups' interior facets: (dimension, tag) -> interior facets.
-    let mut phys_interior: BTreeMap<(usize, i32), Vec<u32>> = BTreeMap::new();
+    // Facet elements in groups that are no boundary face: interior faces
+    // (an interface inside the domain), found after this loop, or errors.
+    let mut inside: Vec<(&parse::Element, [u32; 3])> = Vec::new();
     for (c, tags) in cell_phys.iter().enumerate() {
         for &t in tags {
             phys.entry((dim, t)).or_default().push(c as u32);
@@ -396,28 +385,66 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
         }
         if edim == dim - 1 {
             let key = face_key(&vs);
-            let (groups, f) = match (facet_of.get(&key), interior_of.get(&key)) {
-                (Some(&f), _) => (&mut phys, f),
-                (None, Some(&f)) => (&mut phys_interior, f),
-                (None, None) => {
-                    return Err(loc.error(
-                        e.pos,
-                        format!(
-                            "a facet element of physical group {} is not a face of any cell (its nodes {} are \
-                             no cell's {})",
-                            group_list(&e.physical),
-                            v[..k].iter().map(|&i| raw.nodes[i].tag.to_string()).collect::<Vec<_>>().join(", "),
-                            if dim == 2 { "edge" } else { "face" }
-                        ),
-                    ))
+            match facet_of.get(&key) {
+                Some(&f) => {
+                    for &t in e.physical.iter() {
+                        phys.entry((edim, t)).or_default().push(f);
+                    }
                 }
-            };
-            for &t in e.physical.iter() {
-                groups.entry((edim, t)).or_default().push(f);
+                None => inside.push((e, key)),
             }
         } else {
             for &t in e.physical.iter() {
                 phys.entry((edim, t)).or_default().extend(&vs);
+            }
+        }
+    }
+    // The interior faces, numbered as `Mesh::interior_facets` numbers them
+    // (the same face table over the same cells), only for a file with
+    // facet elements inside: finding them sorts every face again.
+    let mut phys_interior: BTreeMap<(usize, i32), Vec<u32>> = BTreeMap::new();
+    let interior = match inside.is_empty() {
+        true => Vec::new(),
+        false => match crate::faces::faces(loc.name, dim, &cells, true) {
+            Ok(f) => f.interior,
+            Err(FacesError::OutOfMemory(e)) => return Err(e),
+            // (The first search returned this already; kept as an error.)
+            Err(FacesError::SharedByMore { cell, .. }) => {
+                return Err(loc.error(cells_raw[cell as usize].1, "a face is shared by more than two cells"))
+            }
+        },
+    };
+    if !inside.is_empty() {
+        let wanted: HashSet<[u32; 3]> = inside.iter().map(|&(_, key)| key).collect();
+        let mut interior_of: HashMap<[u32; 3], u32> = HashMap::with_capacity(wanted.len());
+        for (k, &(c, l, _)) in interior.iter().enumerate() {
+            let cell = &cells[c as usize * nv..][..nv];
+            let mut fv = [0u32; 3];
+            for (x, &i) in fv.iter_mut().zip(faces[l as usize].iter()) {
+                *x = cell[i];
+            }
+            let key = face_key(&fv[..dim]);
+            if wanted.contains(&key) {
+                interior_of.insert(key, k as u32);
+            }
+        }
+        for (e, key) in inside {
+            let Some(&f) = interior_of.get(&key) else {
+                let k = nodes_per(e.ty).unwrap_or(0);
+                let v = lookup(e)?;
+                return Err(loc.error(
+                    e.pos,
+                    format!(
+                        "a facet element of physical group {} is not a face of any cell (its nodes {} are no \
+                         cell's {})",
+                        group_list(&e.physical),
+                        v[..k].iter().map(|&i| raw.nodes[i].tag.to_string()).collect::<Vec<_>>().join(", "),
+                        if dim == 2 { "edge" } else { "face" }
+                    ),
+                ));
+            };
+            for &t in e.physical.iter() {
+                phys_interior.entry((dim - 1, t)).or_default().push(f);
             }
         }
     }
