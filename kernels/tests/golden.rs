@@ -745,3 +745,28 @@ fn tuple_fields_conversions_cmp_and_wrapping() {
         ]
     );
 }
+
+#[test]
+fn by_value_copies_in_an_if_value_run_in_their_branch() {
+    // `m[*n as usize]` is evaluated only when `*n < 2`: its copy is made
+    // in that branch, not hoisted ahead of a ternary.
+    let b = body(syn::parse_quote! {
+        fn k(m: &[[f64; 3]; 2], n: &u64, o: &mut f64) {
+            *o = 1.0 + if *n < 2 { first(m[*n as usize]) } else { 0.0 };
+        }
+    });
+    assert_eq!(
+        b,
+        [
+            "double pl_v2;",
+            "if (((*n) < 2ull)) {",
+            "__pl_arr<double[3]> pl_a0;",
+            "for (int pl_k1 = 0; pl_k1 < 3; ++pl_k1) pl_a0.v[pl_k1] = m[PL_IX(((unsigned long long)((*n))), 2)][pl_k1];",
+            "pl_v2 = pl_fn_first(pl_a0);",
+            "} else {",
+            "pl_v2 = 0.0;",
+            "}",
+            "(*o) = (1.0 + pl_v2);",
+        ]
+    );
+}

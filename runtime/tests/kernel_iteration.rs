@@ -624,12 +624,13 @@ fn effects_in_array_places_and_sources_run_once() {
 // ---------------------------------------------------------------------------
 
 /// The kernels of this part, for NVRTC.
-const PORTED: [&Kernel; 7] = [
+const PORTED: [&Kernel; 8] = [
     reductions::KERNEL,
     int_reductions::KERNEL,
     lane_sums::KERNEL,
     pinned_sums::KERNEL,
     by_value::KERNEL,
+    guarded_by_value::KERNEL,
     tuple_fields::KERNEL,
     integer_forms::KERNEL,
 ];
@@ -764,6 +765,39 @@ fn helpers_take_arrays_by_value_as_copies() {
     assert_eq!(seq[2], Vals::F64(o.to_vec()));
     assert_eq!(dev[2], Vals::F64(o.to_vec()), "the helper reads its copy on the device");
     assert_eq!(dev[0], Vals::F64(x.to_vec()));
+}
+
+#[parloop::device]
+fn first(r: [f64; 3]) -> f64 {
+    r[0]
+}
+
+/// A by-value array argument in one branch of an `if` value: its copy
+/// (`m[i]`) is made only where Rust evaluates it, when the branch is taken.
+#[parloop::kernel]
+fn guarded_by_value(k: &[i32; 1], m: &[[f64; 3]; 2], o: &mut [f64; 2]) {
+    let i = (k[0] & 3) as usize;
+    o[0] = if i < 2 { first(m[i]) } else { 0.0 };
+    o[1] = if i >= 2 { -1.0 } else { first(m[i]) };
+}
+
+#[test]
+fn by_value_arguments_are_copied_only_in_the_branch_taken() {
+    diff(guarded_by_value::KERNEL, Floats::WithNan);
+    backends_agree(guarded_by_value::KERNEL);
+    // `m[3]` is out of range, in the branch not taken: no panic anywhere.
+    let m = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
+    for (k, want) in [(3, [0.0, -1.0]), (1, [4.0, 4.0])] {
+        let mut o = [9.0; 2];
+        guarded_by_value(&[k], &m, &mut o);
+        assert_eq!(o, want);
+        let input = vec![Vals::I32(vec![k]), Vals::F64(m.concat()), Vals::F64(vec![9.0; 2])];
+        let (seq, dev) = seq_and_device(guarded_by_value::KERNEL, 1, &input);
+        assert_eq!(seq[2], Vals::F64(o.to_vec()));
+        assert_eq!(dev[2], Vals::F64(o.to_vec()), "k = {k}: the device takes the same branch");
+        let threads = run_on(Backend::Threads, guarded_by_value::KERNEL, 1, &input).unwrap();
+        assert_eq!(threads[2], Vals::F64(o.to_vec()));
+    }
 }
 
 #[parloop::kernel]

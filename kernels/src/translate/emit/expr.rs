@@ -346,9 +346,29 @@ impl Emit<'_> {
             let Expr::Block(eb) = &**els else { unreachable!() };
             let Stmt::Expr(f, None) = &eb.block.stmts[0] else { unreachable!() };
             let c = self.value(&i.cond)?;
+            let before = self.pre.len();
             let tv = self.value(t)?;
+            let t_pre = self.pre.split_off(before);
             let fv = self.value(f)?;
-            return Ok(format!("({c} ? {tv} : {fv})"));
+            let f_pre = self.pre.split_off(before);
+            if t_pre.is_empty() && f_pre.is_empty() {
+                return Ok(format!("({c} ? {tv} : {fv})"));
+            }
+            // A branch hoisted statements (a by-value array argument's
+            // copy, `h(m[i])`): before the statement they would run
+            // whatever `c` decides, so each runs in its own branch.
+            let ty = self.ty_of(e);
+            let ct = self.value_temp_type(&ty, e.span())?;
+            let tmp = self.temp("v");
+            self.pre.push(format!("{ct} {tmp};"));
+            self.pre.push(format!("if ({c}) {{"));
+            self.pre.extend(t_pre.iter().map(|s| format!("    {s}")));
+            self.pre.push(format!("    {tmp} = {tv};"));
+            self.pre.push("} else {".to_string());
+            self.pre.extend(f_pre.iter().map(|s| format!("    {s}")));
+            self.pre.push(format!("    {tmp} = {fv};"));
+            self.pre.push("}".to_string());
+            return Ok(tmp);
         }
         let t = self.ty_of(e);
         let ct = self.value_temp_type(&t, e.span())?;
@@ -716,7 +736,9 @@ fn has_effects(e: &Expr) -> bool {
 }
 
 /// Whether `e` can be evaluated as part of a C++ expression without
-/// statements (no blocks, ifs with statements, loops or jumps).
+/// statements (no blocks, ifs with statements, loops or jumps). A call's
+/// argument may still hoist statements (a by-value array's copy):
+/// `if_value` checks what its branches hoisted.
 fn is_pure_value(e: &Expr) -> bool {
     match e {
         Expr::Lit(_) | Expr::Path(_) => true,
