@@ -16,6 +16,9 @@
 //!
 //! The element -> position table is built on the host once per matrix
 //! argument shape (pattern, maps, iteration set) and kept on the device.
+//! The element matrices are one dat per matrix argument of that shape in
+//! a loop: two matrices on one sparsity in one loop (`M` and `M + dt K`)
+//! share the tables but not the element matrices.
 //!
 //! The product `y = A x` is a CSR kernel with `g` threads per row (`g` a
 //! power of two near the average row length, 1 to 32); the threads of a
@@ -48,7 +51,7 @@ const MAX_GRID: usize = 4096;
 const NOT_OWNED: u32 = u32::MAX;
 
 /// Device state of matrices, per runtime: the library module, each matrix
-/// argument shape's position tables and element-matrix dat, each
+/// argument shape's position tables and element-matrix dats, each
 /// pattern's CSR arrays.
 #[derive(Default)]
 pub(crate) struct DeviceCaches {
@@ -83,9 +86,31 @@ struct ScatterTables {
     /// `contributions`, which lists entries in element order.
     offsets: DeviceBuffer,
     contributions: DeviceBuffer,
-    /// One element matrix per element of the iteration set.
-    element_matrices: Arc<dyn Storage>,
+    /// The element matrices (one per element of the iteration set) of the
+    /// first, second, ... argument of this shape in a loop: grown to the
+    /// most arguments of this shape one loop has had, kept for later loops.
+    element_matrices: Mutex<Vec<Arc<dyn Storage>>>,
     element_dat_dim: usize,
+}
+
+impl ScatterTables {
+    /// The element matrices of the `k`-th argument of this shape in a loop
+    /// (from 0), made if no loop had that many.
+    fn element_matrices(
+        &self,
+        rt: &Runtime,
+        k: usize,
+        scatter: &MatScatter,
+        set: &Set,
+        elem: ElemType,
+    ) -> Result<Arc<dyn Storage>> {
+        let mut dats = lock(&self.element_matrices);
+        while dats.len() <= k {
+            let dat = element_dat(rt, set, self.element_dat_dim, scatter, elem, dats.len())?;
+            dats.push(dat);
+        }
+        Ok(dats[k].clone())
+    }
 }
 
 /// A pattern's scalar CSR on the device.
@@ -276,7 +301,8 @@ impl DeviceCaches {
 }
 
 /// Builds the position and contribution tables of `scatter` over the
-/// first `elements` elements.
+/// first `elements` elements (`context`, "loop `k`, matrix `A`", for
+/// errors).
 fn scatter_tables(
     rt: &Runtime,
     device: &Arc<dyn Device>,
@@ -284,14 +310,14 @@ fn scatter_tables(
     elements: usize,
     set: &Set,
     elem: ElemType,
-    kernel: &str,
+    context: &str,
 ) -> Result<ScatterTables> {
     let per_element = scatter.rows * scatter.cols;
     let entries =
         elements.checked_mul(per_element).filter(|&n| n < NOT_OWNED as usize).ok_or_else(|| Error::Backend {
             name: device.name(),
             reason: format!(
-                "loop `{kernel}`: {elements} element matrices of {per_element} entries exceed what device assembly \
+                "{context}: {elements} element matrices of {per_element} entries exceed what device assembly \
                  indexes ({} entries); assemble in parts or on the host",
                 NOT_OWNED
             ),
@@ -299,7 +325,7 @@ fn scatter_tables(
     let nnz = scatter.pattern.row_ptr().last().copied().unwrap_or(0);
     let mut positions = Vec::new();
     positions.try_reserve_exact(entries).map_err(|_| Error::OutOfMemory {
-        what: format!("loop `{kernel}`: the device assembly's position table"),
+        what: format!("{context}: the device assembly's position table"),
         bytes: entries.saturating_mul(4),
     })?;
     positions.resize(entries, NOT_OWNED);
@@ -316,19 +342,16 @@ fn scatter_tables(
             },
         );
     }
-    let (counts, contributions) = contribution_table(&positions, nnz, kernel)?;
-    let element_matrices: Arc<dyn Storage> = match elem {
-        ElemType::F64 => element_dat::<f64>(rt, set, per_element, scatter)?,
-        ElemType::F32 => element_dat::<f32>(rt, set, per_element, scatter)?,
-        other => return Err(c_type(other).unwrap_err()),
-    };
+    let (counts, contributions) = contribution_table(&positions, nnz, context)?;
+    // The first argument's element matrices now: they are what most loops need.
+    let element_matrices = vec![element_dat(rt, set, per_element, scatter, elem, 0)?];
     Ok(ScatterTables {
         pattern: Arc::downgrade(&scatter.pattern),
         entries,
         positions: upload(device.as_ref(), &positions)?,
         offsets: upload(device.as_ref(), &counts)?,
         contributions: upload(device.as_ref(), &contributions)?,
-        element_matrices,
+        element_matrices: Mutex::new(element_matrices),
         element_dat_dim: per_element,
     })
 }
@@ -339,12 +362,12 @@ fn scatter_tables(
 /// seq's). In parallel: counts and placements by atomics, then each
 /// nonzero's few entries sorted, which gives exactly the serial table (the
 /// n = 125 unit cube has 187 M entries on 29.6 M nonzeros).
-fn contribution_table(positions: &[u32], nnz: usize, kernel: &str) -> Result<(Vec<u32>, Vec<u32>)> {
+fn contribution_table(positions: &[u32], nnz: usize, context: &str) -> Result<(Vec<u32>, Vec<u32>)> {
     use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
     let table = |what: &str, n: usize| -> Result<Vec<AtomicU32>> {
         let mut v = Vec::new();
         v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
-            what: format!("loop `{kernel}`: the device assembly's {what}"),
+            what: format!("{context}: the device assembly's {what}"),
             bytes: n.saturating_mul(4),
         })?;
         v.extend((0..n).map(|_| AtomicU32::new(0)));
@@ -390,16 +413,25 @@ fn contribution_table(positions: &[u32], nnz: usize, kernel: &str) -> Result<(Ve
 /// The element matrices of a scatter: a temporary, so that on the device
 /// they take device memory alone (no host copy, host fill or upload: 1.5 GB
 /// each for the n = 125 unit cube), and an unpooled one, so that this
-/// memory goes with the tables (with the last matrix on the pattern).
-fn element_dat<T: Scalar>(
+/// memory goes with the tables (with the last matrix on the pattern). The
+/// `k`-th argument of the shape in a loop has the `k`-th.
+fn element_dat(
     rt: &Runtime,
     set: &Set,
     per_element: usize,
     scatter: &MatScatter,
+    elem: ElemType,
+    k: usize,
 ) -> Result<Arc<dyn Storage>> {
-    let dat =
-        rt.unpooled_temporary::<T>(&format!("pl_elemat_{}_{}", scatter.sparsity_name, set.name()), set, per_element)?;
-    Ok(dat.0.clone())
+    let mut name = format!("pl_elemat_{}_{}", scatter.sparsity_name, set.name());
+    if k > 0 {
+        name.push_str(&format!("_{k}"));
+    }
+    match elem {
+        ElemType::F64 => Ok(rt.unpooled_temporary::<f64>(&name, set, per_element)?.0.clone()),
+        ElemType::F32 => Ok(rt.unpooled_temporary::<f32>(&name, set, per_element)?.0.clone()),
+        other => Err(c_type(other).unwrap_err()),
+    }
 }
 
 /// What a CSR kernel's launch starts from (`Runtime::csr_launch`).
@@ -408,6 +440,22 @@ struct CsrLaunch {
     csr: Arc<CsrOnDevice>,
     params: LaunchParams,
     rows: usize,
+}
+
+/// `e`, about the loop with element matrices in place of `lp`'s matrix
+/// arguments, in terms of `lp`: an argument error names the user's matrix,
+/// not the internal dat (the arguments keep their positions).
+fn in_user_terms(e: Error, lp: &ParLoop) -> Error {
+    match e {
+        Error::Argument { kernel, set, arg, dat, problem } => {
+            let dat = match lp.args().get(arg) {
+                Some(a) if a.mat().is_some() => a.data_name().to_string(),
+                _ => dat,
+            };
+            Error::Argument { kernel, set, arg, dat, problem }
+        }
+        other => other,
+    }
 }
 
 /// Whether matrix scatters on this runtime add atomically (the user asked
@@ -426,6 +474,9 @@ impl Runtime {
         let library = self.matrices.device.library(device)?;
         let mut args: Vec<Arg> = lp.args().to_vec();
         let mut scatters = Vec::new();
+        // Matrix arguments of each shape so far: each has its own element
+        // matrices (two on one sparsity would otherwise alias).
+        let mut of_shape: HashMap<ScatterKey, usize> = HashMap::new();
         for (i, arg) in lp.args().iter().enumerate() {
             let ArgKind::Mat(m) = &arg.kind else { continue };
             let elem = arg.storage.elem();
@@ -441,15 +492,19 @@ impl Runtime {
             let tables = match cached {
                 Some(t) if t.entries == elements * m.rows * m.cols => t,
                 _ => {
-                    let t = Arc::new(scatter_tables(self, device, m, elements, set, elem, kernel.name())?);
+                    let context = format!("loop `{}`, matrix `{}`", kernel.name(), arg.data_name());
+                    let t = Arc::new(scatter_tables(self, device, m, elements, set, elem, &context)?);
                     let mut scatters = lock(&self.matrices.device.scatters);
                     scatters.retain(|_, t| t.pattern.strong_count() > 0);
                     scatters.insert(key, t.clone());
                     t
                 }
             };
+            let k = of_shape.entry(key).or_insert(0);
+            let element_matrices = tables.element_matrices(self, *k, m, set, elem)?;
+            *k += 1;
             // Zeroed element matrices: the kernel adds into them.
-            let em = address(tables.element_matrices.as_ref(), device, kernel.name())?;
+            let em = address(element_matrices.as_ref(), device, kernel.name())?;
             let mut params = LaunchParams::default();
             params.ptr[0] = em;
             params.val[0] = (set.total() * tables.element_dat_dim) as i64;
@@ -460,25 +515,25 @@ impl Runtime {
                 0,
                 &params,
             )?;
-            tables.element_matrices.device_written();
+            element_matrices.device_written();
             // WRITE, not INC: the kernel may assign entries of a WRITE
             // matrix argument, and the values start at zero anyway.
             args[i] = Arg::new(
-                tables.element_matrices.clone(),
+                element_matrices.clone(),
                 ArgKind::Direct,
                 Access::Write,
                 tables.element_dat_dim,
                 Some(set.clone()),
             );
-            scatters.push((arg.clone(), tables));
+            scatters.push((arg.clone(), tables, element_matrices));
         }
         // The exec halo too: other ranks' elements add into this rank's rows.
-        let inner = ParLoop::new(kernel, set, &args)?.with_exec_halo();
-        self.execute(&inner)?;
-        for (arg, tables) in scatters {
+        let inner = ParLoop::new(kernel, set, &args).map_err(|e| in_user_terms(e, lp))?.with_exec_halo();
+        self.execute(&inner).map_err(|e| in_user_terms(e, lp))?;
+        for (arg, tables, element_matrices) in scatters {
             let elem = arg.storage.elem();
             let vals = address(arg.storage.as_ref(), device, kernel.name())?;
-            let em = address(tables.element_matrices.as_ref(), device, kernel.name())?;
+            let em = address(element_matrices.as_ref(), device, kernel.name())?;
             let mut params = LaunchParams::default();
             let write = arg.access == Access::Write;
             if atomic_scatter(self) && !write {
