@@ -424,6 +424,62 @@ fn a_failed_fused_launch_poisons_what_its_other_loops_wrote() {
 }
 
 #[parloop::kernel]
+fn sum_into(a: &f64, g: &mut f64) {
+    *g += *a;
+}
+
+/// A fused group that fails: the global its other loop reduces never got
+/// that loop's sum (an eager run, going on after the first loop's error,
+/// makes it), so it is refused until written, not read as `Ok` with its
+/// old value; a lone failed loop's global keeps its old value, as eager.
+#[test]
+fn a_global_a_failed_fused_group_reduces_is_never_read_as_ok() {
+    for backend in [Backend::Seq, Backend::Threads, device::device_backend()] {
+        let rt = Runtime::with_lazy(backend, true).unwrap();
+        let s = rt.set("s", 8).unwrap();
+        let x = rt.dat("x", &s, 1, (0..8).map(f64::from).collect()).unwrap();
+        let t = rt.dat("t", &s, 1, vec![0.0; 8]).unwrap();
+        let g = rt.global("g", &[0.0]).unwrap();
+        let quiet = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        // Fused: t written (failing past five), then summed into g.
+        rt.par_loop(fails_past_five::KERNEL, &s, &[x.arg(Access::READ), t.arg(Access::WRITE)]).unwrap();
+        rt.par_loop(sum_into::KERNEL, &s, &[t.arg(Access::READ), g.arg(Access::INC)]).unwrap();
+        let first = rt.flush();
+        std::panic::set_hook(quiet);
+        assert!(
+            matches!(&first, Err(Error::Deferred { kernel, .. }) if kernel == "fails_past_five+sum_into"),
+            "{backend:?}: {first:?}"
+        );
+        for again in 0..2 {
+            let got = g.value();
+            assert!(matches!(got, Err(Error::Discarded { .. })), "{backend:?}, read {again}: {got:?}");
+        }
+        g.set_values(&[3.0]).unwrap();
+        assert_eq!(g.value().unwrap(), 3.0, "{backend:?}");
+
+        // A lone failed loop's global keeps its value, as an eager run's.
+        rt.set_fusion(false);
+        let h = rt.global("h", &[7.0]).unwrap();
+        let quiet = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        rt.par_loop(fails_after_sum::KERNEL, &s, &[x.arg(Access::READ), h.arg(Access::INC)]).unwrap();
+        let lone = rt.flush();
+        std::panic::set_hook(quiet);
+        assert!(lone.is_err(), "{backend:?}");
+        assert_eq!(h.value().unwrap(), 7.0, "{backend:?}");
+    }
+}
+
+#[parloop::kernel]
+fn fails_after_sum(x: &f64, h: &mut f64) {
+    *h += *x;
+    if *x > 5.0 {
+        panic!("past five");
+    }
+}
+
+#[parloop::kernel]
 fn fails_past_five(x: &f64, y: &mut f64) {
     if *x > 5.0 {
         panic!("past five");

@@ -220,12 +220,6 @@ struct Pending {
     user: Weak<crate::par_loop::LoopInner>,
 }
 
-/// The data a failed recorded loop leaves part-written: what it writes
-/// except globals (a failed loop's reductions get their old values back).
-fn written_in_part(p: &Pending) -> impl Iterator<Item = u64> + '_ {
-    p.args.iter().filter(|a| a.access.writes() && !matches!(a.kind, ArgKind::Global)).map(|a| a.id)
-}
-
 /// The data a recorded loop writes (host writes of globals included).
 fn written(p: &Pending) -> impl Iterator<Item = u64> + '_ {
     p.args.iter().filter(|a| a.access.writes()).map(|a| a.id)
@@ -851,14 +845,27 @@ impl Trace {
             // failed group wrote in part (its dats and matrices hold a mix
             // of old and new values, a temporary's first write over a
             // pooled buffer another temporary's; its reduced globals got
-            // their old values back). Unlike an eager loop's, the error
-            // may surface at a host access of unrelated data, so the
-            // program may never have seen it for these.
+            // their old values back, which for a lone loop are what an
+            // eager run leaves, but not for a fused group: its other
+            // loops' reductions, which an eager run makes, were lost too,
+            // so there its globals are stale as well). Unlike an eager
+            // loop's, the error may surface at a host access of unrelated
+            // data, so the program may never have seen it for these.
             let result = result.map_err(|e| {
+                let fused = group.len() > 1;
                 let stale: Vec<u64> = taken[j..]
                     .iter()
                     .flat_map(|(_, p)| written(p))
-                    .chain(group.iter().flat_map(|(_, p)| written_in_part(p)))
+                    .chain(
+                        group
+                            .iter()
+                            .flat_map(|(_, p)| {
+                                p.args
+                                    .iter()
+                                    .filter(move |a| a.access.writes() && (fused || !matches!(a.kind, ArgKind::Global)))
+                            })
+                            .map(|a| a.id),
+                    )
                     .collect();
                 (e, stale)
             });
