@@ -242,13 +242,17 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
     // options (a rank that refused, or stopped at another iteration count,
     // would leave the others waiting in a collective); then what the
     // iteration calls, it calls alike on every rank.
-    let checked = check_cg(rt, a, b, x, opts);
+    // Numbered before the checks, so that a rank whose checks fail keeps
+    // the internal names' count the others keep (`PARLOOP_CHECK_RANKS`
+    // compares loops by their data's names).
+    let n = rt.names.number();
+    let checked = check_cg(rt, a, b, x, opts, n);
     let args = format!(
         "rtol {:e}, atol {:e}, max_iterations {}, preconditioner {:?}",
         opts.rtol, opts.atol, opts.max_iterations, opts.preconditioner
     );
     let sets = [a.row_set(), b.set(), x.set()];
-    let (r, p, q, dinv) = crate::Set::agreed_among(&sets, &format!("cg on matrix `{name}`"), checked, &args)?;
+    let (r, p, q, dinv) = crate::Set::agreed_among(sets, &format!("cg on matrix `{name}`"), checked, &args)?;
     let _agreed = crate::decl::ChecksAgreed::enter();
     let dinv = match dinv {
         None => None,
@@ -396,6 +400,7 @@ fn check_cg<T: Real, A: LinearOperator<T> + ?Sized>(
     b: &Dat<T>,
     x: &Dat<T>,
     opts: &CgOptions,
+    n: u64,
 ) -> Result<CgWork<T>> {
     let name = a.name();
     if a.row_set() != a.col_set() || a.row_dim() != a.col_dim() {
@@ -407,6 +412,16 @@ fn check_cg<T: Real, A: LinearOperator<T> + ?Sized>(
                 a.col_dim(),
                 a.row_set().name(),
                 a.row_dim()
+            ),
+        });
+    }
+    let most = crate::linalg::MAX_VECTOR_DIM;
+    if a.row_dim() > most {
+        return Err(Error::Incompatible {
+            op: format!("cg on matrix `{name}`"),
+            reason: format!(
+                "its blocks are {d} x {d} (dim {d}); CG's vector operations support dims 1 to {most}",
+                d = a.row_dim()
             ),
         });
     }
@@ -425,7 +440,6 @@ fn check_cg<T: Real, A: LinearOperator<T> + ?Sized>(
         });
     }
 
-    let n = rt.names.number();
     let len = b.set().total() * b.dim();
     let work = |role: &str| {
         let name = format!("cg#{n}:{role}");
@@ -449,10 +463,12 @@ fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
     dinv: Dat<T>,
     name: &str,
 ) -> Result<Dat<T>> {
-    a.diagonal(rt, &dinv)?;
     let owned = dinv.set().size() * dinv.dim();
-    let bad = dinv.with_own_values(|d| {
-        d[..owned].iter().position(|v| !(v.to_f64() > 0.0 && v.to_f64().is_finite())).map(|i| (i, d[i].to_f64()))
+    // A failure of the diagonal itself (a user operator's) is agreed too.
+    let bad = a.diagonal(rt, &dinv).and_then(|()| {
+        dinv.with_own_values(|d| {
+            d[..owned].iter().position(|v| !(v.to_f64() > 0.0 && v.to_f64().is_finite())).map(|i| (i, d[i].to_f64()))
+        })
     });
     let checked = bad.and_then(|bad| match bad {
         None => Ok(()),

@@ -233,8 +233,13 @@ impl Set {
     /// operands' sets), so that a rank passing an operand on a set of its
     /// own where the others pass distributed ones still takes part; `local`
     /// as it is where none is distributed.
-    pub(crate) fn agreed_among<R>(sets: &[&Set], what: &str, local: Result<R>, args: &str) -> Result<R> {
-        match sets.iter().find(|s| s.is_distributed()) {
+    pub(crate) fn agreed_among<'s, R>(
+        sets: impl IntoIterator<Item = &'s Set>,
+        what: &str,
+        local: Result<R>,
+        args: &str,
+    ) -> Result<R> {
+        match sets.into_iter().find(|s| s.is_distributed()) {
             Some(set) => set.agreed(what, local, args),
             None => local,
         }

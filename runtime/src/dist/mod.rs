@@ -149,8 +149,12 @@ impl Comm {
         if self.size <= 1 {
             return Ok(());
         }
-        self.before_collective()?;
-        let (all_ok, alike) = self.all_ok_alike(ok, crate::device::fnv1a(&[args.as_bytes()]));
+        // The pending loops first (their collectives come before this one
+        // on every rank); their failure here is agreed too, not returned
+        // before the all-reduce the other ranks wait in.
+        let flushed = self.before_collective();
+        let (all_ok, alike) = self.all_ok_alike(ok && flushed.is_ok(), crate::device::fnv1a(&[args.as_bytes()]));
+        flushed?;
         if !all_ok {
             return if ok { Err(self.failed_elsewhere(Ok(()), what)) } else { Ok(()) };
         }

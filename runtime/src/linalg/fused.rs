@@ -80,7 +80,7 @@ impl Runtime {
         let s = a.sparsity();
         let checked = check_product(a, x, y).and_then(|()| x.check_poison());
         let sets = [s.row_set(), x.set(), y.set()];
-        crate::Set::agreed_among(&sets, &format!("mult+dot of matrix `{}`", a.name()), checked, "")?;
+        crate::Set::agreed_among(sets, &format!("mult+dot of matrix `{}`", a.name()), checked, "")?;
         let square = s.row_set() == s.col_set() && s.row_dim() == s.col_dim();
         if !square || self.device().is_some() {
             // Agreed above: the two need not agree again.

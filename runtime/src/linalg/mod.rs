@@ -30,6 +30,10 @@ use crate::types::Scalar;
 
 pub use spmv::LinearOperator;
 
+/// The largest dim (block size) of dats the vector operations, and so CG,
+/// take.
+pub(crate) const MAX_VECTOR_DIM: usize = kernels::MAX_DIM;
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for f64 {}

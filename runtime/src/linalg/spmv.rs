@@ -439,7 +439,7 @@ impl Runtime {
         // left it stale (the matrix's values are read as a host read).
         let checked = check_product(a, x, y).and_then(|()| x.check_poison());
         let sets = [a.sparsity().row_set(), x.set(), y.set()];
-        crate::Set::agreed_among(&sets, &format!("mult of matrix `{what}`"), checked, "")?;
+        crate::Set::agreed_among(sets, &format!("mult of matrix `{what}`"), checked, "")?;
         let args = [x.arg(Access::READ), y.arg(Access::WRITE)];
         force_operands(a, &[x], &[y])?;
         self.library_op(("mult", what), product_bytes(a), || {
@@ -549,7 +549,7 @@ impl Runtime {
         } else {
             check_dat("diagonal", what, "d", d, s.row_set(), s.row_dim())
         };
-        crate::Set::agreed_among(&[s.row_set(), d.set()], &op, checked, "")?;
+        crate::Set::agreed_among([s.row_set(), d.set()], &op, checked, "")?;
         // The row pointers, column indices and the vector written (the
         // values read are a few per row).
         let bytes = std::mem::size_of_val(s.row_ptr())

@@ -64,8 +64,7 @@ fn agreed_kernels<T: Real>(op: &str, dats: &[(&str, &Dat<T>)]) -> Result<&'stati
 /// `local`, agreed across the ranks over the dats' sets
 /// ([`Set::agreed_among`](crate::Set)).
 fn agreed_on<T: Real, R>(op: &str, local: Result<R>, dats: &[(&str, &Dat<T>)]) -> Result<R> {
-    let sets: Vec<&crate::Set> = dats.iter().map(|(_, d)| d.set()).collect();
-    crate::Set::agreed_among(&sets, op, local, "")
+    crate::Set::agreed_among(dats.iter().map(|(_, d)| d.set()), op, local, "")
 }
 
 /// The error of `w = x op y` with all three one dat.

@@ -170,7 +170,11 @@ impl<T: Scalar> Mat<T> {
     /// entities (all components) and puts `diagonal` on their diagonal
     /// entries. `rows` must be a subset of the row set, and each diagonal
     /// entry must be stored (an error names the first that is not; nothing
-    /// changes then).
+    /// changes then). Under MPI, with the row set distributed, it is
+    /// collective (every rank calls it, with its subset of the rows or an
+    /// empty one): the ranks agree on its checks, so that a rank whose rows
+    /// fail them does not leave the others waiting in the solver's first
+    /// collective.
     ///
     /// The columns stay: the matrix is no longer symmetric. CG
     /// ([`crate::solve::cg`]) still solves it when `x` starts equal to
@@ -276,7 +280,7 @@ impl<T: Scalar> Mat<T> {
         let (dim, ptr, cols) = (s.row_dim(), s.row_ptr(), s.col_indices());
         let owned = s.rows() / dim;
         // Positions first, so that a missing diagonal changes nothing.
-        // (At most one entry per stored row, however many components repeat.)
+        // (Capped by the rows: the product of two user sizes may overflow.)
         let mut diag = Vec::with_capacity(rows.size().saturating_mul(components.len()).min(s.rows()));
         for &r in rows.indices() {
             let r = r as usize;
