@@ -100,8 +100,15 @@ pub fn write_vtu(path: &Path, mesh: &Mesh, point_data: &[Field], cell_data: &[Fi
                     ),
                 });
             }
+            if f.components == 0 {
+                return Err(Error::InvalidDeclaration {
+                    what: "VTK field",
+                    name: f.name.into(),
+                    reason: "0 components: a field has at least 1 value per point or cell".into(),
+                });
+            }
             let expected = f.components.checked_mul(n);
-            if f.components == 0 || expected != Some(f.values.len()) {
+            if expected != Some(f.values.len()) {
                 return Err(Error::WrongLength {
                     what: "VTK field",
                     name: f.name.into(),

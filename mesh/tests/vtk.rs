@@ -159,8 +159,9 @@ fn bad_fields_and_paths_are_errors() {
     let e = write_vtu(&dir.join("a.vtu"), &mesh, &[Field::scalar("p", &short)], &[]).unwrap_err();
     assert!(matches!(e, Error::WrongLength { expected: 9, got: 8, .. }), "{e}");
     assert!(e.to_string().contains("`p`"), "{e}");
+    // 0 components: said so (it was "expected 0 values, got 0").
     let e = write_vtu(&dir.join("a.vtu"), &mesh, &[], &[Field::vector("v", 0, &[])]).unwrap_err();
-    assert!(matches!(e, Error::WrongLength { .. }), "{e}");
+    assert!(matches!(e, Error::InvalidDeclaration { .. }) && e.to_string().contains("0 components"), "{e}");
     let e = write_vtu(&dir.join("missing/a.vtu"), &mesh, &[], &[]).unwrap_err();
     assert!(matches!(e, Error::Io { .. }) && e.to_string().contains("missing/a.vtu"), "{e}");
     let mut broken = mesh.clone();

@@ -305,7 +305,7 @@ mod tests {
     fn assemble_both(backend: Backend) -> (Vec<f64>, Vec<f64>, usize, usize) {
         let n = 24;
         let mut rt = Runtime::with_backend(backend).unwrap();
-        rt.set_part_size(Some(32));
+        rt.set_part_size(Some(32)).unwrap();
         let nodes = rt.set("nodes", (n + 1) * (n + 1)).unwrap();
         let cells = rt.set("cells", 2 * n * n).unwrap();
         let c2n = rt.map("c2n", &cells, &nodes, 3, triangles(n)).unwrap();
@@ -373,7 +373,7 @@ mod tests {
         load(&rt, &m1);
         load(&rt, &m2);
         assert_eq!(rt.cached_colourings(), 2, "equal values, but another map");
-        rt.set_part_size(Some(16));
+        rt.set_part_size(Some(16)).unwrap();
         load(&rt, &m1);
         assert_eq!(rt.cached_colourings(), 3, "another block size");
     }

@@ -263,7 +263,8 @@ impl Runtime {
         let ranks = (dist.ranks(), dist.rank());
         // Replay of recurring windows (`trace::replay`), on with the trace
         // (serial sets only: replay never tapes a distributed loop).
-        let replay = lazy && config::switch("PARLOOP_REPLAY", true)?;
+        // Checked with the trace off too: every PARLOOP_* value is.
+        let replay = config::switch("PARLOOP_REPLAY", true)? && lazy;
         let fusion = config::switch("PARLOOP_FUSION", true)?;
         let core = Arc::new_cyclic(|me| Core {
             backend,
@@ -356,9 +357,27 @@ impl Runtime {
 
     /// Overrides the elements per block of new plans (`None`: 2048 for the
     /// `threads` backend, from the shared-memory budget on devices).
-    pub fn set_part_size(&mut self, part_size: Option<usize>) {
+    /// `Some(0)` is an error (`PARLOOP_PART_SIZE=0` is too); nothing
+    /// changes then.
+    ///
+    /// ```
+    /// let mut rt = parloop::Runtime::with_backend(parloop::Backend::Threads)?;
+    /// rt.set_part_size(Some(256))?;
+    /// assert!(rt.set_part_size(Some(0)).is_err());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn set_part_size(&mut self, part_size: Option<usize>) -> Result<()> {
+        if part_size == Some(0) {
+            return Err(Error::Backend {
+                name: self.backend.name().into(),
+                reason: "set_part_size: a part of 0 elements holds nothing; give a positive size, or None for \
+                         the backend's default"
+                    .into(),
+            });
+        }
         self.flush_quietly();
         self.core.part_size.store(part_size.unwrap_or(0), Ordering::Relaxed);
+        Ok(())
     }
 
     /// Elements per block of new plans (`None`: the backend's default).
@@ -899,6 +918,12 @@ impl Runtime {
             name: self.backend.name().into(),
             reason: "copy bandwidth is measured on device backends (emu, cuda)".into(),
         })?;
+        if bytes == 0 {
+            return Err(Error::Backend {
+                name: self.backend.name().into(),
+                reason: "copy bandwidth: 0 bytes to copy (a rate needs at least one byte)".into(),
+            });
+        }
         let (src, dst) = (device.alloc(bytes)?, device.alloc(bytes)?);
         device.copy(&dst, &src, bytes)?;
         device.synchronize()?;

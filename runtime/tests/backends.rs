@@ -98,7 +98,7 @@ fn edge_flux_loop(edges: &Set, pair: &Map, w: &Dat<f64>, x: &Dat<f64>, res: &Dat
 
 fn run_with(backend: Backend, strategy: Option<DeviceStrategy>, m: &Mesh, part_size: Option<usize>) -> Outcome {
     let mut rt = Runtime::with_backend(backend).unwrap();
-    rt.set_part_size(part_size);
+    rt.set_part_size(part_size).unwrap();
     rt.set_strategy(strategy);
     let edges = rt.set("edges", m.nedges).unwrap();
     let nodes = rt.set("nodes", m.nnodes).unwrap();

@@ -480,6 +480,8 @@ fn environment_values_that_are_not_understood_are_errors() {
         ("PARLOOP_BACKEND", "gpu"),
         ("PARLOOP_PROFILE", "2"),
         ("PARLOOP_CHECK", "on"),
+        // Checked with the lazy trace off too (it was read only with it on).
+        ("PARLOOP_REPLAY", "7"),
     ];
     if let Ok(case) = std::env::var(child::CASE_VAR) {
         let (var, value) = case.split_once('=').unwrap();
@@ -497,6 +499,39 @@ fn environment_values_that_are_not_understood_are_errors() {
             child::run_child("environment_values_that_are_not_understood_are_errors", &case, &[(var, value)], SHORT);
         assert!(ok, "{case}: {text}");
     }
+}
+
+/// A cache directory that cannot be made (under /proc) failed at the
+/// emulated device's first loop with an I/O error naming neither the
+/// variable nor the loop; now when the runtime is made.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_cache_directory_that_cannot_be_made_is_reported_when_the_runtime_is_created() {
+    in_child(
+        "a_cache_directory_that_cannot_be_made_is_reported_when_the_runtime_is_created",
+        "cache",
+        &[("PARLOOP_CACHE_DIR", "/proc/parloop-cannot-be-made")],
+        SHORT,
+        || {
+            let e = Runtime::with_backend(Backend::Emu).unwrap_err();
+            assert!(matches!(&e, Error::Env { var: "PARLOOP_CACHE_DIR", .. }), "{e:?}");
+        },
+    );
+}
+
+/// Settings that mean nothing are errors, as their environment variables
+/// are: a part of 0 elements (was accepted, and the default used), a
+/// copy of 0 bytes (was a rate of 0 GB/s).
+#[test]
+fn a_part_of_no_elements_and_a_copy_of_no_bytes_are_errors() {
+    let mut rt = Runtime::with_backend(Backend::Threads).unwrap();
+    let e = rt.set_part_size(Some(0)).unwrap_err();
+    assert!(e.to_string().contains("set_part_size"), "{e}");
+    rt.set_part_size(None).unwrap();
+    let emu = Runtime::with_backend(Backend::Emu).unwrap();
+    let e = emu.copy_bandwidth(0, 0).unwrap_err();
+    assert!(e.to_string().contains("0 bytes"), "{e}");
+    assert!(emu.copy_bandwidth(1 << 10, 1).unwrap() > 0.0);
 }
 
 #[test]

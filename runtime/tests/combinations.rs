@@ -39,14 +39,14 @@ pub fn configs(
     for lazy in [false, true] {
         v.push((format!("seq lazy={lazy}"), Runtime::with_lazy(Backend::Seq, lazy).unwrap()));
         let mut t = Runtime::with_lazy(Backend::Threads, lazy).unwrap();
-        t.set_part_size(Some(threads_part));
+        t.set_part_size(Some(threads_part)).unwrap();
         v.push((format!("threads part={threads_part} lazy={lazy}"), t));
         v.push((format!("threads lazy={lazy}"), Runtime::with_lazy(Backend::Threads, lazy).unwrap()));
         let dev = device_backend();
         for &s in strategies {
             let mut rt = Runtime::with_lazy(dev, lazy).unwrap();
             rt.set_strategy(s);
-            rt.set_part_size(device_part);
+            rt.set_part_size(device_part).unwrap();
             v.push((format!("{dev} {s:?} part={device_part:?} lazy={lazy}"), rt));
         }
     }

@@ -276,7 +276,7 @@ struct Outcome {
 
 fn run_mesh(rt: &mut Runtime, strategy: Option<Strategy>, part: Option<usize>, m: &Mesh, calls: usize) -> Outcome {
     rt.set_strategy(strategy);
-    rt.set_part_size(part);
+    rt.set_part_size(part).unwrap();
     let edges = rt.set("edges", m.nedges).unwrap();
     let nodes = rt.set("nodes", m.nnodes).unwrap();
     let pair = rt.map("pair", &edges, &nodes, 2, m.pairs.clone()).unwrap();
@@ -537,7 +537,7 @@ fn dynamic_shared_memory_above_48_kib_is_opted_in() {
     let weights: Vec<f64> = (0..nedges).map(|e| 1.0 + (e % 13) as f64).collect();
     let run = |rt: &mut Runtime, strategy: Option<Strategy>, part: Option<usize>| -> Result<Vec<f64>, parloop::Error> {
         rt.set_strategy(strategy);
-        rt.set_part_size(part);
+        rt.set_part_size(part).unwrap();
         let tag = format!("{part:?}");
         let edges = rt.set(&format!("edges{tag}"), nedges)?;
         let nodes = rt.set(&format!("nodes{tag}"), nnodes)?;

@@ -114,7 +114,7 @@ struct Outcome {
 fn run(backend: Backend, simd: bool, part_size: Option<usize>, nedges: usize, nnodes: usize) -> Outcome {
     let mut rt = Runtime::with_backend(backend).unwrap();
     rt.set_simd(simd);
-    rt.set_part_size(part_size);
+    rt.set_part_size(part_size).unwrap();
     let mut noise = Noise(Rng(0x9e37_79b9_7f4a_7c15 ^ (nedges * 31 + nnodes) as u64));
     let edges = rt.set("edges", nedges).unwrap();
     let nodes = rt.set("nodes", nnodes).unwrap();

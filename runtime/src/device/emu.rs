@@ -47,6 +47,19 @@ impl Emu {
                 reason: format!("the emulated device compiles generated code with `{compiler}`, which cannot be run"),
             });
         }
+        // Its modules live in the cache directory: one that cannot be made
+        // fails now, naming the variable, not at the first loop.
+        let dir = cache_dir().join("emu");
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            return Err(match std::env::var_os("PARLOOP_CACHE_DIR").filter(|d| !d.is_empty()) {
+                Some(value) => Error::Env {
+                    var: "PARLOOP_CACHE_DIR",
+                    value: value.to_string_lossy().into_owned(),
+                    reason: format!("the emulated device keeps its compiled modules in `{}`: {e}", dir.display()),
+                },
+                None => Error::Io { path: dir.display().to_string(), source: e },
+            });
+        }
         Ok(Emu {
             compiler,
             modules: Mutex::new(HashMap::new()),
