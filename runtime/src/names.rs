@@ -28,7 +28,14 @@ pub(crate) struct Names {
     taken: Mutex<Taken>,
     /// The next number for the runtime's own objects (`cg#3:r`, `dot#7:sum`).
     numbers: AtomicU64,
+    /// What runs before a name a live object holds is refused: the lazy
+    /// trace's pending loops and kept records may be all that keeps a set
+    /// or map the program dropped alive (`Runtime::release_for_names`).
+    release: std::sync::OnceLock<Release>,
 }
+
+/// See [`Names::set_release`].
+type Release = Box<dyn Fn() + Send + Sync>;
 
 /// The names, and when to forget those of dropped objects next.
 #[derive(Default)]
@@ -116,9 +123,23 @@ impl Names {
         }
         let mut taken = lock(&self.taken);
         if taken.holds(space, name) {
-            return Err(Error::DuplicateName { what, name: name.into() });
+            // Perhaps held by the lazy trace alone: let it go, and look again.
+            if let Some(release) = self.release.get() {
+                drop(taken);
+                release();
+                taken = lock(&self.taken);
+            }
+            if taken.holds(space, name) {
+                return Err(Error::DuplicateName { what, name: name.into() });
+            }
         }
         taken.record(space, name.to_owned(), create, inner)
+    }
+
+    /// Sets what runs before a held name is refused (once, by a runtime
+    /// with the lazy trace).
+    pub(crate) fn set_release(&self, release: Release) {
+        let _ = self.release.set(release);
     }
 
     /// Declares one of the runtime's own objects (a solver's work vector,

@@ -285,6 +285,14 @@ impl Runtime {
             fused_loops: Mutex::default(),
             temporaries: Default::default(),
         });
+        if core.trace.is_some() {
+            let weak = Arc::downgrade(&core);
+            core.names.set_release(Box::new(move || {
+                if let Some(core) = weak.upgrade() {
+                    Runtime::handle(core).release_for_names();
+                }
+            }));
+        }
         #[cfg(feature = "mpi")]
         if core.trace.is_some() {
             let weak = Arc::downgrade(&core);
@@ -613,6 +621,21 @@ impl Runtime {
     /// Flushes where no error can be returned: it surfaces at the next
     /// forcing point instead.
     #[track_caller]
+    /// Before a name is refused as held: runs the pending loops (their
+    /// error, if any, surfaces at the next forcing point) and drops the
+    /// records the trace keeps for reuse, which hold their loops' sets and
+    /// maps: a set or map the program dropped is then gone, and its name
+    /// free, as in an eager run. Not from inside a host access or a force
+    /// (nothing may run there): the name stays held then.
+    fn release_for_names(&self) {
+        let Some(trace) = &self.trace else { return };
+        if crate::host_access::holds_any() || crate::trace::forcing_here() {
+            return;
+        }
+        self.flush_quietly();
+        trace.release_kept_records();
+    }
+
     fn flush_quietly(&self) {
         if let Some(trace) = &self.trace {
             if let Err(e) = trace.force(std::panic::Location::caller(), None) {

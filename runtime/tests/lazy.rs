@@ -726,3 +726,26 @@ fn a_matrix_refuses_stale_data(rt: Runtime) {
     rt.diagonal(&a, &y).unwrap();
     assert_eq!(y.values().unwrap(), vec![1.0; 6]);
 }
+
+/// A name whose object the program dropped is free again, as in an eager
+/// run, though a pending loop still used the object: the declaration runs
+/// what is pending first (it was a `DuplicateName` for a set the program
+/// no longer has).
+#[test]
+fn a_dropped_objects_name_is_free_again_with_loops_pending() {
+    let rt = lazy_rt();
+    let t = rt.set("t", 4).unwrap();
+    let out = rt.dat("out", &t, 1, vec![0.0; 4]).unwrap();
+    {
+        let s = rt.set("s", 3).unwrap();
+        let m = rt.map("m", &t, &s, 1, vec![0, 1, 2, 0]).unwrap();
+        let x = rt.dat("x", &s, 1, vec![1.0, 2.0, 3.0]).unwrap();
+        rt.par_loop(copy_over::KERNEL, &t, &[x.arg_via(&m, 0, Access::READ), out.arg(Access::WRITE)]).unwrap();
+    }
+    let s = rt.set("s", 5).unwrap();
+    let m = rt.map("m", &t, &s, 1, vec![4, 3, 2, 1]).unwrap();
+    let x = rt.dat("x", &s, 1, vec![10.0, 20.0, 30.0, 40.0, 50.0]).unwrap();
+    assert_eq!(out.values().unwrap(), vec![1.0, 2.0, 3.0, 1.0]);
+    rt.par_loop(copy_over::KERNEL, &t, &[x.arg_via(&m, 0, Access::READ), out.arg(Access::WRITE)]).unwrap();
+    assert_eq!(out.values().unwrap(), vec![50.0, 40.0, 30.0, 20.0]);
+}

@@ -648,6 +648,20 @@ impl Trace {
         self.force(at, Some((&all, true)))
     }
 
+    /// Drops every kept record (pool and replay places): they hold their
+    /// loops' sets and maps, which a name may be wanted back from.
+    pub(crate) fn release_kept_records(&self) {
+        let kept = {
+            let mut st = lock(&self.state);
+            let mut kept = std::mem::take(&mut st.spare_records);
+            st.replay.take_records(&mut kept);
+            kept
+        };
+        // Dropped outside the lock: a record's last handle on a set or map
+        // may be all that frees it.
+        drop(kept);
+    }
+
     /// Drops the kept records (pool and replay places) of loops with datum
     /// `id`, whose last handle is going.
     fn forget_records_of(&self, id: u64) {

@@ -466,6 +466,11 @@ impl Replay {
         self.learning = false;
     }
 
+    /// Moves every record kept in segments' places into `out`.
+    pub(super) fn take_records(&mut self, out: &mut Vec<Record>) {
+        out.extend(self.segments.iter_mut().flat_map(|s| &mut s.records).filter_map(Option::take));
+    }
+
     /// Drops the records kept in segments' places that `gone` selects.
     pub(super) fn forget_records(&mut self, gone: impl Fn(&Record) -> bool) {
         for place in self.segments.iter_mut().flat_map(|s| &mut s.records) {
