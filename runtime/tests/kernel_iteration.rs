@@ -624,7 +624,8 @@ fn effects_in_array_places_and_sources_run_once() {
 // ---------------------------------------------------------------------------
 
 /// The kernels of this part, for NVRTC.
-const PORTED: [&Kernel; 8] = [
+const PORTED: [&Kernel; 9] = [
+    short_circuits::KERNEL,
     reductions::KERNEL,
     int_reductions::KERNEL,
     lane_sums::KERNEL,
@@ -797,6 +798,44 @@ fn by_value_arguments_are_copied_only_in_the_branch_taken() {
         assert_eq!(dev[2], Vals::F64(o.to_vec()), "k = {k}: the device takes the same branch");
         let threads = run_on(Backend::Threads, guarded_by_value::KERNEL, 1, &input).unwrap();
         assert_eq!(threads[2], Vals::F64(o.to_vec()));
+    }
+}
+
+/// Right operands of `&&`/`||` that hoist statements (a block, a
+/// reduction's loop, a by-value copy) run only when Rust evaluates them:
+/// a division by zero, or a row out of range, in the operand not
+/// evaluated panics nowhere. (Refused before: "must be a plain
+/// expression".)
+#[parloop::kernel]
+fn short_circuits(k: &[i32; 2], m: &[[f64; 3]; 2], o: &mut [f64; 4]) {
+    let (a, b) = (k[0], k[1] & 7);
+    let big = b != 0 && {
+        let q = a / b;
+        q > 2
+    };
+    o[0] = if big { 1.0 } else { 0.0 };
+    let i = b as usize;
+    let positive = i < 2 && m[i].iter().all(|v| *v > 0.0);
+    let any_nan = i >= 2 || m[i].iter().any(|v| v.is_nan()) || first(m[i]) > 1.0;
+    o[1] = if positive { 1.0 } else { -1.0 };
+    o[2] = if any_nan { 2.0 } else { -2.0 };
+    o[3] = if i < 2 && m[i].iter().sum::<f64>() > 0.0 || a < 0 { 3.0 } else { -3.0 };
+}
+
+#[test]
+fn short_circuit_operands_that_hoist_run_only_when_evaluated() {
+    diff(short_circuits::KERNEL, Floats::WithNan);
+    backends_agree(short_circuits::KERNEL);
+    let m = [[1.0, 2.0, 3.0], [-4.0, f64::NAN, 6.0]];
+    for k in [[7, 0], [7, 2], [9, 3], [-5, 1], [6, 1]] {
+        let mut o = [9.0; 4];
+        short_circuits(&k, &m, &mut o);
+        let input = vec![Vals::I32(k.to_vec()), Vals::F64(m.concat()), Vals::F64(vec![9.0; 4])];
+        let (seq, dev) = seq_and_device(short_circuits::KERNEL, 1, &input);
+        assert_eq!(seq[2].bits(), Vals::F64(o.to_vec()).bits(), "k = {k:?}");
+        assert_eq!(dev[2].bits(), Vals::F64(o.to_vec()).bits(), "k = {k:?}: the device evaluates the same operands");
+        let threads = run_on(Backend::Threads, short_circuits::KERNEL, 1, &input).unwrap();
+        assert_eq!(threads[2].bits(), Vals::F64(o.to_vec()).bits(), "k = {k:?}");
     }
 }
 

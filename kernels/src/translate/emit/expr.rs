@@ -456,13 +456,20 @@ impl Emit<'_> {
             let hoisted = self.pre.len();
             let r = self.value(&b.right)?;
             if matches!(b.op, And(_) | Or(_)) && self.pre.len() != hoisted {
-                // The right operand's statements would run before the `&&`
-                // or `||`, whatever the left operand decides.
-                return Err(error(
-                    b.right.span(),
-                    "the right operand of `&&` or `||` must be a plain expression (no block, `if` or `match` \
-                     value, or array): write the condition as an `if`",
-                ));
+                // The right operand hoisted statements (a block, an `if`
+                // or `match` value, a reduction's loop): before the
+                // statement they would run whatever the left operand
+                // decides, so they run where Rust evaluates the right
+                // operand, only when the left does not decide.
+                let r_pre = self.pre.split_off(hoisted);
+                let tmp = self.temp("b");
+                let run_right = if matches!(b.op, And(_)) { tmp.clone() } else { format!("!{tmp}") };
+                self.pre.push(format!("bool {tmp} = {l};"));
+                self.pre.push(format!("if ({run_right}) {{"));
+                self.pre.extend(r_pre.iter().map(|s| format!("    {s}")));
+                self.pre.push(format!("    {tmp} = {r};"));
+                self.pre.push("}".to_string());
+                return Ok(tmp);
             }
             // A compound assignment evaluates its right operand first, as
             // the C++ does; any other operator reads its left operand first.
