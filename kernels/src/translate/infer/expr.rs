@@ -18,7 +18,8 @@ use crate::types::{error, Scalar, Ty, UNKNOWN_LEN};
 pub(super) const TUPLES: &str =
     "kernels take tuples where they are taken apart: `let (a, b) = ...;`, `(a, b) = ...;`, \
                                  or `let t = ...;` read only as `t.0`, `t.1` (and assigned whole), of a tuple \
-                                 literal, `x.sin_cos()`, or an `if`, `match` or block whose every value is one; \
+                                 literal, `x.sin_cos()`, or an `if`, `match` or block whose every value is one \
+                                 (and no closure parameter or `for` variable reuses its name: rename one); \
                                  `x.sin_cos().0` is `x.sin()`";
 
 /// Where kernels accept iterator adaptors and closures (see
