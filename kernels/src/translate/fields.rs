@@ -24,23 +24,15 @@ use syn::visit_mut::VisitMut;
 use syn::{Block, Expr, ItemFn, Member, Pat, Stmt};
 
 use super::iterate::effect_free;
+use super::syntax::Idents;
 
 /// Rewrites the tuple fields of `item` in place; whether there were any.
 pub(crate) fn as_destructured(item: &mut ItemFn) -> bool {
-    let mut used = Idents(HashSet::new());
+    let mut used = Idents::new();
     used.visit_item_fn(item);
     let mut r = Rewrite { used: used.0, next: 0, found: false };
     r.visit_block_mut(&mut item.block);
     r.found
-}
-
-/// Every identifier of the function, so that the new names are free.
-struct Idents(HashSet<String>);
-
-impl<'ast> Visit<'ast> for Idents {
-    fn visit_ident(&mut self, i: &'ast proc_macro2::Ident) {
-        self.0.insert(i.to_string());
-    }
 }
 
 struct Rewrite {

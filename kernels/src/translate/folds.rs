@@ -38,6 +38,7 @@ use syn::{Expr, ItemFn, Pat, Stmt, Type};
 
 use super::infer::{key, Infer};
 use super::iterate;
+use super::syntax::Idents;
 
 /// The neutral element of `sum` (`__pl_neutral(0)`) or `product`
 /// (`__pl_neutral(1)`) of the accumulator's type.
@@ -58,7 +59,7 @@ pub(crate) fn neutral(c: &syn::ExprCall) -> Option<u8> {
 /// Rewrites the iterator reductions of `item` in place; whether there
 /// were any.
 pub(crate) fn as_loops(item: &mut ItemFn) -> bool {
-    let mut used = Idents(HashSet::new());
+    let mut used = Idents::new();
     used.visit_item_fn(item);
     let mut r = Rewrite { used: used.0, next: 0, found: false };
     r.visit_block_mut(&mut item.block);
@@ -92,15 +93,6 @@ pub(crate) fn resolve_neutrals(item: &mut ItemFn, infer: &mut Infer) {
         }
     }
     Resolve(infer).visit_item_fn_mut(item);
-}
-
-/// Every identifier of the function, so that the new names are free.
-struct Idents(HashSet<String>);
-
-impl<'ast> Visit<'ast> for Idents {
-    fn visit_ident(&mut self, i: &'ast proc_macro2::Ident) {
-        self.0.insert(i.to_string());
-    }
 }
 
 struct Rewrite {
@@ -206,7 +198,7 @@ fn bound_names(p: &Pat) -> HashSet<String> {
 
 /// Whether `e` mentions any of `names` (any identifier: conservative).
 fn mentions(e: &Expr, names: &HashSet<String>) -> bool {
-    let mut ids = Idents(HashSet::new());
+    let mut ids = Idents::new();
     ids.visit_expr(e);
     ids.0.iter().any(|i| names.contains(i))
 }

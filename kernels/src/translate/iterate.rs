@@ -23,6 +23,7 @@
 
 use std::collections::HashSet;
 
+use super::syntax::Idents;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::visit::Visit;
@@ -53,7 +54,7 @@ pub(crate) fn uses_element(item: &ItemFn) -> bool {
 /// any (the rewritten loops are the translation's, not always valid Rust
 /// for the host: `&mut a` of a parameter binding, `__pl_elem`).
 pub(crate) fn index_loops(item: &mut ItemFn) -> bool {
-    let mut used = Idents(HashSet::new());
+    let mut used = Idents::new();
     used.visit_item_fn(item);
     let mut bound_by_let = LetNames(HashSet::new());
     bound_by_let.visit_item_fn(item);
@@ -90,15 +91,6 @@ pub(crate) fn takes(iter: &Expr, pat: &Pat) -> bool {
 pub(crate) fn arrays(iter: &Expr) -> Option<Vec<Expr>> {
     let r = Rewrite { used: HashSet::new(), next: 0, ref_params: Vec::new(), found: false };
     Some(r.chain(iter)?.sources.into_iter().map(|s| s.array).collect())
-}
-
-/// Every identifier of the function, so that the new names are free.
-struct Idents(HashSet<String>);
-
-impl<'ast> Visit<'ast> for Idents {
-    fn visit_ident(&mut self, i: &'ast proc_macro2::Ident) {
-        self.0.insert(i.to_string());
-    }
 }
 
 /// Names bound by `let`, `for` and `match` patterns anywhere in the body.
@@ -254,7 +246,7 @@ impl Rewrite {
         let mut binds: Vec<syn::Stmt> = Vec::new();
         let mut lens: Vec<Expr> = Vec::new();
         let body_names = {
-            let mut names = Idents(HashSet::new());
+            let mut names = Idents::new();
             names.visit_block(&f.body);
             names.0
         };

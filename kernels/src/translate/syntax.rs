@@ -96,3 +96,20 @@ impl<'a> LoopRange<'a> {
         }
     }
 }
+
+/// Every identifier a syntax tree mentions (`visit_item_fn`, `visit_expr`,
+/// ...): the rewrites before the passes name their temporaries outside it,
+/// so that no generated name can capture or shadow a user's.
+pub(crate) struct Idents(pub(crate) std::collections::HashSet<String>);
+
+impl Idents {
+    pub(crate) fn new() -> Idents {
+        Idents(std::collections::HashSet::new())
+    }
+}
+
+impl<'ast> syn::visit::Visit<'ast> for Idents {
+    fn visit_ident(&mut self, i: &'ast proc_macro2::Ident) {
+        self.0.insert(i.to_string());
+    }
+}

@@ -29,23 +29,16 @@ use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 use syn::{Block, Expr, ItemFn, Pat, Stmt, Type};
 
+use super::syntax::Idents;
+
 /// Rewrites the tuple `let`s and assignments of `item` in place; whether
 /// there were any.
 pub(crate) fn destructure(item: &mut ItemFn) -> bool {
-    let mut used = Idents(HashSet::new());
+    let mut used = Idents::new();
     used.visit_item_fn(item);
     let mut r = Rewrite { used: used.0, next: 0, found: false };
     r.visit_item_fn_mut(item);
     r.found
-}
-
-/// Every identifier of the function, so that temporaries take free names.
-struct Idents(HashSet<String>);
-
-impl<'ast> Visit<'ast> for Idents {
-    fn visit_ident(&mut self, i: &'ast proc_macro2::Ident) {
-        self.0.insert(i.to_string());
-    }
 }
 
 struct Rewrite {
