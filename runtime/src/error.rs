@@ -203,12 +203,17 @@ pub enum Error {
     /// writes are either all done or, for the failing element and those
     /// after it in its block, possibly partly done); read-only data and
     /// globals being reduced are unchanged.
-    #[error("loop `{kernel}`: the kernel panicked at element {element}: {message}")]
+    #[error("loop `{kernel}`: the kernel panicked at {place}: {message}")]
     KernelPanicked {
         /// The kernel.
         kernel: String,
-        /// The element of the iteration set (local numbering).
+        /// The element of the iteration set (local numbering: under MPI
+        /// this rank's; over a subset, the position in the subset).
         element: usize,
+        /// The element as a user finds it: `element 5 of set `cells``,
+        /// `element 2 of subset `wall` (entity 117 of set `vertices`)`,
+        /// with `, global number 9001` under MPI.
+        place: String,
         /// The panic's message.
         message: String,
     },

@@ -64,7 +64,24 @@ pub(crate) struct Panicked {
 
 impl Panicked {
     pub(crate) fn into_error(self, kernel: &str) -> Error {
-        Error::KernelPanicked { kernel: kernel.into(), element: self.element, message: self.message }
+        Error::KernelPanicked {
+            kernel: kernel.into(),
+            element: self.element,
+            place: format!("element {}", self.element),
+            message: self.message,
+        }
+    }
+}
+
+/// `error` with a kernel panic's element described as an element of `set`
+/// (the loop's iteration set: see [`Set::describe_element`]); any other
+/// error as it is.
+pub(crate) fn locate(error: Error, set: &crate::decl::Set) -> Error {
+    match error {
+        Error::KernelPanicked { kernel, element, message, .. } => {
+            Error::KernelPanicked { kernel, element, place: set.describe_element(element), message }
+        }
+        other => other,
     }
 }
 

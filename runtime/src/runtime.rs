@@ -802,10 +802,11 @@ impl Runtime {
         let ran = match &self.device {
             Some(device) => {
                 let profiled = self.profile_output != ProfileOutput::None;
-                run::on_device(device, self.dist.as_ref(), &plan, profiled, lp, &sections, self.part_size())?
+                run::on_device(device, self.dist.as_ref(), &plan, profiled, lp, &sections, self.part_size())
             }
-            None => run::on_host(self.backend, self.simd(), self.dist.as_ref(), &plan, lp, &sections)?,
-        };
+            None => run::on_host(self.backend, self.simd(), self.dist.as_ref(), &plan, lp, &sections),
+        }
+        .map_err(|e| crate::kernel_panic::locate(e, lp.set()))?;
         let mut profile = lock(&self.profile);
         profile.record((kernel.name(), lp.tags()), ran.elapsed, plan_time + ran.prepared, plan.bytes);
         profile.record_halo((kernel.name(), lp.tags()), ran.halo);

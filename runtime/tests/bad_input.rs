@@ -270,6 +270,33 @@ fn caught_kernel_panics_print_nothing_and_other_panics_still_do() {
     assert!(text.contains("a panic outside kernels"), "the program's own panics must still print:\n{text}");
 }
 
+/// A panic in a loop over a subset named its position in the subset only
+/// ("element 2"): the entity of the parent set, which the user looks up,
+/// was not said.
+#[test]
+fn a_kernel_panic_over_a_subset_names_the_subset_and_the_parents_entity() {
+    in_child("a_kernel_panic_over_a_subset_names_the_subset_and_the_parents_entity", "subset", &[], SHORT, || {
+        for backend in [Backend::Seq, Backend::Threads, Backend::Emu] {
+            for lazy in [false, true] {
+                let rt = Runtime::with_lazy(backend, lazy).unwrap();
+                let s = rt.set("nodes", 50).unwrap();
+                let wall = rt.subset("wall", &s, vec![3, 10, 17, 40]).unwrap();
+                let i = rt.dat("i", &s, 1, (0..50).map(|e| if e == 17 { 4 } else { e % 4 }).collect()).unwrap();
+                let x = rt.dat("x", &s, 4, vec![1.0f64; 200]).unwrap();
+                let o = rt.dat("o", &s, 1, vec![0.0f64; 50]).unwrap();
+                let total = rt.global("total", &[0.0f64]).unwrap();
+                let args = [i.arg(Access::READ), x.arg(Access::READ), o.arg(Access::WRITE), total.arg(Access::INC)];
+                let run = rt.par_loop(pick_row::KERNEL, &wall, &args).and_then(|()| o.values().map(drop));
+                let text = run.unwrap_err().to_string();
+                assert!(
+                    text.contains("panicked at element 2 of subset `wall` (entity 17 of set `nodes`): index out of"),
+                    "{backend:?} lazy {lazy}: {text}"
+                );
+            }
+        }
+    });
+}
+
 #[test]
 fn kernel_panics_are_errors_naming_the_element() {
     in_child("kernel_panics_are_errors_naming_the_element", "panics", &[], SHORT, || {
@@ -281,9 +308,10 @@ fn kernel_panics_are_errors_naming_the_element() {
             let e =
                 rt.par_loop(explode_at_seven::KERNEL, &s, &[v.arg(Access::READ), o.arg(Access::WRITE)]).unwrap_err();
             match &e {
-                Error::KernelPanicked { kernel, element, message } => {
+                Error::KernelPanicked { kernel, element, message, .. } => {
                     assert_eq!((kernel.as_str(), *element), ("explode_at_seven", 7777), "{}", rt.backend());
                     assert_eq!(message, "seven is not allowed");
+                    assert!(e.to_string().contains("panicked at element 7777 of set `s`: seven"), "{e}");
                 }
                 other => panic!("{}: {other:?}", rt.backend()),
             }

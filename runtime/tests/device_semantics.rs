@@ -429,7 +429,7 @@ fn same_panic<T: parloop::Scalar + Copy + Default + std::fmt::Debug + PartialEq>
     let e = divide_on(&eager(Backend::Emu), kernel, a, b);
     for (backend, r) in [("seq", &s), ("emu", &e)] {
         match r {
-            Err(Error::KernelPanicked { kernel: k, element: el, message: m }) => {
+            Err(Error::KernelPanicked { kernel: k, element: el, message: m, .. }) => {
                 assert_eq!((k.as_str(), *el, m.as_str()), (kernel.name(), element, message), "{backend}");
             }
             other => panic!("{backend}: expected a panic of `{}` at {element}, got {other:?}", kernel.name()),
@@ -524,7 +524,7 @@ fn checked_builds_report_indices_out_of_bounds() {
                 let expected = format!("index out of bounds: the len is {len} but the index is 7");
                 for (backend, rt) in [("seq", eager(Backend::Seq)), ("emu", eager(Backend::Emu))] {
                     match pick_on(&rt, kernel, &idx) {
-                        Err(Error::KernelPanicked { kernel: k, element, message }) => {
+                        Err(Error::KernelPanicked { kernel: k, element, message, .. }) => {
                             assert_eq!((k.as_str(), element, message.as_str()), (kernel.name(), 321, &*expected));
                         }
                         other => panic!("{backend}: expected an index panic, got {other:?}"),

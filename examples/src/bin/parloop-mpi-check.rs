@@ -708,7 +708,8 @@ fn one_rank_fails(world: &parloop::mpi::SimpleCommunicator, backend: Backend, fa
             rt.par_loop(fail_at_zero::KERNEL, &cells, &[Arg::index(), x.arg(Access::READ), sum.arg(Access::INC)]);
         std::panic::set_hook(hook);
         let named = match &failed {
-            Err(Error::KernelPanicked { element, .. }) => *element == 0,
+            // Named as the user numbers it: the global number.
+            Err(Error::KernelPanicked { place, .. }) => place.ends_with("of set `one_cells` (global number 0)"),
             Err(e) => e.to_string().contains("another rank failed"),
             Ok(()) => false,
         };

@@ -603,11 +603,15 @@ impl<'a, A: Borrow<Arg>> Launcher<'a, A> {
             }
         }
         match panic {
-            Some(p) => Err(Error::KernelPanicked {
-                kernel: self.kernel.into(),
-                element: usize::try_from(p.element).unwrap_or(usize::MAX),
-                message: p.message(&self.dl.fns),
-            }),
+            Some(p) => {
+                let element = usize::try_from(p.element).unwrap_or(usize::MAX);
+                Err(Error::KernelPanicked {
+                    kernel: self.kernel.into(),
+                    element,
+                    place: format!("element {element}"),
+                    message: p.message(&self.dl.fns),
+                })
+            }
             None => Ok(()),
         }
     }

@@ -93,6 +93,10 @@ pub(crate) struct SetInner {
     sections: Sections,
     /// This rank's part once the set is distributed.
     pub(crate) local: OnceLock<Arc<LocalPart>>,
+    /// The subset whose loops iterate this set, if it is one's iteration
+    /// set: what a kernel panic's element is an entity of (weak: the subset
+    /// holds this set).
+    selects: std::sync::Weak<SubsetInner>,
 }
 
 /// A distributed set's part on this rank.
@@ -167,17 +171,57 @@ impl Set {
     }
 
     pub(crate) fn new(name: &str, sections: Sections) -> Result<Set> {
-        if sections.checked_total().is_none() {
-            return Err(Error::SizeOverflow {
+        Set::check_sections(name, sections)?;
+        Ok(Set::selecting(name, sections, std::sync::Weak::new()))
+    }
+
+    /// That the sections' total fits in `usize`.
+    pub(crate) fn check_sections(name: &str, sections: Sections) -> Result<()> {
+        match sections.checked_total() {
+            Some(_) => Ok(()),
+            None => Err(Error::SizeOverflow {
                 what: "set",
                 name: name.into(),
                 detail: format!(
                     "sections core {} + owned {} + exec {} + non-exec {} exceed usize::MAX",
                     sections.core, sections.owned, sections.exec, sections.non_exec
                 ),
-            });
+            }),
         }
-        Ok(Set(Arc::new(SetInner { id: next_id(), name: name.to_owned(), sections, local: OnceLock::new() })))
+    }
+
+    /// A set of checked `sections` ([`Set::check_sections`]); `selects`:
+    /// the subset whose iteration set it is (being made), else empty.
+    pub(crate) fn selecting(name: &str, sections: Sections, selects: std::sync::Weak<SubsetInner>) -> Set {
+        Set(Arc::new(SetInner { id: next_id(), name: name.to_owned(), sections, local: OnceLock::new(), selects }))
+    }
+
+    /// Where element `element` of a loop over this set is, for a kernel
+    /// panic's message: the set (or the subset and its parent's entity)
+    /// and, under MPI, the entity's global number, as a user numbers it.
+    pub(crate) fn describe_element(&self, element: usize) -> String {
+        let global = |set: &Set, local: usize| match set.0.local.get().and_then(|p| p.global.get(local)) {
+            Some(g) => format!(", global number {g}"),
+            None => String::new(),
+        };
+        match self.0.selects.upgrade().map(Subset) {
+            Some(subset) => match subset.indices().get(element) {
+                Some(&entity) => format!(
+                    "element {element} of subset `{}` (entity {entity} of set `{}`{})",
+                    self.name(),
+                    subset.parent().name(),
+                    global(subset.parent(), entity as usize)
+                ),
+                None => format!("element {element} of subset `{}`", self.name()),
+            },
+            None => {
+                let g = global(self, element);
+                match g.strip_prefix(", ") {
+                    Some(g) => format!("element {element} of set `{}` ({g})", self.name()),
+                    None => format!("element {element} of set `{}`", self.name()),
+                }
+            }
+        }
     }
 
     /// The set's name.

@@ -205,11 +205,13 @@ impl Runtime {
             "subset",
             name,
             || {
-                Ok(Subset(Arc::new(SubsetInner {
+                // Checked first: `new_cyclic` cannot fail.
+                Set::check_sections(name, sections)?;
+                Ok(Subset(Arc::new_cyclic(|subset| SubsetInner {
                     parent: set.clone(),
                     declared: indices,
                     localised: OnceLock::new(),
-                    iter_set: Set::new(name, sections)?,
+                    iter_set: Set::selecting(name, sections, subset.clone()),
                     composed: Mutex::new(HashMap::new()),
                     numbers: Mutex::new(None),
                 })))

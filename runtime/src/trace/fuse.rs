@@ -234,7 +234,8 @@ impl Runtime {
         let _range = Range::new(&name);
         if let Some(device) = self.device() {
             let start = Instant::now();
-            self.launch_fused(device, &name, group, args)?;
+            self.launch_fused(device, &name, group, args)
+                .map_err(|e| crate::kernel_panic::locate(e, &group[0].1.set))?;
             self.record_fused(group, start.elapsed());
             return Ok(());
         }
@@ -283,7 +284,7 @@ impl Runtime {
                 a.storage.host_written();
             }
         }
-        result?;
+        result.map_err(|e| crate::kernel_panic::locate(e, &first.set))?;
         self.record_fused(group, elapsed);
         Ok(())
     }
