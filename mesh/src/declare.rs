@@ -159,13 +159,20 @@ impl Mesh {
     }
 
     /// Checks the arrays' shapes and every entity number (what parloop's
-    /// declarations would check too, but naming the mesh's arrays).
+    /// declarations would check too, but naming the mesh's arrays), and
+    /// what the mesh promises its users: cells positively oriented with
+    /// distinct vertices, each boundary facet a face of its cell ordered
+    /// outward. (A face shared by three cells, or a cell listed twice,
+    /// [`Mesh::interior_facets`] finds.)
     ///
     /// ```
     /// let mut mesh = parloop_mesh::unit_square(1, 1)?;
     /// mesh.cells[0] = 9;
     /// assert!(mesh.check().unwrap_err().to_string().contains("cells"));
     /// mesh.cells[0] = 0;
+    /// mesh.cells.swap(1, 2); // clockwise
+    /// assert!(mesh.check().unwrap_err().to_string().contains("negatively oriented"));
+    /// mesh.cells.swap(1, 2);
     /// mesh.coords[3] = f64::NAN;
     /// assert!(mesh.check().unwrap_err().to_string().contains("coords[3]"));
     /// # Ok::<(), parloop::Error>(())
@@ -221,6 +228,55 @@ impl Mesh {
         for (c, cell) in self.cells.chunks_exact(d + 1).enumerate() {
             if let Some(k) = (1..cell.len()).find(|&k| cell[..k].contains(&cell[k])) {
                 return Err(invalid(format!("cell {c} repeats vertex {} ({:?})", cell[k], cell)));
+            }
+        }
+        // The orientation the mesh promises (counter-clockwise triangles,
+        // tetrahedra of positive volume): interior facets are oriented from
+        // it, and a cell given the other way round turned its facets'
+        // normals into the cell, silently.
+        let mut corners = [[0.0f64; 3]; 4];
+        for (c, cell) in self.cells.chunks_exact(d + 1).enumerate() {
+            for (corner, &v) in corners.iter_mut().zip(cell) {
+                corner[..d].copy_from_slice(&self.coords[v as usize * d..(v as usize + 1) * d]);
+            }
+            let measure = crate::signed_measure(d, &corners);
+            if measure <= 0.0 {
+                let (what, fix) = match d {
+                    2 => ("area", "list its vertices counter-clockwise"),
+                    _ => ("volume", "swap two of its vertices"),
+                };
+                return Err(invalid(if measure == 0.0 {
+                    format!("cell {c} ({cell:?}) has zero {what}")
+                } else {
+                    format!("cell {c} ({cell:?}) is negatively oriented (signed {what} {measure:e}): {fix}")
+                }));
+            }
+        }
+        // Each boundary facet is a face of its cell, in the cell's outward
+        // order (a rotation of one of its local faces): a flux through it
+        // goes to that cell, with the normal its order gives.
+        // (A segment's one order; a triangle's three rotations, its even
+        // permutations.)
+        let rotations = if d == 2 { 1 } else { 3 };
+        for (f, (facet, &c)) in self.facets.chunks_exact(d).zip(&self.facet_cells).enumerate() {
+            let cell = &self.cells[c as usize * (d + 1)..(c as usize + 1) * (d + 1)];
+            let outward = crate::faces::local_faces(d)
+                .iter()
+                .any(|face| (0..rotations).any(|shift| (0..d).all(|k| facet[k] == cell[face[(k + shift) % d]])));
+            if !outward {
+                let face = crate::faces::local_faces(d).iter().any(|face| {
+                    crate::faces::face_key(facet)
+                        == crate::faces::face_key(&face.iter().map(|&k| cell[k]).collect::<Vec<_>>())
+                });
+                return Err(invalid(if face {
+                    format!(
+                        "facet {f} ({facet:?}) is a face of its cell {c} ({cell:?}) ordered inward: \
+                         its normal must point out of the cell (reverse {})",
+                        if d == 2 { "it" } else { "two of its vertices" }
+                    )
+                } else {
+                    format!("facet {f} ({facet:?}) is not a face of its cell {c} ({cell:?}) (facet_cells[{f}])")
+                }));
             }
         }
         // Interior facets are not counted here (that sorts every face, and

@@ -130,3 +130,14 @@ impl Mesh {
         self.group_of(name, EntityKind::Facet)
     }
 }
+
+/// Twice the signed area (2-D) or six times the signed volume (3-D).
+pub(crate) fn signed_measure(dim: usize, p: &[[f64; 3]]) -> f64 {
+    let d = |i: usize, k: usize| p[i][k] - p[0][k];
+    if dim == 2 {
+        d(1, 0) * d(2, 1) - d(1, 1) * d(2, 0)
+    } else {
+        d(1, 0) * (d(2, 1) * d(3, 2) - d(2, 2) * d(3, 1)) - d(1, 1) * (d(2, 0) * d(3, 2) - d(2, 2) * d(3, 0))
+            + d(1, 2) * (d(2, 0) * d(3, 1) - d(2, 1) * d(3, 0))
+    }
+}

@@ -198,6 +198,59 @@ fn a_cell_with_a_repeated_vertex_is_refused() {
     assert!(m.declare(&rt, "").is_err());
 }
 
+/// A clockwise triangle (the mesh promises counter-clockwise ones) was
+/// accepted, and the interior facets taken from it had their normals
+/// pointing into their first cell: refused, naming the cell.
+#[test]
+fn a_negatively_oriented_cell_is_refused() {
+    let mut m = unit_square(2, 2).unwrap();
+    m.cells.swap(9, 10); // cell 3's last two vertices
+    for err in [m.check().unwrap_err(), m.interior_facets().unwrap_err()] {
+        let err = err.to_string();
+        assert!(err.contains("cell 3") && err.contains("negatively oriented"), "{err}");
+    }
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    assert!(m.declare(&rt, "").is_err());
+    // A cell of zero area, likewise.
+    let mut m = parloop_mesh::unit_cube(1, 1, 1).unwrap();
+    let v = m.cells[0] as usize * 3;
+    let w = m.cells[1] as usize * 3;
+    let at = m.coords[v..v + 3].to_vec();
+    m.coords[w..w + 3].copy_from_slice(&at);
+    let err = m.check().unwrap_err().to_string();
+    assert!(err.contains("zero volume"), "{err}");
+}
+
+/// Boundary facets a hand-built mesh got wrong were accepted: one that is
+/// not a face of its `facet_cells` cell (its flux went to that cell), one
+/// ordered inward (its normal pointed into the domain), one repeating a
+/// vertex.
+#[test]
+fn a_boundary_facet_off_its_cell_or_inward_is_refused() {
+    let good = unit_square(2, 2).unwrap();
+    good.check().unwrap();
+    let mut m = good.clone();
+    let f = 0;
+    let other = (m.facet_cells[f] + 1) % m.num_cells() as u32;
+    m.facet_cells[f] = other;
+    let err = m.check().unwrap_err().to_string();
+    assert!(err.contains("facet 0") && err.contains("is not a face of its cell"), "{err}");
+    let mut m = good.clone();
+    m.facets.swap(0, 1);
+    let err = m.check().unwrap_err().to_string();
+    assert!(err.contains("facet 0") && err.contains("ordered inward"), "{err}");
+    let mut m = good.clone();
+    m.facets[1] = m.facets[0];
+    assert!(m.check().unwrap_err().to_string().contains("is not a face of its cell"));
+    // 3-D: an odd permutation of a face is inward, a rotation is not.
+    let cube = parloop_mesh::unit_cube(1, 1, 1).unwrap();
+    let mut m = cube.clone();
+    m.facets[..3].rotate_left(1);
+    m.check().unwrap();
+    m.facets.swap(0, 1);
+    assert!(m.check().unwrap_err().to_string().contains("ordered inward"));
+}
+
 #[test]
 fn mismatched_interior_facets_are_refused_when_declared() {
     let m = unit_square(2, 2).unwrap();

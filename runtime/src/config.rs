@@ -128,6 +128,8 @@ fn check_dot_directory(value: Option<std::ffi::OsString>) -> Result<()> {
     };
     let reason = if path.file_name().is_none() {
         "expected a file path; this one names no file".to_string()
+    } else if path.is_dir() {
+        "expected a file path; this one names a directory".to_string()
     } else if !dir.is_dir() {
         format!("expected a file path in an existing directory; `{}` is not a directory", dir.display())
     } else {
@@ -300,6 +302,12 @@ mod tests {
         assert!(matches!(err, Error::Env { var: "PARLOOP_TRACE_DOT", .. }), "{err}");
         assert!(err.to_string().contains("/no/such/dir"), "{err}");
         assert!(check_dot_directory(os("/tmp/..")).is_err(), "no file name");
+        // A directory passed, and the first forced read failed with
+        // "Is a directory" instead.
+        for dir in ["/tmp", "/tmp/"] {
+            let err = check_dot_directory(os(dir)).unwrap_err();
+            assert!(err.to_string().contains("names a directory"), "{dir}: {err}");
+        }
     }
 
     #[test]

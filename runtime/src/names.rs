@@ -82,6 +82,31 @@ impl Taken {
     }
 }
 
+/// That `name` can name an object in messages.
+fn check(what: &'static str, name: &str) -> Result<()> {
+    // Every message names the object: an empty name would name none.
+    if name.trim().is_empty() {
+        return Err(Error::InvalidDeclaration {
+            what,
+            name: name.into(),
+            reason: "an empty name (errors and profiles name objects by it)".into(),
+        });
+    }
+    // A NUL or a newline in a name garbles the messages, profiles and
+    // NVTX ranges (C strings) that show it.
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Err(Error::InvalidDeclaration {
+            what,
+            name: name.escape_debug().to_string(),
+            reason: format!(
+                "a control character (U+{:04X}) in the name (errors, profiles and NVTX ranges show it)",
+                c as u32
+            ),
+        });
+    }
+    Ok(())
+}
+
 impl Names {
     /// A number for the names of the runtime's own objects: per runtime,
     /// so a program's messages name the same objects run to run.
@@ -101,26 +126,7 @@ impl Names {
         create: impl FnOnce() -> Result<R>,
         inner: impl FnOnce(&R) -> &Arc<T>,
     ) -> Result<R> {
-        // Every message names the object: an empty name would name none.
-        if name.trim().is_empty() {
-            return Err(Error::InvalidDeclaration {
-                what,
-                name: name.into(),
-                reason: "an empty name (errors and profiles name objects by it)".into(),
-            });
-        }
-        // A NUL or a newline in a name garbles the messages, profiles and
-        // NVTX ranges (C strings) that show it.
-        if let Some(c) = name.chars().find(|c| c.is_control()) {
-            return Err(Error::InvalidDeclaration {
-                what,
-                name: name.escape_debug().to_string(),
-                reason: format!(
-                    "a control character (U+{:04X}) in the name (errors, profiles and NVTX ranges show it)",
-                    c as u32
-                ),
-            });
-        }
+        check(what, name)?;
         let mut taken = lock(&self.taken);
         if taken.holds(space, name) {
             // Perhaps held by the lazy trace alone: let it go, and look again.
@@ -134,6 +140,20 @@ impl Names {
             }
         }
         taken.record(space, name.to_owned(), create, inner)
+    }
+
+    /// Declares a temporary (`Runtime::temporary`) under `name`, or under
+    /// `name~2`, `name~3`, ... while a live object holds it: every time
+    /// step may call its temporary `t1` (the last step's may still be
+    /// alive, in the lazy trace), and messages still name one object each.
+    pub(crate) fn declare_temporary<T: Send + Sync + 'static, R>(
+        &self,
+        name: &str,
+        create: impl FnOnce(&str) -> Result<R>,
+        inner: impl FnOnce(&R) -> &Arc<T>,
+    ) -> Result<R> {
+        check("temporary", name)?;
+        self.declare_internal(Namespace::Data, name, create, inner)
     }
 
     /// Sets what runs before a held name is refused (once, by a runtime

@@ -427,6 +427,29 @@ fn a_large_dat_under_a_memory_cap_is_kept_where_it_is() {
     });
 }
 
+/// A sparsity with dense rows (a map of arity 60 000 from one element:
+/// 240 KB of input, 14 GB of pattern) aborted the process ("memory
+/// allocation of 122880000 bytes failed") under a memory cap: the workers'
+/// column buffers grew with `Vec`'s aborting growth.
+#[test]
+fn a_sparsity_too_large_for_memory_is_out_of_memory_not_an_abort() {
+    in_child("a_sparsity_too_large_for_memory_is_out_of_memory_not_an_abort", "dense", &[], SHORT, || {
+        let cap = libc::rlimit { rlim_cur: 3 << 30, rlim_max: 3 << 30 };
+        // SAFETY: plain system call on a valid struct.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &cap) }, 0);
+        let rt = Runtime::with_backend(Backend::Threads).unwrap();
+        let n = 60_000;
+        let one = rt.set("one", 1).unwrap();
+        let nodes = rt.set("nodes", n).unwrap();
+        let m = rt.map("dense", &one, &nodes, n, (0..n as i32).collect()).unwrap();
+        let e = rt.sparsity("sp", &[(&m, &m)], (1, 1)).unwrap_err();
+        assert!(matches!(&e, Error::OutOfMemory { what, .. } if what.contains("sparsity `sp`")), "{e}");
+        // The runtime goes on: a small sparsity still builds.
+        let few = rt.map("few", &one, &nodes, 3, vec![0, 1, 2]).unwrap();
+        assert_eq!(rt.sparsity("small", &[(&few, &few)], (1, 1)).unwrap().nnz(), 9);
+    });
+}
+
 // ---------------------------------------------------------------- deadlocks
 
 #[test]

@@ -732,6 +732,10 @@ fn bad_input_is_refused() {
     assert!(err.contains("index 1 is 1") && err.contains("sorted"), "{err}");
     let err = rt.subset("b", &nodes, vec![1, 1]).unwrap_err().to_string();
     assert!(err.contains("repeats"), "{err}");
+    // Past i32 in a set that large: not "outside the set" (it is inside).
+    let huge = rt.set("huge", 5_000_000_000).unwrap();
+    let err = rt.subset("h", &huge, vec![1, 3_000_000_000]).unwrap_err().to_string();
+    assert!(err.contains("index 1 is 3000000000, past i32::MAX") && !err.contains("outside"), "{err}");
     let ok = rt.subset("b", &nodes, vec![]).unwrap();
     assert_eq!(ok.size(), 0);
     // zero_rows with a subset of another set.

@@ -268,3 +268,31 @@ fn a_device_only_temporary_reads_back_takes_host_writes_and_is_pooled() {
     assert_eq!(b.values().unwrap(), vec![-1.0; 300]);
     assert_eq!(rt.trace_stats().temporaries_reused, 2);
 }
+
+/// Temporaries took no name: a dat `x`, a temporary `x` and a second
+/// temporary `x` lived together, and messages naming `x` could mean any of
+/// them. Now a temporary takes a free variant of a held name.
+#[test]
+fn a_temporary_takes_a_free_variant_of_a_name_a_live_object_holds() {
+    for lazy in [false, true] {
+        let rt = Runtime::with_lazy(Backend::Seq, lazy).unwrap();
+        let s = rt.set("s", 3).unwrap();
+        let x = rt.dat("x", &s, 1, vec![1.0f64; 3]).unwrap();
+        let t1: Dat<f64> = rt.temporary("x", &s, 1).unwrap();
+        let t2: Dat<f64> = rt.temporary("x", &s, 1).unwrap();
+        assert_eq!((x.name(), t1.name(), t2.name()), ("x", "x~2", "x~3"));
+        // A message about the temporary names it alone.
+        let err = t2.values().unwrap_err().to_string();
+        assert!(err.contains("`x~3`"), "{err}");
+        // A free name is taken as given, and again once its holder is gone.
+        let t: Dat<f64> = rt.temporary("t1", &s, 1).unwrap();
+        assert_eq!(t.name(), "t1");
+        drop(t);
+        let t: Dat<f64> = rt.temporary("t1", &s, 1).unwrap();
+        rt.par_loop(zero::KERNEL, &s, &[t.arg(Access::WRITE)]).unwrap();
+        assert_eq!(t.values().unwrap(), vec![0.0; 3]);
+        // Names a message cannot show are refused, as for dats.
+        assert!(matches!(rt.temporary::<f64>("", &s, 1), Err(Error::InvalidDeclaration { .. })));
+        assert!(matches!(rt.temporary::<f64>("a\nb", &s, 1), Err(Error::InvalidDeclaration { .. })));
+    }
+}

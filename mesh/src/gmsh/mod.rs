@@ -173,17 +173,6 @@ pub fn read_bytes(name: &str, data: &[u8]) -> Result<Mesh, Error> {
     build(&raw, &loc)
 }
 
-/// Twice the signed area (2-D) or six times the signed volume (3-D).
-fn signed_measure(dim: usize, p: &[[f64; 3]]) -> f64 {
-    let d = |i: usize, k: usize| p[i][k] - p[0][k];
-    if dim == 2 {
-        d(1, 0) * d(2, 1) - d(1, 1) * d(2, 0)
-    } else {
-        d(1, 0) * (d(2, 1) * d(3, 2) - d(2, 2) * d(3, 1)) - d(1, 1) * (d(2, 0) * d(3, 2) - d(2, 2) * d(3, 0))
-            + d(1, 2) * (d(2, 0) * d(3, 1) - d(2, 1) * d(3, 0))
-    }
-}
-
 fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
     // Node tag -> index in raw.nodes: a table when the tags are dense (as
     // Gmsh writes them), a hash map when a file's tags are sparse.
@@ -315,7 +304,7 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
             c[k] = number[v[k]];
             p[k] = raw.nodes[v[k]].xyz;
         }
-        let m = signed_measure(dim, &p);
+        let m = crate::signed_measure(dim, &p);
         if m == 0.0 || !m.is_finite() {
             return Err(
                 loc.error(*pos, format!("cell has zero or invalid {}", if dim == 2 { "area" } else { "volume" }))

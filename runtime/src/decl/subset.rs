@@ -179,8 +179,15 @@ impl Runtime {
     pub fn subset(&self, name: &str, set: &Set, indices: Vec<usize>) -> Result<Subset> {
         let total = set.total();
         for (k, &i) in indices.iter().enumerate() {
-            if i >= total || i > i32::MAX as usize {
+            if i >= total {
                 return Err(invalid(name, format!("index {k} is {i}, outside set `{}` (0..{total})", set.name())));
+            }
+            if i > i32::MAX as usize {
+                // Maps hold `i32` entity numbers, and a subset is one.
+                return Err(invalid(
+                    name,
+                    format!("index {k} is {i}, past i32::MAX ({}): subsets, as maps, number entities in i32", i32::MAX),
+                ));
             }
             if k > 0 && indices[k - 1] >= i {
                 let what = if indices[k - 1] == i { "repeats" } else { "is below" };

@@ -269,9 +269,9 @@ impl Runtime {
     /// with a direct `WRITE` argument on it. Anything that reads it before
     /// (a loop's READ, RW or INC argument, `values`, `with_values_mut`) is
     /// an [`Error::UnwrittenTemporary`] naming it, never zeros or stale
-    /// values. Its name is for messages only: temporaries do not take
-    /// names from the runtime's namespace, so every time step may call its
-    /// temporary `t1`.
+    /// values. It takes `name`, or a free variant (`t1~2`) while a live
+    /// dat, global or temporary holds it, so every time step may call its
+    /// temporary `t1` and every message still names one object.
     ///
     /// ```
     /// use parloop::{Access, Backend, Runtime};
@@ -318,16 +318,18 @@ impl Runtime {
             written: AtomicBool::new(false),
             pooled,
         };
-        let inner = Stored {
-            id: super::next_id(),
-            name: name.into(),
-            values: RwLock::new(Vec::new()),
-            mirror: MirrorSlot::default(),
-            meta: DatMeta { set: set.clone(), dim },
-            link: Link::default(),
-            temp: Some(Box::new(temp)),
+        let make = |chosen: &str| {
+            Ok(Dat(Arc::new(Stored {
+                id: super::next_id(),
+                name: chosen.into(),
+                values: RwLock::new(Vec::new()),
+                mirror: MirrorSlot::default(),
+                meta: DatMeta { set: set.clone(), dim },
+                link: Link::default(),
+                temp: Some(Box::new(temp)),
+            })))
         };
-        let dat = Dat(Arc::new(inner));
+        let dat = self.names.declare_temporary(name, make, |d| &d.0)?;
         self.dist.declared_dat(Arc::downgrade(&dat.0) as _);
         Ok(dat)
     }

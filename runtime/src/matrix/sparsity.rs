@@ -356,18 +356,37 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
     let stamped = col_total <= reachable.saturating_mul(4).max(1 << 16);
     let task_count = rows.div_ceil(ROWS_PER_TASK);
     let min_len = task_count.div_ceil(4 * rayon::current_num_threads()).max(1);
+    // Every allocation below is fallible: a dense row (a map of arity
+    // 60 000 from one element) asks for gigabytes here, and `Vec`'s own
+    // growth aborts the process when the allocator refuses.
     let tasks: Vec<(Vec<u32>, Vec<u32>)> = (0..task_count)
         .into_par_iter()
         .with_min_len(min_len)
         .map_init(
-            || if stamped { vec![u32::MAX; col_total] } else { Vec::new() },
-            |stamp, t| {
+            || {
+                let mut stamp = Vec::new();
+                let made = !stamped || stamp.try_reserve_exact(col_total).is_ok();
+                stamp.resize(if made && stamped { col_total } else { 0 }, u32::MAX);
+                (made, stamp)
+            },
+            |(made, stamp), t| -> Result<(Vec<u32>, Vec<u32>)> {
+                if !*made {
+                    return Err(oom(name, "a worker's column stamps", col_total, 4));
+                }
                 let range = t * ROWS_PER_TASK..((t + 1) * ROWS_PER_TASK).min(rows);
-                let mut lens = Vec::with_capacity(range.len());
-                let mut cols = Vec::new();
+                let mut lens = Vec::new();
+                lens.try_reserve_exact(range.len()).map_err(|_| oom(name, "row lengths", range.len(), 4))?;
+                let mut cols: Vec<u32> = Vec::new();
                 let mut buf: Vec<u32> = Vec::new();
                 for r in range {
                     buf.clear();
+                    // At most every element's columns: room for them first.
+                    let gathered: usize = pairs
+                        .iter()
+                        .zip(&adjacency)
+                        .map(|((_, c), (ptr, _))| (ptr[r + 1] - ptr[r]).saturating_mul(c.arity()))
+                        .fold(0, usize::saturating_add);
+                    buf.try_reserve(gathered).map_err(|_| oom(name, "one row's gathered columns", gathered, 4))?;
                     for ((_, c), (ptr, elems)) in pairs.iter().zip(&adjacency) {
                         let (cv, ca) = (c.values(), c.arity());
                         for &e in &elems[ptr[r]..ptr[r + 1]] {
@@ -390,12 +409,14 @@ pub(crate) fn build(name: &str, pairs: &[(&Map, &Map)], dims: (usize, usize)) ->
                         buf.dedup();
                     }
                     lens.push(buf.len() as u32);
+                    cols.try_reserve(buf.len())
+                        .map_err(|_| oom(name, "block column indices", cols.len() + buf.len(), 4))?;
                     cols.extend_from_slice(&buf);
                 }
-                (lens, cols)
+                Ok((lens, cols))
             },
         )
-        .collect();
+        .collect::<Result<_>>()?;
     drop(adjacency);
     let mut bptr = filled(name, "block row pointers", rows + 1, 0usize)?;
     let mut task_offsets = Vec::with_capacity(tasks.len() + 1);
