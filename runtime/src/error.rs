@@ -315,11 +315,12 @@ pub enum Error {
     /// read before anything wrote it, or first written by something that
     /// may not cover every entity (its values would be another
     /// temporary's or zeros).
-    #[error("temporary `{name}` read before it was written, by {by} (its first write must be `set_values` or a direct WRITE argument over its set)")]
+    #[error("temporary `{name}` used before it was written: {by} (its first write must be `set_values` or a direct WRITE argument of a loop over its whole set)")]
     UnwrittenTemporary {
         /// The temporary.
         name: String,
-        /// What read it: a loop and argument, or a host access.
+        /// What used it and how: a loop and argument that reads it or
+        /// writes only part of it, or a host access.
         by: String,
     },
     /// A recorded loop's dat or global was gone when the loop was to run

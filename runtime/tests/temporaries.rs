@@ -168,7 +168,13 @@ fn reading_a_temporary_before_it_is_written_is_an_error_naming_it() {
                 .unwrap_err(),
             "WRITE through a map",
         );
-        assert!(msg.contains("not direct"), "{msg}");
+        assert!(msg.contains("Write through a map") && msg.contains("may not write every entity"), "{msg}");
+        // A direct WRITE over a subset covers only the subset: said so (the
+        // message said "read before it was written ... not direct").
+        let some = rt.subset("some", &m.nodes, vec![1, 4]).unwrap();
+        let msg = named(rt.par_loop(zero::KERNEL, &some, &[t.arg(Access::WRITE)]).unwrap_err(), "over a subset");
+        assert!(msg.contains("over subset `some`") && msg.contains("writes only the subset's entities"), "{msg}");
+        assert!(!msg.contains("read before"), "{msg}");
         assert_eq!(rt.trace_stats().loops_recorded, if lazy { 1 } else { 0 });
         // Written by set_values, then readable by loops and the host.
         t.set_values(&[3.0; 10]).unwrap();

@@ -66,7 +66,7 @@ impl<T: Scalar, M> Stored<T, M> {
     #[track_caller]
     fn read_with(&self, poison: bool) -> Result<host_access::ReadGuard<'_, Vec<T>>> {
         if let Some(t) = &self.temp {
-            t.check_read(&self.name, "a host read")?;
+            t.check_read(&self.name, "a host read reads it")?;
         }
         self.link.force(self.id, false, false)?;
         if poison {
@@ -143,6 +143,35 @@ impl<T: Scalar, M> Stored<T, M> {
 /// ```
 #[derive(Clone)]
 pub struct Dat<T: Scalar>(pub(crate) Arc<DatInner<T>>);
+
+/// `gather` in a build without the `mpi` feature: one process is rank 0
+/// of one, so a program written for MPI (`if let Some(all) =
+/// q.gather(0)?`) builds and runs serially unchanged.
+#[cfg(not(feature = "mpi"))]
+impl<T: Scalar> Dat<T> {
+    /// The values of every entity (in a serial build, [`Dat::values`]) on
+    /// rank `root`, which must be 0 here.
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// let q = rt.dat("q", &rt.set("cells", 2)?, 1, vec![1.0, 2.0])?;
+    /// assert_eq!(q.gather(0)?, Some(vec![1.0, 2.0]));
+    /// assert!(q.gather(1).is_err());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn gather(&self, root: usize) -> Result<Option<Vec<T>>> {
+        if root != 0 {
+            return Err(Error::Distributed {
+                rank: 0,
+                reason: format!(
+                    "gather of `{}`: root {root} is not a rank (a serial build has rank 0 only)",
+                    self.name()
+                ),
+            });
+        }
+        Ok(Some(self.values()?))
+    }
+}
 
 impl<T: Scalar> Dat<T> {
     pub(crate) fn new(name: &str, set: &Set, dim: usize, values: Vec<T>) -> Result<Dat<T>> {
@@ -244,7 +273,7 @@ impl<T: Scalar> Dat<T> {
     #[track_caller]
     pub(crate) fn with_own_values_mut<R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
         if let Some(t) = &self.0.temp {
-            t.check_read(&self.0.name, "`with_values_mut`")?;
+            t.check_read(&self.0.name, "`with_values_mut` reads it")?;
         }
         let mut guard = self.0.write("written")?;
         let r = f(&mut guard.guard);

@@ -196,6 +196,11 @@ impl Set {
         Set(Arc::new(SetInner { id: next_id(), name: name.to_owned(), sections, local: OnceLock::new(), selects }))
     }
 
+    /// Whether this is a subset's iteration set (a loop over the subset).
+    pub(crate) fn is_subset_iteration(&self) -> bool {
+        self.0.selects.strong_count() > 0
+    }
+
     /// Where element `element` of a loop over this set is, for a kernel
     /// panic's message: the set (or the subset and its parent's entity)
     /// and, under MPI, the entity's global number, as a user numbers it.

@@ -232,13 +232,14 @@ pub(crate) fn check_loop(lp: &ParLoop) -> Result<()> {
         if t.written() || (a.access == Access::Write && matches!(a.kind, ArgKind::Direct)) {
             continue;
         }
-        let by = format!(
-            "loop `{}` over `{}`, argument {i} ({:?}{})",
-            lp.kernel().name(),
-            lp.set().name(),
-            a.access,
-            if matches!(a.kind, ArgKind::Direct) { "" } else { ", not direct" }
-        );
+        let (kernel, set) = (lp.kernel().name(), lp.set().name());
+        let by = if a.access != Access::Write {
+            format!("loop `{kernel}` over `{set}`, argument {i} ({:?}), reads it", a.access)
+        } else if lp.set().is_subset_iteration() {
+            format!("loop `{kernel}` over subset `{set}`, argument {i} (Write), writes only the subset's entities")
+        } else {
+            format!("loop `{kernel}` over `{set}`, argument {i} (Write through a map), may not write every entity")
+        };
         return Err(Error::UnwrittenTemporary { name: a.storage.name().into(), by });
     }
     Ok(())

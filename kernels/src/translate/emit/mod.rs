@@ -126,7 +126,9 @@ impl Emit<'_> {
                 let s = self.infer.vars.scalar(t).ok_or_else(|| {
                     error(
                         span,
-                        "cannot infer this local's type (bound to a helper's result?): annotate it, `let x: f64 = ...`",
+                        "cannot infer this local's type (bound to a helper's result, or to a module-level \
+                         constant or its row, whose type this function does not show?): annotate it, \
+                         `let x: f64 = ...`, `let row: [f64; 3] = W[q];`",
                     )
                 })?;
                 Ok((cpp_scalar(s, narrow).into(), String::new()))
