@@ -221,6 +221,9 @@ impl InteriorFacets {
             to_i32(&self.cells, "interior facet cells")?,
         )?;
         let mut subsets = Vec::with_capacity(self.groups.len());
+        // Two groups of one name (two physical tags): `#2`, as
+        // `Mesh::declare` names them.
+        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         for g in &self.groups {
             if g.kind != EntityKind::InteriorFacet {
                 return Err(Error::InvalidDeclaration {
@@ -229,7 +232,12 @@ impl InteriorFacets {
                     reason: format!("group `{}` holds {:?} entities, not interior facets", g.name, g.kind),
                 });
             }
-            let sub = interior_subset_name(prefix, &g.name, mesh);
+            let mut sub = interior_subset_name(prefix, &g.name, mesh);
+            let earlier = seen.entry(g.name.as_str()).or_default();
+            if *earlier > 0 {
+                sub.push_str(&format!("#{}", *earlier + 1));
+            }
+            *earlier += 1;
             let entities =
                 collect_in(prefix, &format!("the entities of subset `{sub}`"), g.entities.iter().map(|&e| e as usize))?;
             subsets.push(rt.subset(&sub, &facets, entities)?);

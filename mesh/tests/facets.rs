@@ -251,6 +251,28 @@ fn a_boundary_facet_off_its_cell_or_inward_is_refused() {
     assert!(m.check().unwrap_err().to_string().contains("ordered inward"));
 }
 
+/// Two interior facet groups of one name (a hand-built mesh; two physical
+/// tags) were refused as a duplicate subset, where `Mesh::declare` names
+/// the second `#2`: named alike now.
+#[test]
+fn two_interior_facet_groups_of_one_name_are_declared_as_the_mesh_declares_them() {
+    let m = unit_square(2, 2).unwrap();
+    let mut inner = m.interior_facets().unwrap();
+    for entities in [vec![0, 1], vec![2]] {
+        inner.groups.push(parloop_mesh::Group {
+            name: "iface".into(),
+            kind: parloop_mesh::EntityKind::InteriorFacet,
+            entities,
+        });
+    }
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let dm = m.declare(&rt, "p").unwrap();
+    let df = inner.declare(&rt, "p", &dm).unwrap();
+    let names: Vec<&str> = df.subsets.iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["p/iface", "p/iface#2"]);
+    assert_eq!(df.subsets[1].indices(), &[2]);
+}
+
 #[test]
 fn mismatched_interior_facets_are_refused_when_declared() {
     let m = unit_square(2, 2).unwrap();
