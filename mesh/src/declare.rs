@@ -82,9 +82,11 @@ impl Mesh {
     /// Declares the mesh on `rt`: three sets, three maps, the coordinate
     /// dat and a subset per group, named after `prefix` (see
     /// [`DeclaredMesh`]). The
-    /// mesh is checked first: a dimension other than 2 or 3, array lengths
-    /// that do not match, or a vertex, cell or group entity out of range
-    /// are errors naming the array and the value.
+    /// mesh is checked first ([`Mesh::check`]): a dimension other than 2
+    /// or 3, array lengths that do not match, a vertex, cell or group
+    /// entity out of range, a cell not positively oriented, or a boundary
+    /// facet that is not an outward face of its cell are errors naming the
+    /// array and the value.
     ///
     /// ```
     /// use parloop::{Backend, Runtime};
@@ -162,8 +164,9 @@ impl Mesh {
     /// declarations would check too, but naming the mesh's arrays), and
     /// what the mesh promises its users: cells positively oriented with
     /// distinct vertices, each boundary facet a face of its cell ordered
-    /// outward. (A face shared by three cells, or a cell listed twice,
-    /// [`Mesh::interior_facets`] finds.)
+    /// outward. (A face shared by three cells [`Mesh::interior_facets`]
+    /// finds; a cell listed twice, or a boundary facet listed twice or
+    /// between two cells, no check finds.)
     ///
     /// ```
     /// let mut mesh = parloop_mesh::unit_square(1, 1)?;
@@ -178,6 +181,15 @@ impl Mesh {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn check(&self) -> Result<(), Error> {
+        self.check_structure()?;
+        self.check_geometry()
+    }
+
+    /// The arrays' shapes, every entity number in range, finite
+    /// coordinates and cells of distinct vertices: what indexing the mesh
+    /// needs (VTK output of a tangled mesh, which one wants to look at,
+    /// needs no more).
+    pub(crate) fn check_structure(&self) -> Result<(), Error> {
         let invalid = |reason: String| Error::InvalidDeclaration { what: "mesh", name: "mesh".into(), reason };
         if self.dim != 2 && self.dim != 3 {
             return Err(invalid(format!("dimension {}: 2 or 3 expected", self.dim)));
@@ -230,6 +242,32 @@ impl Mesh {
                 return Err(invalid(format!("cell {c} repeats vertex {} ({:?})", cell[k], cell)));
             }
         }
+        // Interior facets are not counted here (that sorts every face, and
+        // `check` runs at every declaration): a bound, each face shared by
+        // two cells at most. Declaring them (`InteriorFacets::declare`)
+        // checks the groups exactly.
+        let interior = (self.num_cells() * (d + 1)) / 2;
+        for g in &self.groups {
+            let bound = match g.kind {
+                EntityKind::Vertex => nv,
+                EntityKind::Cell => self.num_cells(),
+                EntityKind::Facet => self.num_facets(),
+                EntityKind::InteriorFacet => interior,
+            };
+            let of = match g.kind {
+                EntityKind::InteriorFacet => "interior facet (a bound: there are at most as many as faces / 2)".into(),
+                kind => format!("{kind:?}").to_lowercase(),
+            };
+            in_range(&format!("group `{}`", g.name), &g.entities, bound, &of)?;
+        }
+        Ok(())
+    }
+
+    /// What the mesh promises beyond its structure (checked first): cells
+    /// positively oriented, boundary facets outward faces of their cells.
+    fn check_geometry(&self) -> Result<(), Error> {
+        let invalid = |reason: String| Error::InvalidDeclaration { what: "mesh", name: "mesh".into(), reason };
+        let d = self.dim;
         // The orientation the mesh promises (counter-clockwise triangles,
         // tetrahedra of positive volume): interior facets are oriented from
         // it, and a cell given the other way round turned its facets'
@@ -240,13 +278,15 @@ impl Mesh {
                 corner[..d].copy_from_slice(&self.coords[v as usize * d..(v as usize + 1) * d]);
             }
             let measure = crate::signed_measure(d, &corners);
-            if measure <= 0.0 {
+            if !(measure > 0.0 && measure.is_finite()) {
                 let (what, fix) = match d {
                     2 => ("area", "list its vertices counter-clockwise"),
                     _ => ("volume", "swap two of its vertices"),
                 };
                 return Err(invalid(if measure == 0.0 {
                     format!("cell {c} ({cell:?}) has zero {what}")
+                } else if !measure.is_finite() {
+                    format!("cell {c} ({cell:?}) has no finite {what} (coordinates too large)")
                 } else {
                     format!("cell {c} ({cell:?}) is negatively oriented (signed {what} {measure:e}): {fix}")
                 }));
@@ -278,24 +318,6 @@ impl Mesh {
                     format!("facet {f} ({facet:?}) is not a face of its cell {c} ({cell:?}) (facet_cells[{f}])")
                 }));
             }
-        }
-        // Interior facets are not counted here (that sorts every face, and
-        // `check` runs at every declaration and VTK output): a bound, each
-        // face shared by two cells at most. Declaring them
-        // (`InteriorFacets::declare`) checks the groups exactly.
-        let interior = (self.num_cells() * (d + 1)) / 2;
-        for g in &self.groups {
-            let bound = match g.kind {
-                EntityKind::Vertex => nv,
-                EntityKind::Cell => self.num_cells(),
-                EntityKind::Facet => self.num_facets(),
-                EntityKind::InteriorFacet => interior,
-            };
-            let of = match g.kind {
-                EntityKind::InteriorFacet => "interior facet (a bound: there are at most as many as faces / 2)".into(),
-                kind => format!("{kind:?}").to_lowercase(),
-            };
-            in_range(&format!("group `{}`", g.name), &g.entities, bound, &of)?;
         }
         Ok(())
     }

@@ -74,7 +74,10 @@ impl<'a> Field<'a> {
 /// A field whose length is not `components x entities` is an
 /// [`Error::WrongLength`] naming it, a field whose name holds a control
 /// character (which XML cannot carry) an [`Error::InvalidDeclaration`];
-/// I/O errors are [`Error::Io`] naming the file.
+/// I/O errors are [`Error::Io`] naming the file. The mesh needs a sound
+/// structure (shapes and entity numbers in range, as [`Mesh::check`]
+/// checks), not positive orientation: a tangled mesh can be written to be
+/// looked at.
 ///
 /// ```
 /// use parloop_mesh::{unit_cube, vtk::{write_vtu, Field}};
@@ -86,7 +89,7 @@ impl<'a> Field<'a> {
 /// # Ok::<(), parloop::Error>(())
 /// ```
 pub fn write_vtu(path: &Path, mesh: &Mesh, point_data: &[Field], cell_data: &[Field]) -> Result<(), Error> {
-    mesh.check()?;
+    mesh.check_structure()?;
     let (npoints, ncells) = (mesh.vertices(), mesh.num_cells());
     for (fields, n, kind) in [(point_data, npoints, "points"), (cell_data, ncells, "cells")] {
         for f in fields {

@@ -204,13 +204,17 @@ fn a_cell_with_a_repeated_vertex_is_refused() {
 #[test]
 fn a_negatively_oriented_cell_is_refused() {
     let mut m = unit_square(2, 2).unwrap();
-    m.cells.swap(9, 10); // cell 3's last two vertices
+    m.cells.swap(9, 10); // cell 3's first two vertices
     for err in [m.check().unwrap_err(), m.interior_facets().unwrap_err()] {
         let err = err.to_string();
         assert!(err.contains("cell 3") && err.contains("negatively oriented"), "{err}");
     }
     let rt = Runtime::with_backend(Backend::Seq).unwrap();
     assert!(m.declare(&rt, "").is_err());
+    // A tangled mesh can still be written, to be looked at.
+    let path = std::env::temp_dir().join(format!("tangled-{}.vtu", std::process::id()));
+    parloop_mesh::vtk::write_vtu(&path, &m, &[], &[]).unwrap();
+    std::fs::remove_file(&path).unwrap();
     // A cell of zero area, likewise.
     let mut m = parloop_mesh::unit_cube(1, 1, 1).unwrap();
     let v = m.cells[0] as usize * 3;

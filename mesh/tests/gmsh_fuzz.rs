@@ -94,11 +94,12 @@ fn check_mesh(m: &Mesh) -> Result<(), String> {
             };
             g.entities.windows(2).all(|w| w[0] < w[1]) && g.entities.iter().all(|&e| (e as usize) < n)
         });
-    if ok {
-        Ok(())
-    } else {
-        Err("an Ok mesh is malformed".into())
+    if !ok {
+        return Err("an Ok mesh is malformed".into());
     }
+    // What the mesh promises (orientation, outward facets) holds for what
+    // the reader returns: a mesh it reads, `declare` takes.
+    m.check().map_err(|e| format!("an Ok mesh fails its check: {e}"))
 }
 
 /// The error's position lies inside the input.

@@ -210,9 +210,10 @@ pub enum Error {
         /// The element of the iteration set (local numbering: under MPI
         /// this rank's; over a subset, the position in the subset).
         element: usize,
-        /// The element as a user finds it: `element 5 of set `cells``,
-        /// `element 2 of subset `wall` (entity 117 of set `vertices`)`,
-        /// with `, global number 9001` under MPI.
+        /// The element as a user finds it: ``element 5 of set `cells` ``,
+        /// ``element 2 of subset `wall` (entity 117 of set `vertices`) ``,
+        /// with the global number under MPI (``element 5 of set `cells`
+        /// (global number 9001) ``).
         place: String,
         /// The panic's message.
         message: String,

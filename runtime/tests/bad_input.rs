@@ -286,7 +286,10 @@ fn a_kernel_panic_over_a_subset_names_the_subset_and_the_parents_entity() {
                 let o = rt.dat("o", &s, 1, vec![0.0f64; 50]).unwrap();
                 let total = rt.global("total", &[0.0f64]).unwrap();
                 let args = [i.arg(Access::READ), x.arg(Access::READ), o.arg(Access::WRITE), total.arg(Access::INC)];
-                let run = rt.par_loop(pick_row::KERNEL, &wall, &args).and_then(|()| o.values().map(drop));
+                let recorded = rt.par_loop(pick_row::KERNEL, &wall, &args);
+                // Lazily, the loop runs at the read: the subset is gone by then.
+                drop(wall);
+                let run = recorded.and_then(|()| o.values().map(drop));
                 let text = run.unwrap_err().to_string();
                 assert!(
                     text.contains("panicked at element 2 of subset `wall` (entity 17 of set `nodes`): index out of"),

@@ -295,6 +295,7 @@ fn a_temporary_takes_a_free_variant_of_a_name_a_live_object_holds() {
         assert_eq!(t.name(), "t1");
         drop(t);
         let t: Dat<f64> = rt.temporary("t1", &s, 1).unwrap();
+        assert_eq!(t.name(), "t1");
         rt.par_loop(zero::KERNEL, &s, &[t.arg(Access::WRITE)]).unwrap();
         assert_eq!(t.values().unwrap(), vec![0.0; 3]);
         // Names a message cannot show are refused, as for dats.

@@ -304,14 +304,19 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
             c[k] = number[v[k]];
             p[k] = raw.nodes[v[k]].xyz;
         }
-        let m = crate::signed_measure(dim, &p);
-        if m == 0.0 || !m.is_finite() {
+        let mut m = crate::signed_measure(dim, &p);
+        if m < 0.0 {
+            c.swap(1, 2);
+            p.swap(1, 2);
+            // Measured again as `Mesh::check` will: in 3-D the swapped
+            // order's rounding can differ, and a nearly flat cell's sign
+            // with it.
+            m = crate::signed_measure(dim, &p);
+        }
+        if !(m > 0.0 && m.is_finite()) {
             return Err(
                 loc.error(*pos, format!("cell has zero or invalid {}", if dim == 2 { "area" } else { "volume" }))
             );
-        }
-        if m < 0.0 {
-            c.swap(1, 2);
         }
         cells.extend_from_slice(&c[..nv]);
     }

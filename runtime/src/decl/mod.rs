@@ -93,10 +93,9 @@ pub(crate) struct SetInner {
     sections: Sections,
     /// This rank's part once the set is distributed.
     pub(crate) local: OnceLock<Arc<LocalPart>>,
-    /// The subset whose loops iterate this set, if it is one's iteration
-    /// set: what a kernel panic's element is an entity of (weak: the subset
-    /// holds this set).
-    selects: std::sync::Weak<SubsetInner>,
+    /// What the subset whose loops iterate this set selects, if it is one's
+    /// iteration set: what a kernel panic's element is an entity of.
+    selects: Option<Arc<subset::Selection>>,
 }
 
 /// A distributed set's part on this rank.
@@ -171,34 +170,27 @@ impl Set {
     }
 
     pub(crate) fn new(name: &str, sections: Sections) -> Result<Set> {
-        Set::check_sections(name, sections)?;
-        Ok(Set::selecting(name, sections, std::sync::Weak::new()))
+        Set::selecting(name, sections, None)
     }
 
-    /// That the sections' total fits in `usize`.
-    pub(crate) fn check_sections(name: &str, sections: Sections) -> Result<()> {
-        match sections.checked_total() {
-            Some(_) => Ok(()),
-            None => Err(Error::SizeOverflow {
+    /// A set; `selects`: what the subset whose iteration set it is selects.
+    pub(crate) fn selecting(name: &str, sections: Sections, selects: Option<Arc<subset::Selection>>) -> Result<Set> {
+        if sections.checked_total().is_none() {
+            return Err(Error::SizeOverflow {
                 what: "set",
                 name: name.into(),
                 detail: format!(
                     "sections core {} + owned {} + exec {} + non-exec {} exceed usize::MAX",
                     sections.core, sections.owned, sections.exec, sections.non_exec
                 ),
-            }),
+            });
         }
-    }
-
-    /// A set of checked `sections` ([`Set::check_sections`]); `selects`:
-    /// the subset whose iteration set it is (being made), else empty.
-    pub(crate) fn selecting(name: &str, sections: Sections, selects: std::sync::Weak<SubsetInner>) -> Set {
-        Set(Arc::new(SetInner { id: next_id(), name: name.to_owned(), sections, local: OnceLock::new(), selects }))
+        Ok(Set(Arc::new(SetInner { id: next_id(), name: name.to_owned(), sections, local: OnceLock::new(), selects })))
     }
 
     /// Whether this is a subset's iteration set (a loop over the subset).
     pub(crate) fn is_subset_iteration(&self) -> bool {
-        self.0.selects.strong_count() > 0
+        self.0.selects.is_some()
     }
 
     /// Where element `element` of a loop over this set is, for a kernel
@@ -209,7 +201,7 @@ impl Set {
             Some(g) => format!(", global number {g}"),
             None => String::new(),
         };
-        match self.0.selects.upgrade().map(Subset) {
+        match self.0.selects.as_deref() {
             Some(subset) => match subset.indices().get(element) {
                 Some(&entity) => format!(
                     "element {element} of subset `{}` (entity {entity} of set `{}`{})",

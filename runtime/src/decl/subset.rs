@@ -18,7 +18,10 @@ use crate::names::Namespace;
 use crate::runtime::Runtime;
 use crate::sync::lock;
 
-pub(crate) struct SubsetInner {
+/// Which entities of which set a subset selects: held by the subset and,
+/// for messages about a loop's element (`Set::describe_element`), by its
+/// iteration set, which loops keep after the user dropped the subset.
+pub(crate) struct Selection {
     parent: Set,
     /// The entities, sorted, unique, in range, as declared (in the
     /// parent's numbering at declaration: the global one when the subset
@@ -28,6 +31,22 @@ pub(crate) struct SubsetInner {
     /// it, in the parent's local numbering (sorted, so that they fall into
     /// the parent's sections in order).
     localised: OnceLock<Vec<i32>>,
+}
+
+impl Selection {
+    /// The set selected from.
+    pub(crate) fn parent(&self) -> &Set {
+        &self.parent
+    }
+
+    /// The entities, in the parent's (local) numbering.
+    pub(crate) fn indices(&self) -> &[i32] {
+        self.localised.get().unwrap_or(&self.declared)
+    }
+}
+
+pub(crate) struct SubsetInner {
+    selection: Arc<Selection>,
     /// What loops over the subset iterate (named as the subset); under MPI
     /// it is distributed like its parent, so that loops over the subset
     /// run the owned section (and the exec halo when they increment),
@@ -72,12 +91,12 @@ impl Subset {
     }
     /// The set it selects from.
     pub fn parent(&self) -> &Set {
-        &self.0.parent
+        &self.0.selection.parent
     }
     /// Its entities, sorted, in the parent's (local) numbering: under MPI
     /// those this rank holds (owned and halo).
     pub fn indices(&self) -> &[i32] {
-        self.0.localised.get().unwrap_or(&self.0.declared)
+        self.0.selection.indices()
     }
     /// Number of entities (on this rank, halo included, under MPI).
     pub fn size(&self) -> usize {
@@ -88,7 +107,7 @@ impl Subset {
     /// declared before the partition).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn declared(&self) -> &[i32] {
-        &self.0.declared
+        &self.0.selection.declared
     }
 
     /// After a partition: keeps this rank's `local` entities (sorted, in
@@ -97,7 +116,7 @@ impl Subset {
     /// before are dropped.
     #[cfg(feature = "mpi")]
     pub(crate) fn localise(&self, local: Vec<i32>, parent: &super::LocalPart) {
-        let _ = self.0.localised.set(local);
+        let _ = self.0.selection.localised.set(local);
         let part = self.part_of(parent);
         let _ = self.0.iter_set.0.local.set(Arc::new(part));
         lock(&self.0.composed).clear();
@@ -120,9 +139,13 @@ impl Subset {
         }
         let s = &self.0;
         let composed = match map {
-            None => {
-                Map::new(&format!("pl_subset_{}", self.name()), &s.iter_set, &s.parent, 1, self.indices().to_vec())?
-            }
+            None => Map::new(
+                &format!("pl_subset_{}", self.name()),
+                &s.iter_set,
+                &s.selection.parent,
+                1,
+                self.indices().to_vec(),
+            )?,
             Some(m) => {
                 let a = m.arity();
                 let values: Vec<i32> = self
@@ -144,7 +167,7 @@ impl Subset {
         if let Some(d) = numbers.as_ref() {
             return Ok(d.clone());
         }
-        let global = self.0.parent.0.local.get().map(|l| &l.global);
+        let global = self.0.selection.parent.0.local.get().map(|l| &l.global);
         let values: Vec<i64> =
             self.indices().iter().map(|&i| global.map_or(i as i64, |g| g[i as usize] as i64)).collect();
         let d = Dat::new(&format!("pl_index_{}", self.name()), &self.0.iter_set, 1, values)?;
@@ -155,7 +178,7 @@ impl Subset {
 
 impl fmt::Debug for Subset {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Subset({} of {}, {} entities)", self.name(), self.0.parent.name(), self.size())
+        write!(f, "Subset({} of {}, {} entities)", self.name(), self.0.selection.parent.name(), self.size())
     }
 }
 
@@ -212,13 +235,11 @@ impl Runtime {
             "subset",
             name,
             || {
-                // Checked first: `new_cyclic` cannot fail.
-                Set::check_sections(name, sections)?;
-                Ok(Subset(Arc::new_cyclic(|subset| SubsetInner {
-                    parent: set.clone(),
-                    declared: indices,
-                    localised: OnceLock::new(),
-                    iter_set: Set::selecting(name, sections, subset.clone()),
+                let selection =
+                    Arc::new(Selection { parent: set.clone(), declared: indices, localised: OnceLock::new() });
+                Ok(Subset(Arc::new(SubsetInner {
+                    iter_set: Set::selecting(name, sections, Some(selection.clone()))?,
+                    selection,
                     composed: Mutex::new(HashMap::new()),
                     numbers: Mutex::new(None),
                 })))
