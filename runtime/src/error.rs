@@ -445,8 +445,11 @@ pub enum ArgProblem {
         /// The entity of the dat's set written twice.
         target: usize,
     },
-    /// The dat is used by another argument in a way that would race or alias.
+    /// The dat (global, matrix) is used by another argument in a way that
+    /// would race or alias.
     Conflict {
+        /// "dat", "global" or "matrix".
+        what: &'static str,
         /// The other argument.
         other: usize,
         /// Why.
@@ -532,8 +535,8 @@ impl fmt::Display for ArgProblem {
                  WRITE or RW may reach each entity once per loop, or the result depends on the order (use INC \
                  to accumulate)"
             ),
-            ArgProblem::Conflict { other, reason } => {
-                write!(f, "the same dat is argument {other} too: {reason}")
+            ArgProblem::Conflict { what, other, reason } => {
+                write!(f, "the same {what} is argument {other} too: {reason}")
             }
             ArgProblem::MatPair { row_map, col_map, sparsity, pairs } => {
                 write!(

@@ -206,7 +206,14 @@ fn check_conflicts(args: &[Arg]) -> std::result::Result<(), (usize, ArgProblem)>
             } else {
                 continue;
             };
-            return Err((i, ArgProblem::Conflict { other: j, reason }));
+            let what = if a.mat().is_some() {
+                "matrix"
+            } else if a.is_global() {
+                "global"
+            } else {
+                "dat"
+            };
+            return Err((i, ArgProblem::Conflict { what, other: j, reason }));
         }
     }
     Ok(())

@@ -234,6 +234,12 @@ fn racing_or_aliasing_uses_of_one_dat_are_rejected() {
     let (_, p, _) =
         problem(rt.par_loop(edge_inc::KERNEL, &edges, &[d.arg(Access::INC), d.arg(Access::INC)]).unwrap_err());
     assert!(matches!(p, ArgProblem::Conflict { .. }));
+    // A global reduced twice: named a global (it said "the same dat").
+    let g = rt.global("g", &[0.0f64]).unwrap();
+    let (_, p, msg) =
+        problem(rt.par_loop(edge_inc::KERNEL, &edges, &[g.arg(Access::INC), g.arg(Access::INC)]).unwrap_err());
+    assert!(matches!(p, ArgProblem::Conflict { what: "global", other: 0, .. }), "{msg}");
+    assert!(msg.contains("the same global is argument 0"), "{msg}");
 }
 
 #[test]

@@ -105,6 +105,13 @@ fn fail_at_zero(i: &i64, x: &[f64; 2], sum: &mut f64) {
     *sum += x[0];
 }
 
+/// Halves `t[0]`, panicking where `flag` is 0 (a rank sets its own).
+#[parloop::kernel]
+fn halve_or_fail(flag: &i64, t: &mut [f64; 2]) {
+    assert!(*flag != 0, "flag zero");
+    t[0] *= 0.5;
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-10 * a.abs().max(b.abs()).max(1e-300)
 }
@@ -438,6 +445,7 @@ fn main() {
         reductions(&world, backend, &mut failures);
         one_rank_fails(&world, backend, &mut failures);
         one_rank_bad_arguments(&world, backend, &mut failures);
+        one_rank_collectives(&world, backend, &mut failures);
     }
     lazy(&world, &mut failures);
     // More ranks than entities: some ranks own nothing, the run is still right.
@@ -830,6 +838,139 @@ fn one_rank_bad_arguments(world: &parloop::mpi::SimpleCommunicator, backend: Bac
                 failures,
             );
         }
+        Err(e) => panic!("{}", rt.fail(e)),
+    }
+}
+
+/// Collective calls where one rank's arguments or state differ, and host
+/// writes under MPI. Each used to hang the other ranks or give a wrong
+/// result: a `gather` root refused on one rank alone, or different roots;
+/// a partitioner failing on rank 0 alone (coordinates on the wrong set,
+/// bad external owners on one rank); with the trace on, a host read on
+/// one rank that ran (and failed) a pending loop there only, before a
+/// gather; a dat written on the host whose halo was then used stale.
+fn one_rank_collectives(world: &parloop::mpi::SimpleCommunicator, backend: Backend, failures: &mut Vec<String>) {
+    let (rank, size) = (world.rank() as usize, world.size() as usize);
+    let label = |what: &str| format!("{backend:?}/one rank's collective: {what}");
+    let n = 24;
+    // A chain of `n` cells joined by `n - 1` edges.
+    let chain = |rt: &Runtime, tag: &str| -> parloop::Result<(parloop::Set, parloop::Set, parloop::Map)> {
+        let cells = rt.set(&format!("{tag}_cells"), n)?;
+        let edges = rt.set(&format!("{tag}_edges"), n - 1)?;
+        let pairs: Vec<i32> = (0..n as i32 - 1).flat_map(|e| [e, e + 1]).collect();
+        let m = rt.map(&format!("{tag}_chain"), &edges, &cells, 2, pairs)?;
+        Ok((cells, edges, m))
+    };
+    let errs_everywhere = |outcome: parloop::Result<()>| -> bool {
+        // Every rank's outcome: an error on each (the test is that no rank
+        // returned `Ok` while another failed, and that none hung).
+        let mine = u8::from(outcome.is_err());
+        let mut all = 0u8;
+        world.all_reduce_into(&mine, &mut all, SystemOperation::min());
+        all == 1
+    };
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    if size > 1 {
+        // gather: a root out of range on the last rank; each rank its own root.
+        let rt = Runtime::with_communicator(backend, world).expect("runtime");
+        let (cells, _, m) = chain(&rt, "g").expect("chain");
+        let x = rt.dat("g_x", &cells, 2, (0..2 * n).map(|v| v as f64).collect()).expect("dat");
+        rt.partition(&cells, &m, Partitioner::Block).expect("partition");
+        let root = if rank == size - 1 { size + 5 } else { 0 };
+        check(errs_everywhere(x.gather(root).map(drop)), &label("gather, a bad root on one rank"), failures);
+        check(errs_everywhere(x.gather(rank).map(drop)), &label("gather, roots that differ"), failures);
+        check(x.gather(0).is_ok_and(|g| g.is_some() == (rank == 0)), &label("gather after"), failures);
+        // The partitioner: coordinates on another set (rank 0 computes,
+        // and alone found it); owners out of range on the last rank.
+        let rt = Runtime::with_communicator(backend, world).expect("runtime");
+        let (cells, edges, m) = chain(&rt, "p").expect("chain");
+        let on_edges = rt.dat("p_xe", &edges, 1, (0..n - 1).map(|v| v as f64).collect()).expect("dat");
+        let geometric = rt.partition(&cells, &m, Partitioner::Geometric(&on_edges)).map(drop);
+        check(errs_everywhere(geometric), &label("partition, coordinates on another set"), failures);
+        let rt = Runtime::with_communicator(backend, world).expect("runtime");
+        let (cells, _, m) = chain(&rt, "o").expect("chain");
+        let mut owners: Vec<i32> = (0..n).map(|c| (c * size / n) as i32).collect();
+        if rank == size - 1 {
+            owners[3] = 99;
+        }
+        let external = rt.partition(&cells, &m, Partitioner::External(owners)).map(drop);
+        check(errs_everywhere(external), &label("partition, bad owners on one rank"), failures);
+        let rt = Runtime::with_communicator(backend, world).expect("runtime");
+        let (cells, _, m) = chain(&rt, "d").expect("chain");
+        let owners: Vec<i32> = (0..n).map(|c| ((c + rank) % size) as i32).collect();
+        let differ = rt.partition(&cells, &m, Partitioner::External(owners)).map(drop);
+        check(errs_everywhere(differ), &label("partition, owners that differ between ranks"), failures);
+        // The trace: a kernel panic on the last rank's elements, run by a
+        // host read on rank 0 alone (the loop's agreed outcome pairs with
+        // the other ranks' flush in their gather), then gathers on every
+        // rank: the failed flush returned on the last ranks alone, and
+        // rank 0 waited in its next gather for ever.
+        let rt = Runtime::with_communicator_lazy(backend, world, true).expect("runtime");
+        let (cells, _, m) = chain(&rt, "l").expect("chain");
+        let x = rt.dat("l_x", &cells, 2, vec![1.0; 2 * n]).expect("dat");
+        let other = rt.dat("l_other", &cells, 2, vec![3.0; 2 * n]).expect("dat");
+        let flags = rt.dat("l_flags", &cells, 1, vec![1i64; n]).expect("dat");
+        rt.partition(&cells, &m, Partitioner::Block).expect("partition");
+        let zero_here = if rank == size - 1 { 0 } else { 1 };
+        flags.set_values(&vec![zero_here; cells.total()]).expect("flags");
+        let recorded = rt.par_loop(halve_or_fail::KERNEL, &cells, &[flags.arg(Access::READ), x.arg(Access::RW)]);
+        check(recorded.is_ok(), &label("lazy: recorded"), failures);
+        if rank == 0 {
+            check(x.values().is_err(), &label("lazy: rank 0's read sees the failure"), failures);
+        }
+        let first = other.gather(0).map(drop);
+        check(errs_everywhere(first), &label("lazy: the gather after the failure"), failures);
+        // Whatever each rank saw, they go on together to the next gather.
+        check(
+            other.gather(0).is_ok_and(|g| g.is_some() == (rank == 0)),
+            &label("lazy: the ranks go on together"),
+            failures,
+        );
+    }
+    std::panic::set_hook(hook);
+    // A host write, then a loop reading the written dat's halo: the halo
+    // was not refreshed (the host write did not mark it stale).
+    let run = |rt: &Runtime, tag: &str, distribute: bool| -> parloop::Result<Option<Vec<f64>>> {
+        let (cells, edges, m) = chain(rt, tag)?;
+        let x = rt.dat(&format!("{tag}_x"), &cells, 2, (0..2 * n).map(|v| (v % 7) as f64).collect())?;
+        let w = rt.dat(&format!("{tag}_w"), &edges, 1, vec![0.5; n - 1])?;
+        let acc = rt.dat(&format!("{tag}_acc"), &cells, 2, vec![0.0; 2 * n])?;
+        let total = rt.global(&format!("{tag}_total"), &[0.0])?;
+        if distribute {
+            rt.partition(&cells, &m, Partitioner::Block)?;
+        }
+        let mix = || {
+            rt.par_loop(
+                edge_mix::KERNEL,
+                &edges,
+                &[
+                    x.arg_via(&m, 0, Access::READ),
+                    x.arg_via(&m, 1, Access::READ),
+                    w.arg(Access::READ),
+                    acc.arg_via(&m, 0, Access::INC),
+                    acc.arg_via(&m, 1, Access::INC),
+                    total.arg(Access::INC),
+                ],
+            )
+        };
+        mix()?;
+        // Owned values changed on the host (a serial program's are all).
+        let owned = cells.size() * 2;
+        x.with_values_mut(|v| v[..owned].iter_mut().for_each(|v| *v = 3.0 * *v - 1.0))?;
+        mix()?;
+        // Values computed on the host from a read that includes the halo.
+        let read = x.values()?;
+        x.set_values(&read.iter().map(|v| 0.5 * v + 2.0).collect::<Vec<_>>())?;
+        mix()?;
+        acc.gather(0)
+    };
+    let serial = Runtime::with_backend(backend).expect("runtime");
+    let want = run(&serial, "hs", false).expect("serial").expect("serial values");
+    let rt = Runtime::with_communicator(backend, world).expect("runtime");
+    match run(&rt, "hd", true) {
+        Ok(Some(got)) => check(got == want, &label("host writes then a halo read: differs from serial"), failures),
+        Ok(None) => {}
         Err(e) => panic!("{}", rt.fail(e)),
     }
 }

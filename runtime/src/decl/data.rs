@@ -189,7 +189,7 @@ impl<T: Scalar> Dat<T> {
                 name: name.into(),
                 expected,
                 got: values.len(),
-                detail: format!("{} entities of `{}` x dim {dim}", set.total(), set.name()),
+                detail: format!("{} entities of `{}` x dim {dim}{}", set.total(), set.name(), set.local_note()),
             });
         }
         let values = crate::pages::on_huge_pages(values);
@@ -278,6 +278,8 @@ impl<T: Scalar> Dat<T> {
         let mut guard = self.0.write("written")?;
         let r = f(&mut guard.guard);
         self.0.mirror.host_written();
+        drop(guard);
+        self.host_wrote();
         Ok(r)
     }
 
@@ -290,6 +292,7 @@ impl<T: Scalar> Dat<T> {
         let r = f(&mut guard.guard);
         self.0.mirror.host_written();
         drop(guard);
+        self.host_wrote();
         self.0.link.written_whole(self.0.id);
         Ok(r)
     }
@@ -305,6 +308,18 @@ impl<T: Scalar> Dat<T> {
         self.0.link.written_whole(self.0.id);
     }
 
+    /// After a host write: under MPI the halo copies of this dat on the
+    /// other ranks (and this rank's of theirs) no longer match what their
+    /// owners hold, so the next loop that reads the halo exchanges it (a
+    /// host write may have changed owned values, or written halo values
+    /// computed from a stale halo).
+    fn host_wrote(&self) {
+        #[cfg(feature = "mpi")]
+        if let Some(part) = self.set().0.local.get() {
+            part.comm.mark_stale(self.0.id);
+        }
+    }
+
     /// Replaces all values; the length must be `set.total() * dim`.
     #[track_caller]
     pub fn set_values(&self, values: &[T]) -> Result<()> {
@@ -316,7 +331,7 @@ impl<T: Scalar> Dat<T> {
                 name: self.name().into(),
                 expected,
                 got: values.len(),
-                detail: format!("{} entities x dim {}", self.set().total(), self.dim()),
+                detail: format!("{} entities x dim {}{}", self.set().total(), self.dim(), self.set().local_note()),
             });
         }
         // Every value is written: a datum the trace left stale is not
@@ -325,6 +340,7 @@ impl<T: Scalar> Dat<T> {
         let v = &mut v.guard;
         v.copy_from_slice(values);
         self.0.mirror.host_written();
+        self.host_wrote();
         if let Some(t) = &self.0.temp {
             t.mark_written();
         }

@@ -188,6 +188,19 @@ impl Set {
         Ok(Set(Arc::new(SetInner { id: next_id(), name: name.to_owned(), sections, local: OnceLock::new(), selects })))
     }
 
+    /// For size messages: where the set is distributed, that its entities
+    /// are this rank's part (owned and halo), not the declared whole.
+    pub(crate) fn local_note(&self) -> String {
+        match self.0.local.get() {
+            Some(part) => format!(
+                " on this rank: the set is distributed, and data on it holds this rank's owned and halo entities \
+                 in the local numbering, not the {} declared",
+                part.global_size
+            ),
+            None => String::new(),
+        }
+    }
+
     /// Whether this is a subset's iteration set (a loop over the subset).
     pub(crate) fn is_subset_iteration(&self) -> bool {
         self.0.selects.is_some()

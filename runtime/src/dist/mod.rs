@@ -53,7 +53,16 @@ pub struct Comm {
     flush: std::sync::OnceLock<Flush>,
     /// What the globals' all-reduces on this communicator did.
     reductions: reduce::Counters,
+    /// Dats (by id) whose halo is out of date: loops that write them and
+    /// host writes (`Dat::set_values`, `with_values_mut`) mark them, the
+    /// next loop that reads their halo exchanges it. Here, where a dat's
+    /// set reaches it (`LocalPart::comm`), so that host writes can.
+    pub(crate) stale: Stale,
 }
+
+/// The dats (by id) whose halo is out of date, shared by a distributed
+/// run ([`Mpi`]) and its communicator.
+pub(crate) type Stale = Arc<Mutex<std::collections::HashSet<u64>>>;
 
 /// What [`Comm::before_collective`] calls: the runtime's `flush`.
 pub(crate) type Flush = Box<dyn Fn() -> Result<()> + Send + Sync>;
@@ -65,10 +74,17 @@ unsafe impl Send for Comm {}
 unsafe impl Sync for Comm {}
 
 impl Comm {
-    pub(crate) fn new(comm: &SimpleCommunicator) -> Comm {
+    pub(crate) fn new(comm: &SimpleCommunicator, stale: Stale) -> Comm {
         let dup = comm.duplicate();
         let (rank, size) = (dup.rank() as usize, dup.size() as usize);
-        Comm { inner: Mutex::new(dup), rank, size, flush: std::sync::OnceLock::new(), reductions: Default::default() }
+        Comm {
+            inner: Mutex::new(dup),
+            rank,
+            size,
+            flush: std::sync::OnceLock::new(),
+            reductions: Default::default(),
+            stale,
+        }
     }
 
     /// Before any communication outside the lazy trace's loops (a gather,
@@ -80,10 +96,31 @@ impl Comm {
     /// collective the first rank would otherwise wait in forever).
     /// Nothing inside forced loops (they are the trace's own).
     pub(crate) fn before_collective(&self) -> Result<()> {
+        let flushed = self.flush_pending();
+        if self.flush.get().is_none() || self.size <= 1 {
+            return flushed;
+        }
+        // Agreed: a host read on one rank may have run (and failed) a
+        // pending loop there only, and a rank returning alone here would
+        // leave the others waiting in the collective that follows.
+        if !self.all_ok(flushed.is_ok()) {
+            return Err(self.failed_elsewhere(flushed, "the pending loops before a collective operation"));
+        }
+        Ok(())
+    }
+
+    /// Runs the pending loops of the runtime's trace (not agreed).
+    fn flush_pending(&self) -> Result<()> {
         match self.flush.get() {
             Some(flush) if !crate::trace::forcing_here() => flush(),
             _ => Ok(()),
         }
+    }
+
+    /// The halo of dat `id` is out of date (a host write changed its
+    /// values on this rank).
+    pub(crate) fn mark_stale(&self, id: u64) {
+        crate::sync::lock(&self.stale).insert(id);
     }
 
     /// Sets what [`Comm::before_collective`] runs (once, when the runtime
@@ -152,7 +189,7 @@ impl Comm {
         // The pending loops first (their collectives come before this one
         // on every rank); their failure here is agreed too, not returned
         // before the all-reduce the other ranks wait in.
-        let flushed = self.before_collective();
+        let flushed = self.flush_pending();
         let (all_ok, alike) = self.all_ok_alike(ok && flushed.is_ok(), crate::device::fnv1a(&[args.as_bytes()]));
         flushed?;
         if !all_ok {
@@ -384,8 +421,8 @@ pub(crate) struct Mpi {
     pub declared: Mutex<Declared>,
     /// Halo lists per distributed set id.
     pub halos: Mutex<HashMap<u64, Arc<Halo>>>,
-    /// Dats (by id) whose halo is out of date.
-    pub stale: Mutex<std::collections::HashSet<u64>>,
+    /// Dats (by id) whose halo is out of date (shared with `comm`).
+    pub stale: Stale,
     /// Loops run so far (partitioning must come first).
     pub loops: std::sync::atomic::AtomicU64,
     /// `PARLOOP_CHECK_RANKS=1`: ranks compare a hash of every loop.
@@ -399,11 +436,12 @@ pub(crate) struct Mpi {
 impl Mpi {
     /// The distributed run over (a duplicate of) `comm`.
     pub(crate) fn new(comm: Option<&SimpleCommunicator>) -> Result<Mpi> {
+        let stale = Stale::default();
         Ok(Mpi {
-            comm: comm.map(|c| Arc::new(Comm::new(c))),
+            comm: comm.map(|c| Arc::new(Comm::new(c, stale.clone()))),
             declared: Mutex::default(),
             halos: Mutex::default(),
-            stale: Mutex::default(),
+            stale,
             loops: Default::default(),
             check_ranks: crate::config::switch("PARLOOP_CHECK_RANKS", false)?,
             no_overlap: !crate::config::switch("PARLOOP_OVERLAP", true)?,
@@ -442,14 +480,19 @@ impl<T: crate::Scalar> Dat<T> {
     pub fn gather(&self, root: usize) -> Result<Option<Vec<T>>> {
         let Some(part) = self.set().0.local.get() else { return Ok(Some(self.values()?)) };
         let comm = &part.comm;
-        comm.before_collective()?;
-        if root >= comm.size() {
-            return Err(comm.error(format!("gather of `{}`: root {root} is not a rank", self.name())));
-        }
+        let what = format!("gather of `{}`", self.name());
+        // The root agreed (and the pending loops run, their failure
+        // agreed) before any rank gathers: a rank refusing its root alone,
+        // or two roots, left the others in the gather.
+        let checked = match root < comm.size() {
+            true => Ok(()),
+            false => Err(comm.error(format!("{what}: root {root} is not a rank"))),
+        };
+        comm.agree_checks(&what, checked.is_ok(), &format!("root {root}"))?;
+        checked?;
         let dim = self.dim();
         let owned = part.sections.core + part.sections.owned;
         let ids: Vec<u64> = part.global[..owned].iter().map(|&g| g as u64).collect();
-        let what = format!("gather of `{}`", self.name());
         let values = self.with_own_values(|v| v[..owned * dim].to_vec());
         if !comm.all_ok(values.is_ok()) {
             return Err(comm.failed_elsewhere(values, &what));
@@ -502,11 +545,14 @@ impl<T: crate::Scalar> crate::matrix::Mat<T> {
             });
         };
         let comm = &rows_part.comm;
-        comm.before_collective()?;
-        if root >= comm.size() {
-            return Err(comm.error(format!("gather of matrix `{}`: root {root} is not a rank", self.name())));
-        }
         let what = format!("gather of matrix `{}`", self.name());
+        // Agreed before any rank gathers (as `Dat::gather`).
+        let checked = match root < comm.size() {
+            true => Ok(()),
+            false => Err(comm.error(format!("{what}: root {root} is not a rank"))),
+        };
+        comm.agree_checks(&what, checked.is_ok(), &format!("root {root}"))?;
+        checked?;
         let csr = self.to_csr();
         if !comm.all_ok(csr.is_ok()) {
             return Err(comm.failed_elsewhere(csr, &what));

@@ -46,28 +46,43 @@ impl Runtime {
             rank: 0,
             reason: "partition needs a communicator: create the runtime under MPI (parloop::mpi::initialize)".into(),
         })?;
-        // Recorded loops run first (they were recorded over the sets as
-        // declared): the check below then refuses them as it refuses
-        // loops run eagerly.
-        self.flush()?;
-        if mpi.loops.load(std::sync::atomic::Ordering::Relaxed) > 0 {
-            return Err(comm.error("partition must come before the first loop"));
-        }
-        if let Some(maps) = self.matrices.live_pattern() {
-            return Err(comm.error(format!(
-                "partition must come before sparsities (one of maps {maps} exists): it renumbers the maps they \
-                 are built from; build them after"
-            )));
-        }
-        let Declared { sets, maps, dats, mut gmaps, primary: p, through: t } =
-            declared_mesh(mpi, primary, through, &|reason| comm.error(reason))?;
+        // Every check this rank makes alone is agreed before the ranks
+        // communicate: a rank returning its error alone left the others
+        // waiting in the next collective for ever.
+        let checked = (|| {
+            // Recorded loops run first (they were recorded over the sets
+            // as declared): the check below then refuses them as it
+            // refuses loops run eagerly.
+            self.flush()?;
+            if mpi.loops.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+                return Err(comm.error("partition must come before the first loop"));
+            }
+            if let Some(maps) = self.matrices.live_pattern() {
+                return Err(comm.error(format!(
+                    "partition must come before sparsities (one of maps {maps} exists): it renumbers the maps \
+                     they are built from; build them after"
+                )));
+            }
+            declared_mesh(mpi, primary, through, &|reason| comm.error(reason))
+        })();
+        let Declared { sets, maps, dats, mut gmaps, primary: p, through: t } = agreed(&comm, checked)?;
         let index = |s: &Set| sets.iter().position(|x| x == s);
         // Every rank must declare the same sets, maps and dats.
         let mut shapes: Vec<u64> = vec![sets.len() as u64, maps.len() as u64, dats.len() as u64];
         shapes.extend(gmaps.iter().flat_map(|m| [m.from as u64, m.to as u64, m.arity as u64]));
         shapes.extend(dats.iter().map(|d| index(d.set()).map_or(u64::MAX, |s| s as u64)));
+        // The partitioner's kind too: the steps below differ by kind.
+        shapes.push(match partitioner {
+            Partitioner::Metis => 0,
+            Partitioner::Block => 1,
+            Partitioner::Geometric(_) => 2,
+            Partitioner::External(_) => 3,
+        });
         if !comm.agree(crate::device::fnv1a(&[bytemuck::cast_slice(&shapes)])) {
-            return Err(comm.error("the ranks declared different sets, maps or dats (number, order or shape)"));
+            return Err(comm.error(
+                "the ranks declared different sets, maps or dats (number, order or shape), or pass different \
+                 partitioners",
+            ));
         }
         // Either every rank declared the whole mesh, or rank 0 alone did and
         // the others declared the same sets, maps and dats empty.
@@ -91,13 +106,22 @@ impl Runtime {
         let gsets: Vec<GlobalSet> = sizes.iter().map(|&n| GlobalSet { size: n as usize }).collect();
         let ranks = comm.size();
         let (xadj, adjncy) = layout::adjacency(p, &gsets, &gmaps[t]);
-        let mut primary_owners = if comm.rank() == 0 || (!root_only && matches!(partitioner, Partitioner::External(_)))
-        {
-            primary_owners(partitioner, &gsets, &gmaps, &sets, p, (&xadj, &adjncy), ranks, &|r| comm.error(r))?
+        let external = matches!(partitioner, Partitioner::External(_));
+        let owners = if comm.rank() == 0 || (!root_only && external) {
+            primary_owners(partitioner, &gsets, &gmaps, &sets, p, (&xadj, &adjncy), ranks, &|r| comm.error(r))
         } else {
             // Rank 0's owners are broadcast next.
-            vec![0; gsets[p].size]
+            Ok(vec![0; gsets[p].size])
         };
+        // Rank 0's failure (METIS, bad coordinates, bad owners) or any
+        // rank's with external owners: on every rank.
+        let mut primary_owners = agreed(&comm, owners)?;
+        if external && !root_only && !comm.agree(crate::device::fnv1a(&[bytemuck::cast_slice(&primary_owners)])) {
+            return Err(comm.error(
+                "Partitioner::External: the ranks pass different owners; pass the same owners on every rank \
+                 (or declare the mesh on rank 0 alone, whose owners are used)",
+            ));
+        }
         comm.lock().process_at_rank(0).broadcast_into(&mut primary_owners[..]);
         let edge_cut = layout::edge_cut(&xadj, &adjncy, &primary_owners);
         let mut owners = vec![None; gsets.len()];
@@ -105,16 +129,19 @@ impl Runtime {
         layout::propagate(&gsets, &gmaps, &mut owners, ranks);
         let owners: Vec<Vec<i32>> = owners.into_iter().map(|o| o.expect("propagate fills every set")).collect();
         let local = layout::localise(comm.rank(), &gsets, &gmaps, &owners);
+        let mut holds = Ok(());
         for (m, (g, values)) in maps.iter().zip(gmaps.iter().zip(&local.maps)) {
             if !values.is_empty() && local.sets[g.to].global.is_empty() {
-                return Err(comm.error(format!(
+                holds = Err(comm.error(format!(
                     "map `{}`: this rank holds entities of `{}` but none of `{}`",
                     m.name(),
                     m.from().name(),
                     m.to().name()
                 )));
+                break;
             }
         }
+        agreed(&comm, holds)?;
         // Dats first: they are renumbered from the global numbering.
         for d in &dats {
             if let Some(s) = index(d.set()) {
@@ -429,4 +456,15 @@ fn metis_owners(xadj: &[i32], adjncy: &[i32], parts: usize) -> std::result::Resu
         .map_err(|e| format!("METIS rejected the graph: {e}"))?;
     graph.part_kway(&mut part).map_err(|e| format!("METIS failed: {e}"))?;
     Ok(part)
+}
+
+/// `local` (this rank's outcome of a step of the partition) where every
+/// rank succeeded; else an error on every rank: this rank's own, or one
+/// saying another rank failed. Collective.
+fn agreed<T>(comm: &Comm, local: Result<T>) -> Result<T> {
+    if comm.all_ok(local.is_ok()) {
+        local
+    } else {
+        Err(comm.failed_elsewhere(local, "partition"))
+    }
 }
