@@ -901,6 +901,14 @@ fn one_rank_collectives(world: &parloop::mpi::SimpleCommunicator, backend: Backe
         let owners: Vec<i32> = (0..n).map(|c| ((c + rank) % size) as i32).collect();
         let differ = rt.partition(&cells, &m, Partitioner::External(owners)).map(drop);
         check(errs_everywhere(differ), &label("partition, owners that differ between ranks"), failures);
+        // A dat declared with other values on one rank: each rank kept its
+        // own values of the entities it got, a mix of both.
+        let rt = Runtime::with_communicator(backend, world).expect("runtime");
+        let (cells, _, m) = chain(&rt, "v").expect("chain");
+        let shift = if rank == size - 1 { 100.0 } else { 0.0 };
+        let _x = rt.dat("v_x", &cells, 1, (0..n).map(|v| v as f64 + shift).collect()).expect("dat");
+        let mixed = rt.partition(&cells, &m, Partitioner::Block).map(drop);
+        check(errs_everywhere(mixed), &label("partition, dat values that differ between ranks"), failures);
         // The trace: a kernel panic on the last rank's elements, run by a
         // host read on rank 0 alone (the loop's agreed outcome pairs with
         // the other ranks' flush in their gather), then gathers on every

@@ -361,6 +361,9 @@ pub(crate) trait Redistribute: Send + Sync {
     /// Replaces the values with `bytes` (received from another rank);
     /// `None`: the sender's temporary was never written.
     fn replace(&self, bytes: Option<&[u8]>);
+    /// A hash of the values (0 for a temporary never written): the
+    /// partition compares it between ranks that each declared the mesh.
+    fn values_hash(&self) -> u64;
 }
 
 impl<T: Scalar> Redistribute for DatInner<T> {
@@ -379,6 +382,12 @@ impl<T: Scalar> Redistribute for DatInner<T> {
         let local: Vec<T> = global.iter().flat_map(|&g| values[g * dim..(g + 1) * dim].iter().copied()).collect();
         *values = crate::pages::on_huge_pages(local);
         self.mirror.forget();
+    }
+    fn values_hash(&self) -> u64 {
+        if self.unwritten_temporary() {
+            return 0;
+        }
+        crate::device::fnv1a(&[bytemuck::cast_slice(&self.redistributed().guard)])
     }
     fn to_bytes(&self) -> Option<Vec<u8>> {
         // (A read of an unwritten temporary is refused: it has no values.)

@@ -94,12 +94,15 @@ impl Runtime {
         if root_only {
             broadcast_mesh(&comm, &mut sizes, &mut gmaps, &dats);
         } else {
-            let mut parts: Vec<&[u8]> = vec![bytemuck::cast_slice(&sizes)];
+            // The dats' values too: each rank keeps its own values of the
+            // entities it gets, so values that differed made a mix.
+            let dat_hashes: Vec<u64> = dats.iter().map(|d| d.values_hash()).collect();
+            let mut parts: Vec<&[u8]> = vec![bytemuck::cast_slice(&sizes), bytemuck::cast_slice(&dat_hashes)];
             parts.extend(gmaps.iter().map(|m| -> &[u8] { bytemuck::cast_slice(&m.values) }));
             if !comm.agree(crate::device::fnv1a(&parts)) {
                 return Err(comm.error(
-                    "the ranks declared different meshes (set sizes or map values differ); declare the same \
-                     mesh on every rank, or on rank 0 alone with empty sets elsewhere",
+                    "the ranks declared different meshes (set sizes, map values or dat values differ); declare \
+                     the same mesh on every rank, or on rank 0 alone with empty sets elsewhere",
                 ));
             }
         }
