@@ -935,6 +935,23 @@ fn one_rank_collectives(world: &parloop::mpi::SimpleCommunicator, backend: Backe
             &label("lazy: the ranks go on together"),
             failures,
         );
+        // A product on data no partition distributed, on rank 0 alone (a
+        // serial post-processing step): nothing to agree on, no hang.
+        let nodes = rt.set("l_nodes", 3).expect("set");
+        let pairs = rt.map("l_pairs", &nodes, &nodes, 1, vec![0, 1, 2]).expect("map");
+        let s = rt.sparsity("l_s", &[(&pairs, &pairs)], (1, 1)).expect("sparsity");
+        let a = rt.mat::<f64>("l_A", &s).expect("mat");
+        let all = rt.subset("l_all", &nodes, vec![0, 1, 2]).expect("subset");
+        a.zero_rows(&all, 2.0).expect("diagonal");
+        let (u, v) = (
+            rt.dat("l_u", &nodes, 1, vec![1.0; 3]).expect("dat"),
+            rt.dat("l_v", &nodes, 1, vec![0.0; 3]).expect("dat"),
+        );
+        if rank == 0 {
+            let product = rt.mult(&a, &u, &v).and_then(|()| v.values());
+            check(product.is_ok_and(|p| p == [2.0; 3]), &label("a serial product on rank 0 alone"), failures);
+        }
+        check(other.gather(0).is_ok(), &label("lazy: the ranks go on after a serial product"), failures);
     }
     std::panic::set_hook(hook);
     // A host write, then a loop reading the written dat's halo: the halo

@@ -262,8 +262,10 @@ impl Mpi {
     /// rank check of `PARLOOP_CHECK_RANKS`, and counted as a loop (a
     /// partition must come first).
     fn library_op(&self, op: &str, set: &Set) -> Result<()> {
-        if let Some(comm) = &self.comm {
-            // Pending loops first: this communicates outside the trace.
+        if let Some(comm) = self.comm.as_ref().filter(|_| set.is_distributed()) {
+            // Pending loops first: this communicates outside the trace
+            // (an operation on undistributed data does not, and may run on
+            // one rank alone).
             comm.before_collective()?;
         }
         let n = self.loops.fetch_add(1, Ordering::Relaxed);
