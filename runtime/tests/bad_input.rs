@@ -412,14 +412,20 @@ fn allocations_sized_by_input_fail_with_out_of_memory() {
     });
 }
 
+/// Caps this (child) process's address space at `bytes`, so that large
+/// allocations fail instead of succeeding lazily.
+fn cap_address_space(bytes: u64) {
+    let cap = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+    // SAFETY: plain system call on a valid struct.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &cap) }, 0);
+}
+
 #[test]
 fn a_large_dat_under_a_memory_cap_is_kept_where_it_is() {
     // 2.5 GiB of values under a 4 GiB address-space cap: the copy to huge
     // pages would need 5 GiB, so the values stay in place.
     in_child("a_large_dat_under_a_memory_cap_is_kept_where_it_is", "cap", &[], SHORT, || {
-        let cap = libc::rlimit { rlim_cur: 4 << 30, rlim_max: 4 << 30 };
-        // SAFETY: plain system call on a valid struct.
-        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &cap) }, 0);
+        cap_address_space(4 << 30);
         let rt = Runtime::with_backend(Backend::Seq).unwrap();
         let n = (5usize << 30) / 2 / 8;
         let s = rt.set("big", n).unwrap();
@@ -437,9 +443,7 @@ fn a_large_dat_under_a_memory_cap_is_kept_where_it_is() {
 #[test]
 fn a_sparsity_too_large_for_memory_is_out_of_memory_not_an_abort() {
     in_child("a_sparsity_too_large_for_memory_is_out_of_memory_not_an_abort", "dense", &[], SHORT, || {
-        let cap = libc::rlimit { rlim_cur: 3 << 30, rlim_max: 3 << 30 };
-        // SAFETY: plain system call on a valid struct.
-        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &cap) }, 0);
+        cap_address_space(3 << 30);
         let rt = Runtime::with_backend(Backend::Threads).unwrap();
         let n = 60_000;
         let one = rt.set("one", 1).unwrap();

@@ -210,27 +210,21 @@ impl Set {
     /// panic's message: the set (or the subset and its parent's entity)
     /// and, under MPI, the entity's global number, as a user numbers it.
     pub(crate) fn describe_element(&self, element: usize) -> String {
-        let global = |set: &Set, local: usize| match set.0.local.get().and_then(|p| p.global.get(local)) {
-            Some(g) => format!(", global number {g}"),
-            None => String::new(),
-        };
+        let global = |set: &Set, local: usize| set.0.local.get().and_then(|p| p.global.get(local).copied());
         match self.0.selects.as_deref() {
             Some(subset) => match subset.indices().get(element) {
                 Some(&entity) => format!(
                     "element {element} of subset `{}` (entity {entity} of set `{}`{})",
                     self.name(),
                     subset.parent().name(),
-                    global(subset.parent(), entity as usize)
+                    global(subset.parent(), entity as usize).map_or(String::new(), |g| format!(", global number {g}"))
                 ),
                 None => format!("element {element} of subset `{}`", self.name()),
             },
-            None => {
-                let g = global(self, element);
-                match g.strip_prefix(", ") {
-                    Some(g) => format!("element {element} of set `{}` ({g})", self.name()),
-                    None => format!("element {element} of set `{}`", self.name()),
-                }
-            }
+            None => match global(self, element) {
+                Some(g) => format!("element {element} of set `{}` (global number {g})", self.name()),
+                None => format!("element {element} of set `{}`", self.name()),
+            },
         }
     }
 

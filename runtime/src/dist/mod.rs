@@ -201,6 +201,19 @@ impl Comm {
         Ok(())
     }
 
+    /// Agrees on the `root` of gather `what` before any rank gathers (and
+    /// runs the pending loops, their failure agreed): a root out of range
+    /// on one rank, or roots that differ, are an error on every rank (a
+    /// rank refusing its root alone left the others in the gather).
+    pub(crate) fn agree_root(&self, what: &str, root: usize) -> Result<()> {
+        let checked = match root < self.size {
+            true => Ok(()),
+            false => Err(self.error(format!("{what}: root {root} is not a rank"))),
+        };
+        self.agree_checks(what, checked.is_ok(), &format!("root {root}"))?;
+        checked
+    }
+
     /// This rank's `local` error, or, where another rank failed, an error
     /// saying so (`all_ok` said some rank did).
     pub(crate) fn failed_elsewhere<T>(&self, local: Result<T>, what: &str) -> Error {
@@ -481,15 +494,7 @@ impl<T: crate::Scalar> Dat<T> {
         let Some(part) = self.set().0.local.get() else { return Ok(Some(self.values()?)) };
         let comm = &part.comm;
         let what = format!("gather of `{}`", self.name());
-        // The root agreed (and the pending loops run, their failure
-        // agreed) before any rank gathers: a rank refusing its root alone,
-        // or two roots, left the others in the gather.
-        let checked = match root < comm.size() {
-            true => Ok(()),
-            false => Err(comm.error(format!("{what}: root {root} is not a rank"))),
-        };
-        comm.agree_checks(&what, checked.is_ok(), &format!("root {root}"))?;
-        checked?;
+        comm.agree_root(&what, root)?;
         let dim = self.dim();
         let owned = part.sections.core + part.sections.owned;
         let ids: Vec<u64> = part.global[..owned].iter().map(|&g| g as u64).collect();
@@ -546,13 +551,7 @@ impl<T: crate::Scalar> crate::matrix::Mat<T> {
         };
         let comm = &rows_part.comm;
         let what = format!("gather of matrix `{}`", self.name());
-        // Agreed before any rank gathers (as `Dat::gather`).
-        let checked = match root < comm.size() {
-            true => Ok(()),
-            false => Err(comm.error(format!("{what}: root {root} is not a rank"))),
-        };
-        comm.agree_checks(&what, checked.is_ok(), &format!("root {root}"))?;
-        checked?;
+        comm.agree_root(&what, root)?;
         let csr = self.to_csr();
         if !comm.all_ok(csr.is_ok()) {
             return Err(comm.failed_elsewhere(csr, &what));
