@@ -164,9 +164,10 @@ impl Mesh {
     /// declarations would check too, but naming the mesh's arrays), and
     /// what the mesh promises its users: cells positively oriented with
     /// distinct vertices, each boundary facet a face of its cell ordered
-    /// outward. (A face shared by three cells [`Mesh::interior_facets`]
-    /// finds; a cell listed twice, or a boundary facet listed twice or
-    /// between two cells, no check finds.)
+    /// outward, each listed once and bounding one cell only. (A face
+    /// shared by three cells, such as a cell listed twice inside the
+    /// domain, [`Mesh::interior_facets`] finds; `check` does not sort
+    /// every face.)
     ///
     /// ```
     /// let mut mesh = parloop_mesh::unit_square(1, 1)?;
@@ -317,6 +318,67 @@ impl Mesh {
                 } else {
                     format!("facet {f} ({facet:?}) is not a face of its cell {c} ({cell:?}) (facet_cells[{f}])")
                 }));
+            }
+        }
+        self.check_facets_once()
+    }
+
+    /// Each boundary facet listed once and a face of its cell only: a
+    /// facet listed twice adds its flux twice, and a face between two
+    /// cells listed as a boundary facet (or a cell listed twice, which
+    /// puts its boundary faces on two cells) takes a flux out of the
+    /// domain through its interior. Only cells with `dim` vertices on
+    /// the boundary are looked at, so the cost is one pass over the cells
+    /// and a sort of the (few) facets.
+    fn check_facets_once(&self) -> Result<(), Error> {
+        let invalid = |reason: String| Error::InvalidDeclaration { what: "mesh", name: "mesh".into(), reason };
+        let d = self.dim;
+        let mut keys: Vec<([u32; 3], u32)> = reserve("mesh", "the boundary facets' keys", self.num_facets())?;
+        keys.extend(
+            self.facets.chunks_exact(d).enumerate().map(|(f, facet)| (crate::faces::face_key(facet), f as u32)),
+        );
+        keys.sort_unstable();
+        if let Some(pair) = keys.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+            let (first, again) = (pair[0].1 as usize, pair[1].1 as usize);
+            return Err(invalid(format!(
+                "facet {again} ({:?}) repeats facet {first} ({:?}): list each boundary facet once",
+                &self.facets[again * d..][..d],
+                &self.facets[first * d..][..d]
+            )));
+        }
+        let mut on_boundary: Vec<bool> = reserve("mesh", "the boundary vertices", self.vertices())?;
+        on_boundary.resize(self.vertices(), false);
+        for &v in &self.facets {
+            on_boundary[v as usize] = true;
+        }
+        let mut face = [0u32; 3];
+        for (c, cell) in self.cells.chunks_exact(d + 1).enumerate() {
+            if cell.iter().filter(|&&v| on_boundary[v as usize]).count() < d {
+                continue;
+            }
+            for local in crate::faces::local_faces(d) {
+                for (x, &k) in face.iter_mut().zip(local.iter()) {
+                    *x = cell[k];
+                }
+                if !face[..d].iter().all(|&v| on_boundary[v as usize]) {
+                    continue;
+                }
+                let key = crate::faces::face_key(&face[..d]);
+                if let Ok(at) = keys.binary_search_by(|probe| probe.0.cmp(&key)) {
+                    let f = keys[at].1 as usize;
+                    let own = self.facet_cells[f] as usize;
+                    if own != c {
+                        let cell_of = |k: usize| &self.cells[k * (d + 1)..][..d + 1];
+                        return Err(invalid(format!(
+                            "facet {f} ({:?}) is a face of its cell {own} ({:?}) and of cell {c} ({:?}): \
+                             a boundary facet bounds one cell (a face between two cells is an interior \
+                             facet; a cell listed twice puts its faces on two cells)",
+                            &self.facets[f * d..][..d],
+                            cell_of(own),
+                            cell_of(c)
+                        )));
+                    }
+                }
             }
         }
         Ok(())

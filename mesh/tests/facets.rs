@@ -255,6 +255,47 @@ fn a_boundary_facet_off_its_cell_or_inward_is_refused() {
     assert!(m.check().unwrap_err().to_string().contains("ordered inward"));
 }
 
+/// A boundary facet listed twice, a face between two cells listed as a
+/// boundary facet, and a boundary cell listed twice were accepted (the
+/// facet's flux counted twice, or taken out through the domain's
+/// interior): refused, naming the facets and cells.
+#[test]
+fn a_facet_listed_twice_or_between_two_cells_is_refused() {
+    for good in [unit_square(3, 2).unwrap(), parloop_mesh::unit_cube(2, 1, 2).unwrap()] {
+        good.check().unwrap();
+        let d = good.dim;
+        // The last facet again.
+        let mut m = good.clone();
+        let last = m.num_facets() - 1;
+        let facet = m.facets[last * d..][..d].to_vec();
+        m.facets.extend_from_slice(&facet);
+        m.facet_cells.push(m.facet_cells[last]);
+        let err = m.check().unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("facet {} ", last + 1)) && err.contains(&format!("repeats facet {last}")),
+            "{err}"
+        );
+        // An interior face listed as a boundary facet of one of its cells.
+        let inner = good.interior_facets().unwrap();
+        let mut m = good.clone();
+        m.facets.extend_from_slice(&inner.vertices[..d]);
+        m.facet_cells.push(inner.cells[0]);
+        let err = m.check().unwrap_err().to_string();
+        let other = inner.cells[1];
+        assert!(err.contains("a boundary facet bounds one cell") && err.contains(&format!("cell {other}")), "{err}");
+        // The cell of facet 0 listed twice.
+        let mut m = good.clone();
+        let c = m.facet_cells[0] as usize;
+        let cell = m.cells[c * (d + 1)..][..d + 1].to_vec();
+        m.cells.extend_from_slice(&cell);
+        let copy = m.num_cells() - 1;
+        let err = m.check().unwrap_err().to_string();
+        assert!(err.contains(&format!("its cell {c} ")) && err.contains(&format!("of cell {copy} ")), "{err}");
+        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+        assert!(m.declare(&rt, "").is_err());
+    }
+}
+
 /// Two interior facet groups of one name (a hand-built mesh; two physical
 /// tags) were refused as a duplicate subset, where `Mesh::declare` names
 /// the second `#2`: named alike now.

@@ -365,6 +365,63 @@ fn a_cell_repeated_for_two_physical_groups_is_kept_once_in_both() {
     assert_eq!(m.group("sq").unwrap().entities, vec![0, 1, 2, 3]);
 }
 
+/// What Gmsh writes for common model options, found by a corpus of real
+/// files: a byte-order mark (refused as "expected `$MeshFormat`, found
+/// `$MeshFormat`"), physical groups sharing a name (refused as "two
+/// groups are named", at line 1), a periodic mesh (its `$Periodic`
+/// skipped: a non-periodic domain, silently), `$ParametricNodes` (skipped,
+/// then "no $Nodes section" at the end), a model whose physical groups
+/// hold no surface (no cause given), a stray physical point (named by its
+/// tag alone).
+#[test]
+fn what_gmsh_writes_for_common_options_is_read_or_refused_saying_why() {
+    let good = ascii22(&square());
+    let plain = read_bytes("bad.msh", good.as_bytes()).unwrap();
+    let bom = [&b"\xEF\xBB\xBF"[..], good.as_bytes()].concat();
+    assert_eq!(read_bytes("bad.msh", &bom).unwrap(), plain);
+
+    // A physical point and a physical curve named alike (vertices and
+    // facets stay apart), and two physical curves of one name (merged).
+    let mut s = square();
+    s.names = vec![(1, 5, "wall"), (1, 6, "wall"), (2, 7, "sq"), (0, 8, "wall")];
+    let m = read_bytes("bad.msh", ascii22(&s).as_bytes()).unwrap();
+    let point = plain.group("corner").unwrap().entities.clone();
+    assert_eq!(m.group_of("wall", EntityKind::Vertex).unwrap().entities, point);
+    let facets = |m: &Mesh, names: &[&str]| {
+        let mut f: Vec<u32> =
+            names.iter().flat_map(|n| m.group_of(n, EntityKind::Facet).unwrap().entities.clone()).collect();
+        f.sort_unstable();
+        f
+    };
+    assert_eq!(facets(&m, &["wall"]), facets(&plain, &["bottom", "gmsh:1:6"]));
+    assert_eq!(m.groups.iter().filter(|g| g.name == "wall").count(), 2);
+    let rt = parloop::Runtime::with_backend(parloop::Backend::Seq).unwrap();
+    let declared = m.declare(&rt, "p").unwrap();
+    let names: Vec<&str> = declared.subsets.iter().map(|s| s.name()).collect();
+    assert!(names.contains(&"p/wall(vertex)") && names.contains(&"p/wall(facet)"), "{names:?}");
+
+    let periodic = good.clone() + "$Periodic\n0\n$EndPeriodic\n";
+    let (line, reason) = line_of(read_bytes("bad.msh", periodic.as_bytes()).unwrap_err());
+    assert_eq!(line, line_starting(&periodic, "$Periodic"));
+    assert!(reason.contains("periodic"), "{reason}");
+
+    let parametric = good.replace("$Nodes", "$ParametricNodes").replace("$EndNodes", "$EndParametricNodes");
+    let (line, reason) = line_of(read_bytes("bad.msh", parametric.as_bytes()).unwrap_err());
+    assert_eq!(line, line_starting(&parametric, "$ParametricNodes"));
+    assert!(reason.contains("SaveParametric"), "{reason}");
+
+    let mut lines_only = square();
+    lines_only.elements.retain(|e| e.0 != 2);
+    let (_, reason) = line_of(read_bytes("bad.msh", ascii22(&lines_only).as_bytes()).unwrap_err());
+    assert!(reason.contains("Physical Surface") && reason.contains("SaveAll"), "{reason}");
+
+    let mut stray = square();
+    stray.elements.push((15, 11, 9, vec![99]));
+    stray.names.push((0, 11, "probe"));
+    let (_, reason) = line_of(read_bytes("bad.msh", ascii22(&stray).as_bytes()).unwrap_err());
+    assert!(reason.contains("0-D group 11 (`probe`)") && reason.contains("node 99"), "{reason}");
+}
+
 fn line_of(e: Error) -> (usize, String) {
     match e {
         Error::Input { source_name, line, reason } => {

@@ -39,9 +39,10 @@ pub enum Preconditioner {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CgOptions {
-    /// Tolerance relative to `||b||` (default 1e-8).
+    /// Tolerance relative to `||b||` (default 1e-8), in `[0, 1)` as
+    /// PETSc's.
     pub rtol: f64,
-    /// Absolute tolerance on `||r||` (default 0).
+    /// Absolute tolerance on `||r||` (default 0), finite.
     pub atol: f64,
     /// Iterations at most (default 10 000); reaching it is an error.
     pub max_iterations: usize,
@@ -433,10 +434,17 @@ fn check_cg<T: Real, A: LinearOperator<T> + ?Sized>(
             reason: format!("x and b are both dat `{}`; the solution needs a dat of its own", x.name()),
         });
     }
-    if !(opts.rtol >= 0.0 && opts.atol >= 0.0) {
+    // As PETSc's KSP: rtol in [0, 1), since from x = 0 the residual is
+    // ||b|| and a larger rtol is met before any iteration (an `inf` or a
+    // misplaced factor then reports convergence at once); atol finite.
+    if !((0.0..1.0).contains(&opts.rtol) && opts.atol >= 0.0 && opts.atol.is_finite()) {
         return Err(Error::Incompatible {
             op: format!("cg on matrix `{name}`"),
-            reason: format!("tolerances must be non-negative numbers, got rtol {} and atol {}", opts.rtol, opts.atol),
+            reason: format!(
+                "rtol must be at least 0 and below 1 and atol a finite non-negative number, \
+                 got rtol {} and atol {} (a tolerance met before any iteration solves nothing)",
+                opts.rtol, opts.atol
+            ),
         });
     }
 

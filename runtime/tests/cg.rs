@@ -401,6 +401,17 @@ fn nan_inputs_and_bad_arguments_are_errors() {
     assert!(msg.contains("both dat `b`"), "{msg}");
     let opts = CgOptions { rtol: -1.0, ..CgOptions::default() };
     assert!(matches!(cg(&rt, &a, &b, &x, &opts), Err(Error::Incompatible { .. })));
+    // Tolerances met before any iteration (rtol >= 1 from x = 0, an
+    // infinite one) reported convergence having solved nothing.
+    b.set_values(&[1.0; 25]).unwrap();
+    x.set_values(&[0.0; 25]).unwrap();
+    for (rtol, atol) in [(f64::INFINITY, 0.0), (1.0, 0.0), (f64::NAN, 0.0), (1e-8, f64::INFINITY)] {
+        let opts = CgOptions { rtol, atol, ..CgOptions::default() };
+        let msg = cg(&rt, &a, &b, &x, &opts).unwrap_err().to_string();
+        assert!(msg.contains("below 1") && msg.contains(&format!("rtol {rtol}")), "{msg}");
+    }
+    let opts = CgOptions { rtol: 0.999, ..CgOptions::default() };
+    assert!(cg(&rt, &a, &b, &x, &opts).unwrap().iterations >= 1);
 }
 
 #[test]

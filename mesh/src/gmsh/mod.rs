@@ -15,7 +15,8 @@
 //!   outward; `facet_cells` gives that cell. A face bounding more than two
 //!   cells is an error.
 //! - **Groups** from physical groups, named by `$PhysicalNames` or else
-//!   `gmsh:DIM:TAG`:
+//!   `gmsh:DIM:TAG` (groups of one name and kind, which Gmsh allows in
+//!   different dimensions or under two tags, are merged):
 //!   physical surfaces (2-D) or volumes (3-D) give [`EntityKind::Cell`]
 //!   groups; physical curves (2-D) or surfaces (3-D) give
 //!   [`EntityKind::Facet`] groups plus a [`EntityKind::Vertex`] group of
@@ -37,7 +38,10 @@
 //! Errors are [`parloop::Error::Input`] with the 1-based line for ASCII
 //! files and [`parloop::Error::InputAtByte`] with the byte offset for
 //! binary ones; both name the file. Only first-order simplices and points
-//! are read: another element type is an error.
+//! are read: another element type is an error, and so are a `$Periodic`
+//! section (nodes are not identified: skipping it would read another
+//! domain), `$ParametricNodes` and a partitioned 4.1 file. A UTF-8
+//! byte-order mark at the start is passed over.
 //!
 //! ```
 //! let msh = b"$MeshFormat\n2.2 0 8\n$EndMeshFormat\n\
@@ -202,7 +206,12 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
     } else if raw.elements.iter().any(|e| e.ty == 2) {
         2
     } else {
-        return Err(loc.error(0, "the file has no triangles or tetrahedra"));
+        return Err(loc.error(
+            0,
+            "the file has no triangles or tetrahedra (when a model has physical groups, Gmsh saves only their \
+             elements: add a `Physical Surface` (2-D) or `Physical Volume` (3-D) holding the domain, or set \
+             `Mesh.SaveAll = 1`)",
+        ));
     };
     let cell_ty = if dim == 3 { 4 } else { 2 };
     // An element's nodes as indices into raw.nodes (the first
@@ -368,9 +377,10 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
                 return Err(loc.error(
                     e.pos,
                     format!(
-                        "an element of physical group {} refers to node {}, which no cell uses (a construction \
-                         point, say: leave it out of the physical groups)",
-                        group_list(&e.physical),
+                        "an element of physical {} refers to node {}, which no cell uses (a construction \
+                         point, or an entity not embedded in the meshed domain: leave it out of the physical \
+                         groups, or embed it with `Point{{..}} In Surface{{..}}` / `Curve{{..}} In Surface{{..}}`)",
+                        group_list(edim, &e.physical, &raw.names),
                         raw.nodes[i].tag
                     ),
                 ));
@@ -429,9 +439,9 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
                 return Err(loc.error(
                     e.pos,
                     format!(
-                        "a facet element of physical group {} is not a face of any cell (its nodes {} are no \
+                        "a facet element of physical {} is not a face of any cell (its nodes {} are no \
                          cell's {})",
-                        group_list(&e.physical),
+                        group_list(dim - 1, &e.physical, &raw.names),
                         v[..k].iter().map(|&i| raw.nodes[i].tag.to_string()).collect::<Vec<_>>().join(", "),
                         if dim == 2 { "edge" } else { "face" }
                     ),
@@ -492,13 +502,7 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
             groups.push(Group { name, kind: EntityKind::Vertex, entities: ents });
         }
     }
-    // One name may hold a physical curve's boundary and interior facets
-    // (two kinds); two physical groups of one name are an error.
-    groups.sort_by(|a, b| a.name.cmp(&b.name));
-    if let Some(w) = groups.windows(2).find(|w| w[0].name == w[1].name && !is_facet_pair(w[0].kind, w[1].kind)) {
-        return Err(loc.error(0, format!("two groups are named `{}`", w[0].name)));
-    }
-    Ok(Mesh { dim, coords, cells, facets, facet_cells, groups })
+    Ok(Mesh { dim, coords, cells, facets, facet_cells, groups: merge_groups_of_one_name(groups) })
 }
 
 #[cfg(all(test, unix))]
@@ -526,13 +530,37 @@ mod tests {
     }
 }
 
-/// Whether two groups of one name are a physical group's boundary and
-/// interior facets.
-fn is_facet_pair(a: EntityKind, b: EntityKind) -> bool {
-    matches!((a, b), (EntityKind::Facet, EntityKind::InteriorFacet) | (EntityKind::InteriorFacet, EntityKind::Facet))
+/// The groups sorted by name, those of one name and kind merged. Gmsh
+/// lets physical groups share a name (one in each dimension, or two tags
+/// of one dimension): a physical point and a physical curve in 3-D both
+/// called `wall` give vertices, one group of them, so that
+/// [`Mesh::group_of`] sees all; of different kinds (a physical point and
+/// a physical curve `wall` in 2-D: vertices and facets) they stay apart,
+/// as a physical curve's boundary and interior facets do.
+fn merge_groups_of_one_name(mut groups: Vec<Group>) -> Vec<Group> {
+    groups.sort_by(|a, b| (a.name.as_str(), a.kind as u8).cmp(&(b.name.as_str(), b.kind as u8)));
+    let mut merged: Vec<Group> = Vec::with_capacity(groups.len());
+    for g in groups {
+        match merged.last_mut() {
+            Some(last) if last.name == g.name && last.kind == g.kind => {
+                last.entities.extend(g.entities);
+                last.entities.sort_unstable();
+                last.entities.dedup();
+            }
+            _ => merged.push(g),
+        }
+    }
+    merged
 }
 
-/// An element's physical tags for a message: `7` or `7, 9`.
-fn group_list(tags: &[i32]) -> String {
-    tags.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
+/// An element's physical groups for a message, by name where
+/// `$PhysicalNames` gives one (tags are per dimension, so a bare tag is
+/// ambiguous): ``1-D group 7 (`inlet`)`` or ``1-D groups 7, 9``.
+fn group_list(dim: usize, tags: &[i32], names: &[(i32, i32, String, usize)]) -> String {
+    let one = |t: &i32| match names.iter().find(|n| n.0 as usize == dim && n.1 == *t) {
+        Some(n) => format!("{t} (`{}`)", n.2),
+        None => t.to_string(),
+    };
+    let plural = if tags.len() == 1 { "" } else { "s" };
+    format!("{dim}-D group{plural} {}", tags.iter().map(one).collect::<Vec<_>>().join(", "))
 }

@@ -360,8 +360,11 @@ fn clip(s: &str) -> String {
 
 /// Reads the file's records; `name` names it in errors.
 pub(crate) fn parse<'a>(name: &'a str, data: &'a [u8]) -> Result<(Raw, Locator<'a>), Error> {
+    // A UTF-8 byte-order mark (some editors add one on saving) is not
+    // content: without this, "expected `$MeshFormat`, found `$MeshFormat`".
+    let bom = if data.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
     let mut c =
-        Cursor { loc: Locator { name, data, binary: false }, pos: 0, big_endian: false, size_t: 8, record: None };
+        Cursor { loc: Locator { name, data, binary: false }, pos: bom, big_endian: false, size_t: 8, record: None };
     c.expect("$MeshFormat")?;
     let (vpos, v) = c.token("the format version")?;
     let version = match v {
@@ -413,8 +416,28 @@ pub(crate) fn parse<'a>(name: &'a str, data: &'a [u8]) -> Result<(Raw, Locator<'
         if section == "PartitionedEntities" && version == Version::V41 {
             return Err(c.err(
                 spos,
-                "partitioned meshes are not read (their elements belong to partition entities, whose physical \
-                 groups `$PartitionedEntities` holds): save the mesh unpartitioned",
+                "partitioned 4.1 meshes are not read (their elements belong to partition entities, whose \
+                 physical groups `$PartitionedEntities` holds; parloop partitions the mesh itself): save it in \
+                 format 2.2, which is read, with `gmsh FILE.msh -save -format msh22 -o OUT.msh`, or mesh it \
+                 again without `-part`",
+            ));
+        }
+        // Sections that change what the nodes are: skipping them would read
+        // another mesh than the file's, silently.
+        if section == "Periodic" {
+            return Err(c.err(
+                spos,
+                "the mesh is periodic (`$Periodic`): parloop does not identify nodes, and reading the file \
+                 without the section would give a domain with boundaries where the file has none; remove the \
+                 `Periodic` constraints from the model, or delete the `$Periodic` section to read it as \
+                 not periodic",
+            ));
+        }
+        if section == "ParametricNodes" {
+            return Err(c.err(
+                spos,
+                "the nodes are in `$ParametricNodes` (Gmsh's `Mesh.SaveParametric = 1` in format 2.2), which \
+                 is not read: save with `Mesh.SaveParametric = 0`, or in format 4.1",
             ));
         }
         let known = matches!(section, "MeshFormat" | "PhysicalNames" | "Nodes" | "Elements")
