@@ -445,6 +445,20 @@ pub enum ArgProblem {
         /// The entity of the dat's set written twice.
         target: usize,
     },
+    /// A matrix WRITE reaches one entry (a block, for block sparsities)
+    /// from two elements, or twice from one element: which value stays
+    /// would depend on the backend's order.
+    MatWriteRace {
+        /// The row and column maps.
+        maps: (String, String),
+        /// The element that reaches the entry first.
+        first: usize,
+        /// The element that reaches it again (equal to `first` when the
+        /// element's rows repeat a row and a column).
+        second: usize,
+        /// The entry: (row entity, column entity).
+        entry: (usize, usize),
+    },
     /// The dat (global, matrix) is used by another argument in a way that
     /// would race or alias.
     Conflict {
@@ -534,6 +548,19 @@ impl fmt::Display for ArgProblem {
                 "elements {first} and {second} both reach target {target} through map `{map}`: an indirect \
                  WRITE or RW may reach each entity once per loop, or the result depends on the order (use INC \
                  to accumulate)"
+            ),
+            ArgProblem::MatWriteRace { maps, first, second, entry } if first == second => write!(
+                f,
+                "element {first}'s rows of maps (`{}`, `{}`) reach entry (row {}, column {}) twice: a matrix \
+                 WRITE may set each entry once (use INC to accumulate)",
+                maps.0, maps.1, entry.0, entry.1
+            ),
+            ArgProblem::MatWriteRace { maps, first, second, entry } => write!(
+                f,
+                "elements {first} and {second} both reach entry (row {}, column {}) through maps (`{}`, `{}`): \
+                 a matrix WRITE may set each entry once per loop, or the value kept depends on the backend's \
+                 order (use INC to accumulate, after `zero()`)",
+                entry.0, entry.1, maps.0, maps.1
             ),
             ArgProblem::Conflict { what, other, reason } => {
                 write!(f, "the same {what} is argument {other} too: {reason}")

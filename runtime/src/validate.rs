@@ -5,6 +5,7 @@ use crate::arg::{Arg, ArgKind};
 use crate::decl::Set;
 use crate::error::{ArgProblem, Error, Result};
 use crate::kernel::Kernel;
+use crate::matrix::assembly::MatScatter;
 use crate::types::Access;
 
 /// Bytes a kernel's parameters may hold per element. The host adapters
@@ -219,6 +220,62 @@ fn check_conflicts(args: &[Arg]) -> std::result::Result<(), (usize, ArgProblem)>
     Ok(())
 }
 
+/// Rejects a matrix WRITE that reaches one entry (block) twice among the
+/// first `executed` elements: elements sharing a row and a column entity
+/// (P1 elements sharing a vertex, say), or one element whose maps repeat
+/// them. Host threads scatter colour by colour and devices per entry, so
+/// which value stayed differed between backends.
+pub(crate) fn check_mat_write_race(
+    kernel: &Kernel,
+    set: &Set,
+    i: usize,
+    arg: &Arg,
+    m: &MatScatter,
+    executed: usize,
+) -> Result<()> {
+    let p = &*m.pattern;
+    let (bptr, bcols) = p.block();
+    let (ra, ca) = (m.row_map.arity(), m.col_map.arity());
+    // The element that first set each block entry, plus one (0: none yet).
+    let mut first: Vec<usize> = Vec::new();
+    first.try_reserve_exact(bcols.len()).map_err(|_| Error::OutOfMemory {
+        what: format!("loop `{}`: the write-race check of matrix `{}`", kernel.name(), arg.data_name()),
+        bytes: bcols.len().saturating_mul(std::mem::size_of::<usize>()),
+    })?;
+    first.resize(bcols.len(), 0);
+    for element in 0..executed {
+        let rrow = &m.row_map.values()[element * ra..(element + 1) * ra];
+        let crow = &m.col_map.values()[element * ca..(element + 1) * ca];
+        for &r in rrow {
+            let r = r as usize;
+            if r >= p.row_entities {
+                continue; // another rank's row: not stored here
+            }
+            let row = &bcols[bptr[r]..bptr[r + 1]];
+            for &c in crow {
+                let Some(k) = crate::matrix::sparsity::find(row, c as u32) else { continue };
+                let at = bptr[r] + k;
+                if first[at] != 0 {
+                    return Err(Error::Argument {
+                        kernel: kernel.name().into(),
+                        set: set.name().into(),
+                        arg: i,
+                        dat: arg.data_name().into(),
+                        problem: Box::new(ArgProblem::MatWriteRace {
+                            maps: (m.row_map.name().into(), m.col_map.name().into()),
+                            first: first[at] - 1,
+                            second: element,
+                            entry: (r, c as usize),
+                        }),
+                    });
+                }
+                first[at] = element + 1;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Rejects an indirect WRITE or RW that reaches one entity twice among the
 /// first `executed` elements (through all arguments on that dat: they share
 /// one access mode, see `check_conflicts`). OP2 leaves this a race; here the
@@ -227,9 +284,11 @@ fn check_conflicts(args: &[Arg]) -> std::result::Result<(), (usize, ArgProblem)>
 pub(crate) fn check_write_races(kernel: &Kernel, set: &Set, args: &[Arg], executed: usize) -> Result<()> {
     for (i, arg) in args.iter().enumerate() {
         let Some(map) = arg.map() else { continue };
-        // A matrix's rows are shared by design; WRITE on one is documented
-        // (`Mat::arg`) and colouring keeps rows apart.
-        if !matches!(arg.access, Access::Write | Access::ReadWrite) || arg.mat().is_some() {
+        if !matches!(arg.access, Access::Write | Access::ReadWrite) {
+            continue;
+        }
+        if let ArgKind::Mat(m) = &arg.kind {
+            check_mat_write_race(kernel, set, i, arg, m, executed)?;
             continue;
         }
         if args[..i].iter().any(|b| b.data_id() == arg.data_id()) {

@@ -5,6 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+#[path = "support/device.rs"]
+mod device;
+
 use parloop::{Access, Arg, ArgProblem, Backend, Error, Runtime};
 use proptest::prelude::*;
 
@@ -341,6 +344,54 @@ fn write_sets_entries() {
                 let c = csr.cols[k];
                 assert_eq!(csr.vals[k], (r + 1) as f64 + 10.0 * (c + 1) as f64, "{backend}");
             }
+        }
+    }
+}
+
+/// WRITE where two elements cover one entry (P1 triangles sharing a
+/// vertex) kept a different element's value on `threads` (colour by
+/// colour) than on `seq` and the devices (element order): refused on
+/// every backend, naming the elements and the entry; so is one element
+/// whose map row repeats an entity. Disjoint elements are still fine
+/// (`write_sets_entries`).
+#[test]
+fn write_where_elements_share_an_entry_is_refused() {
+    for backend in [Backend::Seq, Backend::Threads, device::device_backend()] {
+        for (conn, first, second, entry) in
+            [(vec![0, 1, 2, 1, 2, 3], 0, 1, "(row 1, column 1)"), (vec![0, 1, 2, 3, 3, 4], 1, 1, "(row 3, column 3)")]
+        {
+            let rt = Runtime::with_backend(backend).unwrap();
+            let nodes = rt.set("nodes", 5).unwrap();
+            let cells = rt.set("cells", 2).unwrap();
+            let c2n = rt.map("c2n", &cells, &nodes, 3, conn).unwrap();
+            let x = rt.dat("x", &nodes, 1, vec![1.0; 5]).unwrap();
+            let s = rt.sparsity("s", &[(&c2n, &c2n)], (1, 1)).unwrap();
+            let a = rt.mat::<f64>("A", &s).unwrap();
+            let err = rt
+                .par_loop(
+                    elem_write::KERNEL,
+                    &cells,
+                    &[x.arg_vec(&c2n, Access::READ), a.arg(&c2n, &c2n, Access::WRITE)],
+                )
+                .and_then(|_| a.values().map(|_| ()))
+                .unwrap_err();
+            // (Lazy on a device, the loop's assembly is checked when it runs.)
+            let err = match err {
+                Error::Deferred { source, .. } => *source,
+                err => err,
+            };
+            assert!(
+                matches!(&err, Error::Argument { problem, .. }
+                    if matches!(**problem, ArgProblem::MatWriteRace { first: f, second: g, .. } if (f, g) == (first, second))),
+                "{backend}: {err:?}"
+            );
+            let msg = err.to_string();
+            assert!(msg.contains("(A)") && msg.contains(entry) && msg.contains("`c2n`"), "{backend}: {msg}");
+            // INC of the same loop shape assembles (after `zero`: lazy, the
+            // refused loop left the matrix unknown).
+            a.zero().unwrap();
+            rt.par_loop(elem3::KERNEL, &cells, &[x.arg_vec(&c2n, Access::READ), a.arg(&c2n, &c2n, Access::INC)])
+                .unwrap();
         }
     }
 }

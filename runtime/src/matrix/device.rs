@@ -26,6 +26,7 @@
 //! in lane order: deterministic.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Weak;
 use std::sync::{Arc, Mutex};
 
@@ -91,6 +92,10 @@ struct ScatterTables {
     /// most arguments of this shape one loop has had, kept for later loops.
     element_matrices: Mutex<Vec<Arc<dyn Storage>>>,
     element_dat_dim: usize,
+    /// A WRITE through these tables was checked for entries two elements
+    /// share (`validate::check_mat_write_race`), once: INC loops of the
+    /// same shape do not need it.
+    write_checked: AtomicBool,
 }
 
 impl ScatterTables {
@@ -353,6 +358,7 @@ fn scatter_tables(
         contributions: upload(device.as_ref(), &contributions)?,
         element_matrices: Mutex::new(element_matrices),
         element_dat_dim: per_element,
+        write_checked: AtomicBool::new(false),
     })
 }
 
@@ -500,6 +506,10 @@ impl Runtime {
                     t
                 }
             };
+            if arg.access == Access::Write && !tables.write_checked.load(Ordering::Relaxed) {
+                crate::validate::check_mat_write_race(kernel, set, i, arg, m, elements)?;
+                tables.write_checked.store(true, Ordering::Relaxed);
+            }
             let k = of_shape.entry(key).or_insert(0);
             let element_matrices = tables.element_matrices(self, *k, m, set, elem)?;
             *k += 1;

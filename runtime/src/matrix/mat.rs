@@ -385,8 +385,11 @@ impl<T: Scalar> Mat<T> {
     /// component `a` of the entity in column `i` of `row_map`). `INC` adds
     /// the element matrix (the kernel sees it zeroed); `WRITE` sets the
     /// entries it covers (to the values the kernel leaves, zero where it
-    /// writes nothing; where several elements cover one entry one of them
-    /// wins, so use `INC` to accumulate). The pair must be one the
+    /// writes nothing), each entry from one element only: two elements
+    /// covering one entry are an error ([`ArgProblem::MatWriteRace`](crate::ArgProblem::MatWriteRace):
+    /// which value stayed would depend on the backend), so use `INC` to
+    /// accumulate. `INC` adds to what the matrix holds: call
+    /// [`Mat::zero`] before assembling again. The pair must be one the
     /// sparsity was built from.
     pub fn arg(&self, row_map: &Map, col_map: &Map, access: Access) -> Arg {
         let s = &self.sparsity;

@@ -10,7 +10,7 @@
 pub(crate) mod assembly;
 mod device;
 mod mat;
-mod sparsity;
+pub(crate) mod sparsity;
 
 pub use mat::{Csr, Mat};
 pub use sparsity::Sparsity;
