@@ -11,3 +11,8 @@ for g in disk:2 lshape:2 cube_hole:3 two_materials:2; do
         gmsh "$name.geo" -"$dim" -format "msh$v" -bin -o "$name-$v-bin.msh" > /dev/null
     done
 done
+# Partitioned 4.1 files (elements in partition entities, lines and points
+# on the partition boundaries, ghost cells listed apart): read as the
+# whole mesh.
+gmsh two_materials.geo -2 -format msh41 -part 3 -o two_materials-41-part3-ascii.msh > /dev/null
+gmsh cube_hole.geo -3 -format msh41 -bin -part 3 -part_ghosts -o cube_hole-41-part3-ghosts-bin.msh > /dev/null

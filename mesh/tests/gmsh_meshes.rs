@@ -295,6 +295,23 @@ fn variants_of_one_run_are_identical_up_to_rounding() {
     }
 }
 
+/// Partitioned 4.1 files (`gmsh -part 3`, one with ghost cells) were
+/// refused; they are the whole mesh, as the unpartitioned files: the same
+/// points, cells, facets and groups (the lines and points Gmsh adds on
+/// partition boundaries carry the physical tags of the surface or volume
+/// they cut, and are in no group).
+#[test]
+fn partitioned_files_read_as_the_whole_mesh() {
+    for (geometry, file) in
+        [("two_materials", "two_materials-41-part3-ascii.msh"), ("cube_hole", "cube_hole-41-part3-ghosts-bin.msh")]
+    {
+        let whole = gmsh::read(path(&format!("{geometry}-41-ascii.msh"))).unwrap();
+        let parts = gmsh::read(path(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        check_variants_agree(&[(format!("{geometry}-41-ascii.msh"), whole.clone()), (file.to_string(), parts.clone())]);
+        assert_eq!(whole.interior_facets().unwrap().groups.len(), parts.interior_facets().unwrap().groups.len());
+    }
+}
+
 /// Length of an interior facet (a segment), added to a global.
 #[parloop::kernel]
 fn segment_length(x: &[[f64; 2]; 2], total: &mut f64) {

@@ -40,8 +40,9 @@
 //! binary ones; both name the file. Only first-order simplices and points
 //! are read: another element type is an error, and so are a `$Periodic`
 //! section (nodes are not identified: skipping it would read another
-//! domain), `$ParametricNodes` and a partitioned 4.1 file. A UTF-8
-//! byte-order mark at the start is passed over.
+//! domain) and `$ParametricNodes`. A partitioned file is read as the
+//! whole mesh, the elements Gmsh adds on partition boundaries in no
+//! group. A UTF-8 byte-order mark at the start is passed over.
 //!
 //! ```
 //! let msh = b"$MeshFormat\n2.2 0 8\n$EndMeshFormat\n\

@@ -413,15 +413,6 @@ pub(crate) fn parse<'a>(name: &'a str, data: &'a [u8]) -> Result<(Raw, Locator<'
         let Some(section) = t.strip_prefix('$') else {
             return Err(c.err(spos, format!("expected a `$Section`, found `{}`", clip(t))));
         };
-        if section == "PartitionedEntities" && version == Version::V41 {
-            return Err(c.err(
-                spos,
-                "partitioned 4.1 meshes are not read (their elements belong to partition entities, whose \
-                 physical groups `$PartitionedEntities` holds; parloop partitions the mesh itself): save it in \
-                 format 2.2, which is read, with `gmsh FILE.msh -save -format msh22 -o OUT.msh`, or mesh it \
-                 again without `-part`",
-            ));
-        }
         // Sections that change what the nodes are: skipping them would read
         // another mesh than the file's, silently.
         if section == "Periodic" {
@@ -441,7 +432,7 @@ pub(crate) fn parse<'a>(name: &'a str, data: &'a [u8]) -> Result<(Raw, Locator<'
             ));
         }
         let known = matches!(section, "MeshFormat" | "PhysicalNames" | "Nodes" | "Elements")
-            || (section == "Entities" && version == Version::V41);
+            || (matches!(section, "Entities" | "PartitionedEntities") && version == Version::V41);
         if !known {
             c.skip_section(section, spos)?;
             continue;
@@ -452,15 +443,23 @@ pub(crate) fn parse<'a>(name: &'a str, data: &'a [u8]) -> Result<(Raw, Locator<'
         seen.push(section);
         match section {
             "PhysicalNames" => physical_names(&mut c, &mut raw)?,
-            "Entities" => {
+            "Entities" | "PartitionedEntities" => {
                 if seen.contains(&"Elements") {
                     return Err(c.err(
                         spos,
-                        "section `$Entities` comes after `$Elements`, whose element blocks take their physical \
-                         groups from it (Gmsh writes `$Entities` first)",
+                        format!(
+                            "section `${section}` comes after `$Elements`, whose element blocks take their \
+                             physical groups from it (Gmsh writes `${section}` first)"
+                        ),
                     ));
                 }
-                entities = Some(entities41(&mut c, binary)?);
+                // A partitioned file's elements are in the partition
+                // entities: their table replaces the model's.
+                let partitioned = section == "PartitionedEntities";
+                let table = entities41(&mut c, binary, partitioned)?;
+                if partitioned || !seen.contains(&"PartitionedEntities") {
+                    entities = Some(table);
+                }
             }
             "Nodes" => match version {
                 Version::V2 => nodes2(&mut c, binary, &mut raw)?,
@@ -524,10 +523,32 @@ fn physical_names(c: &mut Cursor, raw: &mut Raw) -> Result<(), Error> {
 /// by the entity's elements.
 type EntityTags = HashMap<(i32, i32), Rc<[i32]>>;
 
-/// 4.1 `$Entities`: the physical tags of each (dimension, entity tag).
-fn entities41(c: &mut Cursor, bin: bool) -> Result<EntityTags, Error> {
+/// 4.1 `$Entities`, or `$PartitionedEntities` when `partitioned`: the
+/// physical tags of each (dimension, entity tag).
+///
+/// A partitioned file's elements belong to partition entities, each a
+/// part of a model entity (its parent) with the parent's physical tags.
+/// An entity on a partition boundary has a parent of a higher dimension
+/// (the lines between two partitions of a surface): its tags are the
+/// parent's groups, of the parent's dimension, so its elements are in
+/// none of this dimension's groups.
+fn entities41(c: &mut Cursor, bin: bool, partitioned: bool) -> Result<EntityTags, Error> {
     if bin {
         c.end_line()?;
+    }
+    if partitioned {
+        c.begin_record(!bin);
+        c.size(bin, "the number of partitions")?;
+        c.end_record(|| "the number of partitions".into())?;
+        c.begin_record(!bin);
+        let ghosts = c.size(bin, "the number of ghost entities")?;
+        c.end_record(|| "the number of ghost entities".into())?;
+        for _ in 0..ghosts {
+            c.begin_record(!bin);
+            c.int(bin, "a ghost entity tag")?;
+            c.int(bin, "a ghost entity's partition")?;
+            c.end_record(|| "a ghost entity".into())?;
+        }
     }
     c.begin_record(!bin);
     let mut counts = [0u64; 4];
@@ -540,6 +561,17 @@ fn entities41(c: &mut Cursor, bin: bool) -> Result<EntityTags, Error> {
         for _ in 0..n {
             let pos = c.begin_record(!bin);
             let tag = c.int(bin, "an entity tag")?;
+            let parent_dim = if partitioned {
+                let parent_dim = c.int(bin, "a partition entity's parent dimension")?;
+                c.int(bin, "a partition entity's parent tag")?;
+                let parts = c.size(bin, "a partition entity's number of partitions")?;
+                for _ in 0..parts {
+                    c.int(bin, "a partition tag")?;
+                }
+                parent_dim
+            } else {
+                dim as i32
+            };
             // A point has its coordinates, other entities their bounding box.
             let reals = if dim == 0 { 3 } else { 6 };
             for _ in 0..reals {
@@ -558,6 +590,9 @@ fn entities41(c: &mut Cursor, bin: bool) -> Result<EntityTags, Error> {
                 }
             }
             c.end_record(|| format!("entity {dim}-D {tag}"))?;
+            if parent_dim != dim as i32 {
+                phys.clear(); // the parent's groups (see above)
+            }
             phys.sort_unstable();
             phys.dedup();
             if map.insert((dim as i32, tag), phys.into()).is_some() {
@@ -775,7 +810,7 @@ fn elements41(c: &mut Cursor, bin: bool, entities: Option<&EntityTags>, raw: &mu
                 c.err(
                     bpos,
                     format!(
-                        "element block of entity {dim}-D {tag}, which `$Entities` does not list: its physical \
+                        "element block of entity {dim}-D {tag}, which the file's `$Entities` do not list: its physical \
                          groups are unknown"
                     ),
                 )
