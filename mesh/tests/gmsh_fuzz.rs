@@ -66,12 +66,21 @@ fn data(name: &str) -> Vec<u8> {
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-/// Seeds: one geometry in every layout, plus a 3-D binary file.
+/// Seeds: one geometry in every layout, plus a 3-D binary file and two
+/// partitioned 4.1 files (ASCII; binary with ghosts).
 fn seeds() -> Vec<Vec<u8>> {
-    ["disk-22-ascii.msh", "disk-22-bin.msh", "disk-41-ascii.msh", "disk-41-bin.msh", "cube_hole-22-bin.msh"]
-        .iter()
-        .map(|n| data(n))
-        .collect()
+    [
+        "disk-22-ascii.msh",
+        "disk-22-bin.msh",
+        "disk-41-ascii.msh",
+        "disk-41-bin.msh",
+        "cube_hole-22-bin.msh",
+        "two_materials-41-part3-ascii.msh",
+        "cube_hole-41-part3-ghosts-bin.msh",
+    ]
+    .iter()
+    .map(|n| data(n))
+    .collect()
 }
 
 /// A mesh the reader returns is well formed whatever the input was.
@@ -161,6 +170,11 @@ fn every_truncation_of_an_ascii_file() {
 }
 
 #[test]
+fn every_truncation_of_a_partitioned_file() {
+    truncate_everywhere("two_materials-41-part3-ascii.msh");
+}
+
+#[test]
 fn every_truncation_of_a_binary_file() {
     truncate_everywhere("disk-41-bin.msh");
 }
@@ -210,7 +224,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
-    fn flipped_bytes(seed in 0usize..5, flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8)) {
+    fn flipped_bytes(seed in 0usize..7, flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8)) {
         let mut input = seeds().swap_remove(seed);
         for (at, byte) in flips {
             let i = at.index(input.len());
@@ -221,7 +235,7 @@ proptest! {
     }
 
     #[test]
-    fn lines_removed_or_duplicated(seed in 0usize..5, edits in prop::collection::vec((any::<prop::sample::Index>(), any::<bool>()), 1..4)) {
+    fn lines_removed_or_duplicated(seed in 0usize..7, edits in prop::collection::vec((any::<prop::sample::Index>(), any::<bool>()), 1..4)) {
         let input = seeds().swap_remove(seed);
         let mut lines: Vec<Vec<u8>> = split_lines(&input).into_iter().map(<[u8]>::to_vec).collect();
         for (at, duplicate) in edits {
@@ -238,7 +252,7 @@ proptest! {
     }
 
     #[test]
-    fn numbers_made_huge_or_negative(seed in 0usize..5, edits in prop::collection::vec((any::<prop::sample::Index>(), 0usize..BAD_NUMBERS.len()), 1..4)) {
+    fn numbers_made_huge_or_negative(seed in 0usize..7, edits in prop::collection::vec((any::<prop::sample::Index>(), 0usize..BAD_NUMBERS.len()), 1..4)) {
         // Replace whole whitespace-separated words that are numbers.
         let input = seeds().swap_remove(seed);
         let mut words: Vec<Vec<u8>> = Vec::new();
@@ -263,7 +277,7 @@ proptest! {
     }
 
     #[test]
-    fn binary_words_overwritten(seed in prop::sample::select(vec![1usize, 3, 4]), edits in prop::collection::vec((any::<prop::sample::Index>(), 0usize..BAD_WORDS.len(), any::<bool>()), 1..4)) {
+    fn binary_words_overwritten(seed in prop::sample::select(vec![1usize, 3, 4, 6]), edits in prop::collection::vec((any::<prop::sample::Index>(), 0usize..BAD_WORDS.len(), any::<bool>()), 1..4)) {
         let mut input = seeds().swap_remove(seed);
         for (at, w, wide) in edits {
             let bytes = BAD_WORDS[w].to_le_bytes();
