@@ -16,3 +16,7 @@ done
 # whole mesh.
 gmsh two_materials.geo -2 -format msh41 -part 3 -o two_materials-41-part3-ascii.msh > /dev/null
 gmsh cube_hole.geo -3 -format msh41 -bin -part 3 -part_ghosts -o cube_hole-41-part3-ghosts-bin.msh > /dev/null
+# One file of a split partitioned mesh (refused: it is a part).
+gmsh two_materials.geo -2 -format msh41 -part 3 -setnumber Mesh.PartitionSplitMeshFiles 1 -o split.msh > /dev/null
+mv split_2.msh two_materials-41-part3-split_2.msh
+rm split_1.msh split_3.msh

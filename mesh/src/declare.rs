@@ -340,10 +340,16 @@ impl Mesh {
         keys.sort_unstable();
         if let Some(pair) = keys.windows(2).find(|pair| pair[0].0 == pair[1].0) {
             let (first, again) = (pair[0].1 as usize, pair[1].1 as usize);
+            let (c1, c2) = (self.facet_cells[first], self.facet_cells[again]);
             return Err(invalid(format!(
-                "facet {again} ({:?}) repeats facet {first} ({:?}): list each boundary facet once",
+                "facet {again} ({:?}) repeats facet {first} ({:?}): {}",
                 &self.facets[again * d..][..d],
-                &self.facets[first * d..][..d]
+                &self.facets[first * d..][..d],
+                if c1 == c2 {
+                    "list each boundary facet once".to_string()
+                } else {
+                    format!("the face lies between cells {c1} and {c2}, an interior facet, not a boundary one")
+                }
             )));
         }
         let mut on_boundary: Vec<bool> = reserve("mesh", "the boundary vertices", self.vertices())?;

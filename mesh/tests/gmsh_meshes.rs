@@ -310,6 +310,9 @@ fn partitioned_files_read_as_the_whole_mesh() {
         check_variants_agree(&[(format!("{geometry}-41-ascii.msh"), whole.clone()), (file.to_string(), parts.clone())]);
         assert_eq!(whole.interior_facets().unwrap().groups.len(), parts.interior_facets().unwrap().groups.len());
     }
+    // One file of a split partitioned mesh is a part, not the mesh.
+    let err = gmsh::read(path("two_materials-41-part3-split_2.msh")).unwrap_err().to_string();
+    assert!(err.contains("1 of the 3 partitions") && err.contains("PartitionSplitMeshFiles"), "{err}");
 }
 
 /// Length of an interior facet (a segment), added to a global.

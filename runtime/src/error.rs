@@ -551,15 +551,15 @@ impl fmt::Display for ArgProblem {
             ),
             ArgProblem::MatWriteRace { maps, first, second, entry } if first == second => write!(
                 f,
-                "element {first}'s rows of maps (`{}`, `{}`) reach entry (row {}, column {}) twice: a matrix \
-                 WRITE may set each entry once (use INC to accumulate)",
+                "element {first}'s rows of maps (`{}`, `{}`) reach the entry of row entity {} and column \
+                 entity {} twice: a matrix WRITE may set each entry once (use INC to accumulate)",
                 maps.0, maps.1, entry.0, entry.1
             ),
             ArgProblem::MatWriteRace { maps, first, second, entry } => write!(
                 f,
-                "elements {first} and {second} both reach entry (row {}, column {}) through maps (`{}`, `{}`): \
-                 a matrix WRITE may set each entry once per loop, or the value kept depends on the backend's \
-                 order (use INC to accumulate, after `zero()`)",
+                "elements {first} and {second} both reach the entry of row entity {} and column entity {} \
+                 through maps (`{}`, `{}`): a matrix WRITE may set each entry once per loop, or the value kept \
+                 depends on the backend's order (use INC to accumulate, after `zero()`)",
                 entry.0, entry.1, maps.0, maps.1
             ),
             ArgProblem::Conflict { what, other, reason } => {

@@ -434,9 +434,10 @@ fn check_cg<T: Real, A: LinearOperator<T> + ?Sized>(
             reason: format!("x and b are both dat `{}`; the solution needs a dat of its own", x.name()),
         });
     }
-    // As PETSc's KSP: rtol in [0, 1), since from x = 0 the residual is
-    // ||b|| and a larger rtol is met before any iteration (an `inf` or a
-    // misplaced factor then reports convergence at once); atol finite.
+    // rtol in [0, 1), as PETSc's KSP asks, since from x = 0 the residual
+    // is ||b|| and a larger rtol is met before any iteration (an `inf` or
+    // a misplaced factor then reports convergence at once); atol finite,
+    // for the same reason.
     if !((0.0..1.0).contains(&opts.rtol) && opts.atol >= 0.0 && opts.atol.is_finite()) {
         return Err(Error::Incompatible {
             op: format!("cg on matrix `{name}`"),

@@ -357,9 +357,10 @@ fn write_sets_entries() {
 #[test]
 fn write_where_elements_share_an_entry_is_refused() {
     for backend in [Backend::Seq, Backend::Threads, device::device_backend()] {
-        for (conn, first, second, entry) in
-            [(vec![0, 1, 2, 1, 2, 3], 0, 1, "(row 1, column 1)"), (vec![0, 1, 2, 3, 3, 4], 1, 1, "(row 3, column 3)")]
-        {
+        for (conn, first, second, entry) in [
+            (vec![0, 1, 2, 1, 2, 3], 0, 1, "row entity 1 and column entity 1"),
+            (vec![0, 1, 2, 3, 3, 4], 1, 1, "row entity 3 and column entity 3"),
+        ] {
             let rt = Runtime::with_backend(backend).unwrap();
             let nodes = rt.set("nodes", 5).unwrap();
             let cells = rt.set("cells", 2).unwrap();

@@ -541,17 +541,31 @@ mod tests {
 fn merge_groups_of_one_name(mut groups: Vec<Group>) -> Vec<Group> {
     groups.sort_by(|a, b| (a.name.as_str(), a.kind as u8).cmp(&(b.name.as_str(), b.kind as u8)));
     let mut merged: Vec<Group> = Vec::with_capacity(groups.len());
+    let mut extended = false; // the last group took another's entities
     for g in groups {
         match merged.last_mut() {
             Some(last) if last.name == g.name && last.kind == g.kind => {
                 last.entities.extend(g.entities);
-                last.entities.sort_unstable();
-                last.entities.dedup();
+                extended = true;
             }
-            _ => merged.push(g),
+            _ => {
+                sort_merged(merged.last_mut(), &mut extended);
+                merged.push(g);
+            }
         }
     }
+    sort_merged(merged.last_mut(), &mut extended);
     merged
+}
+
+/// Sorts a merged group's entities once, after its whole run (sorting
+/// at each merge was quadratic in a file of many groups of one name).
+fn sort_merged(group: Option<&mut Group>, extended: &mut bool) {
+    if let (Some(g), true) = (group, *extended) {
+        g.entities.sort_unstable();
+        g.entities.dedup();
+    }
+    *extended = false;
 }
 
 /// An element's physical groups for a message, by name where

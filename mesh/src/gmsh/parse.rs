@@ -9,7 +9,7 @@
 //! must be on one line, so that a value too few or too many is reported
 //! on its own line rather than shifting the records after it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 
 use parloop::Error;
@@ -536,9 +536,15 @@ fn entities41(c: &mut Cursor, bin: bool, partitioned: bool) -> Result<EntityTags
     if bin {
         c.end_line()?;
     }
+    let start = c.pos;
+    // The partitions the file says it has, and those its highest-dimension
+    // entities are in: a file of a split mesh (`Mesh.PartitionSplitMeshFiles`)
+    // holds one partition's entities, a part read as if it were the whole.
+    let mut partitions = 0u64;
+    let mut present: (i32, BTreeSet<i32>) = (-1, BTreeSet::new());
     if partitioned {
         c.begin_record(!bin);
-        c.size(bin, "the number of partitions")?;
+        partitions = c.size(bin, "the number of partitions")?;
         c.end_record(|| "the number of partitions".into())?;
         c.begin_record(!bin);
         let ghosts = c.size(bin, "the number of ghost entities")?;
@@ -565,8 +571,12 @@ fn entities41(c: &mut Cursor, bin: bool, partitioned: bool) -> Result<EntityTags
                 let parent_dim = c.int(bin, "a partition entity's parent dimension")?;
                 c.int(bin, "a partition entity's parent tag")?;
                 let parts = c.size(bin, "a partition entity's number of partitions")?;
+                if present.0 < dim as i32 {
+                    present = (dim as i32, BTreeSet::new());
+                }
                 for _ in 0..parts {
-                    c.int(bin, "a partition tag")?;
+                    let part = c.int(bin, "a partition tag")?;
+                    present.1.insert(part);
                 }
                 parent_dim
             } else {
@@ -599,6 +609,19 @@ fn entities41(c: &mut Cursor, bin: bool, partitioned: bool) -> Result<EntityTags
                 return Err(c.err(pos, format!("entity {dim}-D {tag} is listed twice")));
             }
         }
+    }
+    if partitioned && present.1.len() as u64 != partitions {
+        return Err(c.err(
+            start,
+            format!(
+                "the file is {} of the {partitions} partitions of a mesh (its {}-D entities are in partitions \
+                 {:?}): it is one file of a split mesh (`Mesh.PartitionSplitMeshFiles`); read the mesh saved \
+                 whole, partitioned or not",
+                present.1.len(),
+                present.0.max(0),
+                present.1.iter().take(8).collect::<Vec<_>>()
+            ),
+        ));
     }
     Ok(map)
 }
