@@ -282,26 +282,6 @@ pub(crate) fn check_mat_write_race(
 /// outcome would differ between backends, so it is an error. Maps never
 /// change, so the runtime checks each loop shape once, when it plans it.
 pub(crate) fn check_write_races(kernel: &Kernel, set: &Set, args: &[Arg], executed: usize) -> Result<()> {
-    let raced = check_write_races_here(kernel, set, args, executed);
-    // Under MPI a race shows only on the rank owning the entity both
-    // elements reach: agreed, or that rank returned its error while the
-    // others ran the loop (and waited in its halo exchange for it).
-    // (Only loops that can race: the others' plans need no collective.)
-    let racing: Vec<&Arg> =
-        args.iter().filter(|a| a.map().is_some() && matches!(a.access, Access::Write | Access::ReadWrite)).collect();
-    let targets = racing.iter().filter_map(|a| match a.mat() {
-        Some(m) => Some(&m.pattern.row_set),
-        None => a.map().map(|m| m.to()),
-    });
-    let distributed = std::iter::once(set).chain(targets).find(|s| s.is_distributed());
-    match distributed {
-        Some(s) if !racing.is_empty() => s.agreed_in_loop(&format!("loop `{}`", kernel.name()), raced),
-        _ => raced,
-    }
-}
-
-/// [`check_write_races`] on this rank's elements.
-fn check_write_races_here(kernel: &Kernel, set: &Set, args: &[Arg], executed: usize) -> Result<()> {
     for (i, arg) in args.iter().enumerate() {
         let Some(map) = arg.map() else { continue };
         if !matches!(arg.access, Access::Write | Access::ReadWrite) {

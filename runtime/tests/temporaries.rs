@@ -303,3 +303,29 @@ fn a_temporary_takes_a_free_variant_of_a_name_a_live_object_holds() {
         assert!(matches!(rt.temporary::<f64>("a\nb", &s, 1), Err(Error::InvalidDeclaration { .. })));
     }
 }
+
+/// A product into a fresh temporary wrote it whole, but the temporary
+/// stayed "used before it was written" for every read after (its first
+/// write was recorded only for loops and `set_values`): read back now,
+/// on every backend, eager and lazy; so is a matrix diagonal.
+#[test]
+fn a_library_operation_is_a_temporarys_first_write() {
+    for backend in backends() {
+        for lazy in [false, true] {
+            let rt = Runtime::with_lazy(backend, lazy).unwrap();
+            let nodes = rt.set("nodes", 3).unwrap();
+            let id = rt.map("id", &nodes, &nodes, 1, vec![0, 1, 2]).unwrap();
+            let a = rt.mat::<f64>("A", &rt.sparsity("s", &[(&id, &id)], (1, 1)).unwrap()).unwrap();
+            let all = rt.subset("all", &nodes, vec![0, 1, 2]).unwrap();
+            a.zero_rows(&all, 2.0).unwrap();
+            let x = rt.dat("x", &nodes, 1, vec![1.0, 2.0, 3.0]).unwrap();
+            let y = rt.temporary::<f64>("y", &nodes, 1).unwrap();
+            rt.mult(&a, &x, &y).unwrap();
+            assert_eq!(y.values().unwrap(), [2.0, 4.0, 6.0], "{backend} lazy {lazy}");
+            assert_eq!(rt.norm2(&y).unwrap(), 56f64.sqrt(), "{backend} lazy {lazy}");
+            let d = rt.temporary::<f64>("d", &nodes, 1).unwrap();
+            rt.diagonal(&a, &d).unwrap();
+            assert_eq!(d.values().unwrap(), [2.0; 3], "{backend} lazy {lazy}");
+        }
+    }
+}

@@ -112,15 +112,6 @@ fn halve_or_fail(flag: &i64, t: &mut [f64; 2]) {
     t[0] *= 0.5;
 }
 
-/// Sets an element's 2 x 2 block of a matrix (WRITE).
-#[parloop::kernel]
-fn set_block(a: &mut [[f64; 2]; 2]) {
-    a[0][0] = 2.0;
-    a[0][1] = -1.0;
-    a[1][0] = -1.0;
-    a[1][1] = 2.0;
-}
-
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-10 * a.abs().max(b.abs()).max(1e-300)
 }
@@ -961,19 +952,6 @@ fn one_rank_collectives(world: &parloop::mpi::SimpleCommunicator, backend: Backe
             check(product.is_ok_and(|p| p == [2.0; 3]), &label("a serial product on rank 0 alone"), failures);
         }
         check(other.gather(0).is_ok(), &label("lazy: the ranks go on after a serial product"), failures);
-        // A matrix WRITE where two pairs share one cell (21), which the
-        // last rank owns: only it saw the race, and returned its error
-        // while the others ran the loop and went on.
-        let rt = Runtime::with_communicator(backend, world).expect("runtime");
-        let cells = rt.set("w_cells", n).expect("set");
-        let pairs = rt.set("w_pairs", n / 2).expect("set");
-        let conn: Vec<i32> =
-            (0..n as i32 / 2).flat_map(|p| if p + 1 < n as i32 / 2 { [2 * p, 2 * p + 1] } else { [21, 22] }).collect();
-        let m = rt.map("w_pair_cells", &pairs, &cells, 2, conn).expect("map");
-        rt.partition(&cells, &m, Partitioner::Block).expect("partition");
-        let a = rt.mat::<f64>("w_A", &rt.sparsity("w_s", &[(&m, &m)], (1, 1)).expect("sparsity")).expect("mat");
-        let written = rt.par_loop(set_block::KERNEL, &pairs, &[a.arg(&m, &m, Access::WRITE)]);
-        check(errs_everywhere(written), &label("a matrix WRITE race one rank sees"), failures);
     }
     std::panic::set_hook(hook);
     // A host write, then a loop reading the written dat's halo: the halo

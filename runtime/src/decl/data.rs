@@ -303,8 +303,13 @@ impl<T: Scalar> Dat<T> {
         self.0.link.check_poison(self.0.id, &self.0.name)
     }
 
-    /// This dat was written whole by a library operation.
+    /// This dat was written whole by a library operation (a temporary's
+    /// first write among them: a product into a fresh temporary left it
+    /// "used before it was written" for every later read).
     pub(crate) fn written_whole(&self) {
+        if let Some(t) = &self.0.temp {
+            t.mark_written();
+        }
         self.0.link.written_whole(self.0.id);
     }
 

@@ -307,22 +307,6 @@ impl Set {
         local
     }
 
-    /// As [`Set::agreed_data`] for a check made while a loop is planned,
-    /// the runtime's loop lock held: no pending loop runs first (every
-    /// rank plans the same loop at the same point, after the same loops).
-    /// Collective on a distributed set.
-    pub(crate) fn agreed_in_loop<R>(&self, what: &str, local: Result<R>) -> Result<R> {
-        #[cfg(feature = "mpi")]
-        if let Some(part) = self.0.local.get() {
-            if !part.comm.all_ok(local.is_ok()) {
-                return Err(part.comm.failed_elsewhere(local, what));
-            }
-        }
-        #[cfg(not(feature = "mpi"))]
-        let _ = what;
-        local
-    }
-
     /// Whether a partition (`Runtime::partition`, feature `mpi`)
     /// distributed the set: its entities are then this rank's part, in a
     /// local numbering.

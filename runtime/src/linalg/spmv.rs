@@ -565,6 +565,8 @@ impl Runtime {
                 return Ok(());
             }
             let (row_ptr, cols) = (s.row_ptr(), s.col_indices());
+            // Every owned row is written: a temporary's first write.
+            d.written_whole();
             a.values_dat().with_own_values(|vals| {
                 let csr = CsrRef { row_ptr, cols, vals, gather: None, ascending: false };
                 d.with_own_values_mut(|dv| csr.diagonal(dv))

@@ -507,10 +507,7 @@ impl Runtime {
                 }
             };
             if arg.access == Access::Write && !tables.write_checked.load(Ordering::Relaxed) {
-                // Agreed under MPI (tables are built at the same loop on
-                // every rank), as `validate::check_write_races` is.
-                let raced = crate::validate::check_mat_write_race(kernel, set, i, arg, m, elements);
-                m.pattern.row_set.agreed_in_loop(&format!("loop `{}`", kernel.name()), raced)?;
+                crate::validate::check_mat_write_race(kernel, set, i, arg, m, elements)?;
                 tables.write_checked.store(true, Ordering::Relaxed);
             }
             let k = of_shape.entry(key).or_insert(0);
