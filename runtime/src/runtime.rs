@@ -23,6 +23,7 @@ use crate::profile::{self, LoopReport, Profile, Range};
 use crate::run;
 use crate::strategy;
 use crate::sync::lock;
+use crate::types::Access;
 use crate::types::Scalar;
 use parloop_kernels::loops::Strategy;
 
@@ -118,6 +119,9 @@ pub struct Core {
     pub(crate) fused_loops: Mutex<crate::trace::fuse::FusedLoops>,
     /// Released temporaries' buffers (`decl::temporary`).
     pub(crate) temporaries: Arc<crate::decl::temporary::Pool>,
+    /// Under MPI, the loop shapes whose write races the ranks have agreed
+    /// on (`Runtime::agree_write_races`).
+    races_agreed: Mutex<crate::word_hash::WordHashSet<Vec<u64>>>,
 }
 
 impl std::ops::Deref for Runtime {
@@ -284,6 +288,7 @@ impl Runtime {
             fusion: AtomicBool::new(fusion),
             fused_loops: Mutex::default(),
             temporaries: Default::default(),
+            races_agreed: Mutex::default(),
         });
         if core.trace.is_some() {
             let weak = Arc::downgrade(&core);
@@ -547,6 +552,7 @@ impl Runtime {
     #[track_caller]
     fn execute_checked(&self, lp: &ParLoop) -> Result<()> {
         let at = std::panic::Location::caller();
+        self.agree_write_races(lp)?;
         if let Some(trace) = &self.trace {
             if !crate::host_access::holds_any() && !crate::trace::forcing_here() {
                 // What planning checks (write races, sizes) is validation:
@@ -559,6 +565,43 @@ impl Runtime {
             trace.eager(self, lp, at)?;
         }
         self.execute_now(lp)
+    }
+
+    /// Under MPI, the write-race check (`validate::check_write_races`) of a
+    /// loop shape's first submission, agreed between the ranks: a race
+    /// lies in one rank's elements, and that rank alone returned its error
+    /// while the others ran the loop and waited for it in the loop's
+    /// exchanges. Keyed by what a race depends on (the set, the maps and
+    /// columns written through, which arguments share a dat), not by this
+    /// rank's section sizes as plans are, so that every rank agrees at the
+    /// same loop; once per shape (an all-reduce, after the pending loops).
+    fn agree_write_races(&self, lp: &ParLoop) -> Result<()> {
+        let (set, args) = (lp.set(), lp.args());
+        let writes_through_map = |a: &Arg| a.map().is_some() && matches!(a.access, Access::Write | Access::ReadWrite);
+        if self.dist.ranks() <= 1 || !set.is_distributed() || !args.iter().any(writes_through_map) {
+            return Ok(());
+        }
+        let mut shape = vec![set.id()];
+        for (i, a) in args.iter().enumerate().filter(|(_, a)| writes_through_map(a)) {
+            let shares_with = args.iter().position(|b| b.data_id() == a.data_id()).unwrap_or(i);
+            shape.extend([i as u64, shares_with as u64, u64::from(a.access == Access::Write)]);
+            match &a.kind {
+                ArgKind::Indirect { map, column } => shape.extend([map.id(), *column as u64]),
+                ArgKind::Vector { map } => shape.extend([map.id(), u64::MAX]),
+                ArgKind::Mat(m) => shape.extend([m.row_map.id(), m.col_map.id()]),
+                _ => {}
+            }
+        }
+        if lock(&self.races_agreed).contains(&shape) {
+            return Ok(());
+        }
+        let executed: usize = lp.sections().sizes().iter().sum();
+        let local = crate::validate::check_write_races(lp.kernel(), set, args, executed);
+        set.agreed_data(&format!("loop `{}` over `{}`", lp.kernel().name(), set.name()), local, "")?;
+        // Only a shape that passed everywhere: a failed one is checked (and
+        // agreed) again when it is submitted again.
+        lock(&self.races_agreed).insert(shape);
+        Ok(())
     }
 
     /// The plan `execute_now` will use for `lp` (built and cached on first

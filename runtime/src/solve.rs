@@ -155,7 +155,8 @@ pub enum SolveFailure {
     /// The Jacobi preconditioner met a diagonal entry that is not positive
     /// (an SPD matrix has none).
     BadDiagonal {
-        /// The scalar row (entity x dim + component, local numbering).
+        /// The scalar row (entity x dim + component), the entity numbered
+        /// as declared (under MPI its global number, not this rank's).
         row: usize,
         /// The entry.
         value: f64,
@@ -476,7 +477,11 @@ fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
     // A failure of the diagonal itself (a user operator's) is agreed too.
     let bad = a.diagonal(rt, &dinv).and_then(|()| {
         dinv.with_own_values(|d| {
-            d[..owned].iter().position(|v| !(v.to_f64() > 0.0 && v.to_f64().is_finite())).map(|i| (i, d[i].to_f64()))
+            let dim = dinv.dim();
+            d[..owned]
+                .iter()
+                .position(|v| !(v.to_f64() > 0.0 && v.to_f64().is_finite()))
+                .map(|i| (dinv.set().declared_entity(i / dim) * dim + i % dim, d[i].to_f64()))
         })
     });
     let checked = bad.and_then(|bad| match bad {

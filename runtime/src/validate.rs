@@ -237,12 +237,7 @@ pub(crate) fn check_mat_write_race(
     let (bptr, bcols) = p.block();
     let (ra, ca) = (m.row_map.arity(), m.col_map.arity());
     // The element that first set each block entry, plus one (0: none yet).
-    let mut first: Vec<usize> = Vec::new();
-    first.try_reserve_exact(bcols.len()).map_err(|_| Error::OutOfMemory {
-        what: format!("loop `{}`: the write-race check of matrix `{}`", kernel.name(), arg.data_name()),
-        bytes: bcols.len().saturating_mul(std::mem::size_of::<usize>()),
-    })?;
-    first.resize(bcols.len(), 0);
+    let mut first = first_reach_table(kernel, &format!("matrix `{}`", arg.data_name()), bcols.len())?;
     for element in 0..executed {
         let rrow = &m.row_map.values()[element * ra..(element + 1) * ra];
         let crow = &m.col_map.values()[element * ca..(element + 1) * ca];
@@ -256,18 +251,18 @@ pub(crate) fn check_mat_write_race(
                 let Some(k) = crate::matrix::sparsity::find(row, c as u32) else { continue };
                 let at = bptr[r] + k;
                 if first[at] != 0 {
-                    return Err(Error::Argument {
-                        kernel: kernel.name().into(),
-                        set: set.name().into(),
-                        arg: i,
-                        dat: arg.data_name().into(),
-                        problem: Box::new(ArgProblem::MatWriteRace {
+                    return Err(race(
+                        kernel,
+                        set,
+                        i,
+                        arg,
+                        ArgProblem::MatWriteRace {
                             maps: (m.row_map.name().into(), m.col_map.name().into()),
                             first: first[at] - 1,
                             second: element,
                             entry: (r, c as usize),
-                        }),
-                    });
+                        },
+                    ));
                 }
                 first[at] = element + 1;
             }
@@ -296,12 +291,7 @@ pub(crate) fn check_write_races(kernel: &Kernel, set: &Set, args: &[Arg], execut
         }
         let to_size = map.to().total();
         // The element that first reached each target, plus one (0: none yet).
-        let mut first: Vec<usize> = Vec::new();
-        first.try_reserve_exact(to_size).map_err(|_| Error::OutOfMemory {
-            what: format!("loop `{}`: the write-race check of map `{}`", kernel.name(), map.name()),
-            bytes: to_size.saturating_mul(std::mem::size_of::<usize>()),
-        })?;
-        first.resize(to_size, 0);
+        let mut first = first_reach_table(kernel, &format!("map `{}`", map.name()), to_size)?;
         let same: Vec<&Arg> = args[i..].iter().filter(|b| b.data_id() == arg.data_id()).collect();
         for element in 0..executed {
             for b in &same {
@@ -314,18 +304,18 @@ pub(crate) fn check_write_races(kernel: &Kernel, set: &Set, args: &[Arg], execut
                 for &t in columns {
                     let t = t as usize;
                     if first[t] != 0 {
-                        return Err(Error::Argument {
-                            kernel: kernel.name().into(),
-                            set: set.name().into(),
-                            arg: i,
-                            dat: arg.data_name().into(),
-                            problem: Box::new(ArgProblem::WriteRace {
+                        return Err(race(
+                            kernel,
+                            set,
+                            i,
+                            arg,
+                            ArgProblem::WriteRace {
                                 map: bmap.name().into(),
                                 first: first[t] - 1,
                                 second: element,
                                 target: t,
-                            }),
-                        });
+                            },
+                        ));
                     }
                     first[t] = element + 1;
                 }
@@ -333,4 +323,28 @@ pub(crate) fn check_write_races(kernel: &Kernel, set: &Set, args: &[Arg], execut
         }
     }
     Ok(())
+}
+
+/// A zeroed table of `len` entries for a write-race check (`what` names the
+/// matrix or map it covers), failing as an error rather than an abort when
+/// the allocation does.
+fn first_reach_table(kernel: &Kernel, what: &str, len: usize) -> Result<Vec<usize>> {
+    let mut first: Vec<usize> = Vec::new();
+    first.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+        what: format!("loop `{}`: the write-race check of {what}", kernel.name()),
+        bytes: len.saturating_mul(std::mem::size_of::<usize>()),
+    })?;
+    first.resize(len, 0);
+    Ok(first)
+}
+
+/// The error for a write race found at argument `i` of the loop.
+fn race(kernel: &Kernel, set: &Set, i: usize, arg: &Arg, problem: ArgProblem) -> Error {
+    Error::Argument {
+        kernel: kernel.name().into(),
+        set: set.name().into(),
+        arg: i,
+        dat: arg.data_name().into(),
+        problem: Box::new(problem),
+    }
 }

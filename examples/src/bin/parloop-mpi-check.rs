@@ -84,6 +84,11 @@ fn clear(n: &mut [f64; 2]) {
 }
 
 #[parloop::kernel]
+fn set_one(v: &mut f64) {
+    *v = 1.0;
+}
+
+#[parloop::kernel]
 fn count_and_sum(x: &[f64; 2], count: &mut f64, sum: &mut f64) {
     *count += 1.0;
     *sum += x[0] + 2.0 * x[1];
@@ -769,11 +774,16 @@ fn one_rank_bad_arguments(world: &parloop::mpi::SimpleCommunicator, backend: Bac
         let edges = rt.set("bad_edges", n - 1)?;
         let chain: Vec<i32> = (0..n as i32 - 1).flat_map(|e| [e, e + 1]).collect();
         let m = rt.map("bad_chain", &edges, &cells, 2, chain)?;
+        // Edge e to cell e, but the last edge to the cell before it: a
+        // WRITE through it races in the last rank's elements only.
+        let racy: Vec<i32> = (0..n as i32 - 1).map(|e| if e == n as i32 - 2 { e - 1 } else { e }).collect();
+        let racy = rt.map("bad_racy", &edges, &cells, 1, racy)?;
         let x = rt.dat("bad_x", &cells, 1, vec![0.0; n])?;
         let b = rt.dat("bad_b", &cells, 1, vec![1.0; n])?;
         let elsewhere = rt.dat("bad_elsewhere", &other, 1, vec![1.0; n])?;
         let everything = rt.subset("bad_all", &cells, (0..n).collect())?;
         let first_cell = rt.subset("bad_first", &cells, vec![0])?;
+        let last_cell = rt.subset("bad_last", &cells, vec![n - 1])?;
         let of_other = rt.subset("bad_of_other", &other, vec![0])?;
         rt.partition(&cells, &m, Partitioner::Block)?;
         // A diagonal matrix, 2 on every row.
@@ -787,6 +797,7 @@ fn one_rank_bad_arguments(world: &parloop::mpi::SimpleCommunicator, backend: Bac
                 good
             }
         }
+        let mut wrong_names: Vec<String> = Vec::new();
         let mut errors: Vec<(&str, parloop::Result<()>)> = vec![
             ("axpy", rt.axpy(1.0, pick_by(first, &elsewhere, &b), &x)),
             ("dot", rt.dot(pick_by(first, &elsewhere, &b), &x).map(drop)),
@@ -799,19 +810,32 @@ fn one_rank_bad_arguments(world: &parloop::mpi::SimpleCommunicator, backend: Bac
             let differ = CgOptions { max_iterations: pick_by(first, 7, 8), ..CgOptions::default() };
             errors.push(("cg with options that differ", cg(&rt, &a, &b, &x, &differ).map(drop)));
         }
-        // Data: a negative diagonal entry in rank 0's rows (cell 0, owned by
-        // rank 0 in a block partition).
+        // Data: a negative diagonal entry in the last rank's rows (the last
+        // cell in a block partition), named by its declared number, not
+        // its number on the rank that holds it.
         let negative = rt.mat::<f64>("bad_negative", &s)?;
         negative.zero_rows(&everything, 2.0)?;
-        negative.zero_rows(&first_cell, -1.0)?;
+        negative.zero_rows(&last_cell, -1.0)?;
+        let bad_diagonal = cg(&rt, &negative, &b, &x, &CgOptions::default()).map(drop);
+        if let Err(parloop::Error::NotConverged {
+            failure: parloop::solve::SolveFailure::BadDiagonal { row, .. },
+            ..
+        }) = &bad_diagonal
+        {
+            if *row != n - 1 {
+                wrong_names.push(format!("Jacobi's bad diagonal named row {row}, declared as row {}", n - 1));
+            }
+        }
+        errors.push(("cg with Jacobi on a negative diagonal", bad_diagonal));
         errors.push((
-            "cg with Jacobi on a negative diagonal",
-            cg(&rt, &negative, &b, &x, &CgOptions::default()).map(drop),
+            "a WRITE racing in the last rank's elements",
+            rt.par_loop(set_one::KERNEL, &edges, &[x.arg_via(&racy, 0, Access::WRITE)]),
         ));
         let wrong: Vec<String> = errors
             .into_iter()
             .filter(|(_, got)| got.is_ok())
             .map(|(what, _)| format!("{what} returned Ok on rank {}", world.rank()))
+            .chain(wrong_names)
             .collect();
         // The ranks go on together: A x = b with A = 2 I gives x = 1/2.
         let report = cg(&rt, &a, &b, &x, &CgOptions { rtol: 1e-12, ..CgOptions::default() })?;

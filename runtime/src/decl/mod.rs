@@ -169,6 +169,13 @@ impl Set {
         Ok(Some(part.index_numbers.get_or_init(|| numbers).clone()))
     }
 
+    /// The number the user declared local entity `local` under: itself on
+    /// a set that is not distributed, its global number where it is. For
+    /// messages and output that must not depend on the rank count.
+    pub(crate) fn declared_entity(&self, local: usize) -> usize {
+        self.0.local.get().map_or(local, |p| p.global.get(local).copied().unwrap_or(local))
+    }
+
     pub(crate) fn new(name: &str, sections: Sections) -> Result<Set> {
         Set::selecting(name, sections, None)
     }

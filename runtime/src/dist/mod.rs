@@ -560,7 +560,7 @@ impl<T: crate::Scalar> crate::matrix::Mat<T> {
         let (rdim, cdim) = (s.row_dim(), s.col_dim());
         let col_global = |c: usize| -> u64 {
             let (entity, component) = (c / cdim, c % cdim);
-            let g = col_set.0.local.get().map_or(entity, |p| p.global[entity]);
+            let g = col_set.declared_entity(entity);
             (g * cdim + component) as u64
         };
         let nnz = csr.vals.len();
