@@ -265,7 +265,9 @@ fn check(ok: bool, what: &str, failures: &mut Vec<String>) {
 /// job with that rank's message (the other ranks wait in a collective and
 /// would hang otherwise). `--diverge-on-rank R`, with
 /// `PARLOOP_CHECK_RANKS=1`: rank R runs another loop than the others, which
-/// must be reported. Both exit non-zero; ci/test checks the messages.
+/// must be reported; `--global-differs-on-rank R`, with it: rank R alone
+/// sets a global a loop reads, which must be reported. Each exits non-zero;
+/// ci/test checks the messages.
 fn faults(world: &parloop::mpi::SimpleCommunicator, args: &[String]) {
     let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)?.parse::<usize>().ok());
     let rank = world.rank() as usize;
@@ -294,6 +296,22 @@ fn faults(world: &parloop::mpi::SimpleCommunicator, args: &[String]) {
             Err(e) => panic!("{}", rt.fail(e)),
             Ok(()) => {
                 eprintln!("parloop-mpi-check: rank {rank}: the divergence went unnoticed");
+                std::process::exit(3);
+            }
+        }
+    }
+    if let Some(odd) = flag("--global-differs-on-rank") {
+        let rt = Runtime::with_communicator(Backend::Seq, world).expect("runtime");
+        let cells = rt.set("cells", 4).unwrap();
+        let t = rt.dat("t", &cells, 2, vec![0.0; 8]).expect("dat");
+        let area = rt.global("area", &[0.5]).expect("global");
+        if rank == odd {
+            area.set_values(&[0.25]).expect("a host write");
+        }
+        match rt.par_loop(relabel::KERNEL, &cells, &[area.arg(Access::READ), t.arg(Access::RW)]) {
+            Err(e) => panic!("{}", rt.fail(e)),
+            Ok(()) => {
+                eprintln!("parloop-mpi-check: rank {rank}: the differing global went unnoticed");
                 std::process::exit(3);
             }
         }

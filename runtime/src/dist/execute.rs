@@ -21,6 +21,49 @@ use crate::sync::lock;
 use crate::types::Access;
 use crate::views::ArgView;
 
+/// `PARLOOP_CHECK_RANKS`: the globals loop `n` reads hold the same values
+/// on every rank (one set by a host write on one rank only gives each
+/// rank its own result, silently). Each global that differs is named,
+/// with this rank's values.
+fn read_globals_agree(comm: &super::Comm, n: u64, kernel: &Kernel, args: &[Arg], views: &[ArgView]) -> Result<()> {
+    for (a, v) in args.iter().zip(views) {
+        if !a.is_global() || a.access != Access::READ || v.data.is_null() {
+            continue;
+        }
+        // SAFETY: a global's view holds its `dim` values (`bytes_per_entity`
+        // bytes), and the loop holds it locked while it begins.
+        let bytes = unsafe { std::slice::from_raw_parts(v.data, a.bytes_per_entity()) };
+        if !comm.agree(crate::device::fnv1a(&[bytes])) {
+            return Err(comm.error(format!(
+                "PARLOOP_CHECK_RANKS: loop {n} (`{}`) reads global `{}` with values that differ between ranks \
+                 (a host write on some ranks only?); this rank's: {}",
+                kernel.name(),
+                a.data_name(),
+                show_values(a.storage.elem(), bytes)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The first values of `bytes` (of type `elem`), for a message.
+fn show_values(elem: crate::types::ElemType, bytes: &[u8]) -> String {
+    use crate::types::ElemType as E;
+    let word = |c: &[u8]| -> String {
+        match elem {
+            E::F64 => f64::from_ne_bytes(c.try_into().unwrap_or_default()).to_string(),
+            E::I64 => i64::from_ne_bytes(c.try_into().unwrap_or_default()).to_string(),
+            E::U64 => u64::from_ne_bytes(c.try_into().unwrap_or_default()).to_string(),
+            E::F32 => f32::from_ne_bytes(c.try_into().unwrap_or_default()).to_string(),
+            E::I32 => i32::from_ne_bytes(c.try_into().unwrap_or_default()).to_string(),
+            E::U32 => u32::from_ne_bytes(c.try_into().unwrap_or_default()).to_string(),
+        }
+    };
+    let chunks = bytes.chunks_exact(elem.size());
+    let more = if chunks.len() > 8 { ", ..." } else { "" };
+    format!("[{}{more}]", chunks.take(8).map(word).collect::<Vec<_>>().join(", "))
+}
+
 /// The dats of an exchange, for profiling ranges: `q+adt`.
 pub(crate) fn label(args: &[Arg], dats: &[HaloDat]) -> String {
     dats.iter().map(|d| args[d.arg].data_name()).collect::<Vec<_>>().join("+")
@@ -47,13 +90,20 @@ impl Mpi {
         if self.check_ranks {
             let mut desc = format!("{}/{}", kernel.name(), set.name());
             for a in args {
-                desc.push_str(&format!("/{}:{:?}:{}", a.data_name(), a.access, a.map().map_or("", |m| m.name())));
+                desc.push_str(&format!(
+                    "/{}:{:?}:{}:{}",
+                    a.data_name(),
+                    a.access,
+                    a.map().map_or("", |m| m.name()),
+                    a.dim
+                ));
             }
             if !comm.agree(crate::device::fnv1a(&[desc.as_bytes()])) {
                 return Err(
                     comm.error(format!("PARLOOP_CHECK_RANKS: loop {n} differs between ranks; this rank runs `{desc}`"))
                 );
             }
+            read_globals_agree(comm, n, kernel, args, views)?;
         }
         if !set.is_distributed() {
             return Ok(None);
