@@ -107,7 +107,9 @@ impl Arg {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn index() -> Arg {
-        let placeholder = Global::<i64>::new("pl_index", &[0]).expect("one value");
+        // Named for messages: a mismatch says "argument 0 (Arg::index() ...)".
+        let placeholder =
+            Global::<i64>::new("Arg::index(), the element number, a `&i64` parameter", &[0]).expect("one value");
         Arg::new(placeholder.0.clone(), ArgKind::Index, Access::Read, 1, None)
     }
 

@@ -335,10 +335,7 @@ pub enum Error {
     },
     /// An iterative solver stopped without a solution: the report says how
     /// far it got (its `x` is the last iterate, not a solution).
-    #[error(
-        "{solver} on matrix `{matrix}` did not converge: {failure} (after {} iterations, relative residual {:e})",
-        .report.iterations, .report.relative_residual
-    )]
+    #[error("{solver} on matrix `{matrix}` did not converge: {failure}{}", crate::solve::progress(.report))]
     NotConverged {
         /// The solver ("cg").
         solver: &'static str,

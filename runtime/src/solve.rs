@@ -166,13 +166,21 @@ pub enum SolveFailure {
 impl fmt::Display for SolveFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SolveFailure::MaxIterations { max_iterations } => {
-                write!(f, "the tolerance was not met within max_iterations = {max_iterations}")
-            }
+            SolveFailure::MaxIterations { max_iterations } => write!(
+                f,
+                "the tolerance was not met within max_iterations = {max_iterations} (if the residual grew: \
+                 the matrix is not SPD; one with `zero_rows` is SPD for CG only when x starts at \
+                 b / diagonal on those rows)"
+            ),
             SolveFailure::Breakdown { quantity, value } => write!(
                 f,
-                "breakdown: {quantity} = {value:e} <= 0 (the {} is not symmetric positive definite)",
-                if *quantity == "r . z" { "preconditioner" } else { "matrix" }
+                "breakdown: {quantity} = {value:e} <= 0 (the {})",
+                if *quantity == "r . z" {
+                    "preconditioner is not symmetric positive definite"
+                } else {
+                    "matrix is not symmetric positive definite, or it is singular with b outside its range: \
+                     a stiffness matrix without a Dirichlet condition, say"
+                }
             ),
             SolveFailure::NotFinite { quantity, value } => write!(f, "{quantity} = {value} is not finite"),
             SolveFailure::Stagnated { restarts, true_residual } => write!(
@@ -515,4 +523,14 @@ fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
     let ones = rt.internal_dat(&ones_name, dinv.set(), dinv.dim(), ones)?;
     rt.pointwise_divide(&dinv, &ones, &dinv)?;
     Ok(dinv)
+}
+
+/// The "(after N iterations, ...)" of [`Error::NotConverged`]'s message;
+/// nothing when the solver stopped before it iterated and has no
+/// residual (a bad Jacobi diagonal).
+pub(crate) fn progress(report: &CgReport) -> String {
+    if report.iterations == 0 && report.relative_residual.is_nan() {
+        return String::new();
+    }
+    format!(" (after {} iterations, relative residual {:e})", report.iterations, report.relative_residual)
 }

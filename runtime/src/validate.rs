@@ -89,7 +89,7 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
                     return Err(fail(
                         i,
                         ArgProblem::Dim {
-                            expected: format!("{} ({} rows of {})", param.describe(), param.rows, param.cols),
+                            expected: param.describe(),
                             got: format!(
                                 "an element matrix of {} rows (arity {} of `{}` x row dim {}) of {} columns (arity {} of `{}` x column dim {})",
                                 m.rows,
@@ -110,7 +110,7 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
                     return Err(fail(
                         i,
                         ArgProblem::Dim {
-                            expected: format!("{} ({} rows of {})", param.describe(), param.rows, param.cols),
+                            expected: param.describe(),
                             got: format!("{} rows (arity of `{}`) of dim {}", map.arity(), map.name(), arg.dim),
                         },
                     ));

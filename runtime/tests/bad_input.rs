@@ -12,7 +12,7 @@ mod child;
 use std::time::Duration;
 
 use child::in_child;
-use parloop::{Access, Backend, Error, Runtime, Sections};
+use parloop::{Access, Arg, Backend, Error, Runtime, Sections};
 
 /// The backends this machine runs: the host ones, the emulated device,
 /// and a GPU where there is one.
@@ -664,4 +664,21 @@ fn a_sparsity_over_a_huge_column_set_costs_what_its_maps_reach() {
     let csr = rt.mat::<f64>("B", &s).unwrap().to_csr().unwrap();
     assert_eq!(csr.row_ptr, vec![0, 2, 4, 5]);
     assert_eq!(csr.cols, vec![5, 7, 5, 1_999_999_999, 7]);
+}
+
+#[parloop::kernel]
+fn number32(i: &i32, y: &mut f64) {
+    *y = *i as f64;
+}
+
+/// The element-index argument is named as the user wrote it, with the
+/// parameter it needs (it was named by an internal placeholder).
+#[test]
+fn an_index_parameter_of_the_wrong_type_names_arg_index() {
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let cells = rt.set("cells", 3).unwrap();
+    let y = rt.dat("y", &cells, 1, vec![0.0; 3]).unwrap();
+    let err = rt.par_loop(number32::KERNEL, &cells, &[Arg::index(), y.arg(Access::WRITE)]).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("Arg::index()") && text.contains("&i64") && !text.contains("pl_index"), "{text}");
 }

@@ -336,6 +336,8 @@ fn not_positive_definite_matrices_are_refused() {
         other => panic!("expected BadDiagonal at row 1, got {other:?}"),
     }
     assert!(err.to_string().contains("`A`") && err.to_string().contains("row 1"), "{err}");
+    // Stopped before iterating: no "(after 0 iterations, relative residual NaN)".
+    assert!(!err.to_string().contains("iterations") && !err.to_string().contains("NaN"), "{err}");
     // Without a preconditioner the iteration meets p . Ap <= 0.
     let opts = CgOptions { preconditioner: Preconditioner::None, ..CgOptions::default() };
     match cg(&rt, &a, &b, &x, &opts) {
@@ -358,14 +360,22 @@ fn singular_system_without_a_solution_is_not_reported_as_solved() {
     let mut bv = vec![0.0; n];
     bv[0] = 1.0;
     let b = rt.dat("b", &nodes, 1, bv).unwrap();
+    let mut breakdowns = 0;
     for p in [Preconditioner::Jacobi, Preconditioner::None] {
         let x = rt.dat(&format!("x{p:?}"), &nodes, 1, vec![0.0; n]).unwrap();
         let opts = CgOptions { rtol: 1e-10, max_iterations: 2000, preconditioner: p, atol: 0.0 };
         let err = cg(&rt, &a, &b, &x, &opts).unwrap_err();
         assert!(matches!(err, Error::NotConverged { .. }), "{p:?}: {err:?}");
+        // A breakdown names singularity (a missing Dirichlet condition) as
+        // a cause, not only a matrix that is not SPD.
+        if let Error::NotConverged { failure: SolveFailure::Breakdown { .. }, .. } = &err {
+            assert!(err.to_string().contains("singular"), "{p:?}: {err}");
+            breakdowns += 1;
+        }
         // The true residual of whatever x holds is far from the tolerance.
         assert!(true_relative_residual(&a, &b, &x) > 1e-3, "{p:?}");
     }
+    assert!(breakdowns > 0, "neither solve broke down (p . Ap <= 0)");
 }
 
 #[test]

@@ -845,6 +845,14 @@ fn one_rank_bad_arguments(world: &parloop::mpi::SimpleCommunicator, backend: Bac
             }
         }
         errors.push(("cg with Jacobi on a negative diagonal", bad_diagonal));
+        // A subset after the partition lists local numbers: the last cell's
+        // declared number is past every rank's part but one rank's; the
+        // error says so.
+        if let Err(e) = rt.subset("bad_declared_numbers", &cells, vec![n - 1]) {
+            if !e.to_string().contains("local numbering") {
+                wrong_names.push(format!("a subset in declared numbers after the partition: {e}"));
+            }
+        }
         errors.push((
             "a WRITE racing in the last rank's elements",
             rt.par_loop(set_one::KERNEL, &edges, &[x.arg_via(&racy, 0, Access::WRITE)]),

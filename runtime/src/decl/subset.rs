@@ -203,7 +203,16 @@ impl Runtime {
         let total = set.total();
         for (k, &i) in indices.iter().enumerate() {
             if i >= total {
-                return Err(invalid(name, format!("index {k} is {i}, outside set `{}` (0..{total})", set.name())));
+                let distributed = if set.is_distributed() {
+                    " on this rank: the set is distributed, and a subset made after the partition lists this \
+                     rank's entities in the local numbering (make it before `partition` to list declared numbers)"
+                } else {
+                    ""
+                };
+                return Err(invalid(
+                    name,
+                    format!("index {k} is {i}, outside set `{}` (0..{total}){distributed}", set.name()),
+                ));
             }
             if i > i32::MAX as usize {
                 // Maps hold `i32` entity numbers, and a subset is one.
