@@ -39,8 +39,41 @@ pub(crate) fn lock_args_where<'a, A: Borrow<Arg>>(
     args: &'a [A],
     pick: impl Fn(&Arg) -> bool,
 ) -> Result<LockedArgs<'a>> {
+    // The distinct data, locked in one order (by id) and all or none: a
+    // datum another thread holds makes the loop let go of what it took and
+    // wait for it, then start again, so that two loops (or a loop and a
+    // product) on one datum pair, or a loop and a host access that nests
+    // another, never each hold what the other waits for.
+    let mut order: SmallVec<[(u64, &'a Arg); INLINE_ARGS]> = SmallVec::new();
+    for arg in args {
+        let arg: &'a Arg = arg.borrow();
+        if pick(arg) && !order.iter().any(|(id, _)| *id == arg.data_id()) {
+            order.push((arg.data_id(), arg));
+        }
+    }
+    order.sort_unstable_by_key(|(id, _)| *id);
     let mut guards: SmallVec<[LoopGuard<'a>; INLINE_ARGS]> = SmallVec::new();
     let mut bases: SmallVec<[(u64, *mut u8); INLINE_ARGS]> = SmallVec::new();
+    'all: loop {
+        guards.clear();
+        bases.clear();
+        for &(id, arg) in &order {
+            let busy = || Error::Busy { kernel: kernel.into(), dat: arg.data_name().into() };
+            match arg.storage.lock().ok_or_else(busy)?? {
+                Some(mut guard) => {
+                    bases.push((id, guard.base()));
+                    guards.push(guard);
+                }
+                None => {
+                    guards.clear();
+                    bases.clear();
+                    arg.storage.wait_free();
+                    continue 'all;
+                }
+            }
+        }
+        break;
+    }
     let mut views = SmallVec::with_capacity(args.len());
     for arg in args {
         let arg: &'a Arg = arg.borrow();
@@ -48,16 +81,7 @@ pub(crate) fn lock_args_where<'a, A: Borrow<Arg>>(
         let data = match bases.iter().find(|(b, _)| *b == id) {
             _ if !pick(arg) => std::ptr::null_mut(),
             Some(&(_, p)) => p,
-            None => {
-                let mut guard = arg
-                    .storage
-                    .lock()
-                    .ok_or_else(|| Error::Busy { kernel: kernel.into(), dat: arg.data_name().into() })??;
-                let p = guard.base();
-                guards.push(guard);
-                bases.push((id, p));
-                p
-            }
+            None => unreachable!("every picked datum was locked above"),
         };
         let mut ext: *const () = std::ptr::null();
         let (kind, map, arity, column) = match &arg.kind {

@@ -100,6 +100,34 @@ pub(crate) fn read<'a, T>(lock: &'a RwLock<T>, id: u64, name: &str, wanted: &'st
     Ok(ReadGuard { guard, _held: Held::new(id, false) })
 }
 
+/// Writes `lock` if no other thread holds it: `Ok(None)` while one does
+/// (the caller backs off, see `exec::lock_args_where`); fails while this
+/// thread reads or writes it.
+pub(crate) fn try_write<'a, T>(
+    lock: &'a RwLock<T>,
+    id: u64,
+    name: &str,
+    wanted: &'static str,
+) -> Result<Option<WriteGuard<'a, T>>> {
+    if let Some(writing) = held_here(id) {
+        let held = if writing { "written (inside `with_values_mut`)" } else { "read (inside `with_values`)" };
+        return Err(Error::HostBusy { name: name.into(), wanted, held });
+    }
+    Ok(match lock.try_write() {
+        Ok(g) => Some(WriteGuard { guard: g, _held: Held::new(id, true) }),
+        Err(TryLockError::Poisoned(e)) => Some(WriteGuard { guard: e.into_inner(), _held: Held::new(id, true) }),
+        Err(TryLockError::WouldBlock) => None,
+    })
+}
+
+/// Waits until no other thread holds `lock` (without taking it).
+pub(crate) fn wait_free<T>(lock: &RwLock<T>) {
+    wait(|| match lock.try_write() {
+        Ok(_) | Err(TryLockError::Poisoned(_)) => Some(()),
+        Err(TryLockError::WouldBlock) => None,
+    })
+}
+
 /// Writes `lock`: fails while this thread reads or writes it.
 pub(crate) fn write<'a, T>(
     lock: &'a RwLock<T>,

@@ -486,6 +486,84 @@ fn nested_host_access_never_hangs() {
     });
 }
 
+#[parloop::kernel]
+fn put_back(n: &mut f64, w: &f64) {
+    *n = *w;
+}
+
+#[parloop::kernel]
+fn sum_two(a: &f64, b: &f64, o: &mut f64) {
+    *o = *a + *b;
+}
+
+/// Loops and products lock their data all or none, in one order: two
+/// threads working on one pair of dats in opposite argument orders (one
+/// runtime's products, two runtimes' loops, a loop against a host access
+/// that nests another) each held one dat and waited forever for the other.
+#[test]
+fn opposite_orders_on_one_pair_of_dats_from_two_threads_never_deadlock() {
+    in_child("opposite_orders_on_one_pair_of_dats_from_two_threads_never_deadlock", "order", &[], SHORT, || {
+        const ROUNDS: usize = 3000;
+        for backend in [Backend::Seq, Backend::Threads] {
+            let rt = Runtime::with_backend(backend).unwrap();
+            let other = Runtime::with_backend(backend).unwrap();
+            let n = 64;
+            let s = rt.set("s", n).unwrap();
+            let chain: Vec<i32> = (0..n as i32).collect();
+            let id = rt.map("id", &s, &s, 1, chain).unwrap();
+            let sp = rt.sparsity("sp", &[(&id, &id)], (1, 1)).unwrap();
+            let a = rt.mat::<f64>("A", &sp).unwrap();
+            let all = rt.subset("all", &s, (0..n).collect()).unwrap();
+            a.zero_rows(&all, 1.0).unwrap(); // the identity
+            let x = rt.dat("x", &s, 1, vec![1.0; n]).unwrap();
+            let y = rt.dat("y", &s, 1, vec![1.0; n]).unwrap();
+            let (o1, o2) = (rt.dat("o1", &s, 1, vec![0.0; n]).unwrap(), rt.dat("o2", &s, 1, vec![0.0; n]).unwrap());
+            // One runtime's products, y = A x against x = A y.
+            std::thread::scope(|scope| {
+                scope.spawn(|| (0..ROUNDS).for_each(|_| rt.mult(&a, &y, &x).unwrap()));
+                (0..ROUNDS).for_each(|_| rt.mult(&a, &x, &y).unwrap());
+            });
+            // Two runtimes' loops reading the pair in opposite orders.
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    for _ in 0..ROUNDS {
+                        rt.par_loop(
+                            sum_two::KERNEL,
+                            &s,
+                            &[x.arg(Access::READ), y.arg(Access::READ), o1.arg(Access::WRITE)],
+                        )
+                        .unwrap();
+                    }
+                });
+                for _ in 0..ROUNDS {
+                    other
+                        .par_loop(
+                            sum_two::KERNEL,
+                            &s,
+                            &[y.arg(Access::READ), x.arg(Access::READ), o2.arg(Access::WRITE)],
+                        )
+                        .unwrap();
+                }
+            });
+            assert_eq!(o1.values().unwrap(), vec![2.0; n], "{backend}");
+            assert_eq!(o2.values().unwrap(), vec![2.0; n], "{backend}");
+            // A host access of x nesting one of y, against a loop that
+            // writes y and reads x.
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    for _ in 0..ROUNDS {
+                        rt.par_loop(put_back::KERNEL, &s, &[y.arg(Access::WRITE), x.arg(Access::READ)]).unwrap();
+                    }
+                });
+                for _ in 0..ROUNDS {
+                    let sum = x.with_values(|xv| xv[0] + y.values().unwrap()[0]).unwrap();
+                    assert_eq!(sum, 2.0, "{backend}");
+                }
+            });
+        }
+    });
+}
+
 // ------------------------------------------------------------------ threads
 
 #[test]

@@ -329,3 +329,29 @@ fn a_library_operation_is_a_temporarys_first_write() {
         }
     }
 }
+
+/// A product reads its x: an unwritten temporary there is refused, as a
+/// loop's read is (it multiplied whatever the pooled buffer held: another
+/// temporary's values).
+#[test]
+fn a_product_of_an_unwritten_temporary_is_refused() {
+    for backend in backends() {
+        for lazy in [false, true] {
+            let rt = Runtime::with_lazy(backend, lazy).unwrap();
+            let nodes = rt.set("nodes", 3).unwrap();
+            let id = rt.map("id", &nodes, &nodes, 1, vec![0, 1, 2]).unwrap();
+            let a = rt.mat::<f64>("A", &rt.sparsity("s", &[(&id, &id)], (1, 1)).unwrap()).unwrap();
+            {
+                // Its buffer goes back to the pool, holding 42s.
+                let t0 = rt.temporary::<f64>("t0", &nodes, 1).unwrap();
+                t0.set_values(&[42.0; 3]).unwrap();
+            }
+            let t = rt.temporary::<f64>("t", &nodes, 1).unwrap();
+            let y = rt.dat("y", &nodes, 1, vec![0.0; 3]).unwrap();
+            let e = rt.mult(&a, &t, &y).unwrap_err();
+            assert!(matches!(&e, Error::UnwrittenTemporary { name, .. } if name == "t"), "{backend} lazy {lazy}: {e}");
+            assert!(e.to_string().contains("mult of matrix `A`"), "{e}");
+            assert_eq!(y.values().unwrap(), [0.0; 3], "{backend} lazy {lazy}: y unchanged");
+        }
+    }
+}

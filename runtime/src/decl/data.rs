@@ -125,9 +125,15 @@ impl<T: Scalar, M> Stored<T, M> {
     }
 
     /// Exclusive access for a loop; `None` while this thread's host code
-    /// holds the values (a loop inside `with_values`). Holders on other
-    /// threads are waited for.
-    fn try_exclusive(&self) -> Option<host_access::WriteGuard<'_, Vec<T>>> {
+    /// holds the values (a loop inside `with_values`), `Some(None)` while
+    /// another thread does.
+    fn try_exclusive(&self) -> Option<Option<host_access::WriteGuard<'_, Vec<T>>>> {
+        host_access::try_write(&self.values, self.id, &self.name, "written by a loop").ok()
+    }
+
+    /// As [`Stored::try_exclusive`], holders on other threads waited for
+    /// (a device loop's, which holds one datum at a time).
+    fn exclusive(&self) -> Option<host_access::WriteGuard<'_, Vec<T>>> {
         host_access::write(&self.values, self.id, &self.name, "written by a loop").ok()
     }
 }
@@ -301,6 +307,16 @@ impl<T: Scalar> Dat<T> {
     /// (for library operations that lock it as a loop does).
     pub(crate) fn check_poison(&self) -> Result<()> {
         self.0.link.check_poison(self.0.id, &self.0.name)
+    }
+
+    /// An [`Error::UnwrittenTemporary`] when this is a temporary not
+    /// written yet and operation `by` (a library operation, not a loop,
+    /// which `temporary::check_loop` checks) reads it.
+    pub(crate) fn check_written(&self, by: &str) -> Result<()> {
+        match &self.0.temp {
+            Some(t) => t.check_read(&self.0.name, by),
+            None => Ok(()),
+        }
     }
 
     /// This dat was written whole by a library operation (a temporary's
@@ -529,9 +545,13 @@ pub(crate) trait Storage: Send + Sync {
     fn id(&self) -> u64;
     fn name(&self) -> &str;
     fn elem(&self) -> ElemType;
-    /// Locks the values for a loop (current on the host); `None` when this
-    /// thread's host code holds them.
-    fn lock(&self) -> Option<Result<LoopGuard<'_>>>;
+    /// Locks the values for a loop (current on the host) if no other
+    /// thread holds them (`Some(Ok(None))` while one does: the caller
+    /// backs off, [`Storage::wait_free`]); `None` when this thread's host
+    /// code holds them.
+    fn lock(&self) -> Option<Result<Option<LoopGuard<'_>>>>;
+    /// Waits until no other thread holds the values.
+    fn wait_free(&self);
     /// The address of current values on `device` (uploading stale ones);
     /// `None` when the host holds them.
     fn on_device(&self, device: &Arc<dyn Device>) -> Option<Result<u64>>;
@@ -591,13 +611,13 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
     fn elem(&self) -> ElemType {
         T::TYPE
     }
-    fn lock(&self) -> Option<Result<LoopGuard<'_>>> {
+    fn lock(&self) -> Option<Result<Option<LoopGuard<'_>>>> {
         // Loops the trace runs skip this; other users of the raw values
         // (eager loops, device products) need the recorded loops first.
         if let Err(e) = self.link.force(self.id, true, false) {
             return Some(Err(e));
         }
-        let mut guard = self.try_exclusive()?;
+        let Some(mut guard) = self.try_exclusive()? else { return Some(Ok(None)) };
         if let Some(t) = &self.temp {
             if let Err(e) = t.allocate(&self.name, &mut guard.guard, &self.mirror) {
                 return Some(Err(e));
@@ -606,13 +626,16 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
         if let Err(e) = self.mirror.refresh_host(bytemuck::cast_slice_mut(&mut guard.guard)) {
             return Some(Err(e));
         }
-        Some(Ok(T::loop_guard(guard)))
+        Some(Ok(Some(T::loop_guard(guard))))
+    }
+    fn wait_free(&self) {
+        host_access::wait_free(&self.values)
     }
     fn on_device(&self, device: &Arc<dyn Device>) -> Option<Result<u64>> {
         if let Err(e) = self.link.force(self.id, true, false) {
             return Some(Err(e));
         }
-        let mut values = self.try_exclusive()?;
+        let mut values = self.exclusive()?;
         if let Some(t) = &self.temp {
             if let Err(e) = t.allocate_on_device(&self.name, &mut values.guard, &self.mirror, device) {
                 return Some(Err(e));

@@ -437,7 +437,10 @@ impl Runtime {
         let what = a.name();
         // x is locked as a loop locks it: refuse it here if the lazy trace
         // left it stale (the matrix's values are read as a host read).
-        let checked = check_product(a, x, y).and_then(|()| x.check_poison());
+        // An unwritten temporary's buffer may hold another's values.
+        let checked = check_product(a, x, y)
+            .and_then(|()| x.check_poison())
+            .and_then(|()| x.check_written(&format!("mult of matrix `{what}` reads it as x")));
         let sets = [a.sparsity().row_set(), x.set(), y.set()];
         crate::Set::agreed_among(sets, &format!("mult of matrix `{what}`"), checked, "")?;
         let args = [x.arg(Access::READ), y.arg(Access::WRITE)];
