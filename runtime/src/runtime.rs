@@ -564,6 +564,7 @@ impl Runtime {
             // Run now, after what it depends on.
             trace.eager(self, lp, at)?;
         }
+        crate::trace::check_unrecorded_loop(lp, at)?;
         self.execute_now(lp)
     }
 

@@ -320,6 +320,45 @@ fn an_error_surfaces_at_the_forcing_point_naming_the_loop_and_nothing_after_it_r
 }
 
 #[parloop::kernel]
+fn copy_into(x: &f64, y: &mut f64) {
+    *y = *x;
+}
+
+/// Data a failed loop left poisoned is refused by loops that run outside
+/// its trace too: an eager loop inside a host access, another runtime's
+/// loops and vector operations (each returned the half-written values as
+/// `Ok`); a loop writing it whole cures it there as well.
+#[test]
+fn poisoned_data_is_refused_by_loops_outside_its_trace() {
+    let rt = lazy_rt();
+    let eager = Runtime::with_lazy(Backend::Seq, false).unwrap();
+    let s = rt.set("s", 6).unwrap();
+    let x = rt.dat("x", &s, 1, vec![-7.0; 6]).unwrap();
+    let o = rt.dat("o", &s, 1, vec![0.0; 6]).unwrap();
+    let other = rt.dat("other", &s, 1, vec![0.0; 6]).unwrap();
+    rt.par_loop(fails_at_three::KERNEL, &s, &[parloop::Arg::index(), x.arg(Access::WRITE)]).unwrap();
+    assert!(matches!(rt.flush(), Err(Error::Deferred { .. })));
+    let poisoned = |e: &Error| matches!(e, Error::Discarded { name, .. } if name == "x");
+    // An eager loop of the same runtime, inside a host access of another dat.
+    let inside =
+        other.with_values(|_| rt.par_loop(copy_into::KERNEL, &s, &[x.arg(Access::READ), o.arg(Access::WRITE)]));
+    let e = inside.unwrap().unwrap_err();
+    assert!(poisoned(&e), "{e}");
+    // Another runtime's loop and vector operations.
+    let e = eager.par_loop(copy_into::KERNEL, &s, &[x.arg(Access::READ), o.arg(Access::WRITE)]).unwrap_err();
+    assert!(poisoned(&e), "{e}");
+    assert!(e.to_string().contains("copy_into"), "{e}");
+    assert!(poisoned(&eager.axpy(1.0, &x, &o).unwrap_err()));
+    assert!(poisoned(&eager.dot(&x, &x).unwrap_err()));
+    assert_eq!(o.values().unwrap(), vec![0.0; 6], "nothing ran");
+    // Written whole by the other runtime: cured everywhere.
+    eager.fill(&x, 2.0).unwrap();
+    eager.par_loop(copy_into::KERNEL, &s, &[x.arg(Access::READ), o.arg(Access::WRITE)]).unwrap();
+    assert_eq!(o.values().unwrap(), vec![2.0; 6]);
+    assert_eq!(x.values().unwrap(), vec![2.0; 6]);
+}
+
+#[parloop::kernel]
 fn must_be_positive(x: &mut f64) {
     assert!(*x > 0.0);
     *x += 1.0;

@@ -471,6 +471,38 @@ pub(crate) struct Trace {
     host_writes: Set,
 }
 
+/// Whether `lp`'s argument `a` writes its datum whole: a direct WRITE over
+/// the dat's set, or a global's WRITE (a host write, `set_values`, is
+/// recorded as one), which cures a datum a failed loop left poisoned.
+fn writes_whole(lp: &ParLoop, a: &Arg) -> bool {
+    a.access == Access::Write
+        && match a.kind {
+            ArgKind::Direct => a.set.as_ref() == Some(lp.set()),
+            ArgKind::Global => true,
+            _ => false,
+        }
+}
+
+/// For a loop that runs outside the trace that recorded its data (an
+/// eager loop inside a host access, or another runtime's loop): the rule
+/// recording applies, against each datum's own trace. A datum a failed
+/// loop left poisoned is refused (`Error::Discarded`) unless the loop
+/// writes it whole, which cures it; nothing is cured when one is refused.
+pub(crate) fn check_unrecorded_loop(lp: &ParLoop, at: &'static Location<'static>) -> Result<()> {
+    for a in lp.args().iter().filter(|a| !writes_whole(lp, a)) {
+        let Some(trace) = a.storage.link().trace() else { continue };
+        let st = lock(&trace.state);
+        if !st.poisoned.is_empty() {
+            st.poisoned
+                .check(a.data_id(), a.data_name(), || format!("loop `{}` submitted at {at}", lp.kernel().name()))?;
+        }
+    }
+    for a in lp.args().iter().filter(|a| writes_whole(lp, a)) {
+        a.storage.link().written_whole(a.data_id());
+    }
+    Ok(())
+}
+
 /// A dat's or global's link to the runtime whose trace recorded a loop
 /// with it (set then, once).
 #[derive(Default)]
@@ -703,16 +735,7 @@ impl Trace {
             if !st.poisoned.is_empty() {
                 // A loop reading poisoned data would compute from stale
                 // values; one writing a datum whole cures it.
-                // A direct WRITE over the dat's set, or a global's host
-                // write (`set_values`, recorded as a WRITE), writes it whole.
-                let whole = |a: &crate::arg::Arg| {
-                    a.access == Access::Write
-                        && match a.kind {
-                            ArgKind::Direct => a.set.as_ref() == Some(lp.set()),
-                            ArgKind::Global => true,
-                            _ => false,
-                        }
-                };
+                let whole = |a: &Arg| writes_whole(lp, a);
                 // Every argument checked before any is cured: a refused
                 // loop cures nothing.
                 for a in lp.args().iter().filter(|a| !whole(a)) {
