@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::arg::{Arg, ArgKind};
 use crate::decl::{Set, Subset};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 
 /// What a loop iterates over: a [`Set`] or a [`Subset`] (both convert,
@@ -87,7 +87,7 @@ impl ParLoop {
                 Ok(ParLoop::from_parts(kernel, set.clone(), args, false))
             }
             LoopSet::Subset(subset) => {
-                crate::validate::validate(kernel, subset.parent(), args)?;
+                crate::validate::validate(kernel, subset.parent(), args).map_err(|e| name_subset(e, subset))?;
                 let args = args.iter().map(|a| through_subset(subset, a)).collect::<Result<Vec<_>>>()?;
                 Ok(ParLoop::from_parts(kernel, subset.iter_set().clone(), args, false))
             }
@@ -246,6 +246,17 @@ impl LoopSections {
     /// Elements executed in all.
     pub fn executed(&self) -> usize {
         self.exec().end
+    }
+}
+
+/// An argument error of a loop over `subset` (checked as a loop over its
+/// parent) naming the subset as what the loop iterates, with its parent.
+fn name_subset(e: Error, subset: &Subset) -> Error {
+    match e {
+        Error::Argument { kernel, set, arg, dat, problem } => {
+            Error::Argument { kernel, set: format!("{} (a subset of {set})", subset.name()), arg, dat, problem }
+        }
+        other => other,
     }
 }
 

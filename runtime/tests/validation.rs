@@ -302,3 +302,18 @@ fn unknown_or_unavailable_backends_are_errors() {
     assert_eq!("threads".parse::<Backend>().unwrap(), Backend::Threads);
     assert_eq!("auto".parse::<Backend>().unwrap(), Backend::auto());
 }
+
+/// A loop over a subset names the subset (and its parent) in its argument
+/// errors: they named the parent set alone, as if the loop ran over it.
+#[test]
+fn argument_errors_of_a_loop_over_a_subset_name_the_subset() {
+    let rt = rt();
+    let edges = rt.set("edges", 4).unwrap();
+    let wall = rt.subset("wall", &edges, vec![1, 3]).unwrap();
+    let x = rt.dat("x", &edges, 1, vec![0.0; 4]).unwrap();
+    let y = rt.dat("y", &edges, 2, vec![0.0; 8]).unwrap();
+    // x has dim 1, scale's parameters take 2.
+    let e = rt.par_loop(scale::KERNEL, &wall, &[x.arg(Access::READ), y.arg(Access::WRITE)]).unwrap_err();
+    assert!(matches!(&e, Error::Argument { arg: 0, .. }), "{e}");
+    assert!(e.to_string().contains("over `wall (a subset of edges)`"), "{e}");
+}
