@@ -57,6 +57,11 @@ pub(crate) fn lock_args_where<'a, A: Borrow<Arg>>(
     'all: loop {
         guards.clear();
         bases.clear();
+        // The recorded loops first, holding nothing (again after backing
+        // off: other threads may have recorded more meanwhile).
+        for &(_, arg) in &order {
+            arg.storage.force_for_loop()?;
+        }
         for &(id, arg) in &order {
             let busy = || Error::Busy { kernel: kernel.into(), dat: arg.data_name().into() };
             match arg.storage.lock().ok_or_else(busy)?? {

@@ -564,8 +564,7 @@ impl Runtime {
             // Run now, after what it depends on.
             trace.eager(self, lp, at)?;
         }
-        crate::trace::check_unrecorded_loop(lp, at)?;
-        self.execute_now(lp)
+        crate::trace::run_unrecorded_loop(lp, at, || self.execute_now(lp))
     }
 
     /// Under MPI, the write-race check (`validate::check_write_races`) of a
@@ -579,7 +578,15 @@ impl Runtime {
     fn agree_write_races(&self, lp: &ParLoop) -> Result<()> {
         let (set, args) = (lp.set(), lp.args());
         let writes_through_map = |a: &Arg| a.map().is_some() && matches!(a.access, Access::Write | Access::ReadWrite);
-        if self.dist.ranks() <= 1 || !set.is_distributed() || !args.iter().any(writes_through_map) {
+        // Loops run inside a forcing are the trace's own (agreed when
+        // recorded) or a library operation's inner loops (a device
+        // assembly's), which a force on one rank alone may run early:
+        // agreeing there would leave the ranks at different all-reduces.
+        if self.dist.ranks() <= 1
+            || !set.is_distributed()
+            || crate::trace::forcing_here()
+            || !args.iter().any(writes_through_map)
+        {
             return Ok(());
         }
         let mut shape = vec![set.id()];
@@ -600,8 +607,15 @@ impl Runtime {
         let local = crate::validate::check_write_races(lp.kernel(), set, args, executed);
         set.agreed_data(&format!("loop `{}` over `{}`", lp.kernel().name(), set.name()), local, "")?;
         // Only a shape that passed everywhere: a failed one is checked (and
-        // agreed) again when it is submitted again.
-        lock(&self.races_agreed).insert(shape);
+        // agreed) again when it is submitted again. Bounded: a program
+        // making sets or maps every step would grow it without end; every
+        // rank inserts the same shapes in the same order, so all clear it
+        // at the same loop.
+        let mut agreed = lock(&self.races_agreed);
+        if agreed.len() >= 4096 {
+            agreed.clear();
+        }
+        agreed.insert(shape);
         Ok(())
     }
 

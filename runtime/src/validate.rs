@@ -275,7 +275,9 @@ pub(crate) fn check_mat_write_race(
 /// first `executed` elements (through all arguments on that dat: they share
 /// one access mode, see `check_conflicts`). OP2 leaves this a race; here the
 /// outcome would differ between backends, so it is an error. Maps never
-/// change, so the runtime checks each loop shape once, when it plans it.
+/// change, so the runtime checks each loop shape once, when it plans it
+/// (under MPI also, agreed between the ranks, at the shape's first
+/// submission: `Runtime::agree_write_races`).
 pub(crate) fn check_write_races(kernel: &Kernel, set: &Set, args: &[Arg], executed: usize) -> Result<()> {
     for (i, arg) in args.iter().enumerate() {
         let Some(map) = arg.map() else { continue };

@@ -564,6 +564,46 @@ fn opposite_orders_on_one_pair_of_dats_from_two_threads_never_deadlock() {
     });
 }
 
+/// A loop forces the recorded loops it depends on before it takes any of
+/// its data: it forced while holding its first datum, and a thread
+/// forcing that trace, whose loop needed the datum, waited for it forever
+/// (each waiting for the other).
+#[test]
+fn a_loop_never_forces_a_trace_while_holding_data() {
+    in_child("a_loop_never_forces_a_trace_while_holding_data", "force", &[], SHORT, || {
+        const ROUNDS: usize = 2000;
+        let lazy = Runtime::with_lazy(Backend::Seq, true).unwrap();
+        let eager = Runtime::with_lazy(Backend::Seq, false).unwrap();
+        let n = 256;
+        let s = lazy.set("s", n).unwrap();
+        let a = lazy.dat("a", &s, 1, vec![1.0; n]).unwrap();
+        let b = lazy.dat("b", &s, 1, vec![1.0; n]).unwrap();
+        let c = lazy.dat("c", &s, 1, vec![0.0; n]).unwrap();
+        let o = lazy.dat("o", &s, 1, vec![0.0; n]).unwrap();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for _ in 0..ROUNDS {
+                    // Recorded: b from a, then c from a and b; forced by the read of c.
+                    lazy.par_loop(put_back::KERNEL, &s, &[b.arg(Access::WRITE), a.arg(Access::READ)]).unwrap();
+                    lazy.par_loop(
+                        sum_two::KERNEL,
+                        &s,
+                        &[a.arg(Access::READ), b.arg(Access::READ), c.arg(Access::WRITE)],
+                    )
+                    .unwrap();
+                    assert_eq!(c.values().unwrap()[0], 2.0);
+                }
+            });
+            for _ in 0..ROUNDS {
+                eager
+                    .par_loop(sum_two::KERNEL, &s, &[a.arg(Access::READ), b.arg(Access::READ), o.arg(Access::WRITE)])
+                    .unwrap();
+            }
+        });
+        assert_eq!(o.values().unwrap(), vec![2.0; n]);
+    });
+}
+
 // ------------------------------------------------------------------ threads
 
 #[test]

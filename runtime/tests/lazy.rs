@@ -351,6 +351,12 @@ fn poisoned_data_is_refused_by_loops_outside_its_trace() {
     assert!(poisoned(&eager.axpy(1.0, &x, &o).unwrap_err()));
     assert!(poisoned(&eager.dot(&x, &x).unwrap_err()));
     assert_eq!(o.values().unwrap(), vec![0.0; 6], "nothing ran");
+    // A loop that would write it whole but fails (a loop inside a host
+    // access of data it reads) cures nothing.
+    let failed =
+        other.with_values(|_| eager.par_loop(copy_into::KERNEL, &s, &[other.arg(Access::READ), x.arg(Access::WRITE)]));
+    assert!(matches!(failed.unwrap(), Err(Error::Busy { .. })));
+    assert!(poisoned(&x.values().unwrap_err()));
     // Written whole by the other runtime: cured everywhere.
     eager.fill(&x, 2.0).unwrap();
     eager.par_loop(copy_into::KERNEL, &s, &[x.arg(Access::READ), o.arg(Access::WRITE)]).unwrap();

@@ -304,6 +304,17 @@ fn a_temporary_takes_a_free_variant_of_a_name_a_live_object_holds() {
     }
 }
 
+/// Three nodes and the matrix `2 I` on them (a diagonal sparsity, every
+/// row zeroed with diagonal 2).
+fn twice_the_identity(rt: &Runtime) -> (Set, parloop::Mat<f64>) {
+    let nodes = rt.set("nodes", 3).unwrap();
+    let id = rt.map("id", &nodes, &nodes, 1, vec![0, 1, 2]).unwrap();
+    let a = rt.mat::<f64>("A", &rt.sparsity("s", &[(&id, &id)], (1, 1)).unwrap()).unwrap();
+    let all = rt.subset("all", &nodes, vec![0, 1, 2]).unwrap();
+    a.zero_rows(&all, 2.0).unwrap();
+    (nodes, a)
+}
+
 /// A product into a fresh temporary wrote it whole, but the temporary
 /// stayed "used before it was written" for every read after (its first
 /// write was recorded only for loops and `set_values`): read back now,
@@ -313,11 +324,7 @@ fn a_library_operation_is_a_temporarys_first_write() {
     for backend in backends() {
         for lazy in [false, true] {
             let rt = Runtime::with_lazy(backend, lazy).unwrap();
-            let nodes = rt.set("nodes", 3).unwrap();
-            let id = rt.map("id", &nodes, &nodes, 1, vec![0, 1, 2]).unwrap();
-            let a = rt.mat::<f64>("A", &rt.sparsity("s", &[(&id, &id)], (1, 1)).unwrap()).unwrap();
-            let all = rt.subset("all", &nodes, vec![0, 1, 2]).unwrap();
-            a.zero_rows(&all, 2.0).unwrap();
+            let (nodes, a) = twice_the_identity(&rt);
             let x = rt.dat("x", &nodes, 1, vec![1.0, 2.0, 3.0]).unwrap();
             let y = rt.temporary::<f64>("y", &nodes, 1).unwrap();
             rt.mult(&a, &x, &y).unwrap();
@@ -338,9 +345,7 @@ fn a_product_of_an_unwritten_temporary_is_refused() {
     for backend in backends() {
         for lazy in [false, true] {
             let rt = Runtime::with_lazy(backend, lazy).unwrap();
-            let nodes = rt.set("nodes", 3).unwrap();
-            let id = rt.map("id", &nodes, &nodes, 1, vec![0, 1, 2]).unwrap();
-            let a = rt.mat::<f64>("A", &rt.sparsity("s", &[(&id, &id)], (1, 1)).unwrap()).unwrap();
+            let (nodes, a) = twice_the_identity(&rt);
             {
                 // Its buffer goes back to the pool, holding 42s.
                 let t0 = rt.temporary::<f64>("t0", &nodes, 1).unwrap();

@@ -545,10 +545,15 @@ pub(crate) trait Storage: Send + Sync {
     fn id(&self) -> u64;
     fn name(&self) -> &str;
     fn elem(&self) -> ElemType;
-    /// Locks the values for a loop (current on the host) if no other
-    /// thread holds them (`Some(Ok(None))` while one does: the caller
-    /// backs off, [`Storage::wait_free`]); `None` when this thread's host
-    /// code holds them.
+    /// Runs the recorded loops a loop writing the values depends on (its
+    /// lazy trace's), before the loop locks anything: forcing waits for
+    /// the trace, which must not wait for what the loop holds.
+    fn force_for_loop(&self) -> Result<()>;
+    /// Locks the values for a loop (current on the host; forced first,
+    /// [`Storage::force_for_loop`]) if no other thread holds them
+    /// (`Some(Ok(None))` while one does: the caller backs off,
+    /// [`Storage::wait_free`]); `None` when this thread's host code holds
+    /// them.
     fn lock(&self) -> Option<Result<Option<LoopGuard<'_>>>>;
     /// Waits until no other thread holds the values.
     fn wait_free(&self);
@@ -611,12 +616,12 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
     fn elem(&self) -> ElemType {
         T::TYPE
     }
-    fn lock(&self) -> Option<Result<Option<LoopGuard<'_>>>> {
+    fn force_for_loop(&self) -> Result<()> {
         // Loops the trace runs skip this; other users of the raw values
         // (eager loops, device products) need the recorded loops first.
-        if let Err(e) = self.link.force(self.id, true, false) {
-            return Some(Err(e));
-        }
+        self.link.force(self.id, true, false)
+    }
+    fn lock(&self) -> Option<Result<Option<LoopGuard<'_>>>> {
         let Some(mut guard) = self.try_exclusive()? else { return Some(Ok(None)) };
         if let Some(t) = &self.temp {
             if let Err(e) = t.allocate(&self.name, &mut guard.guard, &self.mirror) {

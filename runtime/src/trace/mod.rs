@@ -483,12 +483,17 @@ fn writes_whole(lp: &ParLoop, a: &Arg) -> bool {
         }
 }
 
-/// For a loop that runs outside the trace that recorded its data (an
-/// eager loop inside a host access, or another runtime's loop): the rule
-/// recording applies, against each datum's own trace. A datum a failed
+/// Runs `run`, a loop outside the trace that recorded its data (an eager
+/// loop inside a host access, or another runtime's loop), under the rule
+/// recording applies, against each datum's own trace: a datum a failed
 /// loop left poisoned is refused (`Error::Discarded`) unless the loop
-/// writes it whole, which cures it; nothing is cured when one is refused.
-pub(crate) fn check_unrecorded_loop(lp: &ParLoop, at: &'static Location<'static>) -> Result<()> {
+/// writes it whole, which cures it once the loop has run without error
+/// (a loop that fails cures nothing).
+pub(crate) fn run_unrecorded_loop(
+    lp: &ParLoop,
+    at: &'static Location<'static>,
+    run: impl FnOnce() -> Result<()>,
+) -> Result<()> {
     for a in lp.args().iter().filter(|a| !writes_whole(lp, a)) {
         let Some(trace) = a.storage.link().trace() else { continue };
         let st = lock(&trace.state);
@@ -497,6 +502,7 @@ pub(crate) fn check_unrecorded_loop(lp: &ParLoop, at: &'static Location<'static>
                 .check(a.data_id(), a.data_name(), || format!("loop `{}` submitted at {at}", lp.kernel().name()))?;
         }
     }
+    run()?;
     for a in lp.args().iter().filter(|a| writes_whole(lp, a)) {
         a.storage.link().written_whole(a.data_id());
     }
