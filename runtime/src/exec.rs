@@ -25,90 +25,106 @@ pub(crate) struct LockedArgs<'a> {
     pub views: SmallVec<[ArgView; INLINE_ARGS]>,
 }
 
-/// Locks every distinct dat and global of `args` (arguments, or
-/// references to them: a fused launch's come from several loops) and
-/// builds their views.
-pub(crate) fn lock_args<'a, A: Borrow<Arg>>(kernel: &str, args: &'a [A]) -> Result<LockedArgs<'a>> {
-    lock_args_where(kernel, args, |_| true)
-}
-
-/// Locks the distinct dats and globals of the arguments `pick` selects;
-/// the others' views have no data (a null pointer).
-pub(crate) fn lock_args_where<'a, A: Borrow<Arg>>(
-    kernel: &str,
-    args: &'a [A],
-    pick: impl Fn(&Arg) -> bool,
-) -> Result<LockedArgs<'a>> {
-    // The distinct data, locked in one order (by id) and all or none: a
-    // datum another thread holds makes the loop let go of what it took and
-    // wait for it, then start again, so that two loops (or a loop and a
-    // product) on one datum pair, or a loop and a host access that nests
-    // another, never each hold what the other waits for.
-    let mut order: SmallVec<[(u64, &'a Arg); INLINE_ARGS]> = SmallVec::new();
-    for arg in args {
-        let arg: &'a Arg = arg.borrow();
-        if pick(arg) && !order.iter().any(|(id, _)| *id == arg.data_id()) {
-            order.push((arg.data_id(), arg));
-        }
+impl<'a> LockedArgs<'a> {
+    /// Nothing locked yet: [`LockedArgs::lock`] fills it in place (a
+    /// loop's views and guards are a kilobyte inline; returning them in a
+    /// `Result` copied them twice per loop, a tenth of a small loop's host
+    /// cost).
+    pub fn new() -> LockedArgs<'a> {
+        LockedArgs { _guards: SmallVec::new(), views: SmallVec::new() }
     }
-    order.sort_unstable_by_key(|(id, _)| *id);
-    let mut guards: SmallVec<[LoopGuard<'a>; INLINE_ARGS]> = SmallVec::new();
-    let mut bases: SmallVec<[(u64, *mut u8); INLINE_ARGS]> = SmallVec::new();
-    'all: loop {
-        guards.clear();
-        bases.clear();
-        // The recorded loops first, holding nothing (again after backing
-        // off: other threads may have recorded more meanwhile).
-        for &(_, arg) in &order {
-            arg.storage.force_for_loop()?;
+
+    /// Lets go of every datum (the views' pointers dangle from here on),
+    /// in place: dropping the whole moved it first.
+    pub fn release(&mut self) {
+        self._guards.clear();
+    }
+
+    /// Locks every distinct dat and global of `args` (arguments, or
+    /// references to them: a fused launch's come from several loops) and
+    /// builds their views.
+    pub fn lock<A: Borrow<Arg>>(&mut self, kernel: &str, args: &'a [A]) -> Result<()> {
+        self.lock_where(kernel, args, |_| true)
+    }
+
+    /// Locks the distinct dats and globals of the arguments `pick`
+    /// selects; the others' views have no data (a null pointer).
+    pub fn lock_where<A: Borrow<Arg>>(
+        &mut self,
+        kernel: &str,
+        args: &'a [A],
+        pick: impl Fn(&Arg) -> bool,
+    ) -> Result<()> {
+        self._guards.clear();
+        self.views.clear();
+        for arg in args {
+            self.views.push(view_without_data(arg.borrow()));
         }
-        for &(id, arg) in &order {
-            let busy = || Error::Busy { kernel: kernel.into(), dat: arg.data_name().into() };
-            match arg.storage.lock().ok_or_else(busy)?? {
-                Some(mut guard) => {
-                    bases.push((id, guard.base()));
-                    guards.push(guard);
-                }
-                None => {
-                    guards.clear();
-                    bases.clear();
+        // The distinct data, locked in one order (by id) and all or none:
+        // a datum another thread holds makes the loop let go of what it
+        // took and wait for it, then start again, so that two loops (or a
+        // loop and a product) on one datum pair, or a loop and a host
+        // access that nests another, never each hold what the other waits
+        // for.
+        let mut order: SmallVec<[&'a Arg; INLINE_ARGS]> = SmallVec::new();
+        for arg in args {
+            let arg: &'a Arg = arg.borrow();
+            if pick(arg) && !order.iter().any(|a| a.data_id() == arg.data_id()) {
+                order.push(arg);
+            }
+        }
+        order.sort_unstable_by_key(|a| a.data_id());
+        'all: loop {
+            self._guards.clear();
+            // The recorded loops first, holding nothing (again after
+            // backing off: other threads may have recorded more meanwhile).
+            for arg in &order {
+                arg.storage.force_for_loop()?;
+            }
+            for &arg in &order {
+                let busy = || Error::Busy { kernel: kernel.into(), dat: arg.data_name().into() };
+                let Some(mut guard) = arg.storage.lock().ok_or_else(busy)?? else {
+                    self._guards.clear();
                     arg.storage.wait_free();
                     continue 'all;
+                };
+                let base = guard.base();
+                for (view, a) in self.views.iter_mut().zip(args) {
+                    let a: &Arg = a.borrow();
+                    if a.data_id() == arg.data_id() && pick(a) {
+                        view.data = base;
+                    }
                 }
+                self._guards.push(guard);
             }
+            return Ok(());
         }
-        break;
     }
-    let mut views = SmallVec::with_capacity(args.len());
-    for arg in args {
-        let arg: &'a Arg = arg.borrow();
-        let id = arg.data_id();
-        let data = match bases.iter().find(|(b, _)| *b == id) {
-            _ if !pick(arg) => std::ptr::null_mut(),
-            Some(&(_, p)) => p,
-            None => unreachable!("every picked datum was locked above"),
-        };
-        let mut ext: *const () = std::ptr::null();
-        let (kind, map, arity, column) = match &arg.kind {
-            ArgKind::Direct => (ViewKind::Direct, std::ptr::null(), 0, 0),
-            ArgKind::Mat(m) => {
-                ext = std::sync::Arc::as_ptr(m).cast();
-                (ViewKind::Matrix, m.row_map.values().as_ptr(), m.row_map.arity(), 0)
+}
+
+/// `arg`'s view with no data yet (a null pointer): `LockedArgs::lock_where` fills
+/// in the locked values' address.
+fn view_without_data(arg: &Arg) -> ArgView {
+    let mut ext: *const () = std::ptr::null();
+    let (kind, map, arity, column) = match &arg.kind {
+        ArgKind::Direct => (ViewKind::Direct, std::ptr::null(), 0, 0),
+        ArgKind::Mat(m) => {
+            ext = std::sync::Arc::as_ptr(m).cast();
+            (ViewKind::Matrix, m.row_map.values().as_ptr(), m.row_map.arity(), 0)
+        }
+        ArgKind::Index => {
+            // Distributed sets keep each local entity's global number.
+            if let Some(local) = arg.set.as_ref().and_then(|s| s.0.local.get()) {
+                ext = local.global.as_ptr().cast();
             }
-            ArgKind::Index => {
-                // Distributed sets keep each local entity's global number.
-                if let Some(local) = arg.set.as_ref().and_then(|s| s.0.local.get()) {
-                    ext = local.global.as_ptr().cast();
-                }
-                (ViewKind::Index, std::ptr::null(), 0, 0)
-            }
-            ArgKind::Indirect { map, column } => (ViewKind::Indirect, map.values().as_ptr(), map.arity(), *column),
-            ArgKind::Vector { map } => (ViewKind::Vector, map.values().as_ptr(), map.arity(), 0),
-            ArgKind::Global => (ViewKind::Global, std::ptr::null(), 0, 0),
-        };
-        views.push(ArgView { data, dim: arg.dim, map, arity, column, kind, access: arg.access, ext, slot_mask: 0 });
-    }
-    Ok(LockedArgs { _guards: guards, views })
+            (ViewKind::Index, std::ptr::null(), 0, 0)
+        }
+        ArgKind::Indirect { map, column } => (ViewKind::Indirect, map.values().as_ptr(), map.arity(), *column),
+        ArgKind::Vector { map } => (ViewKind::Vector, map.values().as_ptr(), map.arity(), 0),
+        ArgKind::Global => (ViewKind::Global, std::ptr::null(), 0, 0),
+    };
+    let data = std::ptr::null_mut();
+    ArgView { data, dim: arg.dim, map, arity, column, kind, access: arg.access, ext, slot_mask: 0 }
 }
 
 /// Accumulators of a host partial sum (of one chunk, block or range): the

@@ -101,7 +101,7 @@ pub(crate) fn read<'a, T>(lock: &'a RwLock<T>, id: u64, name: &str, wanted: &'st
 }
 
 /// Writes `lock` if no other thread holds it: `Ok(None)` while one does
-/// (the caller backs off, see `exec::lock_args_where`); fails while this
+/// (the caller backs off, see `exec::LockedArgs::lock_where`); fails while this
 /// thread reads or writes it.
 pub(crate) fn try_write<'a, T>(
     lock: &'a RwLock<T>,

@@ -19,7 +19,7 @@ use crate::backend::{seq, threads, Backend, HostJob, HostRun};
 use crate::device::Device;
 use crate::distribution::{Distribution, HaloTraffic};
 use crate::error::{Error, Result};
-use crate::exec::{lock_args, Reduction};
+use crate::exec::{LockedArgs, Reduction};
 use crate::par_loop::{LoopSections, ParLoop};
 use crate::plan_cache::LoopPlan;
 use crate::sync::lock;
@@ -58,7 +58,8 @@ pub(crate) fn on_host(
             _ => None,
         })
         .collect();
-    let locked = lock_args(kernel.name(), args)?;
+    let mut locked = LockedArgs::new();
+    locked.lock(kernel.name(), args)?;
     let start = Instant::now();
     let views = &locked.views;
     let reductions = Reduction::of(args);
@@ -104,7 +105,7 @@ pub(crate) fn on_host(
     if outcome.is_err() {
         restore(&reductions, views, &saved);
     }
-    drop(locked);
+    locked.release();
     for a in args.iter().filter(|a| a.access.writes()) {
         a.storage.host_written();
     }

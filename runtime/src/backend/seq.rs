@@ -21,7 +21,7 @@ pub(crate) fn run(job: &HostJob, range: Range<usize>, reduce: bool) -> Result<()
     }
     let own_partial = |r: &Reduction| !reduce || r.slots() > 1;
     if !reductions.iter().any(own_partial) {
-        // SAFETY: `views` come from `exec::lock_args` over validated arguments,
+        // SAFETY: `views` come from `exec::LockedArgs::lock` over validated arguments,
         // whose data stays locked while this runs; a single thread touches it.
         return catch(range.start, || unsafe { job.call(views, range.start, range.end) })
             .map_err(|p| p.into_error(kernel));

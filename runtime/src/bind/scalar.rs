@@ -204,7 +204,7 @@ impl<S: Shape> Binder<S> {
         if self.writeback == Writeback::Matrix {
             let write = self.view.access == Access::Write;
             // SAFETY: a matrix view's `ext` is its live `MatScatter` and its
-            // data the matrix's locked values (`exec::lock_args`); the
+            // data the matrix's locked values (`exec::LockedArgs::lock`); the
             // copy holds the element matrix.
             unsafe { crate::matrix::assembly::scatter(self.view.ext, e, copy, self.elems(), write) };
             return;

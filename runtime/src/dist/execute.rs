@@ -14,7 +14,7 @@ use crate::decl::{Map, Redistribute, Set};
 use crate::device::Device;
 use crate::distribution::{Begun, Distribution};
 use crate::error::{Error, Result};
-use crate::exec::{lock_args_where, Reduction};
+use crate::exec::{LockedArgs, Reduction};
 use crate::kernel::Kernel;
 use crate::profile::Range;
 use crate::sync::lock;
@@ -411,7 +411,8 @@ impl Distribution for Mpi {
     fn begin_device(&self, kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<Option<Begun>> {
         let reductions = Reduction::of(args);
         let begun = {
-            let globals = lock_args_where(kernel.name(), args, Arg::is_global)?;
+            let mut globals = LockedArgs::new();
+            globals.lock_where(kernel.name(), args, Arg::is_global)?;
             self.distributed_begin(kernel, set, args, &globals.views, &reductions)?
         };
         if begun.is_some() {
@@ -438,9 +439,10 @@ impl Distribution for Mpi {
             return outcome;
         }
         let reductions = Reduction::of(args);
-        let globals = lock_args_where(kernel.name(), args, Arg::is_global)?;
+        let mut globals = LockedArgs::new();
+        globals.lock_where(kernel.name(), args, Arg::is_global)?;
         let outcome = self.distributed_end(begun, kernel, args, &globals.views, &reductions, outcome);
-        drop(globals);
+        globals.release();
         for r in &reductions {
             args[r.arg].storage.host_written();
         }

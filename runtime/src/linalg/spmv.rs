@@ -15,7 +15,7 @@ use super::Real;
 use crate::backend::Backend;
 use crate::decl::{Dat, Set};
 use crate::error::{Error, Result};
-use crate::exec::lock_args;
+use crate::exec::LockedArgs;
 use crate::matrix::Mat;
 use crate::runtime::Runtime;
 use crate::types::Access;
@@ -472,7 +472,8 @@ impl Runtime {
         let split = a.halo_rows_from();
         a.values_dat().with_own_values(|vals| {
             let csr = CsrRef { row_ptr, cols, vals, gather, ascending: s.rows_ascend() };
-            let locked = lock_args(&format!("mult of matrix `{what}`"), &args)?;
+            let mut locked = LockedArgs::new();
+            locked.lock(&format!("mult of matrix `{what}`"), &args)?;
             let (xv, yv) = (&locked.views[0], &locked.views[1]);
             let (x_len, y_len) = (x.set().total() * x.dim(), y.set().total() * y.dim());
             csr.check(what, x_len, y_len)?;
@@ -511,7 +512,7 @@ impl Runtime {
             } else {
                 csr.mult_range(split..csr.rows(), x_all, y_all, parallel);
             }
-            drop(locked);
+            locked.release();
             self.dist.written(&args);
             y.written_whole();
             Ok(sum)

@@ -44,7 +44,7 @@ use crate::backend::device_loop::{self, DeviceLoop, Launcher};
 use crate::backend::{seq, threads, Backend, HostJob, HostRun, Stage};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::exec::{lock_args, Reduction};
+use crate::exec::{LockedArgs, Reduction};
 use crate::par_loop::ParLoop;
 use crate::profile::Range;
 use crate::runtime::Runtime;
@@ -252,7 +252,8 @@ impl Runtime {
             stages.push(Stage { host: p.kernel.host(simd), views: off..off + n });
             off += n;
         }
-        let locked = lock_args(&name, args)?;
+        let mut locked = LockedArgs::new();
+        locked.lock(&name, args)?;
         let start = Instant::now();
         let views = &locked.views;
         let reductions = Reduction::of(args);
@@ -274,7 +275,7 @@ impl Runtime {
         if result.is_err() {
             crate::run::restore(&reductions, views, &saved);
         }
-        drop(locked);
+        locked.release();
         // Once per written datum (a window's loops often write the same one).
         let mut written: smallvec::SmallVec<[u64; MAX_GROUP]> = smallvec::SmallVec::new();
         for a in args.iter().map(Borrow::borrow).filter(|a| a.access.writes()) {
