@@ -9,7 +9,7 @@
 //! | --- | --- | --- |
 //! | `PARLOOP_BACKEND` | `auto`, `seq`, `threads`, `emu`, `cuda` | `auto` |
 //! | `PARLOOP_PART_SIZE` | elements per block, a positive integer | per backend |
-//! | `PARLOOP_PROFILE` | `0`, `1` (table on drop), `json:FILE` | `0` |
+//! | `PARLOOP_PROFILE` | `0`, `1` (table on drop), `json:FILE` (`FILE.<n>` for the process's n-th profiled runtime, `.rank<r>` after under MPI) | `0` |
 //! | `PARLOOP_STRATEGY` | `auto`, `staged`, `staged-atomic`, `atomic`, `global-colour` | `auto` |
 //! | `PARLOOP_DETERMINISTIC` | `0`, `1` | `0` |
 //! | `PARLOOP_SIMD` | `0`, `1`, `avx2` | `1` |
@@ -94,7 +94,33 @@ pub(crate) fn check_others() -> Result<()> {
     crate::device::check_from_env()?;
     check_dot_directory(std::env::var_os("PARLOOP_TRACE_DOT"))?;
     check_cache_directory(std::env::var_os("PARLOOP_CACHE_DIR"))?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    check_thread_count(var("RAYON_NUM_THREADS"), cores)?;
     Ok(())
+}
+
+/// `RAYON_NUM_THREADS`, the threads backend's thread count, is read by
+/// rayon when its pool starts, which ignores a value it does not
+/// understand (`abc`, `-1`) and starts as many threads as asked (a demo
+/// with a billion never got to its first loop): checked here, as a
+/// non-negative integer (`0` is rayon's "one per core") of at most 16 per
+/// core (256 on small machines: oversubscribing to measure is fine).
+fn check_thread_count(value: Option<String>, cores: usize) -> Result<()> {
+    let Some(v) = value else { return Ok(()) };
+    let most = cores.saturating_mul(16).max(256);
+    match v.trim().parse::<usize>() {
+        Ok(n) if n <= most => Ok(()),
+        Ok(_) => Err(Error::Env {
+            var: "RAYON_NUM_THREADS",
+            value: v,
+            reason: format!("expected at most {most} threads (16 per core on this machine's {cores}, at least 256)"),
+        }),
+        Err(_) => Err(Error::Env {
+            var: "RAYON_NUM_THREADS",
+            value: v,
+            reason: "expected a number of threads (a non-negative integer; 0 for one per core)".into(),
+        }),
+    }
 }
 
 /// `PARLOOP_CACHE_DIR` is made when a device compiles its first loop: a
@@ -247,6 +273,18 @@ mod tests {
         for bad in ["/dev/null", "/dev/null/emu", "/proc/self/status"] {
             let err = check(bad).unwrap_err();
             assert!(matches!(&err, Error::Env { var: "PARLOOP_CACHE_DIR", .. }), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn thread_counts_rayon_would_ignore_or_drown_in_are_errors() {
+        for ok in [None, Some("0"), Some("1"), Some(" 16 "), Some("256")] {
+            assert!(check_thread_count(ok.map(String::from), 2).is_ok(), "{ok:?}");
+        }
+        assert!(check_thread_count(Some("1024".into()), 64).is_ok());
+        for bad in ["abc", "-1", "1.5", "257", "1000000000", "99999999999999999999999"] {
+            let err = check_thread_count(Some(bad.into()), 2).unwrap_err();
+            assert!(matches!(&err, Error::Env { var: "RAYON_NUM_THREADS", value, .. } if value == bad), "{bad}: {err}");
         }
     }
 

@@ -223,7 +223,7 @@ impl Runtime {
                     std::fs::OpenOptions::new()
                         .append(true)
                         .create(true)
-                        .open(path)
+                        .open(profile_path_for(path, 1, dist.ranks(), dist.rank()))
                         .map_err(|source| Error::Io { path: format!("PARLOOP_PROFILE={v}"), source })?;
                     ProfileOutput::Json(path.into())
                 }
@@ -247,6 +247,16 @@ impl Runtime {
         };
         let strategy = strategy::from_env()?;
         let deterministic = config::switch("PARLOOP_DETERMINISTIC", false)?;
+        if deterministic && matches!(strategy, Some(Strategy::Atomic | Strategy::StagedAtomic)) {
+            return Err(Error::Env {
+                var: "PARLOOP_STRATEGY",
+                value: config::var("PARLOOP_STRATEGY").unwrap_or_default(),
+                reason: "an atomic strategy, whose additions land in an order that changes from run to run, while \
+                         PARLOOP_DETERMINISTIC=1 asks for results bitwise the same each run: expected staged, \
+                         global-colour or auto"
+                    .into(),
+            });
+        }
         let simd = match env("PARLOOP_SIMD").as_deref().map(str::trim) {
             // `avx2` caps the instruction set (see `lanes::vector_isa`).
             None | Some("1") | Some("avx2") => true,
@@ -1117,14 +1127,50 @@ impl Drop for Runtime {
         match &self.profile_output {
             ProfileOutput::None => {}
             _ if !ran_loops() => {}
-            ProfileOutput::Table => eprint!("parloop profile ({} backend)\n{}", self.backend, self.report_table()),
+            ProfileOutput::Table => {
+                let nth = match PROFILES_WRITTEN.fetch_add(1, Ordering::Relaxed) + 1 {
+                    1 => String::new(),
+                    n => format!(", the process's runtime {n} to profile"),
+                };
+                eprint!("parloop profile ({} backend{nth})\n{}", self.backend, self.report_table())
+            }
             ProfileOutput::Json(path) => {
-                if let Err(e) = std::fs::write(path, self.report_json()) {
-                    eprintln!("parloop: cannot write the profile to {path}: {e}");
+                let nth = PROFILES_WRITTEN.fetch_add(1, Ordering::Relaxed) + 1;
+                let (ranks, rank) = (self.dist.ranks(), self.dist.rank());
+                let file = profile_path_for(path, nth, ranks, rank);
+                match std::fs::write(&file, self.report_json()) {
+                    Err(e) => eprintln!("parloop: cannot write the profile to {}: {e}", file.display()),
+                    Ok(()) if nth > 1 && rank == 0 => {
+                        eprintln!(
+                            "parloop: profile of the process's runtime {nth} to profile written to {} ({path} holds the first's)",
+                            file.display()
+                        )
+                    }
+                    Ok(()) => {}
                 }
             }
         }
     }
+}
+
+/// Runtimes of this process that wrote their profile (`PARLOOP_PROFILE`),
+/// so that each writes a file of its own (a demo making one runtime per
+/// refinement level kept only the last level's profile).
+static PROFILES_WRITTEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Where `PARLOOP_PROFILE=json:path` writes the `nth` profile of the
+/// process on `rank` of `ranks`: `path` for the first, `path.<nth>` for
+/// later ones, and `.rank<r>` after either under MPI (each rank profiles
+/// its own loops), as `PARLOOP_TRACE_DOT` names its files.
+fn profile_path_for(path: &str, nth: usize, ranks: usize, rank: usize) -> std::path::PathBuf {
+    let mut file = std::ffi::OsString::from(path);
+    if nth > 1 {
+        file.push(format!(".{nth}"));
+    }
+    if ranks > 1 {
+        file.push(format!(".rank{rank}"));
+    }
+    file.into()
 }
 
 impl std::fmt::Debug for Runtime {

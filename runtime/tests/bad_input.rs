@@ -655,6 +655,10 @@ fn environment_values_that_are_not_understood_are_errors() {
         ("PARLOOP_STRATEGY", "fastest"),
         ("PARLOOP_BACKEND", "gpu"),
         ("PARLOOP_PROFILE", "2"),
+        // rayon ignored what it did not understand, and started a billion
+        // threads when asked.
+        ("RAYON_NUM_THREADS", "many"),
+        ("RAYON_NUM_THREADS", "1000000000"),
         ("PARLOOP_CHECK", "on"),
         // Checked with the lazy trace off too (it was read only with it on).
         ("PARLOOP_REPLAY", "7"),
@@ -674,6 +678,26 @@ fn environment_values_that_are_not_understood_are_errors() {
         let (ok, text) =
             child::run_child("environment_values_that_are_not_understood_are_errors", &case, &[(var, value)], SHORT);
         assert!(ok, "{case}: {text}");
+    }
+}
+
+/// `PARLOOP_DETERMINISTIC=1` with an atomic `PARLOOP_STRATEGY` ran the
+/// atomic strategy without a word: results that change from run to run
+/// under a setting that promises they do not.
+#[test]
+fn a_deterministic_run_refuses_an_atomic_strategy() {
+    for strategy in ["atomic", "staged-atomic"] {
+        in_child(
+            "a_deterministic_run_refuses_an_atomic_strategy",
+            strategy,
+            &[("PARLOOP_DETERMINISTIC", "1"), ("PARLOOP_STRATEGY", strategy)],
+            SHORT,
+            || {
+                let e = Runtime::new().unwrap_err();
+                assert!(matches!(&e, Error::Env { var: "PARLOOP_STRATEGY", .. }), "{e:?}");
+                assert!(e.to_string().contains("PARLOOP_DETERMINISTIC"), "{e}");
+            },
+        );
     }
 }
 
@@ -722,6 +746,37 @@ fn an_unwritable_profile_file_is_reported_when_the_runtime_is_created() {
             assert!(matches!(&e, Error::Io { path, .. } if path.contains("PARLOOP_PROFILE")), "{e:?}");
         },
     );
+}
+
+/// A program making one runtime after another (a demo's refinement
+/// levels) kept only the last one's profile: each dropped runtime wrote
+/// the one file over the one before. Now the first writes the file and
+/// each later one the file with its number after it.
+#[test]
+fn each_runtime_of_a_process_writes_a_profile_file_of_its_own() {
+    let dir = std::env::temp_dir().join(format!("parloop-profiles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let value = format!("json:{}", dir.join("p.json").display());
+    in_child(
+        "each_runtime_of_a_process_writes_a_profile_file_of_its_own",
+        "profiles",
+        &[("PARLOOP_PROFILE", &value)],
+        SHORT,
+        || {
+            let path = std::env::var("PARLOOP_PROFILE").unwrap().strip_prefix("json:").unwrap().to_string();
+            for kernel in [add_one::KERNEL, add_two::KERNEL] {
+                let rt = Runtime::with_backend(Backend::Seq).unwrap();
+                let s = rt.set("s", 4).unwrap();
+                let v = rt.dat("v", &s, 1, vec![0.0f64; 4]).unwrap();
+                rt.par_loop(kernel, &s, &[v.arg(Access::RW)]).unwrap();
+            }
+            let first = std::fs::read_to_string(&path).unwrap();
+            let second = std::fs::read_to_string(format!("{path}.2")).unwrap();
+            assert!(first.contains("add_one") && !first.contains("add_two"), "{first}");
+            assert!(second.contains("add_two") && !second.contains("add_one"), "{second}");
+        },
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 // ----------------------------------------------------- MIN/MAX with NaN
