@@ -472,6 +472,19 @@ fn ascii_errors_name_the_line() {
     let cut = &good[..good.find("$EndElements").unwrap() - 3];
     let (line, reason) = line_of(read_bytes("bad.msh", cut.as_bytes()).unwrap_err());
     assert_eq!(line, cut.lines().count(), "{reason}");
+    // Truncation inside a number (a coordinate `0.5` cut to `0.`, an
+    // exponent cut to `5e`): the file is said to be truncated, the number
+    // is not blamed.
+    for (upto, token) in [("50 0.5 0.", "`0.`"), ("50 0.5 0.5 0", "`0`")] {
+        let cut = &good[..good.find(upto).unwrap() + upto.len()];
+        let (line, reason) = line_of(read_bytes("bad.msh", cut.as_bytes()).unwrap_err());
+        assert_eq!(line, cut.lines().count(), "{reason}");
+        assert!(reason.contains("truncated") || reason.contains("file ends"), "{token}: {reason}");
+    }
+    let cut = good.replace("50 0.5 0.5 0\n", "50 0.5 0.5 5e");
+    let cut = &cut[..cut.find("5e").unwrap() + 2];
+    let (_, reason) = line_of(read_bytes("bad.msh", cut.as_bytes()).unwrap_err());
+    assert!(reason.contains("truncated") && reason.contains("`5e`"), "{reason}");
     // An unsupported element type (a quadrangle).
     let bad = good.replace("4 2 2 7 1 10 20 50", "4 3 2 7 1 10 20 50 30");
     let (line, reason) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());

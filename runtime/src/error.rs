@@ -219,7 +219,7 @@ pub enum Error {
         message: String,
     },
     /// An allocation whose size comes from the input could not be made.
-    #[error("out of memory: {what} needs {bytes} bytes")]
+    #[error("out of memory: {what} needs {}", bytes_needed(*bytes))]
     OutOfMemory {
         /// What was being allocated (naming the set, dat, map or loop).
         what: String,
@@ -605,3 +605,29 @@ impl fmt::Display for ArgProblem {
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An allocation's size as [`Error::OutOfMemory`] shows it: `usize::MAX`
+/// stands for a size that overflowed, not for a real request.
+fn bytes_needed(bytes: usize) -> String {
+    if bytes == usize::MAX {
+        "more bytes than this machine can address (its size overflows)".into()
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The demos' memory checks report a size that overflowed as
+    /// `usize::MAX` bytes, which read as a real request of 18 EB.
+    #[test]
+    fn an_overflowed_allocation_size_is_not_shown_as_a_byte_count() {
+        let e = Error::OutOfMemory { what: "dat `u`".into(), bytes: usize::MAX };
+        assert!(!e.to_string().contains(&usize::MAX.to_string()), "{e}");
+        assert!(e.to_string().contains("overflows"), "{e}");
+        let e = Error::OutOfMemory { what: "dat `u`".into(), bytes: 4096 };
+        assert_eq!(e.to_string(), "out of memory: dat `u` needs 4096 bytes");
+    }
+}

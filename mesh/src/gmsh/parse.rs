@@ -252,14 +252,25 @@ impl<'a> Cursor<'a> {
 
     fn ascii_int(&mut self, what: &str) -> Result<i64, Error> {
         let (pos, t) = self.token(what)?;
-        t.parse::<i64>().map_err(|_| self.err(pos, format!("{what}: `{}` is not an integer", clip(t))))
+        t.parse::<i64>().map_err(|_| self.bad_token(pos, t, what, "an integer"))
     }
 
     fn ascii_f64(&mut self, what: &str) -> Result<f64, Error> {
         let (pos, t) = self.token(what)?;
         match t.parse::<f64>() {
             Ok(x) if x.is_finite() => Ok(x),
-            _ => Err(self.err(pos, format!("{what}: `{}` is not a finite number", clip(t)))),
+            _ => Err(self.bad_token(pos, t, what, "a finite number")),
+        }
+    }
+
+    /// Token `t` at `pos` is not `expected`: a file cut short inside the
+    /// token (it runs to the file's end, `5.55e` of `5.55e-17`) says so,
+    /// rather than blaming the number.
+    fn bad_token(&self, pos: usize, t: &str, what: &str, expected: &str) -> Error {
+        if self.pos >= self.data().len() {
+            self.err(pos, format!("file ends inside {what} (`{}`): the file is truncated", clip(t)))
+        } else {
+            self.err(pos, format!("{what}: `{}` is not {expected}", clip(t)))
         }
     }
 
