@@ -25,6 +25,7 @@ use crate::strategy;
 use crate::sync::lock;
 use crate::types::Access;
 use crate::types::Scalar;
+use crate::validate::overwrites_through_map;
 use parloop_kernels::loops::Strategy;
 
 /// Shared-memory budget of the CPU backends' plan requests (the GPU's
@@ -300,14 +301,12 @@ impl Runtime {
             temporaries: Default::default(),
             races_agreed: Mutex::default(),
         });
-        if core.trace.is_some() {
-            let weak = Arc::downgrade(&core);
-            core.names.set_release(Box::new(move || {
-                if let Some(core) = weak.upgrade() {
-                    Runtime::handle(core).release_for_names();
-                }
-            }));
-        }
+        let weak = Arc::downgrade(&core);
+        core.names.set_release(Box::new(move || {
+            if let Some(core) = weak.upgrade() {
+                Runtime::handle(core).release_for_names();
+            }
+        }));
         #[cfg(feature = "mpi")]
         if core.trace.is_some() {
             let weak = Arc::downgrade(&core);
@@ -587,7 +586,6 @@ impl Runtime {
     /// same loop; once per shape (an all-reduce, after the pending loops).
     fn agree_write_races(&self, lp: &ParLoop) -> Result<()> {
         let (set, args) = (lp.set(), lp.args());
-        let writes_through_map = |a: &Arg| a.map().is_some() && matches!(a.access, Access::Write | Access::ReadWrite);
         // Loops run inside a forcing are the trace's own (agreed when
         // recorded) or a library operation's inner loops (a device
         // assembly's), which a force on one rank alone may run early:
@@ -595,12 +593,12 @@ impl Runtime {
         if self.dist.ranks() <= 1
             || !set.is_distributed()
             || crate::trace::forcing_here()
-            || !args.iter().any(writes_through_map)
+            || !args.iter().any(overwrites_through_map)
         {
             return Ok(());
         }
         let mut shape = vec![set.id()];
-        for (i, a) in args.iter().enumerate().filter(|(_, a)| writes_through_map(a)) {
+        for (i, a) in args.iter().enumerate().filter(|(_, a)| overwrites_through_map(a)) {
             let shares_with = args.iter().position(|b| b.data_id() == a.data_id()).unwrap_or(i);
             shape.extend([i as u64, shares_with as u64, u64::from(a.access == Access::Write)]);
             match &a.kind {
@@ -689,13 +687,16 @@ impl Runtime {
     /// Flushes where no error can be returned: it surfaces at the next
     /// forcing point instead.
     #[track_caller]
-    /// Before a name is refused as held: runs the pending loops (their
+    /// Before a name is refused as held: lets go of the device tables of
+    /// dropped matrices (they hold their loops' sets), runs the pending
+    /// loops (their
     /// error, if any, surfaces at the next forcing point) and drops the
     /// records the trace keeps for reuse, which hold their loops' sets and
     /// maps: a set or map the program dropped is then gone, and its name
     /// free, as in an eager run. Not from inside a host access or a force
     /// (nothing may run there): the name stays held then.
     fn release_for_names(&self) {
+        self.matrices.device.prune();
         let Some(trace) = &self.trace else { return };
         if crate::host_access::holds_any() || crate::trace::forcing_here() {
             return;

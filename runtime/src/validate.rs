@@ -271,6 +271,12 @@ pub(crate) fn check_mat_write_race(
     Ok(())
 }
 
+/// Whether `arg` overwrites through a map (an indirect or matrix WRITE or
+/// RW): the arguments whose races [`check_write_races`] looks for.
+pub(crate) fn overwrites_through_map(arg: &Arg) -> bool {
+    arg.map().is_some() && matches!(arg.access, Access::Write | Access::ReadWrite)
+}
+
 /// Rejects an indirect WRITE or RW that reaches one entity twice among the
 /// first `executed` elements (through all arguments on that dat: they share
 /// one access mode, see `check_conflicts`). OP2 leaves this a race; here the
@@ -280,10 +286,7 @@ pub(crate) fn check_mat_write_race(
 /// submission: `Runtime::agree_write_races`).
 pub(crate) fn check_write_races(kernel: &Kernel, set: &Set, args: &[Arg], executed: usize) -> Result<()> {
     for (i, arg) in args.iter().enumerate() {
-        let Some(map) = arg.map() else { continue };
-        if !matches!(arg.access, Access::Write | Access::ReadWrite) {
-            continue;
-        }
+        let Some(map) = arg.map().filter(|_| overwrites_through_map(arg)) else { continue };
         if let ArgKind::Mat(m) = &arg.kind {
             check_mat_write_race(kernel, set, i, arg, m, executed)?;
             continue;

@@ -10,8 +10,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+use super::map::MapInner;
 use super::{Dat, Map, Sections, Set};
 use crate::error::{Error, Result};
 use crate::names::Namespace;
@@ -45,6 +46,10 @@ impl Selection {
     }
 }
 
+/// A composed map and the parent map it came from (`None`: the subset's
+/// own map).
+type Composed = (Option<Weak<MapInner>>, Map);
+
 pub(crate) struct SubsetInner {
     selection: Arc<Selection>,
     /// What loops over the subset iterate (named as the subset); under MPI
@@ -53,8 +58,11 @@ pub(crate) struct SubsetInner {
     /// reduce across ranks and mark what they write stale.
     iter_set: Set,
     /// Parent map id -> that map composed with the subset (0: the
-    /// subset's own map to its parent).
-    composed: Mutex<HashMap<u64, Map>>,
+    /// subset's own map to its parent), with the parent map (weak: the
+    /// entry goes when the parent map does, at the next insertion; a
+    /// program declaring a map from the parent each step, with one
+    /// boundary subset, kept every composed map).
+    composed: Mutex<HashMap<u64, Composed>>,
     /// Each element's number in the parent's global numbering (for
     /// [`Arg::index`](crate::Arg::index) in loops over the subset).
     numbers: Mutex<Option<Dat<i64>>>,
@@ -134,7 +142,7 @@ impl Subset {
     pub(crate) fn composed(&self, map: Option<&Map>) -> Result<Map> {
         let key = map.map_or(0, Map::id);
         let mut cache = lock(&self.0.composed);
-        if let Some(m) = cache.get(&key) {
+        if let Some((_, m)) = cache.get(&key) {
             return Ok(m.clone());
         }
         let s = &self.0;
@@ -156,7 +164,17 @@ impl Subset {
                 Map::new(&format!("{}@{}", m.name(), self.name()), &s.iter_set, m.to(), a, values)?
             }
         };
-        cache.insert(key, composed.clone());
+        // Dropped after the lock is let go (a map's drop is plain, but
+        // the rule is kept: nothing dropped under a cache's lock).
+        let dead: Vec<u64> = cache
+            .iter()
+            .filter(|(_, (parent, _))| parent.as_ref().is_some_and(|p| p.strong_count() == 0))
+            .map(|(k, _)| *k)
+            .collect();
+        let dead: Vec<_> = dead.iter().filter_map(|k| cache.remove(k)).collect();
+        cache.insert(key, (map.map(|m| Arc::downgrade(&m.0)), composed.clone()));
+        drop(cache);
+        drop(dead);
         Ok(composed)
     }
 
@@ -288,6 +306,34 @@ impl Subset {
             global_size: parent.global_size,
             comm: parent.comm.clone(),
             index_numbers: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sync::lock;
+    use crate::{Backend, Runtime};
+
+    /// A boundary subset kept while a map from its parent is declared
+    /// again each step (a remesh of what it connects to) kept every
+    /// composed map, 40 KB a step on a 10 000-element set.
+    #[test]
+    fn composed_maps_go_with_their_parent_map() {
+        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+        let edges = rt.set("edges", 6).unwrap();
+        let wall = rt.subset("wall", &edges, vec![1, 4]).unwrap();
+        for step in 0..5 {
+            // (Names of their own: a composed map holds its target set
+            // until the next insertion prunes it.)
+            let nodes = rt.set(&format!("nodes{step}"), 7).unwrap();
+            let e2n =
+                rt.map(&format!("e2n{step}"), &edges, &nodes, 2, (0..6).flat_map(|e| [e, e + 1]).collect()).unwrap();
+            let composed = wall.composed(Some(&e2n)).unwrap();
+            assert_eq!(composed.values(), &[1, 2, 4, 5], "step {step}");
+            wall.composed(None).unwrap();
+            // This step's map and the subset's own: the earlier maps' went.
+            assert!(lock(&wall.0.composed).len() <= 2, "step {step}: {}", lock(&wall.0.composed).len());
         }
     }
 }

@@ -67,11 +67,53 @@ fn adopt<T>(buffer: Buffer<T>, len: usize, values: &mut Vec<T>, mirror: &MirrorS
     }
 }
 
+/// Buffer sizes (element type, length, device) a pool keeps at most: a
+/// time step's temporaries come in a few sizes, while a program whose sets
+/// change size (an adaptive remesh) releases buffers of a new size each
+/// time, none of which would be taken again; the pool kept them all for
+/// the runtime's life (100 KB a step in a probe). Past this, the sizes
+/// used least recently go.
+const POOL_SIZES: usize = 32;
+
 /// A runtime's free temporary buffers.
 #[derive(Default)]
 pub(crate) struct Pool {
-    free: Mutex<HashMap<Key, Vec<Box<dyn Any + Send>>>>,
+    free: Mutex<Free>,
     reused: AtomicU64,
+}
+
+/// Free buffers by size, each size with when it was last released or
+/// taken (a count of those events).
+#[derive(Default)]
+struct Free {
+    by_key: HashMap<Key, (u64, Vec<Box<dyn Any + Send>>)>,
+    clock: u64,
+}
+
+impl Free {
+    /// A buffer of size `key`, if one is free.
+    fn take(&mut self, key: &Key) -> Option<Box<dyn Any + Send>> {
+        self.clock += 1;
+        let (used, buffers) = self.by_key.get_mut(key)?;
+        *used = self.clock;
+        buffers.pop()
+    }
+
+    /// Keeps `buffer` of size `key`; returns the buffers of the size used
+    /// least recently when there are too many sizes (for the caller to
+    /// drop after letting go of the lock: a device buffer's drop frees
+    /// device memory).
+    fn put(&mut self, key: Key, buffer: Box<dyn Any + Send>) -> Vec<Box<dyn Any + Send>> {
+        self.clock += 1;
+        let entry = self.by_key.entry(key).or_default();
+        entry.0 = self.clock;
+        entry.1.push(buffer);
+        if self.by_key.len() <= POOL_SIZES {
+            return Vec::new();
+        }
+        let oldest = self.by_key.iter().min_by_key(|(_, (used, _))| *used).map(|(k, _)| *k);
+        oldest.and_then(|k| self.by_key.remove(&k)).map_or_else(Vec::new, |(_, b)| b)
+    }
 }
 
 impl Pool {
@@ -83,7 +125,7 @@ impl Pool {
     /// Released buffers it holds.
     #[cfg(test)]
     pub(crate) fn held(&self) -> usize {
-        lock(&self.free).values().map(Vec::len).sum()
+        lock(&self.free).by_key.values().map(|(_, b)| b.len()).sum()
     }
 }
 
@@ -148,7 +190,7 @@ impl Temp {
 
     /// A released buffer of `len` values, if the pool has one.
     fn pooled<T: Scalar>(&self, len: usize) -> Option<Box<Buffer<T>>> {
-        let pooled = lock(&self.pool.free).get_mut(&self.key::<T>(len)).and_then(Vec::pop)?;
+        let pooled = lock(&self.pool.free).take(&self.key::<T>(len))?;
         let b = pooled.downcast::<Buffer<T>>().ok()?;
         self.pool.reused.fetch_add(1, Ordering::Relaxed);
         Some(b)
@@ -197,7 +239,8 @@ impl Temp {
         };
         let key = self.key::<T>(len);
         let buffer: Box<dyn Any + Send> = Box::new(Buffer { values, mirror });
-        lock(&self.pool.free).entry(key).or_default().push(buffer);
+        let evicted = lock(&self.pool.free).put(key, buffer);
+        drop(evicted);
     }
 
     /// Whether it has been written (in program order).
@@ -333,5 +376,31 @@ impl Runtime {
         let dat = self.names.declare_temporary(name, make, |d| &d.0)?;
         self.dist.declared_dat(Arc::downgrade(&dat.0) as _);
         Ok(dat)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::POOL_SIZES;
+    use crate::{Backend, Runtime};
+
+    /// A program whose set changes size each step (an adaptive remesh)
+    /// releases a temporary of a new size each time: the pool kept them
+    /// all. It keeps the sizes used last, and still reuses a recurring one.
+    #[test]
+    fn the_pool_keeps_a_bounded_number_of_sizes() {
+        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+        let recurring = rt.set("recurring", 5).unwrap();
+        for step in 0..4 * POOL_SIZES {
+            let s = rt.set("s", 10 + step).unwrap();
+            let t = rt.temporary::<f64>("t", &s, 2).unwrap();
+            t.set_values(&vec![1.0; 2 * (10 + step)]).unwrap();
+            let r = rt.temporary::<f64>("r", &recurring, 1).unwrap();
+            r.set_values(&[2.0; 5]).unwrap();
+            drop((t, r));
+            assert!(rt.temporaries.held() <= POOL_SIZES, "step {step}: {}", rt.temporaries.held());
+        }
+        // Every step after the first took the recurring size's buffer.
+        assert_eq!(rt.trace_stats().temporaries_reused, 4 * POOL_SIZES as u64 - 1);
     }
 }

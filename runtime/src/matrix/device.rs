@@ -61,6 +61,25 @@ pub(crate) struct DeviceCaches {
     patterns: Mutex<HashMap<usize, Arc<CsrOnDevice>>>,
 }
 
+impl DeviceCaches {
+    /// Lets go of the tables of patterns no matrix uses any more (done at
+    /// each insertion too). Their element-matrix dats hold the loop's
+    /// iteration set: a program that dropped its mesh and matrices and
+    /// declared them again under the same names was refused the names.
+    pub(crate) fn prune(&self) {
+        // Dropped after the locks are let go: a dat's drop may run loops.
+        let dead_scatters = take_dead(&mut lock(&self.scatters), |t| t.pattern.strong_count() == 0);
+        let dead_patterns = take_dead(&mut lock(&self.patterns), |c| c.pattern.strong_count() == 0);
+        drop((dead_scatters, dead_patterns));
+    }
+}
+
+/// Takes the entries of `map` that are `dead` out of it.
+fn take_dead<K: Copy + Eq + std::hash::Hash, V>(map: &mut HashMap<K, V>, dead: impl Fn(&V) -> bool) -> Vec<V> {
+    let keys: Vec<K> = map.iter().filter(|(_, v)| dead(v)).map(|(k, _)| *k).collect();
+    keys.iter().filter_map(|k| map.remove(k)).collect()
+}
+
 /// A matrix argument's shape: the pattern (by address, reserved by the
 /// tables' weak reference), the maps, and the iteration set.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -298,9 +317,8 @@ impl DeviceCaches {
             col_indices: upload(device.as_ref(), p.col_indices())?,
             threads_per_row: threads_per_row.next_power_of_two(),
         });
-        let mut patterns = lock(&self.patterns);
-        patterns.retain(|_, c| c.pattern.strong_count() > 0);
-        patterns.insert(key, csr.clone());
+        self.prune();
+        lock(&self.patterns).insert(key, csr.clone());
         Ok(csr)
     }
 }
@@ -500,9 +518,8 @@ impl Runtime {
                 _ => {
                     let context = format!("loop `{}`, matrix `{}`", kernel.name(), arg.data_name());
                     let t = Arc::new(scatter_tables(self, device, m, elements, set, elem, &context)?);
-                    let mut scatters = lock(&self.matrices.device.scatters);
-                    scatters.retain(|_, t| t.pattern.strong_count() > 0);
-                    scatters.insert(key, t.clone());
+                    self.matrices.device.prune();
+                    lock(&self.matrices.device.scatters).insert(key, t.clone());
                     t
                 }
             };
@@ -678,6 +695,29 @@ mod tests {
         // ran, and with them the pattern.
         for lazy in [false, true] {
             device_tables_go_with_their_matrix(Runtime::with_lazy(Backend::Emu, lazy).unwrap());
+        }
+    }
+
+    /// A program that drops its mesh and matrix and declares them again
+    /// under the same names (an adaptive solver's remesh) was refused the
+    /// names on a device: the dropped matrix's tables held the loop's
+    /// iteration set until the next matrix loop.
+    #[test]
+    fn a_mesh_declared_again_after_a_device_assembly_gets_its_names() {
+        for lazy in [false, true] {
+            let rt = Runtime::with_lazy(Backend::Emu, lazy).unwrap();
+            for step in 0..3 {
+                let nodes = rt.set("nodes", 4).unwrap();
+                let edges = rt.set("edges", 3).unwrap();
+                let e2n = rt.map("e2n", &edges, &nodes, 2, vec![0, 1, 1, 2, 2, 3]).unwrap();
+                let a = rt.mat::<f64>("A", &rt.sparsity("s", &[(&e2n, &e2n)], (1, 1)).unwrap()).unwrap();
+                rt.par_loop(edge::KERNEL, &edges, &[a.arg(&e2n, &e2n, Access::INC)]).unwrap();
+                assert_eq!(
+                    a.to_csr().unwrap().vals,
+                    vec![1.0, -1.0, -1.0, 2.0, -1.0, -1.0, 2.0, -1.0, -1.0, 1.0],
+                    "step {step}"
+                );
+            }
         }
     }
 

@@ -593,13 +593,16 @@ impl Link {
         // Records of loops that ran with it serve no loop again (ids are
         // never reused): they go, with the sets and maps they hold.
         trace.forget_records_of(id);
-        if forcing_here() || !trace.touches(id) {
-            return;
+        if !forcing_here() && trace.touches(id) {
+            lock(&trace.state).stats.drop_forces += 1;
+            if let Err(e) = trace.force(Location::caller(), Some((&data_tokens(id), true))) {
+                trace.defer(e);
+            }
         }
-        lock(&trace.state).stats.drop_forces += 1;
-        if let Err(e) = trace.force(Location::caller(), Some((&data_tokens(id), true))) {
-            trace.defer(e);
-        }
+        // Nothing can read it again: it is poisoned no more (a failed loop
+        // writing a fresh dat each step kept an entry per failure, and made
+        // every later loop check its arguments for poison).
+        lock(&trace.state).poisoned.cure(id);
     }
 }
 
@@ -1311,8 +1314,84 @@ impl State {
 
 #[cfg(test)]
 mod tests {
-    use super::dot_path_for;
+    use super::{dot_path_for, lock, TRACE_LIMIT};
+    use crate::{Access, Backend, Runtime};
     use std::path::PathBuf;
+
+    #[parloop::kernel]
+    fn add_into(x: &f64, y: &mut f64) {
+        *y += *x;
+    }
+
+    #[parloop::kernel]
+    fn sum_into(y: &f64, r: &mut f64) {
+        *r += *y;
+    }
+
+    #[parloop::kernel]
+    fn halve(y: &mut f64) {
+        *y *= 0.5;
+    }
+
+    #[parloop::kernel]
+    fn copy_small(x: &f64, y: &mut f64) {
+        assert!(*x < 0.5, "too big");
+        *y = *x;
+    }
+
+    /// Data a failed loop's discarded successors would have written stay
+    /// poisoned until written whole, or until dropped: a program making a
+    /// fresh dat each step kept an entry per failure for the trace's life.
+    #[test]
+    fn dropped_data_are_poisoned_no_more() {
+        let rt = Runtime::with_lazy(Backend::Seq, true).unwrap();
+        let s = rt.set("s", 4).unwrap();
+        let x = rt.dat("x", &s, 1, vec![0.0, 0.25, 1.0, 0.0]).unwrap();
+        for step in 0..3 {
+            let y = rt.dat(&format!("y{step}"), &s, 1, vec![0.0; 4]).unwrap();
+            let z = rt.dat(&format!("z{step}"), &s, 1, vec![1.0; 4]).unwrap();
+            rt.par_loop(copy_small::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::WRITE)]).unwrap();
+            rt.par_loop(halve::KERNEL, &s, &[z.arg(Access::RW)]).unwrap();
+            assert!(rt.flush().is_err(), "step {step}");
+            let poisoned = || lock(&rt.trace.as_ref().unwrap().state).poisoned.len();
+            assert!(poisoned() > 0, "step {step}: the failure poisoned nothing");
+            assert!(z.values().is_err(), "step {step}: z read as Ok after its loop was discarded");
+            drop((y, z));
+            assert_eq!(poisoned(), 0, "step {step}");
+        }
+    }
+
+    /// A time step that reads a residual each step while its last loop
+    /// stays pending never empties the trace, so its replay window never
+    /// ended: the window's events grew for the whole run (200 bytes a
+    /// loop). They are bounded now, and the results are eager's.
+    #[test]
+    fn a_window_that_never_ends_is_given_up_not_grown() {
+        let run = |lazy: bool| {
+            let rt = Runtime::with_lazy(Backend::Seq, lazy).unwrap();
+            let s = rt.set("s", 8).unwrap();
+            let x = rt.dat("x", &s, 1, (0..8).map(f64::from).collect::<Vec<_>>()).unwrap();
+            let y = rt.dat("y", &s, 1, vec![1.0; 8]).unwrap();
+            let r = rt.global("r", &[0.0]).unwrap();
+            let mut residuals = Vec::new();
+            // Three loops a step: past the window's bound six times over.
+            for _ in 0..2 * TRACE_LIMIT {
+                r.set_values(&[0.0]).unwrap();
+                rt.par_loop(add_into::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+                rt.par_loop(sum_into::KERNEL, &s, &[y.arg(Access::READ), r.arg(Access::INC)]).unwrap();
+                rt.par_loop(halve::KERNEL, &s, &[y.arg(Access::RW)]).unwrap();
+                // Reads the residual: the halving stays pending.
+                residuals.push(r.value().unwrap());
+                if lazy {
+                    let trace = rt.trace.as_ref().unwrap();
+                    let (words, plans) = lock(&trace.state).replay.learning_len();
+                    assert!(plans <= TRACE_LIMIT && words <= 64 * TRACE_LIMIT, "{words} words, {plans} plans");
+                }
+            }
+            (residuals, y.values().unwrap())
+        };
+        assert_eq!(run(true), run(false));
+    }
 
     #[test]
     fn trace_dot_paths_are_one_per_rank_under_mpi() {

@@ -31,6 +31,11 @@ impl Poisoned {
         self.0.is_empty()
     }
 
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
     /// Poisons `ids`, because loop `kernel` recorded at `location` failed.
     pub(super) fn add(&mut self, ids: impl IntoIterator<Item = u64>, kernel: &str, location: &str) {
         let cause = Arc::new(Cause { kernel: kernel.into(), location: location.into() });

@@ -44,6 +44,15 @@ pub(super) type Plan = Option<(Arc<LoopPlan>, Duration)>;
 /// newest).
 const SEGMENTS: usize = 64;
 
+/// Loops a window may have and still be learnt. A window ends only when
+/// the trace is empty, and a program whose every host read leaves a loop
+/// pending (it reads a residual, not the last loop's output) never empties
+/// it: its window's events grew by 200 bytes a loop for the whole run
+/// (hundreds of megabytes over a long one), and the final flush kept a
+/// copy. Past this many loops the window is given up (its events freed):
+/// the trace limit's worth, as long a window as a replay is worth keeping.
+const WINDOW_LOOPS: usize = super::TRACE_LIMIT;
+
 /// Event headers: the kind in the top bits, the count of what follows
 /// (arguments, tokens) below.
 const LOOP: u64 = 1 << 60;
@@ -354,6 +363,9 @@ impl Replay {
     /// Out of tape mode: the loop encoded by the last `on_loop` went into
     /// the DAG with `plan`.
     pub(super) fn learnt_loop(&mut self, plan: &Plan) {
+        if self.learning && self.plans.len() >= WINDOW_LOOPS {
+            self.spoil();
+        }
         if self.learning {
             self.words.extend_from_slice(&self.scratch);
             // Kept without its lookup time: a replay looks nothing up, and
@@ -461,9 +473,18 @@ impl Replay {
         });
     }
 
-    /// The learning window cannot be kept (an error, the trace limit).
+    /// The learning window cannot be kept (an error, the trace limit, its
+    /// length): what was written of it goes.
     pub(super) fn spoil(&mut self) {
         self.learning = false;
+        self.words = Vec::new();
+        self.plans = Vec::new();
+    }
+
+    /// Events and plans held for the window being learnt.
+    #[cfg(test)]
+    pub(super) fn learning_len(&self) -> (usize, usize) {
+        (self.words.len(), self.plans.len())
     }
 
     /// Moves every record kept in segments' places into `out`.
