@@ -95,6 +95,9 @@ pub type HostFn = unsafe fn(&[ArgView], usize, usize);
 #[derive(Debug)]
 pub struct Kernel {
     name: &'static str,
+    /// `module::path::name` (`#[parloop::kernel]` sets it; the name
+    /// alone otherwise): the profile's row key.
+    path: &'static str,
     params: &'static [ParamSig],
     host: HostFn,
     /// The adapter of the lane-wise twin (see [`crate::lanes`]), when the
@@ -279,7 +282,28 @@ impl Kernel {
         host: HostFn,
         device: Option<&'static DeviceFn>,
     ) -> Kernel {
-        Kernel { name, params, host, lanes: None, device }
+        Kernel { name, path: name, params, host, lanes: None, device }
+    }
+
+    /// Adds the kernel's path, `module::path::name`. Used by
+    /// `#[parloop::kernel]`.
+    pub const fn with_path(self, path: &'static str) -> Kernel {
+        Kernel { path, ..self }
+    }
+
+    /// The kernel's path, `module::path::name`: two kernels of one name in
+    /// different modules are two rows of the profile.
+    ///
+    /// ```
+    /// #[parloop::kernel]
+    /// fn scale(x: &mut f64) {
+    ///     *x *= 2.0;
+    /// }
+    /// assert!(scale::KERNEL.path().ends_with("::scale"));
+    /// assert_eq!(scale::KERNEL.name(), "scale");
+    /// ```
+    pub fn path(&self) -> &'static str {
+        self.path
     }
 
     /// Adds the adapter of the kernel's lane-wise twin. Used by

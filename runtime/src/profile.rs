@@ -9,6 +9,10 @@ use std::time::Duration;
 pub struct LoopReport {
     /// Kernel name.
     pub name: String,
+    /// The kernel's path (`solver::mass::assemble`; a library operation's
+    /// name): two kernels of one name in different modules have a row
+    /// each, and tables show their paths.
+    pub path: String,
     /// The loop's tags, comma-joined (empty when untagged): a kernel run
     /// with different tags has a row per tag list.
     pub tags: String,
@@ -62,45 +66,52 @@ pub(crate) struct Profile {
     /// one kernel many times in a row (a fused replay), so it is tried
     /// before the search.
     last: usize,
-    /// Per row, the address of the kernel name it was made with (see
+    /// Per row, the address of the kernel path it was made with (see
     /// `row`).
-    name_at: Vec<usize>,
+    path_at: Vec<usize>,
 }
 
 impl Profile {
-    /// The row of loop (`name`, `tags`), the last-used row tried first.
-    /// Rows are found by the address of the kernel's name (a `&'static
-    /// str`: the same address and length are the same name) before any
+    /// The row of loop (`path`, `tags`), the last-used row tried first.
+    /// Rows are found by the address of the kernel's path (a `&'static
+    /// str`: the same address and length are the same path) before any
     /// string comparison: comparing names byte by byte at every loop, two
     /// searches per loop, took a fifth of the airfoil's time on a 4x4
-    /// grid (`memcmp` per row). Names equal at other addresses (two
-    /// kernels of one name) still share a row, found by comparison.
-    fn row(&self, name: &'static str, tags: &str) -> Option<usize> {
+    /// grid (`memcmp` per row). Paths equal at other addresses (one
+    /// kernel's path in two copies) still share a row, found by comparison.
+    fn row(&self, path: &'static str, tags: &str) -> Option<usize> {
         let same_tags = |l: &LoopReport| l.tags.len() == tags.len() && (tags.is_empty() || l.tags == tags);
-        let at = name.as_ptr() as usize;
+        let at = path.as_ptr() as usize;
         let by_address = |&i: &usize| {
             let l = &self.loops[i];
-            self.name_at[i] == at && l.name.len() == name.len() && same_tags(l)
+            self.path_at[i] == at && l.path.len() == path.len() && same_tags(l)
         };
         if self.last < self.loops.len() && by_address(&self.last) {
             return Some(self.last);
         }
         (0..self.loops.len())
             .find(by_address)
-            .or_else(|| self.loops.iter().position(|l| l.name == name && same_tags(l)))
+            .or_else(|| self.loops.iter().position(|l| l.path == path && same_tags(l)))
     }
 
-    /// Adds one execution of loop (`name`, `tags`).
-    pub fn record(&mut self, (name, tags): (&'static str, &str), run: Duration, plan: Duration, bytes: u64) {
-        let entry = match self.row(name, tags) {
+    /// Adds one execution of loop (`path`, `tags`): a kernel's
+    /// [`Kernel::path`](crate::Kernel::path), or a library operation's name.
+    pub fn record(&mut self, (path, tags): (&'static str, &str), run: Duration, plan: Duration, bytes: u64) {
+        let entry = match self.row(path, tags) {
             Some(i) => {
                 self.last = i;
                 &mut self.loops[i]
             }
             None => {
                 self.last = self.loops.len();
-                self.loops.push(LoopReport { name: name.into(), tags: tags.into(), ..LoopReport::default() });
-                self.name_at.push(name.as_ptr() as usize);
+                let name = path.rsplit("::").next().unwrap_or(path);
+                self.loops.push(LoopReport {
+                    name: name.into(),
+                    path: path.into(),
+                    tags: tags.into(),
+                    ..LoopReport::default()
+                });
+                self.path_at.push(path.as_ptr() as usize);
                 self.loops.last_mut().expect("just pushed")
             }
         };
@@ -110,11 +121,11 @@ impl Profile {
         entry.bytes += bytes;
     }
 
-    /// Adds one execution's halo traffic to loop (`name`, `tags`)
+    /// Adds one execution's halo traffic to loop (`path`, `tags`)
     /// (recorded before).
-    pub(crate) fn record_halo(&mut self, (name, tags): (&'static str, &str), t: crate::distribution::HaloTraffic) {
+    pub(crate) fn record_halo(&mut self, (path, tags): (&'static str, &str), t: crate::distribution::HaloTraffic) {
         // Usually the row `record` just found.
-        let Some(i) = self.row(name, tags) else { return };
+        let Some(i) = self.row(path, tags) else { return };
         let entry = &mut self.loops[i];
         entry.halo_messages += t.messages;
         entry.mpi_wait_seconds += t.wait.as_secs_f64();
@@ -148,11 +159,13 @@ pub fn table(reports: &[LoopReport]) -> String {
         "{:<16} {:>8} {:>11} {:>11} {:>10} {:>9}",
         "loop", "calls", "total s", "mean us", "plan ms", "GB/s"
     );
+    // Kernels of one name from different modules are told apart by path.
+    let shared_name = |r: &LoopReport| reports.iter().any(|o| o.name == r.name && o.path != r.path);
     for r in reports {
         let _ = writeln!(
             s,
             "{:<16} {:>8} {:>11.4} {:>11.2} {:>10.3} {:>9.2}",
-            r.label(),
+            if shared_name(r) { label(&r.path, &r.tags) } else { r.label() },
             r.calls,
             r.seconds,
             r.mean_seconds() * 1e6,
@@ -214,6 +227,7 @@ pub fn json(reports: &[LoopReport]) -> String {
         .map(|r| {
             serde_json::json!({
                 "name": r.name,
+                "path": r.path,
                 "tags": r.tags,
                 "calls": r.calls,
                 "seconds": r.seconds,

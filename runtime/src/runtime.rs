@@ -877,8 +877,8 @@ impl Runtime {
         }
         .map_err(|e| crate::kernel_panic::locate(e, lp.set()))?;
         let mut profile = lock(&self.profile);
-        profile.record((kernel.name(), lp.tags()), ran.elapsed, plan_time + ran.prepared, plan.bytes);
-        profile.record_halo((kernel.name(), lp.tags()), ran.halo);
+        profile.record((kernel.path(), lp.tags()), ran.elapsed, plan_time + ran.prepared, plan.bytes);
+        profile.record_halo((kernel.path(), lp.tags()), ran.halo);
         Ok(())
     }
 

@@ -115,3 +115,45 @@ fn malformed_tags_are_errors_naming_the_loop_and_the_tag() {
     }
     assert_eq!(lp.clone().with_tags(&[]).unwrap().tags(), "");
 }
+
+mod mass {
+    #[parloop::kernel]
+    pub fn assemble(x: &mut f64) {
+        *x += 1.0;
+    }
+}
+
+mod stiffness {
+    #[parloop::kernel]
+    pub fn assemble(x: &mut f64) {
+        *x *= 2.0;
+    }
+}
+
+/// Two kernels of one name from different modules shared a profile row
+/// (their calls and times summed as one loop's); now each has its own,
+/// and the table names them by path.
+#[test]
+fn kernels_of_one_name_in_two_modules_have_a_row_each() {
+    for lazy in [false, true] {
+        let rt = Runtime::with_lazy(Backend::Seq, lazy).unwrap();
+        let s = rt.set("s", 4).unwrap();
+        let x = rt.dat("x", &s, 1, vec![1.0; 4]).unwrap();
+        for _ in 0..3 {
+            rt.par_loop(mass::assemble::KERNEL, &s, &[x.arg(Access::RW)]).unwrap();
+        }
+        rt.par_loop(stiffness::assemble::KERNEL, &s, &[x.arg(Access::RW)]).unwrap();
+        assert_eq!(x.values().unwrap(), vec![8.0; 4]);
+        let rows: Vec<(String, String, u64)> = rt.report().into_iter().map(|r| (r.name, r.path, r.calls)).collect();
+        assert_eq!(
+            rows,
+            vec![
+                ("assemble".into(), "tags::mass::assemble".into(), 3),
+                ("assemble".into(), "tags::stiffness::assemble".into(), 1)
+            ],
+            "lazy {lazy}"
+        );
+        let table = rt.report_table();
+        assert!(table.contains("tags::mass::assemble") && table.contains("tags::stiffness::assemble"), "{table}");
+    }
+}

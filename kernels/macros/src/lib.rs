@@ -431,6 +431,7 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
                         host,
                         Some(Self::DEVICE),
                     )
+                    .with_path(concat!(module_path!(), "::", #name_str))
                 };
                 #with_lanes
             };

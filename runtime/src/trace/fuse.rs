@@ -357,7 +357,7 @@ impl Runtime {
         let mut profile = lock(&self.profile);
         for (_, p) in group {
             let (plan_time, bytes) = p.plan.as_ref().map_or((Duration::ZERO, 0), |(p, t)| (*t, p.bytes));
-            profile.record((p.kernel.name(), p.tags.as_deref().unwrap_or("")), share, plan_time, bytes);
+            profile.record((p.kernel.path(), p.tags.as_deref().unwrap_or("")), share, plan_time, bytes);
         }
     }
 
