@@ -20,7 +20,7 @@ const INLINE_ARGS: usize = 8;
 /// A loop's data, locked for the duration of the loop, and its views.
 pub(crate) struct LockedArgs<'a> {
     /// Keeps the locks (one per distinct dat or global).
-    _guards: SmallVec<[LoopGuard<'a>; INLINE_ARGS]>,
+    guards: SmallVec<[LoopGuard<'a>; INLINE_ARGS]>,
     /// One view per argument.
     pub views: SmallVec<[ArgView; INLINE_ARGS]>,
 }
@@ -31,13 +31,13 @@ impl<'a> LockedArgs<'a> {
     /// `Result` copied them twice per loop, a tenth of a small loop's host
     /// cost).
     pub fn new() -> LockedArgs<'a> {
-        LockedArgs { _guards: SmallVec::new(), views: SmallVec::new() }
+        LockedArgs { guards: SmallVec::new(), views: SmallVec::new() }
     }
 
     /// Lets go of every datum (the views' pointers dangle from here on),
     /// in place: dropping the whole moved it first.
     pub fn release(&mut self) {
-        self._guards.clear();
+        self.guards.clear();
     }
 
     /// Locks every distinct dat and global of `args` (arguments, or
@@ -55,7 +55,7 @@ impl<'a> LockedArgs<'a> {
         args: &'a [A],
         pick: impl Fn(&Arg) -> bool,
     ) -> Result<()> {
-        self._guards.clear();
+        self.guards.clear();
         self.views.clear();
         for arg in args {
             self.views.push(view_without_data(arg.borrow()));
@@ -75,7 +75,7 @@ impl<'a> LockedArgs<'a> {
         }
         order.sort_unstable_by_key(|a| a.data_id());
         'all: loop {
-            self._guards.clear();
+            self.guards.clear();
             // The recorded loops first, holding nothing (again after
             // backing off: other threads may have recorded more meanwhile).
             for arg in &order {
@@ -84,7 +84,7 @@ impl<'a> LockedArgs<'a> {
             for &arg in &order {
                 let busy = || Error::Busy { kernel: kernel.into(), dat: arg.data_name().into() };
                 let Some(mut guard) = arg.storage.lock().ok_or_else(busy)?? else {
-                    self._guards.clear();
+                    self.guards.clear();
                     arg.storage.wait_free();
                     continue 'all;
                 };
@@ -95,7 +95,7 @@ impl<'a> LockedArgs<'a> {
                         view.data = base;
                     }
                 }
-                self._guards.push(guard);
+                self.guards.push(guard);
             }
             return Ok(());
         }
