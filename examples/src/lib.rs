@@ -9,8 +9,11 @@
 //!   CG) and the L2 projection, 2-D and 3-D, with error integrals.
 //! - [`memory`]: what the system has left, to refuse a size before
 //!   allocating it.
+//! - [`cli`]: what the demos' command lines share (the backend, counts,
+//!   the output folder, checked writes).
 
 pub mod airfoil;
+pub mod cli;
 pub mod distributed;
 pub mod memory;
 pub mod poisson;
