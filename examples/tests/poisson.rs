@@ -183,11 +183,11 @@ fn quadrature_rules_are_exact_to_their_degree() {
     }
 }
 
-/// `-laplace(u) = f` (constant `f`) with `u = 0` on `boundary`, assembled
+/// `-laplace(u) = f` (constant `f`) with `u = g` on `boundary`, assembled
 /// here with the textbook triangle formula `K_ij = e_i . e_j / (4 |T|)`
 /// (`e_i` the edge opposite vertex `i`) and `b_i = f |T| / 3`, reduced to
-/// the interior vertices and solved by dense Cholesky.
-fn dense_reference(mesh: &Mesh, boundary: &[u32], f: f64) -> Vec<f64> {
+/// the interior vertices (`b_I - K_IB g`) and solved by dense Cholesky.
+fn dense_reference(mesh: &Mesh, boundary: &[u32], f: f64, g: &Function) -> Vec<f64> {
     let n = mesh.vertices();
     let mut on_boundary = vec![false; n];
     for &v in boundary {
@@ -216,9 +216,10 @@ fn dense_reference(mesh: &Mesh, boundary: &[u32], f: f64) -> Vec<f64> {
             }
             b[ri] += f * area / 3.0;
             for j in 0..3 {
-                let rj = row[c[j] as usize];
-                if rj != usize::MAX {
-                    k[ri * m + rj] += (e[i][0] * e[j][0] + e[i][1] * e[j][1]) / (4.0 * area);
+                let kij = (e[i][0] * e[j][0] + e[i][1] * e[j][1]) / (4.0 * area);
+                match row[c[j] as usize] {
+                    usize::MAX => b[ri] -= kij * g.eval(&x(j)),
+                    rj => k[ri * m + rj] += kij,
                 }
             }
         }
@@ -240,7 +241,7 @@ fn dense_reference(mesh: &Mesh, boundary: &[u32], f: f64) -> Vec<f64> {
     for i in (0..m).rev() {
         b[i] = (b[i] - (i + 1..m).map(|p| k[p * m + i] * b[p]).sum::<f64>()) / k[i * m + i];
     }
-    let mut u = vec![0.0; n];
+    let mut u: Vec<f64> = mesh.coords.chunks(2).map(|x| g.eval(x)).collect();
     for (k, &v) in interior.iter().enumerate() {
         u[v] = b[k];
     }
@@ -266,7 +267,7 @@ fn gmsh_disk_matches_a_dense_solve_and_the_exact_solution() {
         let (x, y) = (mesh.coords[2 * v as usize], mesh.coords[2 * v as usize + 1]);
         assert!((x * x + y * y - 1.0).abs() < 1e-9, "vertex {v} at ({x}, {y})");
     }
-    let reference = dense_reference(&mesh, &boundary, 4.0);
+    let reference = dense_reference(&mesh, &boundary, 4.0, &Function::constant(0.0));
     let exact = Function { sines: 0.0, constant: 1.0, square: -1.0 };
     for backend in [Backend::Seq, Backend::Threads, device_backend()] {
         let (u, e) = solve(backend, &mesh, poisson(), &Function::constant(4.0), &exact);
@@ -280,13 +281,38 @@ fn gmsh_disk_matches_a_dense_solve_and_the_exact_solution() {
     // A named group: u = 0 on the upper arc only (homogeneous Neumann on
     // the lower one) is another problem; the dense solve agrees again.
     let upper = mesh.vertex_group("upper").unwrap().entities.clone();
-    let reference = dense_reference(&mesh, &upper, 4.0);
+    let reference = dense_reference(&mesh, &upper, 4.0, &Function::constant(0.0));
     let rt = Runtime::with_backend(Backend::Seq).unwrap();
     let mut p = Problem::new(&rt, &mesh, Mode::Poisson { dirichlet: "upper".into() }).unwrap();
     p.assemble(&Function::constant(4.0)).unwrap();
     p.solve(1e-10).unwrap();
     let d = relative(&p.u.values().unwrap(), &reference);
     assert!(d < 1e-9, "upper arc: {d:e} from the dense solve");
+}
+
+#[test]
+fn boundary_values_on_a_gmsh_mesh_match_a_dense_solve() {
+    // -laplace(u) = 4 with u = g = 2 - |x|^2 on the boundary of the
+    // L-shape (not zero there): u = g. The demo imposed zero Dirichlet
+    // values whatever the exact solution's were.
+    let mesh = parloop_mesh::gmsh::read(data("lshape-41-bin.msh")).unwrap();
+    let mut boundary: Vec<u32> = mesh.facets.clone();
+    boundary.sort_unstable();
+    boundary.dedup();
+    let g = Function { sines: 0.0, constant: 2.0, square: -1.0 };
+    let reference = dense_reference(&mesh, &boundary, 4.0, &g);
+    for backend in [Backend::Seq, Backend::Threads, device_backend()] {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let mut p = Problem::new(&rt, &mesh, poisson()).unwrap();
+        p.assemble_with_boundary_values(&Function::constant(4.0), &g).unwrap();
+        let report = p.solve(1e-10).unwrap();
+        assert!(report.converged, "{backend}: {report:?}");
+        let d = relative(&p.u.values().unwrap(), &reference);
+        let e = p.errors(&g).unwrap();
+        eprintln!("L-shape on {backend}: {d:.1e} from the dense solve; L2 error {:.2e}, H1 {:.2e}", e.l2, e.h1);
+        assert!(d < 1e-9, "{backend}: {d:e} from the dense solve");
+        assert!(e.l2 < 0.02 && e.h1 < 0.3, "{backend}: {e:?}");
+    }
 }
 
 #[test]
@@ -385,4 +411,76 @@ fn cli_profile_shows_one_table() {
     assert!(out.status.success(), "{err}");
     assert_eq!(err.matches("parloop profile (").count(), 1, "{err}");
     assert!(err.contains("stiffness"), "{err}");
+}
+
+/// The errors the CLI prints are against a true solution, or not printed.
+#[test]
+fn cli_errors_are_against_a_true_solution_or_refused() {
+    let l2 = |stdout: &str| -> f64 {
+        let rest = &stdout[stdout.find("L2 error ").expect(stdout) + 9..];
+        rest.split(',').next().unwrap().parse().unwrap()
+    };
+    // On the disk (radius 1, h about 0.2) the manufactured solution is not
+    // zero on the boundary: with zero Dirichlet values its "L2 error" was
+    // 0.38; with its own values it is the P1 error, 0.047.
+    let disk = data("disk-41-bin.msh");
+    let out = cli(&["--backend", "seq", "--quiet", "--mesh", disk.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let e = l2(&stdout);
+    assert!(e > 0.03 && e < 0.06, "{stdout}");
+    // Part of the boundary left free (zero flux there) makes the
+    // manufactured solution no solution: refused ("orders" near 0 were printed).
+    let out = cli(&["--backend", "seq", "--quiet", "--mesh-size", "4", "--refinements", "2", "--dirichlet", "left"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--dirichlet") && err.contains("--rhs C") && out.stdout.is_empty(), "{err}");
+    // With a constant right-hand side it runs, prints the range of u (not
+    // a "max u" of 0 for a negative solution) and no empty orders table.
+    let out = cli(&["--backend", "seq", "--quiet", "--mesh-size", "4", "--refinements", "2", "--rhs", "-4"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("min u -2.") && stdout.contains("max u 0.0"), "{stdout}");
+    assert!(!stdout.contains("orders"), "{stdout}");
+}
+
+/// Options that contradict each other or cannot be used are refused
+/// before any work.
+#[test]
+fn cli_refuses_contradictions_before_solving() {
+    // --dim was ignored with --mesh.
+    let disk = data("disk-41-bin.msh");
+    let out = cli(&["--backend", "seq", "--quiet", "--mesh", disk.to_str().unwrap(), "--dim", "3"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(1) && err.contains("--dim") && err.contains("2-D mesh"), "{err}");
+    let cube = data("cube_hole-41-bin.msh");
+    let out = cli(&["--backend", "seq", "--quiet", "--mesh", cube.to_str().unwrap(), "--dim", "2"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(1) && err.contains("3-D mesh"), "{err}");
+    let out = cli(&["--backend", "seq", "--quiet", "--mesh", cube.to_str().unwrap(), "--dim", "3"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // --output under a file was found out after the solve, and a file as
+    // the folder said "File exists".
+    let file = std::env::temp_dir().join(format!("parloop-poisson-cli-file-{}", std::process::id()));
+    std::fs::write(&file, "not a folder").unwrap();
+    let f = file.to_str().unwrap();
+    let under = format!("{f}/sub");
+    let out = cli(&["--backend", "seq", "--quiet", "--mesh-size", "4", "--output", &under]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(1) && err.contains(&format!("{f} exists and is not a directory")), "{err}");
+    assert!(out.stdout.is_empty(), "it solved first: {}", String::from_utf8_lossy(&out.stdout));
+    let out = cli(&["--backend", "seq", "--quiet", "--mesh-size", "4", "--output", f]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(1) && err.contains("exists and is not a directory"), "{err}");
+    std::fs::remove_file(&file).unwrap();
+
+    // An empty --backend was taken as auto.
+    let out = cli(&["--backend", "", "--quiet", "--mesh-size", "4"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(1) && err.contains("--backend") && err.contains("empty"), "{err}");
+    // A negative count said "invalid digit found in string".
+    let out = cli(&["--mesh-size", "-3"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(2) && err.contains("not a non-negative integer"), "{err}");
 }

@@ -13,15 +13,16 @@ use std::time::{Duration, Instant};
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use parloop::{Backend, Error, Runtime};
+use parloop_examples::cli::{count, invalid, output_dir, stdout_error};
 use parloop_examples::distributed;
 use parloop_examples::memory::check_memory;
-use parloop_examples::poisson::{order, Errors, Function, Mode, Problem};
+use parloop_examples::poisson::{covers_boundary, order, Errors, Function, Mode, Problem};
 use parloop_mesh::vtk::{write_vtu, Field};
 use parloop_mesh::{unit_cube, unit_square, Mesh};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Which {
-    /// -laplace(u) = f, u = 0 on the Dirichlet group.
+    /// -laplace(u) = f, u given on the Dirichlet group.
     Poisson,
     /// The L2 projection of g = sin(pi x) sin(pi y) (sin(pi z)) + |x|^2: M u = b.
     Projection,
@@ -29,26 +30,32 @@ enum Which {
 
 #[derive(Parser, Debug)]
 #[command(
-    about = "P1 finite elements on parloop: -laplace(u) = f with zero Dirichlet values (assembled stiffness \
+    allow_negative_numbers = true,
+    about = "P1 finite elements on parloop: -laplace(u) = f with Dirichlet values (assembled stiffness \
              matrix, Jacobi-preconditioned CG), or the L2 projection",
-    long_about = "P1 finite elements on parloop: -laplace(u) = f with zero Dirichlet values (assembled stiffness \
+    long_about = "P1 finite elements on parloop: -laplace(u) = f with Dirichlet values (assembled stiffness \
                   matrix, Jacobi-preconditioned CG), or the L2 projection (mass matrix).\n\n\
-                  On unit_square / unit_cube (the default), f = d pi^2 prod sin(pi x_k), whose exact solution \
-                  u = prod sin(pi x_k) is zero on the boundary; the L2 and H1-seminorm errors are printed, and \
-                  with --refinements their orders of convergence (2 and 1 for P1)."
+                  With --rhs manufactured (the default), f = d pi^2 prod sin(pi x_k) and the Dirichlet values are \
+                  those of u = prod sin(pi x_k) (zero on unit_square / unit_cube), its exact solution on any mesh \
+                  whose whole boundary is Dirichlet; the L2 and H1-seminorm errors are printed, and with \
+                  --refinements their orders of convergence (2 and 1 for P1). A --dirichlet group that leaves \
+                  part of the boundary free (zero-flux Neumann there, which that u does not satisfy) needs \
+                  --rhs C: a constant f with u = 0 on the group, whose solution is not known, so the minimum \
+                  and maximum of u are printed instead."
 )]
 struct Args {
     /// What to solve.
     #[arg(long, value_enum, default_value_t = Which::Poisson)]
     mode: Which,
-    /// Dimension of the generated mesh: 2 (unit_square, triangles) or 3 (unit_cube, tetrahedra).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(2..=3))]
-    dim: u8,
+    /// Dimension of the generated mesh: 2 (unit_square, triangles) or 3 (unit_cube, tetrahedra)
+    /// [default: 2]; with --mesh, the file's (an error if it differs).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(2..=3))]
+    dim: Option<u8>,
     /// Squares (cubes) per side of the generated mesh (default 64 in 2-D, 16 in 3-D).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count)]
     mesh_size: Option<usize>,
     /// Solve also on meshes 2, 3, ... K times finer (N, 2N, ..., K N per side) and print the orders.
-    #[arg(long, value_name = "K", default_value_t = 1)]
+    #[arg(long, value_name = "K", default_value = "1", value_parser = count)]
     refinements: usize,
     /// Read a Gmsh mesh (.msh 2.2 or 4.1) instead of generating one.
     #[arg(long, value_name = "FILE.msh", conflicts_with_all = ["mesh_size", "refinements"])]
@@ -56,12 +63,14 @@ struct Args {
     /// Right-hand side f: `manufactured` (d pi^2 prod sin(pi x_k)) or a constant such as 4.
     #[arg(long, default_value = "manufactured")]
     rhs: String,
-    /// Vertex group where u = 0: `boundary` (every boundary vertex, the default) or a named group,
-    /// e.g. a Gmsh physical curve (2-D) or surface (3-D) NAME (its vertices, NAME.vertices).
+    /// Vertex group where u is given (the exact solution's values with `manufactured`, else 0):
+    /// `boundary` (every boundary vertex, the default) or a named group, e.g. a Gmsh physical
+    /// curve (2-D) or surface (3-D) NAME (its vertices, NAME.vertices); one that leaves part of
+    /// the boundary free needs --rhs C.
     #[arg(long, value_name = "GROUP", default_value = "boundary")]
     dirichlet: String,
     /// Relative tolerance of CG on ||b - A u|| / ||b||.
-    #[arg(long, default_value_t = 1e-10)]
+    #[arg(long, value_name = "RTOL", default_value = "1e-10")]
     rtol: f64,
     /// Backend: auto, seq, threads, emu or cuda (default: PARLOOP_BACKEND, else auto).
     #[arg(long)]
@@ -80,15 +89,6 @@ struct Args {
     partition: Option<String>,
 }
 
-/// A write to standard output that failed (a full disk, a closed pipe).
-fn stdout_error(source: std::io::Error) -> Error {
-    Error::Io { path: "<stdout>".into(), source }
-}
-
-fn invalid(option: &str, reason: String) -> Error {
-    Error::InvalidDeclaration { what: "option", name: option.into(), reason }
-}
-
 /// One solve: its mesh, errors (where an exact solution is known) and report line.
 struct Run {
     h: f64,
@@ -96,15 +96,9 @@ struct Run {
 }
 
 fn run(args: Args) -> Result<(), Error> {
-    let backend: Backend = match &args.backend {
-        Some(b) => b.parse()?,
-        None => match std::env::var("PARLOOP_BACKEND") {
-            Ok(b) if !b.trim().is_empty() => b.parse()?,
-            _ => Backend::auto(),
-        },
-    };
+    let backend: Backend = parloop_examples::cli::backend(args.backend.as_deref())?;
     if args.refinements == 0 {
-        return Err(invalid("--refinements", "0: at least one mesh".into()));
+        return Err(invalid("--refinements", "0: at least one mesh"));
     }
     if !(args.rtol > 0.0 && args.rtol < 1.0) {
         return Err(invalid("--rtol", format!("{}: a tolerance in (0, 1)", args.rtol)));
@@ -112,7 +106,8 @@ fn run(args: Args) -> Result<(), Error> {
     let rhs = match args.rhs.as_str() {
         "manufactured" => None,
         c => Some(
-            c.parse::<f64>()
+            c.trim()
+                .parse::<f64>()
                 .ok()
                 .filter(|c| c.is_finite())
                 .ok_or_else(|| invalid("--rhs", format!("`{c}`: `manufactured` or a finite number expected")))?,
@@ -121,11 +116,15 @@ fn run(args: Args) -> Result<(), Error> {
     if args.mode == Which::Projection && (rhs.is_some() || args.dirichlet != "boundary") {
         return Err(invalid(
             "--mode",
-            "projection has no right-hand side or Dirichlet group to set (--rhs, --dirichlet)".into(),
+            "projection has no right-hand side or Dirichlet group to set (--rhs, --dirichlet)",
         ));
     }
-    let dim = usize::from(args.dim);
+    let dim = usize::from(args.dim.unwrap_or(2));
     let n0 = args.mesh_size.unwrap_or(if dim == 2 { 64 } else { 16 });
+    // A bad output folder is an error now, not after the solve.
+    if let Some(dir) = &args.output {
+        output_dir(dir)?;
+    }
     let _mpi = distributed::launch(args.partition.as_deref(), "poisson")?;
     // Under MPI, rank 0 alone prints and writes.
     let lead = Runtime::with_backend(Backend::Seq)?.rank() == 0;
@@ -160,7 +159,18 @@ fn run(args: Args) -> Result<(), Error> {
                     check_memory(&format!("--mesh {}: reading it and the solve", path.display()), bytes)?;
                 }
                 spinner.set_message(format!("reading {}", path.display()));
-                (parloop_mesh::gmsh::read(path)?, path.display().to_string())
+                let mesh = parloop_mesh::gmsh::read(path)?;
+                if let Some(d) = args.dim.filter(|&d| usize::from(d) != mesh.dim) {
+                    return Err(invalid(
+                        "--dim",
+                        format!(
+                            "{d}, but --mesh {} is a {}-D mesh (leave --dim out with --mesh)",
+                            path.display(),
+                            mesh.dim
+                        ),
+                    ));
+                }
+                (mesh, path.display().to_string())
             }
             None => {
                 let n = n0.checked_mul(level).ok_or_else(|| invalid("--mesh-size", format!("{n0} x {level}")))?;
@@ -178,13 +188,32 @@ fn run(args: Args) -> Result<(), Error> {
             Which::Projection => (Mode::Projection, "projection"),
         };
         let d = mesh.dim;
-        // The function assembled, and the exact solution where one is known.
-        let (f, exact) = match (args.mode, rhs) {
-            (Which::Poisson, None) => (Function::manufactured_rhs(d), Some(Function::manufactured_solution())),
-            (Which::Poisson, Some(c)) => (Function::constant(c), None),
+        // The manufactured solution is the solution only where its own
+        // values are imposed on the whole boundary: on a free part the
+        // natural condition is zero flux, which it does not satisfy.
+        if args.mode == Which::Poisson && rhs.is_none() && !covers_boundary(&mesh, &args.dirichlet)? {
+            return Err(invalid(
+                "--dirichlet",
+                format!(
+                    "{}: the group leaves part of the boundary of {what} free (zero flux there), where the \
+                     manufactured solution is not a solution, so its errors would be meaningless: pass a \
+                     constant right-hand side (--rhs C, e.g. --rhs 1), or --dirichlet boundary",
+                    args.dirichlet
+                ),
+            ));
+        }
+        // The function assembled, the Dirichlet values, and the exact
+        // solution where one is known.
+        let zero = Function::constant(0.0);
+        let (f, g, exact) = match (args.mode, rhs) {
+            (Which::Poisson, None) => {
+                let u = Function::manufactured_solution();
+                (Function::manufactured_rhs(d), u, Some(u))
+            }
+            (Which::Poisson, Some(c)) => (Function::constant(c), zero, None),
             (Which::Projection, _) => {
                 let g = Function { square: 1.0, ..Function::manufactured_solution() };
-                (g, Some(g))
+                (g, zero, Some(g))
             }
         };
         spinner.set_message("sparsity");
@@ -194,7 +223,7 @@ fn run(args: Args) -> Result<(), Error> {
         // call: the assembly loops plan here, CG's vector loops in the solve.
         let planning = |rt: &Runtime| rt.report().iter().map(|r| r.plan_seconds).sum::<f64>();
         spinner.set_message("assembly");
-        p.assemble(&f)?;
+        p.assemble_with_boundary_values(&f, &g)?;
         let assembly_planning = planning(&rt);
         spinner.set_message(format!("CG on {} unknowns", p.unknowns()));
         let report = p.solve(args.rtol)?;
@@ -237,15 +266,16 @@ fn run(args: Args) -> Result<(), Error> {
             match errors {
                 Some(e) => writeln!(out, "  L2 error {:.6e}, H1 seminorm error {:.6e}", e.l2, e.h1),
                 None => {
-                    let max = whole_u.as_ref().map_or(f64::NAN, |u| u.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x)));
-                    writeln!(out, "  max u {max:.6e} (no exact solution for a constant right-hand side)")
+                    let (min, max) = whole_u.as_ref().map_or((f64::NAN, f64::NAN), |u| {
+                        u.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)))
+                    });
+                    writeln!(out, "  min u {min:.6e}, max u {max:.6e} (no exact solution for a constant right-hand side)")
                 }
             }
             .map_err(stdout_error)
         })?;
         if let (Some(dir), true, Some(u)) = (&args.output, level == args.refinements, whole_u) {
             spinner.set_message("VTK");
-            std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
             let path = dir.join(format!("{name}.vtu"));
             let mut fields = vec![Field::scalar("u", &u)];
             let (ex, err): (Vec<f64>, Vec<f64>) = match exact {
@@ -263,22 +293,26 @@ fn run(args: Args) -> Result<(), Error> {
         runs.push(Run { h: 1.0 / (n0 * level) as f64, errors });
     }
     spinner.finish_and_clear();
-    if runs.len() > 1 {
+    // Orders between consecutive meshes, where both have errors.
+    let orders: Vec<String> = runs
+        .windows(2)
+        .filter_map(|w| {
+            let (a, b) = (w[0].errors?, w[1].errors?);
+            let r = w[0].h / w[1].h;
+            Some(format!(
+                "  h {:.5} -> {:.5}: L2 {:.3}, H1 {:.3}",
+                w[0].h,
+                w[1].h,
+                order(a.l2, b.l2, r),
+                order(a.h1, b.h1, r)
+            ))
+        })
+        .collect();
+    if !orders.is_empty() {
         writeln!(out, "orders of convergence (log of the error ratio over log of the h ratio):")
             .map_err(stdout_error)?;
-        for w in runs.windows(2) {
-            if let (Some(a), Some(b)) = (w[0].errors, w[1].errors) {
-                let r = w[0].h / w[1].h;
-                writeln!(
-                    out,
-                    "  h {:.5} -> {:.5}: L2 {:.3}, H1 {:.3}",
-                    w[0].h,
-                    w[1].h,
-                    order(a.l2, b.l2, r),
-                    order(a.h1, b.h1, r)
-                )
-                .map_err(stdout_error)?;
-            }
+        for line in orders {
+            writeln!(out, "{line}").map_err(stdout_error)?;
         }
     }
     Ok(())

@@ -222,11 +222,18 @@ pub fn load_3d(x: &[[f64; 3]; 4], c: &[f64; 3], b: &mut [[f64; 1]; 4]) {
     }
 }
 
-/// `u = 0` at a vertex: the load vector's Dirichlet rows (a loop over the
-/// boundary subset).
+/// `u = g(x)` at a vertex of a triangle mesh, `g` given by the coefficients
+/// `c`: the Dirichlet values, in the load vector's Dirichlet rows and in
+/// CG's start (loops over the boundary subset).
 #[parloop::kernel]
-pub fn zero(u: &mut f64) {
-    *u = 0.0;
+pub fn boundary_value_2d(x: &[f64; 2], c: &[f64; 3], u: &mut f64) {
+    *u = value_2d(c, x[0], x[1]);
+}
+
+/// `u = g(x)` at a vertex of a tetrahedron mesh (see [`boundary_value_2d()`]).
+#[parloop::kernel]
+pub fn boundary_value_3d(x: &[f64; 3], c: &[f64; 3], u: &mut f64) {
+    *u = value_3d(c, x[0], x[1], x[2]);
 }
 
 /// Adds a triangle's squared errors of `u_h` (P1, the vertex values `u`)

@@ -1,11 +1,11 @@
 //! P1 finite elements with an assembled matrix: the Poisson problem and
 //! the L2 projection, in 2-D (triangles) and 3-D (tetrahedra).
 //!
-//! **Poisson** ([`Mode::Poisson`]): find `u_h` in the P1 space `V_h`, zero
-//! on the Dirichlet boundary, with
+//! **Poisson** ([`Mode::Poisson`]): find `u_h` in the P1 space `V_h`,
+//! equal to the Dirichlet values `g` at the Dirichlet vertices, with
 //!
 //! ```text
-//! integral of grad u_h . grad v  =  integral of f v     for every v in V_h (zero there too),
+//! integral of grad u_h . grad v  =  integral of f v     for every v in V_h zero there,
 //! ```
 //!
 //! that is `K u = b` with the stiffness matrix `K_ij = integral of grad
@@ -13,16 +13,22 @@
 //! the load vector `b_i = integral of f phi_i` (a loop over the cells
 //! incrementing `b` through the cell -> vertex map, a degree-2 quadrature).
 //! The Dirichlet rows are replaced by identity rows (`Mat::zero_rows` with
-//! 1 on the diagonal) and the same entries of `b` set to 0 (a loop over
+//! 1 on the diagonal) and the same entries of `b` set to `g` (a loop over
 //! the boundary subset). Only rows are replaced, so `K` is no longer
-//! symmetric; but CG starts from `u = 0`, and with `b` zero on the
-//! boundary every vector it builds (residuals, directions) stays zero
-//! there, where the matrix acts as the symmetric positive definite
-//! interior block: CG solves exactly the reduced interior system.
+//! symmetric; but CG starts from `u = g` on the boundary (0 elsewhere), so
+//! its first residual is zero there, and so is every vector it builds from
+//! it (residuals, directions): the matrix acts on them as the symmetric
+//! positive definite interior block, and CG solves exactly the reduced
+//! interior system `K_II u_I = b_I - K_IB g` (the lifting of `g`, done by
+//! the solver's first residual).
 //!
-//! With `f = d pi^2 prod_k sin(pi x_k)` on the unit square (cube) the
-//! exact solution is `u = prod_k sin(pi x_k)`, zero on the whole boundary;
-//! for P1 the L2 error falls as `h^2` and the H1 seminorm error as `h`.
+//! With `f = d pi^2 prod_k sin(pi x_k)` the exact solution is `u = prod_k
+//! sin(pi x_k)` on any domain once its values are imposed on the whole
+//! boundary ([`Problem::assemble_with_boundary_values`]; on the unit
+//! square (cube) they are zero); for P1 the L2 error falls as `h^2` and the
+//! H1 seminorm error as `h`. Where part of the boundary is not Dirichlet,
+//! the rest is zero-flux Neumann (the natural condition), which this `u`
+//! does not satisfy: it is then no solution.
 //!
 //! **L2 projection** ([`Mode::Projection`]): `M u = b` with the mass
 //! matrix `M_ij = integral of phi_i phi_j` (exact element matrices) and
@@ -107,7 +113,8 @@ impl Function {
 /// Which system [`Problem`] assembles.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// `-laplace(u) = f`, `u = 0` on the vertex group `dirichlet`:
+    /// `-laplace(u) = f`, `u = g` on the vertex group `dirichlet` (`g = 0`
+    /// unless given to [`Problem::assemble_with_boundary_values`]):
     /// `"boundary"` is every boundary vertex (the generators' group of
     /// that name, or the vertices of every boundary facet of a mesh that
     /// has none, such as a Gmsh file's); another name is a vertex group
@@ -182,6 +189,9 @@ pub struct Problem<'rt> {
     pub u: Dat<f64>,
     /// The Dirichlet vertices (Poisson only).
     pub dirichlet: Option<Subset>,
+    /// The Dirichlet values `g` (Poisson only; zero unless set by
+    /// [`Problem::assemble_with_boundary_values`]).
+    boundary_values: Function,
     /// The coefficients of the function the next loop integrates.
     function: Global<f64>,
     /// The two squared errors the error loop reduces into.
@@ -213,6 +223,27 @@ fn dirichlet_vertices(mesh: &Mesh, name: &str) -> Result<Vec<usize>, Error> {
             known.join(", ")
         ),
     })
+}
+
+/// Whether the Dirichlet group `name` of `mesh` (see [`Mode::Poisson`])
+/// holds every boundary vertex (every vertex of a boundary facet): only
+/// then is a function that satisfies `-laplace(u) = f` inside, such as
+/// [`Function::manufactured_solution`], the exact solution with its own
+/// values as the Dirichlet values. An unknown group is an error naming it.
+///
+/// ```
+/// use parloop_examples::poisson::covers_boundary;
+/// let mesh = parloop_mesh::unit_square(4, 4)?;
+/// assert!(covers_boundary(&mesh, "boundary")?);
+/// assert!(!covers_boundary(&mesh, "left")?);
+/// # Ok::<(), parloop::Error>(())
+/// ```
+pub fn covers_boundary(mesh: &Mesh, name: &str) -> Result<bool, Error> {
+    let mut fixed = vec![false; mesh.vertices()];
+    for v in dirichlet_vertices(mesh, name)? {
+        fixed[v] = true;
+    }
+    Ok(mesh.facets.iter().all(|&v| fixed[v as usize]))
 }
 
 impl<'rt> Problem<'rt> {
@@ -296,6 +327,7 @@ impl<'rt> Problem<'rt> {
             rhs,
             u,
             dirichlet,
+            boundary_values: Function::constant(0.0),
             function,
             squared,
             timings,
@@ -304,8 +336,29 @@ impl<'rt> Problem<'rt> {
 
     /// Assembles the matrix and the right-hand side for `f` (Poisson: the
     /// right-hand side `f`; projection: the function projected `g`), and
-    /// for Poisson applies the Dirichlet condition.
+    /// for Poisson applies the Dirichlet condition `u = 0`.
     pub fn assemble(&mut self, f: &Function) -> Result<(), Error> {
+        self.assemble_with_boundary_values(f, &Function::constant(0.0))
+    }
+
+    /// [`Problem::assemble`] for Poisson with the Dirichlet condition `u =
+    /// g` (the values of `g` at the Dirichlet vertices; [`Problem::solve`]
+    /// keeps them). Projection has no Dirichlet condition: `g` is ignored.
+    ///
+    /// ```
+    /// use parloop::{Backend, Runtime};
+    /// use parloop_examples::poisson::{Function, Mode, Problem};
+    ///
+    /// // -laplace(u) = 0 with u = 3 on the boundary: u = 3 everywhere.
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let mesh = parloop_mesh::unit_square(4, 4)?;
+    /// let mut p = Problem::new(&rt, &mesh, Mode::Poisson { dirichlet: "boundary".into() })?;
+    /// p.assemble_with_boundary_values(&Function::constant(0.0), &Function::constant(3.0))?;
+    /// p.solve(1e-12)?;
+    /// assert!(p.u.values()?.iter().all(|u| (u - 3.0).abs() < 1e-10));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn assemble_with_boundary_values(&mut self, f: &Function, g: &Function) -> Result<(), Error> {
         use kernels::*;
         let t = Instant::now();
         let (rt, m) = (self.rt, &self.mesh);
@@ -326,19 +379,36 @@ impl<'rt> Problem<'rt> {
         rt.par_loop(load, &m.cells, &[m.coords.arg_vec(cv, read), self.function.arg(read), self.rhs.arg_vec(cv, inc)])?;
         if let Some(boundary) = &self.dirichlet {
             self.matrix.zero_rows(boundary, 1.0)?;
-            rt.par_loop(zero::KERNEL, boundary, &[self.rhs.arg(Access::WRITE)])?;
+            self.boundary_values = *g;
+            self.set_boundary_values(boundary, &self.rhs)?;
         }
         self.timings.assembly = t.elapsed().as_secs_f64();
         Ok(())
     }
 
-    /// Solves from `u = 0` by Jacobi-preconditioned CG to `||b - A u|| <=
-    /// rtol ||b||`. Not converging is an [`Error::NotConverged`].
+    /// `v = g` at the Dirichlet vertices `boundary` (a loop over them).
+    fn set_boundary_values(&self, boundary: &Subset, v: &Dat<f64>) -> Result<(), Error> {
+        let kernel =
+            if self.dim == 2 { kernels::boundary_value_2d::KERNEL } else { kernels::boundary_value_3d::KERNEL };
+        self.function.set_values(&self.boundary_values.coefficients())?;
+        self.rt.par_loop(
+            kernel,
+            boundary,
+            &[self.mesh.coords.arg(Access::READ), self.function.arg(Access::READ), v.arg(Access::WRITE)],
+        )
+    }
+
+    /// Solves by Jacobi-preconditioned CG to `||b - A u|| <= rtol ||b||`,
+    /// from `u` = the Dirichlet values at the Dirichlet vertices, 0
+    /// elsewhere. Not converging is an [`Error::NotConverged`].
     pub fn solve(&mut self, rtol: f64) -> Result<CgReport, Error> {
         let t = Instant::now();
-        // Zero start: the Dirichlet values, and what keeps CG on the
-        // interior block (see the module's documentation).
+        // The Dirichlet values, which keep CG on the interior block (see
+        // the module's documentation), and zero elsewhere.
         self.rt.fill(&self.u, 0.0)?;
+        if let Some(boundary) = &self.dirichlet {
+            self.set_boundary_values(boundary, &self.u)?;
+        }
         let opts = CgOptions { rtol, preconditioner: Preconditioner::Jacobi, ..CgOptions::default() };
         let report = cg(self.rt, &self.matrix, &self.rhs, &self.u, &opts)?;
         self.timings.solve = t.elapsed().as_secs_f64();
