@@ -238,22 +238,72 @@ fn cli_writes_a_time_series() {
 }
 
 #[test]
-fn cli_reports_a_run_above_the_stability_limit_as_an_error() {
+fn cli_refuses_a_run_above_the_stability_limit_before_stepping() {
     // h = 1/1000 and dt = 0.001: dt is above leapfrog's limit (about 0.7 h);
     // rounding errors in the shortest modes grow about 8-fold in energy per
-    // step (1e36-fold in 40 steps). Exit status 0 with a summary line was a
-    // silently wrong result.
+    // step. The run was only checked after it finished: 3 steps (512-fold)
+    // passed the check with exit status 0, and every output was written.
+    let dir = std::env::temp_dir().join(format!("parloop-wave-unstable-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_wave"))
-        .args(["--steps", "40", "--mesh-size", "1000", "--backend", "threads", "--quiet"])
+        .args(["--steps", "3", "--mesh-size", "1000", "--backend", "seq", "--quiet", "--output-every", "1", "--output"])
+        .arg(&dir)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{}{stderr}", String::from_utf8_lossy(&out.stdout));
-    assert!(stderr.contains("blew up") && stderr.contains("stability limit"), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{}{stderr}", String::from_utf8_lossy(&out.stdout));
+    for needle in ["dt = 0.001", "stability limit", "between 6.667e-4 and", "--mesh-size 666 or less"] {
+        assert!(stderr.contains(needle), "no `{needle}` in {stderr}");
+    }
+    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(!dir.join("wave_000000.vtu").exists(), "output written before the refusal");
+    let _ = std::fs::remove_dir_all(&dir);
     // Below the limit the same command succeeds.
     let ok = std::process::Command::new(env!("CARGO_BIN_EXE_wave"))
-        .args(["--steps", "40", "--mesh-size", "600", "--backend", "threads", "--quiet"])
+        .args(["--steps", "3", "--mesh-size", "600", "--backend", "seq", "--quiet"])
         .output()
         .unwrap();
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+}
+
+#[test]
+fn cli_output_replaces_an_earlier_series_and_is_checked_first() {
+    let dir = std::env::temp_dir().join(format!("parloop-wave-rerun-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let wave = |steps: &str, output: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_wave"))
+            .args(["--steps", steps, "--mesh-size", "4", "--backend", "seq", "--quiet", "--output-every", "1"])
+            .arg("--output")
+            .arg(output)
+            .output()
+            .unwrap()
+    };
+    let out = wave("3", &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    // A second run with fewer steps left wave_000002.vtu and
+    // wave_000003.vtu behind, in no .pvd.
+    let out = wave("1", &dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // "1 steps of dt"; the VTK writes were counted in the time per step.
+    assert!(stdout.contains("; 1 step of dt = 0.001;") && stdout.contains("s writing VTK)"), "{stdout}");
+    let mut files: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    files.sort();
+    assert_eq!(files, ["notes.txt", "wave.pvd", "wave_000000.vtu", "wave_000001.vtu"]);
+    // A regular file as the folder said "File exists (os error 17)".
+    let file = dir.join("notes.txt");
+    let out = wave("1", &file);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("notes.txt: exists and is not a directory") && out.stdout.is_empty(), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    // An empty --backend was taken as auto.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wave"))
+        .args(["--backend", "", "--steps", "1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(1) && stderr.contains("--backend") && stderr.contains("empty"), "{stderr}");
 }

@@ -198,6 +198,107 @@ impl<'rt> Wave<'rt> {
     }
 }
 
+/// Bounds on the largest stable time step of a mesh (see [`unstable_dt`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StableDt {
+    /// A step this small or smaller is stable.
+    pub at_least: f64,
+    /// A step this large or larger is unstable.
+    pub below: f64,
+}
+
+/// Whether the leapfrog step with `dt` is unstable on `mesh` (a 2-D
+/// triangle mesh), checked before stepping: the step is stable while `dt^2
+/// lambda_max < 4`, `lambda_max` the largest eigenvalue of `M^-1 K` (`M`
+/// the lumped mass, `K` the stiffness); above, the shortest modes grow
+/// exponentially. `None` where `dt` is stable or too close to the limit
+/// to tell; where it is shown unstable, bounds on the limit `2 /
+/// sqrt(lambda_max)`.
+///
+/// Two bounds on `lambda_max`: from above, the largest `lambda_max(K_e,
+/// M_e)` of a triangle (the Rayleigh quotient of the sums is at most the
+/// largest of the triangles'), which accepts most steps at once; from
+/// below, Rayleigh quotients of power iterations, which show the others
+/// unstable. On `unit_square(n, n)` the limit is between `h / 1.5` and
+/// about `h / 1.43` (`lambda_max` a little above `8 n^2`): only a `dt` in
+/// that band may stay unproven either way (a run that grows is still
+/// caught after it).
+///
+/// ```
+/// use parloop_examples::wave::unstable_dt;
+/// let mesh = parloop_mesh::unit_square(100, 100)?;
+/// assert_eq!(unstable_dt(&mesh, 0.001), None);
+/// let limit = unstable_dt(&mesh, 0.01).expect("unstable at dt = h");
+/// assert!((limit.at_least - 0.01 / 1.5).abs() < 1e-12 && limit.below <= 0.01, "{limit:?}");
+/// # Ok::<(), parloop::Error>(())
+/// ```
+pub fn unstable_dt(mesh: &Mesh, dt: f64) -> Option<StableDt> {
+    let n = mesh.vertices();
+    let mut lumped = vec![0.0; n];
+    // The triangles' largest lambda_max(K_e, M_e): K_e (3 x 3, null
+    // vector (1, 1, 1)) has the eigenvalues 0 and the roots of mu^2 - tr mu
+    // + (sum of its 2 x 2 principal minors); M_e = |T| / 3 I.
+    let mut upper = 0.0f64;
+    for c in mesh.cells.chunks(3) {
+        let k = element_stiffness(&mesh.coords, c);
+        let tr = k[0][0] + k[1][1] + k[2][2];
+        let minors = (0..3).map(|i| {
+            let j = (i + 1) % 3;
+            k[i][i] * k[j][j] - k[i][j] * k[i][j]
+        });
+        let mu = 0.5 * (tr + (tr * tr - 4.0 * minors.sum::<f64>()).max(0.0).sqrt());
+        let third = twice_area(&mesh.coords, c) / 6.0;
+        upper = upper.max(mu / third);
+        for &v in c {
+            lumped[v as usize] += third;
+        }
+    }
+    if dt * dt * upper < 4.0 {
+        return None;
+    }
+    // Power iterations on the symmetric M^-1/2 K M^-1/2 from a fixed
+    // pseudo-random start: their Rayleigh quotients rise towards
+    // lambda_max, each a lower bound of it.
+    let scale: Vec<f64> = lumped.iter().map(|m| 1.0 / m.sqrt()).collect();
+    let mut y: Vec<f64> = (0..n as u64)
+        .map(|v| if v.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17) & 1 == 0 { 1.0 } else { -1.0 })
+        .collect();
+    for _ in 0..100 {
+        let x: Vec<f64> = y.iter().zip(&scale).map(|(y, s)| y * s).collect();
+        let mut ky = vec![0.0; n];
+        for c in mesh.cells.chunks(3) {
+            let k = element_stiffness(&mesh.coords, c);
+            for i in 0..3 {
+                ky[c[i] as usize] += (0..3).map(|j| k[i][j] * x[c[j] as usize]).sum::<f64>();
+            }
+        }
+        let ay: Vec<f64> = ky.iter().zip(&scale).map(|(k, s)| k * s).collect();
+        let (yy, yay) = y.iter().zip(&ay).fold((0.0, 0.0), |(a, b), (y, ay)| (a + y * y, b + y * ay));
+        let rayleigh = yay / yy;
+        if dt * dt * rayleigh >= 4.0 {
+            return Some(StableDt { at_least: 2.0 / upper.sqrt(), below: 2.0 / rayleigh.sqrt() });
+        }
+        let norm = ay.iter().map(|v| v * v).sum::<f64>().sqrt();
+        if norm == 0.0 || !norm.is_finite() {
+            break;
+        }
+        y = ay.iter().map(|v| v / norm).collect();
+    }
+    None
+}
+
+/// The P1 stiffness matrix of triangle `c`: `K_ij = g_i . g_j / (2 a2)`,
+/// `g_i` the edge opposite vertex `i` turned by 90 degrees (`a2 grad v_i`).
+fn element_stiffness(coords: &[f64], c: &[u32]) -> [[f64; 3]; 3] {
+    let a2 = twice_area(coords, c);
+    let x = |k: usize, d: usize| coords[2 * c[k] as usize + d];
+    let g: [[f64; 2]; 3] = std::array::from_fn(|i| {
+        let (j, k) = ((i + 1) % 3, (i + 2) % 3);
+        [x(j, 1) - x(k, 1), x(k, 0) - x(j, 0)]
+    });
+    std::array::from_fn(|i| std::array::from_fn(|j| (g[i][0] * g[j][0] + g[i][1] * g[j][1]) / (2.0 * a2)))
+}
+
 /// The mesh on the host, for the energy.
 struct HostMesh {
     coords: Vec<f64>,
