@@ -158,8 +158,12 @@ fn malformed_grid_files_are_errors_naming_the_line() {
 
 #[test]
 fn invalid_grid_sizes_are_errors() {
-    assert!(matches!(Grid::generate(0, 10).unwrap_err(), Error::Input { .. }));
-    assert!(matches!(Grid::generate(10, 1).unwrap_err(), Error::Input { .. }));
+    // They were Error::Input on "line 0": "--grid-size:0: 0,10: ...".
+    for (i, j) in [(0, 10), (10, 1)] {
+        let e = Grid::generate(i, j).unwrap_err();
+        assert!(matches!(e, Error::InvalidDeclaration { .. }), "{e:?}");
+        assert!(e.to_string().starts_with(&format!("option `--grid-size`: {i},{j}: ")), "{e}");
+    }
 }
 
 #[test]

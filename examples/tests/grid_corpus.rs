@@ -289,7 +289,8 @@ fn a_truncated_file_names_the_last_line_read() {
 
 #[test]
 fn an_empty_file_is_an_error() {
-    input_error("", 0, "truncated: the input is empty where the header");
+    // Line 1, where the header belongs (it said "grid.dat:0:").
+    input_error("", 1, "truncated: the input is empty where the header");
     input_error("\n  \n", 2, "truncated: the file ends after line 2 where the header");
 }
 
@@ -415,12 +416,15 @@ fn huge_counts_are_refused_before_allocating() {
 
 #[test]
 fn generated_sizes_that_cannot_be_indexed_are_errors() {
-    assert!(matches!(Grid::generate(0, 10), Err(Error::Input { .. })));
-    assert!(matches!(Grid::generate(10, 1), Err(Error::Input { .. })));
-    assert!(matches!(Grid::generate(100_001, 10), Err(Error::Input { .. })));
+    // Errors naming the option (they were Error::Input on "line 0").
+    assert!(matches!(Grid::generate(0, 10), Err(Error::InvalidDeclaration { .. })));
+    assert!(matches!(Grid::generate(10, 1), Err(Error::InvalidDeclaration { .. })));
+    assert!(matches!(Grid::generate(100_001, 10), Err(Error::InvalidDeclaration { .. })));
     // 3e10 nodes: refused before allocating, naming --grid-size.
     match Grid::generate(100_000, 100_000) {
-        Err(e @ Error::Input { .. }) => assert!(e.to_string().contains("--grid-size 100000,100000"), "{e}"),
+        Err(e @ Error::InvalidDeclaration { .. }) => {
+            assert!(e.to_string().starts_with("option `--grid-size`: 100000,100000: "), "{e}")
+        }
         other => panic!("{other:?}"),
     }
     let counts = Counts::generated(100_000, 100_000).unwrap();

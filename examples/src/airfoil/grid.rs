@@ -180,13 +180,13 @@ impl Counts {
     /// The counts of [`Grid::generate`]`(i, j)`, without generating anything:
     /// `(3i+1)(j+1)` nodes, `3ij` cells, `i + 3i(j-1) + (3i-1)j` interior
     /// edges and `4i + 2j` boundary edges. Errors: sizes outside
-    /// `1 <= I`, `2 <= J`, both at most 100000 (`Error::Input` naming
-    /// `--grid-size`).
+    /// `1 <= I`, `2 <= J`, both at most 100000 (`Error::InvalidDeclaration`
+    /// naming `--grid-size`).
     pub fn generated(i: usize, j: usize) -> Result<Counts, Error> {
         if i < 1 || j < 2 || i > 100_000 || j > 100_000 {
-            return Err(Error::Input {
-                source_name: "--grid-size".into(),
-                line: 0,
+            return Err(Error::InvalidDeclaration {
+                what: "option",
+                name: "--grid-size".into(),
                 reason: format!("{i},{j}: the airfoil grid needs 1 <= I and 2 <= J, both at most 100000"),
             });
         }
@@ -216,17 +216,14 @@ impl Counts {
             .try_fold(0usize, |sum, &n| n.checked_mul(16).and_then(|b| sum.checked_add(b)))
     }
 
-    /// Refuses counts whose node or cell indices do not fit the `i32` maps.
-    fn check_indexable(&self, source_name: &str, line: usize) -> Result<(), Error> {
+    /// Refuses counts whose node or cell indices do not fit the `i32` maps
+    /// (the reason).
+    fn check_indexable(&self) -> Result<(), String> {
         for (what, n) in [("nodes", self.nnode), ("cells", self.ncell)] {
             if n > MAX_INDEXED {
-                return Err(Error::Input {
-                    source_name: source_name.into(),
-                    line,
-                    reason: format!(
-                        "{n} {what}: indices are i32 in the maps, so a grid holds at most {MAX_INDEXED} {what}"
-                    ),
-                });
+                return Err(format!(
+                    "{n} {what}: indices are i32 in the maps, so a grid holds at most {MAX_INDEXED} {what}"
+                ));
             }
         }
         Ok(())
@@ -347,12 +344,13 @@ impl<R: std::io::BufRead> LineReader<R> {
     fn record<const N: usize>(&mut self, what: &dyn Fn() -> String) -> Result<(usize, [&str; N]), Error> {
         let Some(line) = self.next_nonblank()? else {
             let last = self.line;
-            let reason = if last == 0 {
-                format!("truncated: the input is empty where {} was expected", what())
+            // An empty input: the header belongs on line 1.
+            let (line, reason) = if last == 0 {
+                (1, format!("truncated: the input is empty where {} was expected", what()))
             } else {
-                format!("truncated: the file ends after line {last} where {} was expected", what())
+                (last, format!("truncated: the file ends after line {last} where {} was expected", what()))
             };
-            return Err(self.err(last, reason));
+            return Err(self.err(line, reason));
         };
         let err = |line: usize, reason: String| Error::Input { source_name: self.source_name.clone(), line, reason };
         // Checked to be UTF-8 by `next_nonblank`.
@@ -399,12 +397,17 @@ impl Grid {
     /// Use [`Grid::rounded`] to get exactly what the file holds.
     ///
     /// Errors: sizes outside `1 <= I`, `2 <= J`, both at most 100000, or
-    /// more nodes than `i32` indices reach (`Error::Input`); memory that
+    /// more nodes than `i32` indices reach (`Error::InvalidDeclaration`
+    /// naming `--grid-size`); memory that
     /// cannot be allocated (`Error::OutOfMemory`, never an abort).
     /// [`Counts::generated`] and [`Counts::grid_bytes`] tell the size first.
     pub fn generate(i: usize, j: usize) -> Result<Grid, Error> {
         let counts = Counts::generated(i, j)?;
-        counts.check_indexable(&format!("--grid-size {i},{j}"), 0)?;
+        counts.check_indexable().map_err(|reason| Error::InvalidDeclaration {
+            what: "option",
+            name: "--grid-size".into(),
+            reason: format!("{i},{j}: {reason}"),
+        })?;
         let name = format!("the generated {i}x{j} airfoil grid");
         let cols = 3 * i + 1;
         let node = |a: usize, b: usize| (a + b * cols) as i32;
@@ -568,7 +571,7 @@ impl Grid {
             nedge: count(header[2], "nedge")?,
             nbedge: count(header[3], "nbedge")?,
         };
-        counts.check_indexable(source_name, line)?;
+        counts.check_indexable().map_err(|reason| err(line, reason))?;
         let bytes = counts.grid_bytes().ok_or_else(|| Error::SizeOverflow {
             what: "grid",
             name: source_name.into(),
@@ -725,9 +728,9 @@ impl Grid {
             if got == want {
                 Ok(())
             } else {
-                Err(Error::Input {
-                    source_name: source_name.into(),
-                    line: 0,
+                Err(Error::InvalidDeclaration {
+                    what: "grid",
+                    name: source_name.into(),
                     reason: format!("{what}: {got} values where {want} were expected"),
                 })
             }
@@ -750,11 +753,28 @@ impl Grid {
                 ));
             }
         }
+        let coords = |n: i32| [self.x[2 * n as usize], self.x[2 * n as usize + 1]];
+        // Each cell a quadrilateral of positive area, its nodes
+        // anticlockwise: a tangled cell (a node moved across a side) has a
+        // zero or negative one, and the flow diverges a few steps in.
+        for (k, c) in self.cell.chunks_exact(4).enumerate() {
+            let p: [[f64; 2]; 4] = std::array::from_fn(|a| coords(c[a]));
+            let area = 0.5 * (0..4).map(|a| p[a][0] * p[(a + 1) % 4][1] - p[(a + 1) % 4][0] * p[a][1]).sum::<f64>();
+            if area.is_nan() || area <= 0.0 {
+                return Err(err(
+                    Record::Cell(k),
+                    format!(
+                        "cell {k} (nodes {} {} {} {}) has area {area:.3e}: a cell's nodes run anticlockwise around \
+                         a positive area (is it tangled, a node moved across one of its sides?)",
+                        c[0], c[1], c[2], c[3]
+                    ),
+                ));
+            }
+        }
         let cell_nodes = |c: i32| -> [i32; 4] {
             let c = c as usize;
             [self.cell[4 * c], self.cell[4 * c + 1], self.cell[4 * c + 2], self.cell[4 * c + 3]]
         };
-        let coords = |n: i32| [self.x[2 * n as usize], self.x[2 * n as usize + 1]];
         // The same point, up to the last bits (a generator's mirrored
         // coordinates may differ by an ulp before they are rounded).
         let same = |p: [f64; 2], q: [f64; 2]| {
@@ -780,9 +800,14 @@ impl Grid {
             let Some(s) = side(c, from, to, cut) else {
                 let own = cell_nodes(c);
                 let reason = match [from, to].into_iter().find(|n| !own.contains(n)) {
-                    Some(n) if !cut || side(c, to, from, true).is_none() => {
-                        format!("{what}: node {n} is not a node of its {}", describe(c))
-                    }
+                    Some(n) if !cut => format!("{what}: node {n} is not a node of its {}", describe(c)),
+                    // On the wake cut an edge may name a node's duplicate.
+                    Some(n) if side(c, to, from, true).is_none() => format!(
+                        "{what}: node {n} is not a node of its {}, nor at the same point as one of them (an \
+                         edge on the wake cut may name a duplicate node at the same coordinates, to 1e-12 \
+                         relative)",
+                        describe(c)
+                    ),
                     _ => format!(
                         "{what}: its {} has no side from node {from} to node {to}; an edge `n0 n1 c0 c1` \
                          is a side of both cells, c0 running along it from n1 to n0 and c1 from n0 to n1 \
@@ -860,9 +885,20 @@ impl Grid {
     }
 }
 
-/// Parses a grid size `I,J` as the command lines take it (`400,600`).
+/// Parses a grid size `I,J` as the command lines take it (`400,600`;
+/// blanks around the numbers allowed).
+///
+/// ```
+/// use parloop_examples::airfoil::grid::parse_grid_size;
+/// assert_eq!(parse_grid_size(" 3 , 4 "), Ok((3, 4)));
+/// assert!(parse_grid_size("4,4,4").unwrap_err().contains("exactly two numbers"));
+/// ```
 pub fn parse_grid_size(s: &str) -> Result<(usize, usize), String> {
-    let (i, j) = s.split_once(',').ok_or_else(|| format!("`{s}`: expected I,J such as 400,600"))?;
-    let n = |v: &str| v.trim().parse::<usize>().map_err(|_| format!("`{v}` is not a positive integer"));
+    let expected = || format!("`{s}`: expected exactly two numbers I,J such as 400,600");
+    let (i, j) = s.split_once(',').ok_or_else(expected)?;
+    if j.contains(',') {
+        return Err(expected());
+    }
+    let n = |v: &str| crate::cli::count(v).map_err(|e| format!("`{s}`: {e}"));
     Ok((n(i)?, n(j)?))
 }

@@ -13,9 +13,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use parloop::{Backend, Error, Runtime};
 use parloop_examples::airfoil::grid::{parse_grid_size, Counts, Grid};
 use parloop_examples::airfoil::{check_memory, Airfoil, RunError};
+use parloop_examples::cli::{count, stdout_error};
 
 #[derive(Parser, Debug)]
-#[command(about = "OP2's airfoil benchmark (2-D Euler, NACA0012 C-grid) on parloop")]
+#[command(allow_negative_numbers = true, about = "OP2's airfoil benchmark (2-D Euler, NACA0012 C-grid) on parloop")]
 struct Args {
     /// Read the grid from this file (OP2 format) instead of generating it.
     #[arg(long, value_name = "FILE", conflicts_with = "grid_size")]
@@ -24,9 +25,9 @@ struct Args {
     #[arg(long, value_name = "I,J", default_value = "400,600", value_parser = parse_grid_size)]
     grid_size: (usize, usize),
     /// Time steps.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, value_name = "N", default_value = "1000", value_parser = count)]
     iterations: usize,
-    /// Backend: auto, seq or threads (default: PARLOOP_BACKEND, else auto).
+    /// Backend: auto, seq, threads, emu or cuda (default: PARLOOP_BACKEND, else auto).
     #[arg(long)]
     backend: Option<String>,
     /// Never show the progress bar.
@@ -60,11 +61,6 @@ fn c_exp(v: f64) -> String {
     format!("{text:>10}")
 }
 
-/// A write to standard output that failed (a full disk, a closed pipe).
-fn stdout_error(source: std::io::Error) -> Error {
-    Error::Io { path: "<stdout>".into(), source }
-}
-
 fn run(args: Args) -> Result<(), RunError> {
     if args.grid.is_none() {
         // Refuse a grid that cannot fit before allocating any of it.
@@ -73,13 +69,7 @@ fn run(args: Args) -> Result<(), RunError> {
         let bytes = counts.grid_bytes().and_then(|g| g.checked_add(Airfoil::estimated_bytes(&counts)?));
         check_memory(&format!("--grid-size {i},{j}: the grid and the solver's data"), bytes)?;
     }
-    let backend: Backend = match &args.backend {
-        Some(b) => b.parse()?,
-        None => match std::env::var("PARLOOP_BACKEND") {
-            Ok(b) if !b.trim().is_empty() => b.parse()?,
-            _ => Backend::auto(),
-        },
-    };
+    let backend: Backend = parloop_examples::cli::backend(args.backend.as_deref())?;
     #[cfg(feature = "mpi")]
     let universe = match args.partition {
         Some(_) => Some(parloop::mpi::initialize()?),
@@ -195,11 +185,18 @@ fn run(args: Args) -> Result<(), RunError> {
     // Planning includes compiling device modules on first use.
     // A fold from +0.0: an empty `Sum` of f64 is -0.0, printed "-0.000".
     let planning: f64 = report.iter().fold(0.0, |sum, r| sum + r.plan_seconds);
+    // Rates of no iterations would be made up.
+    if args.iterations == 0 {
+        say!("wall time {wall:.3} s: no iterations ran")?;
+        return Ok(());
+    }
     let steady = (wall - planning).max(f64::MIN_POSITIVE);
-    let iters = args.iterations.max(1) as f64;
+    let iters = args.iterations as f64;
+    // A device loop's first calls also time its candidate strategies.
+    let trials = if rt.device_name().is_some() { "; the first iterations include trying loop strategies" } else { "" };
     say!(
         "wall time {wall:.3} s ({planning:.3} s planning and compiling), {:.3} ms per iteration, \
-         {:.2} GB/s at the minimum-bytes model ({:.1} MB per iteration)",
+         {:.2} GB/s at the minimum-bytes model ({:.1} MB per iteration){trials}",
         steady * 1e3 / iters,
         bytes as f64 / steady / 1e9,
         bytes as f64 / iters / 1e6,
