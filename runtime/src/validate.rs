@@ -343,11 +343,48 @@ fn first_reach_table(kernel: &Kernel, what: &str, len: usize) -> Result<Vec<usiz
     Ok(first)
 }
 
-/// The error for a write race found at argument `i` of the loop.
-fn race(kernel: &Kernel, set: &Set, i: usize, arg: &Arg, problem: ArgProblem) -> Error {
+/// The error for a write race found at argument `i` of the loop, in the
+/// user's terms: elements, targets and entries by their declared numbers
+/// (not a rank's local ones), and a loop over a subset named as one, its
+/// elements numbered as entities of the parent set and its maps by the
+/// user's names (it runs over an iteration set of its own, with maps
+/// composed with the subset: `e2n@wall`).
+fn race(kernel: &Kernel, set: &Set, i: usize, arg: &Arg, mut problem: ArgProblem) -> Error {
+    let (_, numbered_in) = set.user_element(0);
+    let subset = (numbered_in.id() != set.id()).then(|| format!("@{}", set.name()));
+    let user_map = |name: &mut String| {
+        if let Some(stripped) = subset.as_deref().and_then(|suffix| name.strip_suffix(suffix)) {
+            *name = stripped.to_string();
+        }
+    };
+    match &mut problem {
+        ArgProblem::WriteRace { map, first, second, target } => {
+            user_map(map);
+            (*first, *second) = (set.user_element(*first).0, set.user_element(*second).0);
+            *target = arg.set.as_ref().map_or(*target, |s| s.declared_entity(*target));
+        }
+        ArgProblem::MatWriteRace { maps, first, second, entry } => {
+            user_map(&mut maps.0);
+            user_map(&mut maps.1);
+            (*first, *second) = (set.user_element(*first).0, set.user_element(*second).0);
+            if let ArgKind::Mat(m) = &arg.kind {
+                *entry = (m.row_map.to().declared_entity(entry.0), m.col_map.to().declared_entity(entry.1));
+            }
+        }
+        _ => {}
+    }
+    let set = match subset {
+        Some(_) => format!(
+            "{} (a subset of {}, elements numbered as in {})",
+            set.name(),
+            numbered_in.name(),
+            numbered_in.name()
+        ),
+        None => set.name().into(),
+    };
     Error::Argument {
         kernel: kernel.name().into(),
-        set: set.name().into(),
+        set,
         arg: i,
         dat: arg.data_name().into(),
         problem: Box::new(problem),

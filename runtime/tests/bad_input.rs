@@ -203,6 +203,19 @@ fn indirect_writes_reaching_one_entity_twice_are_rejected_on_every_backend() {
         let e =
             rt.par_loop(put_row::KERNEL, &edges, &[w.arg(Access::READ), n.arg_vec(&twice, Access::WRITE)]).unwrap_err();
         assert!(e.to_string().contains("element 1's row of map `twice` repeats target 2"), "{e}");
+        // Over a subset (it runs over an iteration set of its own, with the
+        // map composed with the subset): named as a subset, its elements
+        // by their number in the parent set, the map by the user's name
+        // (it said "elements 0 and 1 ... through map `pedge@wall`").
+        let wall = rt.subset("wall", &edges, vec![0, 2]).unwrap();
+        let e = rt.par_loop(put::KERNEL, &wall, &[w.arg(Access::READ), n.arg_via(&m, 1, Access::WRITE)]).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("elements 0 and 2")
+                && text.contains("map `pedge`")
+                && text.contains("`wall (a subset of edges"),
+            "{text}"
+        );
         assert_eq!(n.values().unwrap(), vec![7.0; 4], "{}: a rejected loop changes nothing", rt.backend());
         // Distinct targets: allowed, and every backend agrees with the sequential order.
         let once = rt.map("once", &edges, &nodes, 2, vec![3, 0, 1, 2, 2, 1]).unwrap();

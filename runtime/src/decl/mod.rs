@@ -169,6 +169,20 @@ impl Set {
         Ok(Some(part.index_numbers.get_or_init(|| numbers).clone()))
     }
 
+    /// Element `element` of a loop over this set as the user numbers it:
+    /// a subset's element by its entity of the parent set, and (as
+    /// [`Set::declared_entity`]) in the declared numbering under MPI; with
+    /// the set the number is of.
+    pub(crate) fn user_element(&self, element: usize) -> (usize, &Set) {
+        match self.0.selects.as_deref() {
+            Some(sel) => match sel.indices().get(element) {
+                Some(&entity) => (sel.parent().declared_entity(entity as usize), sel.parent()),
+                None => (element, self),
+            },
+            None => (self.declared_entity(element), self),
+        }
+    }
+
     /// The number the user declared local entity `local` under: itself on
     /// a set that is not distributed, its global number where it is. For
     /// messages and output that must not depend on the rank count.
