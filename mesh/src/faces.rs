@@ -205,6 +205,23 @@ impl InteriorFacets {
                 ),
             });
         }
+        // Facets of another mesh whose numbers happen to be in range (a
+        // cube's triangles on a square's mesh) were declared as they came.
+        if mesh.cell_vertices.arity() != self.dim + 1 || mesh.facet_vertices.arity() != self.dim {
+            return Err(Error::InvalidDeclaration {
+                what: "interior facets",
+                name: name("interior_facets"),
+                reason: format!(
+                    "facets of a {}-D mesh (cells of {} vertices, facets of {}) on a declared mesh whose cells have \
+                     {} vertices and facets {}: declare the facets of the mesh they came from",
+                    self.dim,
+                    self.dim + 1,
+                    self.dim,
+                    mesh.cell_vertices.arity(),
+                    mesh.facet_vertices.arity()
+                ),
+            });
+        }
         let facets = rt.set(&name("interior_facets"), n)?;
         let facet_vertices = rt.map(
             &name("interior_facet_vertices"),

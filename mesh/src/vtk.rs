@@ -92,7 +92,26 @@ pub fn write_vtu(path: &Path, mesh: &Mesh, point_data: &[Field], cell_data: &[Fi
     mesh.check_structure()?;
     let (npoints, ncells) = (mesh.vertices(), mesh.num_cells());
     for (fields, n, kind) in [(point_data, npoints, "points"), (cell_data, ncells, "cells")] {
-        for f in fields {
+        for (k, f) in fields.iter().enumerate() {
+            // VTK's reader refuses a whole file with an unnamed array, and
+            // keeps the first of two arrays of one name (ParaView showed
+            // neither problem: the file did not open, or a field was gone).
+            if f.name.is_empty() {
+                return Err(Error::InvalidDeclaration {
+                    what: "VTK field",
+                    name: String::new(),
+                    reason: format!("{kind} field {k} has an empty name, which VTK's reader refuses (the whole file)"),
+                });
+            }
+            if fields[..k].iter().any(|g| g.name == f.name) {
+                return Err(Error::InvalidDeclaration {
+                    what: "VTK field",
+                    name: f.name.escape_debug().to_string(),
+                    reason: format!(
+                        "two {kind} fields have this name: VTK's reader keeps the first and drops the other"
+                    ),
+                });
+            }
             if let Some(c) = f.name.chars().find(|&c| !xml_char(c)) {
                 return Err(Error::InvalidDeclaration {
                     what: "VTK field",
@@ -331,8 +350,11 @@ impl TimeSeries {
 
     /// Writes the next step, at `time`, and rewrites the collection;
     /// returns the `.vtu` written. Errors as [`write_vtu`]; a time that is
-    /// not finite is an [`Error::InvalidDeclaration`] (and nothing is
-    /// written).
+    /// not finite, or not after the previous step's (ParaView orders steps
+    /// by time, and merges steps of one time), is an
+    /// [`Error::InvalidDeclaration`], and nothing is written. A step whose
+    /// collection could not be written is not counted: writing it again
+    /// (after the cause is mended) replaces it.
     pub fn write(
         &mut self,
         time: f64,
@@ -346,6 +368,19 @@ impl TimeSeries {
                 name: self.name.clone(),
                 reason: format!("step {}: time {time} is not a finite number", self.steps.len()),
             });
+        }
+        if let Some(&(last, _)) = self.steps.last() {
+            if time <= last {
+                return Err(Error::InvalidDeclaration {
+                    what: "VTK time series",
+                    name: self.name.clone(),
+                    reason: format!(
+                        "step {}: time {time:?} is not after the previous step's, {last:?} (ParaView orders steps \
+                         by time and merges steps of one time)",
+                        self.steps.len()
+                    ),
+                });
+            }
         }
         let file = format!("{}_{:06}.vtu", self.name, self.steps.len());
         let path = self.dir.join(&file);
@@ -362,9 +397,14 @@ impl TimeSeries {
         let pvd = self.pvd_path();
         // Written beside and renamed, so a reader never sees half a file.
         let tmp = self.dir.join(format!(".{}.pvd.tmp", self.name));
-        let io = |source| Error::Io { path: pvd.display().to_string(), source };
-        std::fs::write(&tmp, xml).map_err(io)?;
-        std::fs::rename(&tmp, &pvd).map_err(io)?;
-        Ok(path)
+        let written = std::fs::write(&tmp, xml)
+            .map_err(|source| Error::Io { path: tmp.display().to_string(), source })
+            .and_then(|()| {
+                std::fs::rename(&tmp, &pvd).map_err(|source| Error::Io { path: pvd.display().to_string(), source })
+            });
+        if written.is_err() {
+            self.steps.pop();
+        }
+        written.map(|()| path)
     }
 }

@@ -328,3 +328,14 @@ fn mismatched_interior_facets_are_refused_when_declared() {
     let err = inner.declare(&rt, "", &dm).unwrap_err().to_string();
     assert!(err.contains("interior_facets"), "{err}");
 }
+
+/// A cube's interior facets on a square's declared mesh were declared as
+/// they came, their numbers being in range: refused, naming the shapes.
+#[test]
+fn interior_facets_of_another_dimension_are_refused() {
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let square = unit_square(2, 2).unwrap().declare(&rt, "sq").unwrap();
+    let cube_facets = unit_cube(1, 1, 1).unwrap().interior_facets().unwrap();
+    let Err(e) = cube_facets.declare(&rt, "cube", &square) else { panic!("a cube's facets on a square were declared") };
+    assert!(e.to_string().contains("3-D") && e.to_string().contains("3 vertices"), "{e}");
+}

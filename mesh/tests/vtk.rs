@@ -201,5 +201,38 @@ fn bad_times_and_names_are_errors() {
     assert!(!dir.join("c.vtu").exists() && !dir.join("s_000001.vtu").exists());
     let pvd = std::fs::read_to_string(series.pvd_path()).unwrap();
     assert_eq!(pvd.matches("<DataSet").count(), 1, "{pvd}");
+    // A time not after the last (ParaView sorts steps by time and merges
+    // equal ones: they were listed in write order): refused, nothing written.
+    for t in [0.5, 0.25, -0.0] {
+        let e = series.write(t, &mesh, &[Field::scalar("p", &p)], &[]).unwrap_err();
+        assert!(matches!(e, Error::InvalidDeclaration { .. }) && e.to_string().contains("not after"), "{t}: {e}");
+    }
+    assert!(!dir.join("s_000001.vtu").exists());
+    // A collection that cannot be written (its place is a folder) leaves
+    // the step uncounted: the same time goes through once it can.
+    std::fs::rename(series.pvd_path(), dir.join("saved.pvd")).unwrap();
+    std::fs::create_dir(series.pvd_path()).unwrap();
+    assert!(series.write(1.0, &mesh, &[Field::scalar("p", &p)], &[]).is_err());
+    std::fs::remove_dir(series.pvd_path()).unwrap();
+    series.write(1.0, &mesh, &[Field::scalar("p", &p)], &[]).unwrap();
+    let pvd = std::fs::read_to_string(series.pvd_path()).unwrap();
+    assert_eq!(pvd.matches("<DataSet").count(), 2, "{pvd}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// VTK's reader refused a whole file with an unnamed field, and dropped
+/// the second of two fields of one name: both are errors when written.
+#[test]
+fn unnamed_and_repeated_field_names_are_errors() {
+    let dir = temp_dir("repeated");
+    let mesh = unit_square(2, 2).unwrap();
+    let p = vec![0.0; mesh.vertices()];
+    let c = vec![0.0; mesh.num_cells()];
+    let e = write_vtu(&dir.join("a.vtu"), &mesh, &[Field::scalar("", &p)], &[]).unwrap_err();
+    assert!(matches!(e, Error::InvalidDeclaration { what: "VTK field", .. }) && e.to_string().contains("empty"), "{e}");
+    let e = write_vtu(&dir.join("a.vtu"), &mesh, &[Field::scalar("d", &p), Field::scalar("d", &p)], &[]).unwrap_err();
+    assert!(matches!(e, Error::InvalidDeclaration { what: "VTK field", .. }) && e.to_string().contains("`d`"), "{e}");
+    // One name for a point field and a cell field: two arrays VTK keeps apart.
+    write_vtu(&dir.join("a.vtu"), &mesh, &[Field::scalar("d", &p)], &[Field::scalar("d", &c)]).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
