@@ -108,7 +108,8 @@ pub(crate) fn check_others() -> Result<()> {
 fn check_thread_count(value: Option<String>, cores: usize) -> Result<()> {
     let Some(v) = value else { return Ok(()) };
     let most = cores.saturating_mul(16).max(256);
-    match v.trim().parse::<usize>() {
+    // Untrimmed: rayon parses the value as it is, and ignores ` 16 `.
+    match v.parse::<usize>() {
         Ok(n) if n <= most => Ok(()),
         Ok(_) => Err(Error::Env {
             var: "RAYON_NUM_THREADS",
@@ -118,7 +119,7 @@ fn check_thread_count(value: Option<String>, cores: usize) -> Result<()> {
         Err(_) => Err(Error::Env {
             var: "RAYON_NUM_THREADS",
             value: v,
-            reason: "expected a number of threads (a non-negative integer; 0 for one per core)".into(),
+            reason: "expected a number of threads (a non-negative integer, without blanks; 0 for one per core)".into(),
         }),
     }
 }
@@ -278,11 +279,12 @@ mod tests {
 
     #[test]
     fn thread_counts_rayon_would_ignore_or_drown_in_are_errors() {
-        for ok in [None, Some("0"), Some("1"), Some(" 16 "), Some("256")] {
+        for ok in [None, Some("0"), Some("1"), Some("16"), Some("256")] {
             assert!(check_thread_count(ok.map(String::from), 2).is_ok(), "{ok:?}");
         }
         assert!(check_thread_count(Some("1024".into()), 64).is_ok());
-        for bad in ["abc", "-1", "1.5", "257", "1000000000", "99999999999999999999999"] {
+        // (Blanks too: rayon would ignore ` 16 ` and start one thread per core.)
+        for bad in ["abc", "-1", "1.5", " 16 ", "257", "1000000000", "99999999999999999999999"] {
             let err = check_thread_count(Some(bad.into()), 2).unwrap_err();
             assert!(matches!(&err, Error::Env { var: "RAYON_NUM_THREADS", value, .. } if value == bad), "{bad}: {err}");
         }

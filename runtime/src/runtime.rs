@@ -332,7 +332,9 @@ impl Runtime {
     /// Chooses the increment strategy of device loops (`None`: automatic,
     /// as `PARLOOP_STRATEGY=auto`). A strategy that cannot run a loop
     /// correctly (atomics on an indirect RW argument) is replaced by
-    /// [`Strategy::Staged`] for that loop.
+    /// [`Strategy::Staged`] for that loop. An explicit choice here wins
+    /// over `PARLOOP_DETERMINISTIC=1` (which refuses an atomic
+    /// `PARLOOP_STRATEGY` when a runtime is made).
     pub fn set_strategy(&mut self, strategy: Option<Strategy>) {
         // Recorded loops run with the settings they were recorded under.
         self.flush_quietly();
@@ -1143,8 +1145,9 @@ impl Drop for Runtime {
                     Err(e) => eprintln!("parloop: cannot write the profile to {}: {e}", file.display()),
                     Ok(()) if nth > 1 && rank == 0 => {
                         eprintln!(
-                            "parloop: profile of the process's runtime {nth} to profile written to {} ({path} holds the first's)",
-                            file.display()
+                            "parloop: profile of the process's runtime {nth} to profile written to {} ({} holds the first's)",
+                            file.display(),
+                            profile_path_for(path, 1, ranks, rank).display()
                         )
                     }
                     Ok(()) => {}

@@ -72,8 +72,9 @@ fn adopt<T>(buffer: Buffer<T>, len: usize, values: &mut Vec<T>, mirror: &MirrorS
 /// change size (an adaptive remesh) releases buffers of a new size each
 /// time, none of which would be taken again; the pool kept them all for
 /// the runtime's life (100 KB a step in a probe). Past this, the sizes
-/// used least recently go.
-const POOL_SIZES: usize = 32;
+/// used least recently go (a step cycling through more sizes than this
+/// would reuse none: far more than a time step's temporaries take).
+const POOL_SIZES: usize = 64;
 
 /// A runtime's free temporary buffers.
 #[derive(Default)]
