@@ -3,6 +3,9 @@
 //! and a diverging flow end with a message and a non-zero exit, never a
 //! panic, an abort or a silent success.
 
+#[path = "support/fails.rs"]
+mod fails;
+use fails::fails_with;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -31,18 +34,6 @@ fn run(bin: &str, args: &[&str], stdout: Option<&Path>) -> Output {
         std::thread::sleep(Duration::from_millis(20));
     }
     child.wait_with_output().unwrap()
-}
-
-/// Expects a clean failure: exit status 1 (not a signal, not a panic's
-/// 101) and `needles` in the message on stderr.
-#[track_caller]
-fn fails_with(out: &Output, code: i32, needles: &[&str]) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(code), "status {:?}, stderr:\n{stderr}", out.status);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    for needle in needles {
-        assert!(stderr.contains(needle), "stderr does not say `{needle}`:\n{stderr}");
-    }
 }
 
 fn temp(tag: &str) -> PathBuf {

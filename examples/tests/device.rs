@@ -3,23 +3,15 @@
 //! without a device end with a message and exit status 1 or 2, never a
 //! panic or a silently changed value.
 
+#[path = "support/fails.rs"]
+mod fails;
+use fails::fails_with;
 use std::process::{Command, Output, Stdio};
 
 const DEVICE: &str = env!("CARGO_BIN_EXE_parloop-device");
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(DEVICE).args(args).envs(env.iter().copied()).env_remove("PARLOOP_PROFILE").output().unwrap()
-}
-
-/// Expects exit status `code` (not a panic's 101) and `needles` on stderr.
-#[track_caller]
-fn fails_with(out: &Output, code: i32, needles: &[&str]) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(code), "status {:?}, stderr:\n{stderr}", out.status);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    for needle in needles {
-        assert!(stderr.contains(needle), "stderr does not say `{needle}`:\n{stderr}");
-    }
 }
 
 #[test]
