@@ -95,30 +95,3 @@ pub fn output_dir(dir: &Path) -> Result<(), Error> {
         _ => Error::Io { path: dir.display().to_string(), source },
     })
 }
-
-/// Removes what an earlier run left in `dir` of a time series called
-/// `name` (`name.pvd` and `name_NNNNNN.vtu`, six digits), so that the
-/// folder holds this run's series alone; other files stay.
-pub fn remove_time_series(dir: &Path, name: &str) -> Result<(), Error> {
-    let io = |path: &Path, source| Error::Io { path: path.display().to_string(), source };
-    let ours = |file: &str| {
-        file == format!("{name}.pvd")
-            || file
-                .strip_prefix(name)
-                .and_then(|f| f.strip_prefix('_'))
-                .and_then(|f| f.strip_suffix(".vtu"))
-                .is_some_and(|n| n.len() == 6 && n.bytes().all(|b| b.is_ascii_digit()))
-    };
-    for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
-        let entry = entry.map_err(|e| io(dir, e))?;
-        let path = entry.path();
-        if entry.file_name().to_str().is_some_and(ours) && entry.file_type().map_err(|e| io(&path, e))?.is_file() {
-            match std::fs::remove_file(&path) {
-                // Another rank of an MPI run removed it first.
-                Err(e) if e.kind() == ErrorKind::NotFound => {}
-                r => r.map_err(|e| io(&path, e))?,
-            }
-        }
-    }
-    Ok(())
-}

@@ -301,21 +301,51 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
+/// The collection's closing tags, after its last `<DataSet/>` line.
+const PVD_CLOSING: &str = "  </Collection>\n</VTKFile>\n";
+
 /// A time series: one `.vtu` per step, `NAME_000000.vtu`, ..., and the
-/// collection `NAME.pvd` listing them with their times, rewritten after
-/// every step so that it is complete whenever the run stops. Open the
-/// `.pvd` in ParaView to play the series.
+/// collection `NAME.pvd` listing them with their times. Open the `.pvd` in
+/// ParaView to play the series.
+///
+/// The collection is complete after every step, so a reader mid-run, or a
+/// run that stops, sees every step written so far. Each step costs the
+/// same whatever the length of the run: the series remembers where the
+/// collection's closing tags begin, and writes the new step's
+/// `<DataSet .../>` line over them followed by the closing tags again,
+/// in one write of about a hundred bytes (a run of N steps writes O(N)
+/// bytes of collection, not O(N^2)). Before that write it checks that the
+/// file is the one it left: the same length and the closing tags where it
+/// put them. A collection that is missing, was truncated, appended to or
+/// otherwise changed there, or whose last write failed, is written whole
+/// again instead (beside it, then renamed, so that a reader never sees
+/// half of it), from the times the series keeps (8 bytes a step).
 pub struct TimeSeries {
     dir: PathBuf,
     name: String,
-    steps: Vec<(f64, String)>,
+    times: Vec<f64>,
+    /// Where the closing tags of the collection begin as this series last
+    /// wrote it; `None` when the next step writes the whole collection
+    /// (the first step, and after a failed write).
+    closing_at: Option<u64>,
+}
+
+/// Why a step could not be added to the collection in place.
+enum AppendError {
+    /// The file is not as the series left it (nothing was written): the
+    /// collection is to be written whole.
+    Stale,
+    /// The write failed.
+    Failed(Error),
 }
 
 impl TimeSeries {
     /// A series in the folder `dir` (created if missing). `name` becomes
     /// part of file names in `dir`: a name that is empty, `.` or `..`,
     /// holds a path separator (`/` or `\`), a drive or a control character
-    /// is an [`Error::InvalidDeclaration`].
+    /// is an [`Error::InvalidDeclaration`]. Files of an earlier series of
+    /// this name are overwritten step by step (see
+    /// [`TimeSeries::replace`] to remove them first).
     ///
     /// ```
     /// let dir = std::env::temp_dir().join(format!("series-doc-{}", std::process::id()));
@@ -340,7 +370,67 @@ impl TimeSeries {
             return Err(invalid("the name is not a file name"));
         }
         std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
-        Ok(TimeSeries { dir: dir.to_path_buf(), name: name.into(), steps: Vec::new() })
+        Ok(TimeSeries { dir: dir.to_path_buf(), name: name.into(), times: Vec::new(), closing_at: None })
+    }
+
+    /// A new series as [`TimeSeries::new`], after removing from `dir` what
+    /// an earlier series of this name left there, so that the folder holds
+    /// this series alone: `NAME.pvd`, every `NAME_NNNNNN.vtu` this naming
+    /// makes (whether or not the earlier collection lists it: a longer
+    /// earlier run leaves steps that a shorter new one would not
+    /// overwrite) and a leftover `.NAME.pvd.tmp`. Other files stay, those
+    /// of series with other names too. The name is checked first: an
+    /// invalid one removes nothing. A file that vanishes meanwhile (another
+    /// process removing it too) is no error; any other failure is an
+    /// [`Error::Io`] naming the file or folder.
+    ///
+    /// ```
+    /// use parloop_mesh::{unit_square, vtk::TimeSeries};
+    /// let mesh = unit_square(2, 2)?;
+    /// let dir = std::env::temp_dir().join(format!("replace-doc-{}", std::process::id()));
+    /// let mut old = TimeSeries::new(&dir, "u")?;
+    /// for t in [0.0, 0.1, 0.2] {
+    ///     old.write(t, &mesh, &[], &[])?;
+    /// }
+    /// std::fs::write(dir.join("notes.txt"), "kept")?;
+    /// // A shorter run replacing it: u_000001.vtu and u_000002.vtu are gone.
+    /// let mut new = TimeSeries::replace(&dir, "u")?;
+    /// new.write(0.0, &mesh, &[], &[])?;
+    /// let mut files: Vec<_> = std::fs::read_dir(&dir)?.map(|e| e.unwrap().file_name()).collect();
+    /// files.sort();
+    /// assert_eq!(files, ["notes.txt", "u.pvd", "u_000000.vtu"]);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replace(dir: &Path, name: &str) -> Result<TimeSeries, Error> {
+        let series = TimeSeries::new(dir, name)?;
+        let io = |path: &Path, source| Error::Io { path: path.display().to_string(), source };
+        let (pvd, tmp) = (format!("{name}.pvd"), series.tmp_name());
+        let ours = |file: &str| {
+            file == pvd
+                || file == tmp
+                || file
+                    .strip_prefix(name)
+                    .and_then(|f| f.strip_prefix('_'))
+                    .and_then(|f| f.strip_suffix(".vtu"))
+                    // The digits `step_file` writes for their number:
+                    // six or more, no leading zero beyond six.
+                    .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|n| n.parse().ok())
+                    .is_some_and(|k| file == step_file(name, k))
+        };
+        for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
+            let entry = entry.map_err(|e| io(dir, e))?;
+            let path = entry.path();
+            if entry.file_name().to_str().is_some_and(ours) && entry.file_type().map_err(|e| io(&path, e))?.is_file() {
+                match std::fs::remove_file(&path) {
+                    // Another process (an MPI rank) removed it first.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    r => r.map_err(|e| io(&path, e))?,
+                }
+            }
+        }
+        Ok(series)
     }
 
     /// The collection file.
@@ -348,13 +438,20 @@ impl TimeSeries {
         self.dir.join(format!("{}.pvd", self.name))
     }
 
-    /// Writes the next step, at `time`, and rewrites the collection;
+    /// The file a whole collection is written to before it is renamed.
+    fn tmp_name(&self) -> String {
+        format!(".{}.pvd.tmp", self.name)
+    }
+
+    /// Writes the next step, at `time`, and adds it to the collection;
     /// returns the `.vtu` written. Errors as [`write_vtu`]; a time that is
     /// not finite, or not after the previous step's (ParaView orders steps
     /// by time, and merges steps of one time), is an
     /// [`Error::InvalidDeclaration`], and nothing is written. A step whose
-    /// collection could not be written is not counted: writing it again
-    /// (after the cause is mended) replaces it.
+    /// collection could not be written is not counted, an [`Error::Io`]
+    /// naming the collection (the series puts back the collection as it
+    /// was, as far as it can, and writes it whole at the next step):
+    /// writing the step again (after the cause is mended) replaces it.
     pub fn write(
         &mut self,
         time: f64,
@@ -366,10 +463,10 @@ impl TimeSeries {
             return Err(Error::InvalidDeclaration {
                 what: "VTK time series",
                 name: self.name.clone(),
-                reason: format!("step {}: time {time} is not a finite number", self.steps.len()),
+                reason: format!("step {}: time {time} is not a finite number", self.times.len()),
             });
         }
-        if let Some(&(last, _)) = self.steps.last() {
+        if let Some(&last) = self.times.last() {
             if time <= last {
                 return Err(Error::InvalidDeclaration {
                     what: "VTK time series",
@@ -377,34 +474,105 @@ impl TimeSeries {
                     reason: format!(
                         "step {}: time {time:?} is not after the previous step's, {last:?} (ParaView orders steps \
                          by time and merges steps of one time)",
-                        self.steps.len()
+                        self.times.len()
                     ),
                 });
             }
         }
-        let file = format!("{}_{:06}.vtu", self.name, self.steps.len());
+        let file = step_file(&self.name, self.times.len());
         let path = self.dir.join(&file);
         write_vtu(&path, mesh, point_data, cell_data)?;
-        self.steps.push((time, file));
+        self.times.push(time);
+        let appended = match self.closing_at.take() {
+            Some(at) => self.append(at, &dataset_line(time, &file)),
+            None => Err(AppendError::Stale),
+        };
+        let written = match appended {
+            Ok(at) => Ok(at),
+            Err(AppendError::Stale) => self.rewrite(),
+            Err(AppendError::Failed(e)) => Err(e),
+        };
+        match written {
+            Ok(at) => {
+                self.closing_at = Some(at);
+                Ok(path)
+            }
+            Err(e) => {
+                self.times.pop();
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes `line` (the last step's) over the closing tags at `at` and
+    /// the closing tags after it, when the collection is as this series
+    /// left it; returns where the closing tags now begin.
+    fn append(&self, at: u64, line: &str) -> Result<u64, AppendError> {
+        use std::io::{Read, Seek, SeekFrom};
+        let pvd = self.pvd_path();
+        let closing = PVD_CLOSING.as_bytes();
+        let end = at + closing.len() as u64;
+        // Anything unexpected before the write: nothing was written, and
+        // the whole collection is written instead (which reports its own
+        // errors, a folder in the file's place, say).
+        let stale = |_| AppendError::Stale;
+        let mut f = std::fs::OpenOptions::new().read(true).write(true).open(&pvd).map_err(stale)?;
+        let meta = f.metadata().map_err(stale)?;
+        if !meta.is_file() || meta.len() != end {
+            return Err(AppendError::Stale);
+        }
+        let mut tail = vec![0; closing.len()];
+        f.seek(SeekFrom::Start(at)).and_then(|_| f.read_exact(&mut tail)).map_err(stale)?;
+        if tail != closing {
+            return Err(AppendError::Stale);
+        }
+        f.seek(SeekFrom::Start(at)).map_err(stale)?;
+        // One write: a reader sees the file before or after it.
+        let mut bytes = Vec::with_capacity(line.len() + closing.len());
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.extend_from_slice(closing);
+        match f.write_all(&bytes) {
+            Ok(()) => Ok(at + line.len() as u64),
+            Err(source) => {
+                // Put back the collection as it was if possible (shrinking
+                // the file and rewriting its closing tags needs no more
+                // room); the next step writes it whole in any case.
+                let _ = f.set_len(end).and_then(|()| f.seek(SeekFrom::Start(at))).and_then(|_| f.write_all(closing));
+                Err(AppendError::Failed(Error::Io { path: pvd.display().to_string(), source }))
+            }
+        }
+    }
+
+    /// Writes the whole collection beside it and renames it into place;
+    /// returns where its closing tags begin.
+    fn rewrite(&self) -> Result<u64, Error> {
         let mut xml = String::from(
             "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\" byte_order=\"LittleEndian\">\n  <Collection>\n",
         );
-        for (t, f) in &self.steps {
-            // `{:?}` keeps every digit of the time (shortest round trip).
-            let _ = writeln!(xml, "    <DataSet timestep=\"{t:?}\" group=\"\" part=\"0\" file=\"{}\"/>", escape(f));
+        for (k, &t) in self.times.iter().enumerate() {
+            xml.push_str(&dataset_line(t, &step_file(&self.name, k)));
         }
-        xml.push_str("  </Collection>\n</VTKFile>\n");
+        let at = xml.len() as u64;
+        xml.push_str(PVD_CLOSING);
         let pvd = self.pvd_path();
         // Written beside and renamed, so a reader never sees half a file.
-        let tmp = self.dir.join(format!(".{}.pvd.tmp", self.name));
-        let written = std::fs::write(&tmp, xml)
-            .map_err(|source| Error::Io { path: tmp.display().to_string(), source })
-            .and_then(|()| {
-                std::fs::rename(&tmp, &pvd).map_err(|source| Error::Io { path: pvd.display().to_string(), source })
-            });
-        if written.is_err() {
-            self.steps.pop();
-        }
-        written.map(|()| path)
+        let tmp = self.dir.join(self.tmp_name());
+        std::fs::write(&tmp, xml).map_err(|source| Error::Io { path: tmp.display().to_string(), source })?;
+        std::fs::rename(&tmp, &pvd).map_err(|source| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::Io { path: pvd.display().to_string(), source }
+        })?;
+        Ok(at)
     }
+}
+
+/// The `.vtu` of step `k` of the series `name`.
+fn step_file(name: &str, k: usize) -> String {
+    format!("{name}_{k:06}.vtu")
+}
+
+/// The collection's line for the step at `time` in `file`.
+fn dataset_line(time: f64, file: &str) -> String {
+    // `{:?}` keeps every digit of the time (shortest round trip).
+    format!("    <DataSet timestep=\"{time:?}\" group=\"\" part=\"0\" file=\"{}\"/>\n", escape(file))
 }

@@ -4,6 +4,7 @@
 //! was written. Without python3-vtk9 the reading tests say so and skip,
 //! unless PARLOOP_REQUIRE_VTK=1 (as in ci/test), where they fail.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -234,5 +235,263 @@ fn unnamed_and_repeated_field_names_are_errors() {
     assert!(matches!(e, Error::InvalidDeclaration { what: "VTK field", .. }) && e.to_string().contains("`d`"), "{e}");
     // One name for a point field and a cell field: two arrays VTK keeps apart.
     write_vtu(&dir.join("a.vtu"), &mesh, &[Field::scalar("d", &p)], &[Field::scalar("d", &c)]).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The collection a series of `name` writes for `times`: checked byte for
+/// byte, which also says it is well-formed XML of the shape VTK reads.
+fn expected_pvd(name: &str, times: &[f64]) -> String {
+    let mut s = String::from(
+        "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\" byte_order=\"LittleEndian\">\n  <Collection>\n",
+    );
+    for (k, t) in times.iter().enumerate() {
+        s.push_str(&format!("    <DataSet timestep=\"{t:?}\" group=\"\" part=\"0\" file=\"{name}_{k:06}.vtu\"/>\n"));
+    }
+    s + "  </Collection>\n</VTKFile>\n"
+}
+
+/// The file's identity: a collection written whole is a new file renamed
+/// into place, a step added in place keeps it.
+#[cfg(unix)]
+fn inode(path: &Path) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path).unwrap())
+}
+
+#[test]
+fn a_long_series_lists_every_step_in_order_at_every_step() {
+    let py = vtk_python();
+    let dir = temp_dir("long");
+    let mesh = unit_square(1, 1).unwrap();
+    let mut series = TimeSeries::new(&dir, "s").unwrap();
+    let times: Vec<f64> = (0..300).map(|k| k as f64 * 0.01 - 1.0).collect();
+    let mut size = 0;
+    for k in 0..times.len() {
+        let p: Vec<f64> = (0..mesh.vertices()).map(|v| (v + k) as f64).collect();
+        let vtu = series.write(times[k], &mesh, &[Field::scalar("p", &p)], &[]).unwrap();
+        assert_eq!(vtu, dir.join(format!("s_{k:06}.vtu")));
+        let pvd = std::fs::read_to_string(series.pvd_path()).unwrap();
+        assert_eq!(pvd, expected_pvd("s", &times[..=k]), "after step {k}");
+        // The collection grows by the step's line: linear in the steps.
+        let line = pvd.lines().nth(3 + k).unwrap();
+        if k > 0 {
+            assert_eq!(pvd.len() - size, line.len() + 1, "step {k}: {line}");
+        }
+        assert!(line.len() < 100, "{line}");
+        size = pvd.len();
+        if let (Some(py), 0 | 1 | 2 | 17 | 299) = (&py, k) {
+            let read = read_back(py, &series.pvd_path());
+            let read = read.as_array().unwrap();
+            assert_eq!(read.len(), k + 1);
+            for (j, entry) in read.iter().enumerate() {
+                assert_close(&[entry["timestep"].as_f64().unwrap()], &[times[j]], &format!("step {j} of {k}: time"));
+                assert_eq!(entry["file"].as_str(), Some(format!("s_{j:06}.vtu").as_str()));
+            }
+            let p: Vec<f64> = (0..mesh.vertices()).map(|v| (v + k) as f64).collect();
+            check_grid(&read[k]["grid"], &mesh, &[Field::scalar("p", &p)], &[]);
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Each step writes its own line and the closing tags, not the collection:
+/// a mark put in the first step's line survives later steps, and the file
+/// stays the same file (it was written whole and renamed at every step,
+/// O(N^2) bytes for N steps).
+#[test]
+fn a_step_adds_its_line_without_rewriting_the_collection() {
+    let dir = temp_dir("append");
+    let mesh = unit_square(1, 1).unwrap();
+    let mut series = TimeSeries::new(&dir, "s").unwrap();
+    let times: Vec<f64> = (0..20).map(|k| k as f64 / 8.0).collect();
+    for &t in &times[..3] {
+        series.write(t, &mesh, &[], &[]).unwrap();
+    }
+    let pvd = series.pvd_path();
+    #[cfg(unix)]
+    let file = inode(&pvd);
+    // Marked in place, the length kept.
+    let marked = std::fs::read_to_string(&pvd).unwrap().replacen("file=\"s_000000.vtu\"", "file=\"MARKED_0.vtu\"", 1);
+    assert!(marked.contains("MARKED_0"));
+    std::fs::OpenOptions::new().write(true).open(&pvd).unwrap().write_all(marked.as_bytes()).unwrap();
+    for &t in &times[3..] {
+        series.write(t, &mesh, &[], &[]).unwrap();
+    }
+    let got = std::fs::read_to_string(&pvd).unwrap();
+    let want = expected_pvd("s", &times).replacen("file=\"s_000000.vtu\"", "file=\"MARKED_0.vtu\"", 1);
+    assert_eq!(got, want);
+    #[cfg(unix)]
+    assert_eq!(inode(&pvd), file, "the collection was replaced");
+    assert!(!dir.join(".s.pvd.tmp").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A collection changed behind the series' back (truncated, appended to,
+/// its closing tags altered, removed) is written whole at the next step,
+/// never patched into a broken file.
+#[test]
+fn a_collection_changed_meanwhile_is_written_whole() {
+    let dir = temp_dir("changed");
+    let mesh = unit_square(1, 1).unwrap();
+    let mut series = TimeSeries::new(&dir, "s").unwrap();
+    let pvd = series.pvd_path();
+    let mut times = vec![0.0, 1.0];
+    for &t in &times {
+        series.write(t, &mesh, &[], &[]).unwrap();
+    }
+    type Change = fn(&Path);
+    let changes: [(&str, Change); 7] = [
+        ("truncated", |p| {
+            let f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
+            f.set_len(f.metadata().unwrap().len() - 11).unwrap();
+        }),
+        ("truncated to nothing", |p| std::fs::File::create(p).map(drop).unwrap()),
+        // More than the next step writes over.
+        ("appended to", |p| {
+            let comment = format!("<!-- {} -->\n", "x".repeat(300));
+            std::fs::OpenOptions::new().append(true).open(p).unwrap().write_all(comment.as_bytes()).unwrap()
+        }),
+        // One step less and a comment, of the same length: the closing
+        // tags earlier.
+        ("replaced by a file of the same length", |p| {
+            let s = std::fs::read_to_string(p).unwrap();
+            let last = s.rfind("    <DataSet").unwrap();
+            let end = last + s[last..].find('\n').unwrap() + 1;
+            let comment = format!("<!--{}-->\n", " ".repeat(end - last - 8));
+            let shorter = format!("{}{}{comment}", &s[..last], &s[end..]);
+            assert_eq!(shorter.len(), s.len());
+            std::fs::write(p, shorter).unwrap();
+        }),
+        ("closing tags altered", |p| {
+            let s = std::fs::read_to_string(p).unwrap().replace("</VTKFile>", "</VTKFILE>");
+            std::fs::write(p, s).unwrap();
+        }),
+        ("removed", |p| std::fs::remove_file(p).unwrap()),
+        // Replaced by another whole file: its closing tags elsewhere.
+        ("replaced", |p| std::fs::write(p, expected_pvd("other", &[0.0, 1.0, 2.0, 3.0, 4.0])).unwrap()),
+    ];
+    for (what, change) in changes {
+        change(&pvd);
+        let t = times.len() as f64;
+        series.write(t, &mesh, &[], &[]).unwrap();
+        times.push(t);
+        assert_eq!(std::fs::read_to_string(&pvd).unwrap(), expected_pvd("s", &times), "{what}");
+        // And in place again after that.
+        #[cfg(unix)]
+        let file = inode(&pvd);
+        series.write(t + 0.5, &mesh, &[], &[]).unwrap();
+        times.push(t + 0.5);
+        assert_eq!(std::fs::read_to_string(&pvd).unwrap(), expected_pvd("s", &times), "{what}, next step");
+        #[cfg(unix)]
+        assert_eq!(inode(&pvd), file, "{what}: the collection was replaced");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(target_os = "linux")]
+#[path = "../../runtime/tests/support/child.rs"]
+mod child;
+
+/// A step whose line could only be written in part (the file size limit
+/// reached midway, as a full disk would) is an error naming the collection,
+/// which is put back as it was: complete, without the step. The next step
+/// writes it whole. (In a child process: the limit is the whole process's.)
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_step_leaves_the_collection_as_it_was() {
+    let name = "a_failed_step_leaves_the_collection_as_it_was";
+    child::in_child(name, "fsize", &[], std::time::Duration::from_secs(60), || {
+        let dir = temp_dir("fsize");
+        let mesh = unit_square(1, 1).unwrap();
+        let mut series = TimeSeries::new(&dir, "s").unwrap();
+        let pvd = series.pvd_path();
+        let mut times: Vec<f64> = (0..60).map(|k| k as f64).collect();
+        for &t in &times {
+            series.write(t, &mesh, &[], &[]).unwrap();
+        }
+        let before = std::fs::read_to_string(&pvd).unwrap();
+        let vtu = std::fs::metadata(dir.join("s_000000.vtu")).unwrap().len();
+        // Room for the step's .vtu and 30 more bytes of collection, less
+        // than its line and closing tags.
+        let limit = before.len() as u64 + 30;
+        assert!(vtu < limit, "{vtu} bytes of .vtu, {limit} of limit");
+        let old = {
+            let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            // SAFETY: plain system calls on valid structs.
+            assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut r) }, 0);
+            r
+        };
+        let cap = libc::rlimit { rlim_cur: limit, rlim_max: old.rlim_max };
+        // SAFETY: as above; SIGXFSZ ignored, the write fails with EFBIG.
+        unsafe {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &cap), 0);
+        }
+        let e = series.write(60.0, &mesh, &[], &[]).unwrap_err();
+        assert!(matches!(e, Error::Io { .. }) && e.to_string().contains(&pvd.display().to_string()), "{e}");
+        assert_eq!(std::fs::read_to_string(&pvd).unwrap(), before);
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &old) }, 0);
+        // The step again, counted now; then a later one, in place.
+        series.write(60.0, &mesh, &[], &[]).unwrap();
+        times.push(60.0);
+        assert_eq!(std::fs::read_to_string(&pvd).unwrap(), expected_pvd("s", &times));
+        let file = inode(&pvd);
+        series.write(61.0, &mesh, &[], &[]).unwrap();
+        times.push(61.0);
+        assert_eq!(std::fs::read_to_string(&pvd).unwrap(), expected_pvd("s", &times));
+        assert_eq!(inode(&pvd), file);
+        std::fs::remove_dir_all(&dir).unwrap();
+    });
+}
+
+#[test]
+fn replace_removes_an_earlier_series_and_nothing_else() {
+    let dir = temp_dir("replace");
+    let mesh = unit_square(1, 1).unwrap();
+    let mut old = TimeSeries::new(&dir, "s").unwrap();
+    for t in 0..5 {
+        old.write(t as f64, &mesh, &[], &[]).unwrap();
+    }
+    drop(old);
+    // Files this naming makes: step 1 000 000 has seven digits, and a
+    // collection written whole may have left its temporary file.
+    let ours = ["s_1000000.vtu", ".s.pvd.tmp"];
+    // Files it does not make, and a folder.
+    let others = [
+        "s_.vtu",
+        "s_12.vtu",
+        "s_0000001.vtu",
+        "s_00000a.vtu",
+        "s_000001.vtu.bak",
+        "sx_000000.vtu",
+        "t_000000.vtu",
+        "s.vtu",
+        "other.pvd",
+        "S.pvd",
+    ];
+    for f in ours.iter().chain(&others) {
+        std::fs::write(dir.join(f), "x").unwrap();
+    }
+    std::fs::create_dir(dir.join("s_000009.vtu")).unwrap();
+    // An invalid name removes nothing.
+    assert!(TimeSeries::replace(&dir, "s/..").is_err());
+    assert!(dir.join("s_000004.vtu").exists() && dir.join("s.pvd").exists());
+    let mut new = TimeSeries::replace(&dir, "s").unwrap();
+    let mut files: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    files.sort();
+    let mut want: Vec<String> = others.iter().map(|f| f.to_string()).collect();
+    want.push("s_000009.vtu".into());
+    want.sort();
+    assert_eq!(files, want);
+    for t in [0.5, 1.5] {
+        new.write(t, &mesh, &[], &[]).unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(new.pvd_path()).unwrap(), expected_pvd("s", &[0.5, 1.5]));
+    assert!(dir.join("s_000001.vtu").exists() && !dir.join("s_000002.vtu").exists());
+    // A folder that does not exist yet is made.
+    let fresh = dir.join("fresh");
+    TimeSeries::replace(&fresh, "s").unwrap();
+    assert!(fresh.is_dir());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -12,7 +12,7 @@ use std::time::Instant;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use parloop::{Backend, Error, Runtime};
-use parloop_examples::cli::{count, invalid, output_dir, remove_time_series, stdout_error};
+use parloop_examples::cli::{count, invalid, output_dir, stdout_error};
 use parloop_examples::distributed;
 use parloop_examples::memory::check_memory;
 use parloop_examples::wave::{unstable_dt, Wave, DT, T_END};
@@ -107,8 +107,8 @@ fn run(args: Args) -> Result<(), Error> {
 
     let mut series = match (&args.output, lead) {
         (Some(dir), true) => {
-            remove_time_series(dir, "wave")?;
-            Some((TimeSeries::new(dir, "wave")?, dir))
+            // An earlier run's wave.pvd and wave_NNNNNN.vtu go first.
+            Some((TimeSeries::replace(dir, "wave")?, dir))
         }
         _ => None,
     };
