@@ -57,6 +57,9 @@ impl<'a> LockedArgs<'a> {
     ) -> Result<()> {
         self.guards.clear();
         self.views.clear();
+        // A fused launch's arguments spill: one allocation, not a regrowth
+        // (and copy) per doubling.
+        self.views.reserve(args.len());
         for arg in args {
             self.views.push(view_without_data(arg.borrow()));
         }

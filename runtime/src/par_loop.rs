@@ -61,6 +61,13 @@ pub(crate) struct LoopInner {
     /// Descriptive tags, comma-joined (`None`: untagged): shown in the
     /// profile and NVTX ranges, never part of what the loop computes.
     tags: Option<Arc<str>>,
+    /// Whether an argument is a temporary (`Runtime::temporary`): only
+    /// then does running the loop check and mark first writes, a call
+    /// through `dyn Storage` per argument that every other loop skips.
+    temporaries: bool,
+    /// `arg::writes_indirectly(&args)`, kept: the trace and the replay ask
+    /// for a loop's sections at every recording.
+    writes_indirectly: bool,
 }
 
 impl ParLoop {
@@ -96,7 +103,14 @@ impl ParLoop {
 
     /// A loop from parts validated before (the lazy trace's recorded loops).
     pub(crate) fn from_parts(kernel: &'static Kernel, set: Set, args: Vec<Arg>, exec_halo: bool) -> ParLoop {
-        ParLoop(Arc::new(LoopInner { kernel, set, args, exec_halo, tags: None }))
+        let temporaries = args.iter().any(|a| a.storage.temp().is_some());
+        let writes_indirectly = crate::arg::writes_indirectly(&args);
+        ParLoop(Arc::new(LoopInner { kernel, set, args, exec_halo, tags: None, temporaries, writes_indirectly }))
+    }
+
+    /// Whether an argument is a temporary (see `decl::temporary::check_loop`).
+    pub(crate) fn has_temporaries(&self) -> bool {
+        self.0.temporaries
     }
 
     /// This loop with descriptive tags (seed 003): the profile reports
@@ -190,7 +204,7 @@ impl ParLoop {
             core: s.core,
             owned: s.owned,
             exec: s.exec,
-            exec_halo: self.0.exec_halo || crate::arg::writes_indirectly(&self.0.args),
+            exec_halo: self.0.exec_halo || self.0.writes_indirectly,
         }
     }
 

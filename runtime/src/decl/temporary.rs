@@ -270,7 +270,11 @@ impl Temp {
 
 /// Refuses a loop that reads a temporary never written, or whose first
 /// write might not cover every entity (anything but a direct `WRITE`).
+#[inline]
 pub(crate) fn check_loop(lp: &ParLoop) -> Result<()> {
+    if !lp.has_temporaries() {
+        return Ok(());
+    }
     for (i, a) in lp.args().iter().enumerate() {
         let Some(t) = a.storage.temp() else { continue };
         if t.written() || (a.access == Access::Write && matches!(a.kind, ArgKind::Direct)) {
@@ -290,7 +294,11 @@ pub(crate) fn check_loop(lp: &ParLoop) -> Result<()> {
 }
 
 /// After `lp` was recorded or ran: the temporaries it writes are written.
+#[inline]
 pub(crate) fn mark_loop(lp: &ParLoop) {
+    if !lp.has_temporaries() {
+        return;
+    }
     for a in lp.args() {
         if let Some(t) = a.storage.temp() {
             if a.access.writes() {

@@ -161,7 +161,13 @@ pub(super) fn run(rt: &Runtime, group: &[(u64, Record)], args: &mut Vec<Arg>) ->
     let users: Option<smallvec::SmallVec<[ParLoop; MAX_GROUP]>> =
         group.iter().map(|(_, p)| ParLoop::upgrade(&p.user)).collect();
     if let Some(users) = users {
-        let lent: smallvec::SmallVec<[&Arg; 2 * MAX_GROUP]> = users.iter().flat_map(|lp| lp.args()).collect();
+        // Pushed into room reserved once (`collect` over `flat_map` checked
+        // the capacity per argument).
+        let mut lent: smallvec::SmallVec<[&Arg; 2 * MAX_GROUP]> = smallvec::SmallVec::new();
+        lent.reserve(users.iter().map(|lp| lp.args().len()).sum());
+        for a in users.iter().flat_map(|lp| lp.args()) {
+            lent.push(a);
+        }
         return rt.execute_fused(group, &lent);
     }
     let mut result = Ok(());

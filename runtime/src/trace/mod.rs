@@ -37,7 +37,7 @@ use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use petgraph::stable_graph::{NodeIndex, StableGraph};
@@ -308,6 +308,7 @@ impl Pending {
     }
 
     /// Sets the values a host write carries (empty for a loop).
+    #[inline]
     fn set_payload(&mut self, payload: &[u8]) {
         if !(payload.is_empty() && self.payload.is_empty()) {
             self.payload.clear();
@@ -733,43 +734,25 @@ impl Trace {
         location: &'static Location<'static>,
         payload: &[u8],
     ) -> Result<bool> {
-        for a in lp.args() {
-            let linked = a.storage.link().0.get_or_init(|| self.core.clone());
-            if !Weak::ptr_eq(linked, &self.core) {
-                return Ok(false);
-            }
-        }
         let full = {
             let mut st = lock(&self.state);
-            if !st.poisoned.is_empty() {
-                // A loop reading poisoned data would compute from stale
-                // values; one writing a datum whole cures it.
-                let whole = |a: &Arg| writes_whole(lp, a);
-                // Every argument checked before any is cured: a refused
-                // loop cures nothing.
-                for a in lp.args().iter().filter(|a| !whole(a)) {
-                    let by = || format!("loop `{}` recorded at {location}", lp.kernel().name());
-                    st.poisoned.check(a.data_id(), a.data_name(), by)?;
-                }
-                for a in lp.args().iter().filter(|a| whole(a)) {
-                    st.poisoned.cure(a.data_id());
-                }
-            }
-            match st.replay.on_loop(lp, || (rt.part_size(), rt.strategy())) {
-                Some(kept) => st.tape(lp, kept, location, payload),
-                None => {
-                    if st.replay.taping() && !st.materialise(&self.core) {
-                        drop(st);
-                        self.force(location, None)?;
-                        st = lock(&self.state);
+            // The common case of a replayed time step first: the loop
+            // continues the window being taped (the same loop over the
+            // same data as the kept window's: its data are this trace's
+            // already, and nothing is poisoned).
+            let continued = if st.poisoned.is_empty() { st.replay.continue_candidate(lp) } else { None };
+            if let Some(kept) = continued {
+                st.tape(lp, kept, location, payload);
+                st.pending.len() + st.replay.tape.len() >= TRACE_LIMIT
+            } else {
+                for a in lp.args() {
+                    let linked = a.storage.link().0.get_or_init(|| self.core.clone());
+                    if !Weak::ptr_eq(linked, &self.core) {
+                        return Ok(false);
                     }
-                    st.replay.stop_taping();
-                    let plan = plan()?;
-                    st.replay.learnt_loop(&plan);
-                    st.insert(rt, lp, plan, location, payload);
                 }
+                self.record_slow(rt, lp, plan, location, payload, st)?
             }
-            st.pending.len() + st.replay.tape.len() >= TRACE_LIMIT
         };
         if full {
             let mut st = lock(&self.state);
@@ -779,6 +762,48 @@ impl Trace {
             self.force(Location::caller(), None)?;
         }
         Ok(true)
+    }
+
+    /// `record` past its fast path: poison, then the replay's slower
+    /// matching or the DAG. Whether the trace is full.
+    fn record_slow<'t>(
+        &'t self,
+        rt: &Runtime,
+        lp: &ParLoop,
+        plan: impl FnOnce() -> Result<replay::Plan>,
+        location: &'static Location<'static>,
+        payload: &[u8],
+        mut st: MutexGuard<'t, State>,
+    ) -> Result<bool> {
+        if !st.poisoned.is_empty() {
+            // A loop reading poisoned data would compute from stale
+            // values; one writing a datum whole cures it.
+            let whole = |a: &Arg| writes_whole(lp, a);
+            // Every argument checked before any is cured: a refused
+            // loop cures nothing.
+            for a in lp.args().iter().filter(|a| !whole(a)) {
+                let by = || format!("loop `{}` recorded at {location}", lp.kernel().name());
+                st.poisoned.check(a.data_id(), a.data_name(), by)?;
+            }
+            for a in lp.args().iter().filter(|a| whole(a)) {
+                st.poisoned.cure(a.data_id());
+            }
+        }
+        match st.replay.on_loop(lp, || (rt.part_size(), rt.strategy())) {
+            Some(kept) => st.tape(lp, kept, location, payload),
+            None => {
+                if st.replay.taping() && !st.materialise(&self.core) {
+                    drop(st);
+                    self.force(location, None)?;
+                    st = lock(&self.state);
+                }
+                st.replay.stop_taping();
+                let plan = plan()?;
+                st.replay.learnt_loop(&plan);
+                st.insert(rt, lp, plan, location, payload);
+            }
+        }
+        Ok(st.pending.len() + st.replay.tape.len() >= TRACE_LIMIT)
     }
 
     /// Forces the computations that `tokens` (read, or also written)

@@ -290,7 +290,7 @@ impl Replay {
     /// Tape mode past the window's first event: `lp` continues the
     /// candidate segment (the common case of a recurring window), compared
     /// word by word in place, without writing its events down first.
-    fn continue_candidate(&mut self, lp: &ParLoop) -> Option<Kept> {
+    pub(super) fn continue_candidate(&mut self, lp: &ParLoop) -> Option<Kept> {
         if !self.taping || self.pos == 0 {
             return None;
         }
