@@ -471,6 +471,12 @@ pub enum ArgProblem {
     IncNotIncrementOnly {
         /// The parameter's name.
         param: String,
+        /// Whether the argument is a global (RW and WRITE, the advice for
+        /// a dat, are no access of a global's).
+        global: bool,
+        /// "MIN" or "MAX" where the body is a running minimum or maximum
+        /// of the parameter (what it takes instead of INC on a global).
+        reduction: Option<&'static str>,
     },
     /// A MIN or MAX global on a parameter the kernel uses otherwise than
     /// combining it with itself by that operation.
@@ -581,13 +587,32 @@ impl fmt::Display for ArgProblem {
             ArgProblem::MatAccess { access } => {
                 write!(f, "{access} on a matrix: matrices are assembled with INC or WRITE")
             }
-            ArgProblem::IncNotIncrementOnly { param } => write!(
-                f,
-                "INC on parameter `{param}`, which the kernel assigns, reads, or passes to a helper that does \
-                 more than add to it, instead of only adding to it (`+=`, `-=`): INC gives the kernel a zeroed \
-                 private copy on some backends and the target on others, so the result would depend on the \
-                 backend; use RW or WRITE, or only add to it"
-            ),
+            ArgProblem::IncNotIncrementOnly { param, global, reduction } => {
+                write!(
+                    f,
+                    "INC on parameter `{param}`, which the kernel assigns, reads, or passes to a helper that does \
+                     more than add to it, instead of only adding to it (`+=`, `-=`): INC gives the kernel a zeroed \
+                     private copy on some backends and the target on others, so the result would depend on the \
+                     backend; "
+                )?;
+                match (global, reduction) {
+                    (false, _) => write!(f, "use RW or WRITE, or only add to it"),
+                    (true, Some(access)) => {
+                        let what = if *access == "MIN" { "minimum" } else { "maximum" };
+                        write!(
+                            f,
+                            "the kernel computes a running {what} of it: use `Access::{access}` (a global is READ, \
+                             INC, MIN or MAX, not RW or WRITE)"
+                        )
+                    }
+                    (true, None) => write!(
+                        f,
+                        "on a global, use `Access::MIN` or `Access::MAX` for a running minimum or maximum \
+                         (`*{param} = {param}.min(v)`), or only add to it for INC (a global is READ, INC, MIN or \
+                         MAX, not RW or WRITE)"
+                    ),
+                }
+            }
             ArgProblem::ReductionNotOnly { param, access } => {
                 let (method, less) = if *access == "MIN" { ("min", "<") } else { ("max", ">") };
                 write!(

@@ -62,7 +62,16 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
         }
         if access == Access::Inc && !param.increment_only {
             let name = if param.name.is_empty() { format!("{i}") } else { param.name.to_string() };
-            return Err(fail(i, ArgProblem::IncNotIncrementOnly { param: name }));
+            let global = arg.is_global();
+            // What the body computes where it is a running minimum or
+            // maximum and not both (`min_only` and `max_only` are both
+            // true where the body does neither).
+            let reduction = match (param.min_only, param.max_only) {
+                (true, false) => Some(Access::Min.name()),
+                (false, true) => Some(Access::Max.name()),
+                _ => None,
+            };
+            return Err(fail(i, ArgProblem::IncNotIncrementOnly { param: name, global, reduction }));
         }
         if (access == Access::Min && !param.min_only) || (access == Access::Max && !param.max_only) {
             let name = if param.name.is_empty() { format!("{i}") } else { param.name.to_string() };

@@ -225,3 +225,51 @@ fn a_discarded_name_is_no_use_of_the_parameter() {
         assert_eq!((count.value().unwrap(), lo.value().unwrap()), (3.0, -1.0));
     }
 }
+
+/// A time step a new user declared INC: the running minimum of a
+/// global. The refusal said "use RW or WRITE", which a global refuses in
+/// turn; it names MIN (or MAX) for a global, and keeps RW or WRITE for a
+/// dat.
+#[parloop::kernel]
+fn min_as_inc(v: &f64, dt: &mut f64) {
+    *dt = dt.min(0.5 * *v);
+}
+
+#[parloop::kernel]
+fn max_as_inc(v: &f64, top: &mut f64) {
+    if *v > *top {
+        *top = *v;
+    }
+}
+
+#[test]
+fn inc_on_a_min_or_max_points_a_global_to_min_or_max_and_a_dat_to_rw() {
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let s = rt.set("s", 4).unwrap();
+    let v = rt.dat("v", &s, 1, vec![1.0, 0.5, 2.0, 0.25]).unwrap();
+    let g = rt.global("dt", &[f64::INFINITY]).unwrap();
+    let d = rt.dat("d", &s, 1, vec![f64::INFINITY; 4]).unwrap();
+    let inc = |kernel, arg| rt.par_loop(kernel, &s, &[v.arg(Access::READ), arg]).unwrap_err().to_string();
+
+    // Globals: the exact reduction where the body is one, never RW/WRITE.
+    let err = inc(min_as_inc::KERNEL, g.arg(Access::INC));
+    assert!(err.contains("INC on parameter `dt`") && err.contains("use `Access::MIN`"), "{err}");
+    assert!(!err.contains("Access::MAX") && !err.contains("use RW or WRITE"), "{err}");
+    let err = inc(max_as_inc::KERNEL, g.arg(Access::INC));
+    assert!(err.contains("INC on parameter `top`") && err.contains("use `Access::MAX`"), "{err}");
+    assert!(!err.contains("Access::MIN") && !err.contains("use RW or WRITE"), "{err}");
+    // Neither a minimum nor a maximum: both named, and adding.
+    let err = inc(assigns_a_max::KERNEL, g.arg(Access::INC));
+    assert!(err.contains("`Access::MIN` or `Access::MAX`") && err.contains("only add to it"), "{err}");
+    assert!(!err.contains("use RW or WRITE"), "{err}");
+    // And the advice followed works.
+    rt.par_loop(min_as_inc::KERNEL, &s, &[v.arg(Access::READ), g.arg(Access::MIN)]).unwrap();
+    assert_eq!(g.value().unwrap(), 0.125);
+
+    // Dats: RW or WRITE, as before (a dat takes no MIN or MAX).
+    for kernel in [min_as_inc::KERNEL, max_as_inc::KERNEL, assigns_a_max::KERNEL] {
+        let err = inc(kernel, d.arg(Access::INC));
+        assert!(err.contains("use RW or WRITE, or only add to it"), "{err}");
+        assert!(!err.contains("Access::MIN") && !err.contains("Access::MAX"), "{err}");
+    }
+}
