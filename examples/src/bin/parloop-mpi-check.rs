@@ -78,6 +78,11 @@ fn stamp(x: &[f64; 2], t: &mut [f64; 2]) {
 }
 
 #[parloop::kernel]
+fn local_dt(area: &f64, dt: &mut f64) {
+    *dt = dt.min(0.5 * *area);
+}
+
+#[parloop::kernel]
 fn clear(n: &mut [f64; 2]) {
     n[0] = 0.0;
     n[1] = 0.0;
@@ -266,8 +271,13 @@ fn check(ok: bool, what: &str, failures: &mut Vec<String>) {
 /// would hang otherwise). `--diverge-on-rank R`, with
 /// `PARLOOP_CHECK_RANKS=1`: rank R runs another loop than the others, which
 /// must be reported; `--global-differs-on-rank R`, with it: rank R alone
-/// sets a global a loop reads, which must be reported. Each exits non-zero;
-/// ci/test checks the messages.
+/// sets a global a loop reads, which must be reported;
+/// `--reduction-start-differs-on-rank R`, with it: rank R alone sets the
+/// starting value of a MIN global (a time step's) a loop reduces into,
+/// which must be reported too (each rank would end with its own minimum on
+/// a loop every rank runs whole, and the odd rank's start would leak into
+/// every rank's on a distributed one). Each exits non-zero; ci/test checks
+/// the messages.
 fn faults(world: &parloop::mpi::SimpleCommunicator, args: &[String]) {
     let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)?.parse::<usize>().ok());
     let rank = world.rank() as usize;
@@ -312,6 +322,25 @@ fn faults(world: &parloop::mpi::SimpleCommunicator, args: &[String]) {
             Err(e) => panic!("{}", rt.fail(e)),
             Ok(()) => {
                 eprintln!("parloop-mpi-check: rank {rank}: the differing global went unnoticed");
+                std::process::exit(3);
+            }
+        }
+    }
+    if let Some(odd) = flag("--reduction-start-differs-on-rank") {
+        let rt = Runtime::with_communicator(Backend::Seq, world).expect("runtime");
+        let cells = rt.set("cells", 4).unwrap();
+        let area = rt.dat("area", &cells, 1, vec![1.0, 0.5, 2.0, 0.25]).expect("dat");
+        let dt = rt.global("dt", &[f64::INFINITY]).expect("global");
+        if rank == odd {
+            dt.set_values(&[0.01]).expect("a host write");
+        }
+        match rt.par_loop(local_dt::KERNEL, &cells, &[area.arg(Access::READ), dt.arg(Access::MIN)]) {
+            Err(e) => panic!("{}", rt.fail(e)),
+            Ok(()) => {
+                eprintln!(
+                    "parloop-mpi-check: rank {rank}: the differing start of a MIN global went unnoticed (dt = {:?})",
+                    dt.value()
+                );
                 std::process::exit(3);
             }
         }

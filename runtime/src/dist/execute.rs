@@ -21,26 +21,36 @@ use crate::sync::lock;
 use crate::types::Access;
 use crate::views::ArgView;
 
-/// `PARLOOP_CHECK_RANKS`: the globals loop `n` reads hold the same values
-/// on every rank (one set by a host write on one rank only gives each
-/// rank its own result, silently). Each global that differs is named,
-/// with this rank's values.
-fn read_globals_agree(comm: &super::Comm, n: u64, kernel: &Kernel, args: &[Arg], views: &[ArgView]) -> Result<()> {
+/// `PARLOOP_CHECK_RANKS`: the globals loop `n` reads, and the starting
+/// values of those it reduces (INC, MIN, MAX), hold the same values on
+/// every rank (one set by a host write on one rank only gives each rank
+/// its own result, silently: a reduction's start is part of its result).
+/// Each global that differs is named, with this rank's values.
+fn globals_agree(comm: &super::Comm, n: u64, kernel: &Kernel, args: &[Arg], views: &[ArgView]) -> Result<()> {
     for (a, v) in args.iter().zip(views) {
-        if !a.is_global() || a.access != Access::READ || v.data.is_null() {
+        let reduced = matches!(a.access, Access::Inc | Access::Min | Access::Max);
+        if !a.is_global() || !(a.access == Access::READ || reduced) || v.data.is_null() {
             continue;
         }
         // SAFETY: a global's view holds its `dim` values (`bytes_per_entity`
-        // bytes), and the loop holds it locked while it begins.
+        // bytes), and the loop holds it locked while it begins (before INC
+        // globals are zeroed for the ranks' partial sums).
         let bytes = unsafe { std::slice::from_raw_parts(v.data, a.bytes_per_entity()) };
         if !comm.agree(crate::device::fnv1a(&[bytes])) {
-            return Err(comm.error(format!(
-                "PARLOOP_CHECK_RANKS: loop {n} (`{}`) reads global `{}` with values that differ between ranks \
-                 (a host write on some ranks only?); this rank's: {}",
-                kernel.name(),
-                a.data_name(),
-                show_values(a.storage.elem(), bytes)
-            )));
+            let (kernel, global, values) = (kernel.name(), a.data_name(), show_values(a.storage.elem(), bytes));
+            return Err(comm.error(if reduced {
+                format!(
+                    "PARLOOP_CHECK_RANKS: loop {n} (`{kernel}`) reduces global `{global}` ({}) from starting values \
+                     that differ between ranks (a host write on some ranks only?); the starting value is part of \
+                     the result, so each rank would end with its own; this rank's: {values}",
+                    a.access.name()
+                )
+            } else {
+                format!(
+                    "PARLOOP_CHECK_RANKS: loop {n} (`{kernel}`) reads global `{global}` with values that differ \
+                     between ranks (a host write on some ranks only?); this rank's: {values}"
+                )
+            }));
         }
     }
     Ok(())
@@ -103,7 +113,7 @@ impl Mpi {
                     comm.error(format!("PARLOOP_CHECK_RANKS: loop {n} differs between ranks; this rank runs `{desc}`"))
                 );
             }
-            read_globals_agree(comm, n, kernel, args, views)?;
+            globals_agree(comm, n, kernel, args, views)?;
         }
         if !set.is_distributed() {
             return Ok(None);
