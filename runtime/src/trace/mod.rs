@@ -743,7 +743,7 @@ impl Trace {
             let continued = if st.poisoned.is_empty() { st.replay.continue_candidate(lp) } else { None };
             if let Some(kept) = continued {
                 st.tape(lp, kept, location, payload);
-                st.pending.len() + st.replay.tape.len() >= TRACE_LIMIT
+                st.is_full()
             } else {
                 for a in lp.args() {
                     let linked = a.storage.link().0.get_or_init(|| self.core.clone());
@@ -803,7 +803,7 @@ impl Trace {
                 st.insert(rt, lp, plan, location, payload);
             }
         }
-        Ok(st.pending.len() + st.replay.tape.len() >= TRACE_LIMIT)
+        Ok(st.is_full())
     }
 
     /// Forces the computations that `tokens` (read, or also written)
@@ -1087,6 +1087,12 @@ impl Trace {
 }
 
 impl State {
+    /// Whether the pending loops (in the DAG and on the tape) reached
+    /// `TRACE_LIMIT`: the recording that made it so forces them all.
+    fn is_full(&self) -> bool {
+        self.pending.len() + self.replay.tape.len() >= TRACE_LIMIT
+    }
+
     /// Adds the computations of `lp` (seed 000's table), their edges by
     /// the dependency rule, and updates the token table.
     fn insert(
