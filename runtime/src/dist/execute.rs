@@ -42,7 +42,7 @@ fn globals_agree(comm: &super::Comm, n: u64, kernel: &Kernel, args: &[Arg], view
                 format!(
                     "PARLOOP_CHECK_RANKS: loop {n} (`{kernel}`) reduces global `{global}` ({}) from starting values \
                      that differ between ranks (a host write on some ranks only?); the starting value is part of \
-                     the result, so each rank would end with its own; this rank's: {values}",
+                     the result, so the result would depend on the rank; this rank's: {values}",
                     a.access.name()
                 )
             } else {
@@ -97,7 +97,11 @@ impl Mpi {
     ) -> Result<Option<Begun>> {
         let n = self.loops.fetch_add(1, Ordering::Relaxed);
         let Some(comm) = &self.comm else { return Ok(None) };
-        if self.check_ranks {
+        // Only loops over distributed sets are compared: one over a set no
+        // partition distributed may run on some ranks alone (serial work on
+        // rank-local data), and a comparison there, a collective, would
+        // wait for ranks that never come.
+        if self.check_ranks && set.is_distributed() {
             let mut desc = format!("{}/{}", kernel.name(), set.name());
             for a in args {
                 desc.push_str(&format!(
@@ -329,7 +333,9 @@ impl Mpi {
             comm.before_collective()?;
         }
         let n = self.loops.fetch_add(1, Ordering::Relaxed);
-        if let Some(comm) = self.comm.as_ref().filter(|_| self.check_ranks) {
+        // As for loops: operations on undistributed data may run on some
+        // ranks alone, and are not compared.
+        if let Some(comm) = self.comm.as_ref().filter(|_| self.check_ranks && set.is_distributed()) {
             let desc = format!("{op}/{}", set.name());
             if !comm.agree(crate::device::fnv1a(&[desc.as_bytes()])) {
                 return Err(comm.error(format!(

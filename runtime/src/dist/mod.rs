@@ -438,7 +438,8 @@ pub(crate) struct Mpi {
     pub stale: Stale,
     /// Loops run so far (partitioning must come first).
     pub loops: std::sync::atomic::AtomicU64,
-    /// `PARLOOP_CHECK_RANKS=1`: ranks compare a hash of every loop.
+    /// `PARLOOP_CHECK_RANKS=1`: ranks compare a hash of every loop over a
+    /// distributed set.
     pub check_ranks: bool,
     /// `PARLOOP_OVERLAP=0`: wait for halos before the core section.
     pub no_overlap: bool,
