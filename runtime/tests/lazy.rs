@@ -451,6 +451,36 @@ fn data_a_discarded_loop_would_have_written_stay_refused_until_written_whole() {
     assert_eq!(g.value().unwrap(), 4.0);
 }
 
+/// A loop recorded before a failed one and unrelated to it stays pending
+/// (nothing forced it), while a later loop writing the same data is
+/// discarded: a host write of that data must still run the earlier loop
+/// first. The discard took the later loop's place as the data's last
+/// writer with it, the earlier loop was out of the data's reach, and it
+/// ran at the next flush, over the host write: x ended 20, not 10.
+#[test]
+fn a_loop_recorded_before_a_failed_one_still_runs_before_a_host_write() {
+    for backend in [Backend::Seq, Backend::Threads, Backend::Emu] {
+        let rt = Runtime::with_lazy(backend, true).unwrap();
+        let s = rt.set("s", 6).unwrap();
+        let x = rt.dat("x", &s, 1, vec![1.0; 6]).unwrap();
+        let y = rt.dat("y", &s, 1, vec![0.0; 6]).unwrap();
+        let z = rt.dat("z", &s, 1, vec![3.0; 6]).unwrap();
+        rt.par_loop(scale_by_two::KERNEL, &s, &[x.arg(Access::RW)]).unwrap();
+        rt.par_loop(scale_by_two::KERNEL, &s, &[z.arg(Access::RW)]).unwrap();
+        rt.par_loop(fails_at_three::KERNEL, &s, &[parloop::Arg::index(), y.arg(Access::WRITE)]).unwrap();
+        rt.par_loop(scale_by_two::KERNEL, &s, &[x.arg(Access::RW)]).unwrap();
+        assert!(matches!(y.values(), Err(Error::Deferred { .. })), "{backend:?}");
+        // The second doubling of x was discarded: x is refused until written whole.
+        assert!(matches!(x.values(), Err(Error::Discarded { .. })), "{backend:?}");
+        // z's loop, recorded before the failure, runs when z is read.
+        assert_eq!(z.values().unwrap(), vec![6.0; 6], "{backend:?}");
+        x.set_values(&[10.0; 6]).unwrap();
+        rt.flush().unwrap();
+        assert_eq!(x.values().unwrap(), vec![10.0; 6], "{backend:?}");
+        assert_eq!(rt.trace_stats().discarded, 1, "{backend:?}: the second doubling of x");
+    }
+}
+
 #[test]
 fn a_failed_fused_launch_poisons_what_its_other_loops_wrote() {
     let rt = lazy_rt();

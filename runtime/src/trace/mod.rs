@@ -1037,10 +1037,13 @@ impl Trace {
     fn discard_after(&self, seq: u64, already: u64, mut stale: Vec<u64>, kernel: &str, location: &str) {
         let mut st = lock(&self.state);
         let later: Vec<u64> = st.pending.range(seq + 1..).map(|(&s, _)| s).collect();
+        let mut lost: Vec<Token> = Vec::new();
         for s in &later {
             let p = st.take(*s);
             stale.extend(written(&p));
+            lost.extend_from_slice(&p.tokens);
         }
+        st.rebuild_tokens(lost);
         let taped = st.replay.tape.len();
         stale.extend(st.replay.tape.iter().filter(|(s, _)| *s > seq).flat_map(|(_, p)| written(p)));
         st.poisoned.add(stale, kernel, location);
@@ -1316,6 +1319,44 @@ impl State {
         }
         out.sort_unstable();
         out
+    }
+
+    /// The token table's entries for `lost` rebuilt from the pending
+    /// loops, oldest first. `take` forgets a taken loop's place as a
+    /// token's last writer, which is right when loops go oldest first (a
+    /// force: every older loop touching the token is an ancestor and went
+    /// before it). A failure's discard takes later loops while older
+    /// unrelated ones stay: without this, an older loop writing the same
+    /// data was out of reach of that data's forces and host writes, and
+    /// ran at some later unrelated force, over what was written since.
+    /// A loop writes a token when one of its arguments writes the datum
+    /// (`NET` tokens are written by the loop's own exchanges and
+    /// reductions: counted as written, which only orders more); its last
+    /// computation stands for it (forces take whole loops).
+    fn rebuild_tokens(&mut self, mut lost: Vec<Token>) {
+        lost.sort_unstable();
+        lost.dedup();
+        for t in lost {
+            let (id, net) = tokens::datum(t);
+            let mut entry = TokenState::default();
+            for p in self.pending.values() {
+                let Some(&last) = p.nodes.last() else { continue };
+                if p.tokens.binary_search(&t).is_err() {
+                    continue;
+                }
+                if net || p.args.iter().any(|a| a.id == id && a.access.writes()) {
+                    entry.writer = Some(last);
+                    entry.readers.clear();
+                } else {
+                    entry.readers.push(last);
+                }
+            }
+            if entry.writer.is_some() || !entry.readers.is_empty() {
+                self.tokens.insert(t, entry);
+            } else {
+                self.tokens.remove(&t);
+            }
+        }
     }
 
     /// Removes loop `seq` from the graph and the token table.

@@ -27,6 +27,11 @@ fn token(id: u64, kind: u64) -> Token {
     id << 3 | kind
 }
 
+/// The datum of token `t`, and whether `t` is its `NET` token.
+pub(crate) fn datum(t: Token) -> (u64, bool) {
+    (t >> 3, t & 7 == NET)
+}
+
 /// Every token of datum `id` a host access touches (all but `NET`).
 pub(crate) fn data_tokens(id: u64) -> [Token; 6] {
     [CORE, OWNED, HALOEXEC, HALOIMPORT, GLOBAL, MAT].map(|k| token(id, k))
