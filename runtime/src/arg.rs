@@ -48,7 +48,7 @@ impl Drop for Arg {
     /// [`Dat`]'s drop, recorded loops with it run first.
     fn drop(&mut self) {
         if Arc::strong_count(&self.storage) == 1 {
-            self.storage.link().dropped(self.id);
+            self.storage.link().dropped(self.id, || self.storage.clone());
         }
     }
 }

@@ -574,6 +574,10 @@ impl Runtime {
             }
             // Run now, after what it depends on.
             trace.eager(self, lp, at)?;
+            let ran =
+                crate::trace::run_as_forced(|| crate::trace::run_unrecorded_loop(lp, at, || self.execute_now(lp)));
+            trace.release_kept_alive();
+            return ran;
         }
         crate::trace::run_unrecorded_loop(lp, at, || self.execute_now(lp))
     }

@@ -698,7 +698,7 @@ impl<T: Scalar> Drop for Dat<T> {
     /// (seed 003: the trace keeps no dat alive; see `trace::Link::dropped`).
     fn drop(&mut self) {
         if Arc::strong_count(&self.0) == 1 {
-            self.0.link.dropped(self.0.id);
+            self.0.link.dropped(self.0.id, || self.0.clone());
         }
     }
 }
@@ -707,7 +707,7 @@ impl<T: Scalar> Drop for Global<T> {
     /// As for dats.
     fn drop(&mut self) {
         if Arc::strong_count(&self.0) == 1 {
-            self.0.link.dropped(self.0.id);
+            self.0.link.dropped(self.0.id, || self.0.clone());
         }
     }
 }

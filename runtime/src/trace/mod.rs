@@ -78,20 +78,31 @@ pub(crate) fn forcing_here() -> bool {
 }
 
 /// Marks this thread as running forced loops until dropped (also when
-/// unwinding: a panic must not leave later host reads unforced).
-struct Forcing;
+/// unwinding: a panic must not leave later host reads unforced); the mark
+/// it found comes back then (nested, it leaves the outer one's).
+struct Forcing(bool);
 
 impl Forcing {
     fn start() -> Forcing {
-        FORCING.with(|f| f.set(true));
-        Forcing
+        Forcing(FORCING.with(|f| f.replace(true)))
     }
 }
 
 impl Drop for Forcing {
     fn drop(&mut self) {
-        FORCING.with(|f| f.set(false));
+        FORCING.with(|f| f.set(self.0));
     }
+}
+
+/// Runs `run`, a loop run now although the trace is on, after
+/// `Trace::eager` ran what it depends on, as the trace runs its own: the
+/// forces its data would make on the way (taking the trace's `running`
+/// lock while this thread holds the runtime's `executing` one) are
+/// skipped. A force on another thread holds `running` while its loops
+/// wait for `executing`: the two threads waited for each other for ever.
+pub(crate) fn run_as_forced<R>(run: impl FnOnce() -> R) -> R {
+    let _forcing = Forcing::start();
+    run()
 }
 
 /// What the trace has done, for tests and the profile: proof that
@@ -468,6 +479,9 @@ pub(crate) struct Trace {
     /// Every force runs the whole trace (more than one rank: see
     /// `Trace::force`).
     whole: bool,
+    /// Data whose last handle went while a thread ran forced loops, with
+    /// loops still pending with it (`Link::dropped`).
+    kept_alive: Mutex<Vec<Arc<dyn Storage>>>,
     /// The set recorded host writes "iterate" over (`host_write`).
     host_writes: Set,
 }
@@ -589,21 +603,18 @@ impl Link {
 
     /// The last handle to datum `id` is being dropped: what reads or
     /// writes it runs now (errors surface at the next forcing point).
-    pub(crate) fn dropped(&self, id: u64) {
+    /// `handle` makes another handle on it: while this thread runs forced
+    /// loops (whose copies of the arguments can be the last handles, the
+    /// program's own having gone on another thread meanwhile), nothing can
+    /// run here; the datum is kept alive until the force ends, which runs
+    /// what is pending with it then (`Trace::release_kept_alive`).
+    pub(crate) fn dropped(&self, id: u64, handle: impl FnOnce() -> Arc<dyn Storage>) {
         let Some(trace) = self.trace() else { return };
-        // Records of loops that ran with it serve no loop again (ids are
-        // never reused): they go, with the sets and maps they hold.
-        trace.forget_records_of(id);
-        if !forcing_here() && trace.touches(id) {
-            lock(&trace.state).stats.drop_forces += 1;
-            if let Err(e) = trace.force(Location::caller(), Some((&data_tokens(id), true))) {
-                trace.defer(e);
-            }
+        if forcing_here() && trace.touches(id) {
+            lock(&trace.kept_alive).push(handle());
+            return;
         }
-        // Nothing can read it again: it is poisoned no more (a failed loop
-        // writing a fresh dat each step kept an entry per failure, and made
-        // every later loop check its arguments for poison).
-        lock(&trace.state).poisoned.cure(id);
+        trace.last_handle_going(id);
     }
 }
 
@@ -653,6 +664,7 @@ impl Trace {
             dot_path: Mutex::new(dot_path),
             dot_pending,
             whole,
+            kept_alive: Mutex::new(Vec::new()),
             host_writes: host_write::set(),
         }
     }
@@ -815,6 +827,51 @@ impl Trace {
         if forcing_here() {
             return Ok(());
         }
+        let result = self.force_once(at, tokens);
+        self.release_kept_alive();
+        result
+    }
+
+    /// Data whose last handle went during a force (`Link::dropped`): now
+    /// that no loop runs here, what is pending with each runs, then it
+    /// goes (another handle made meanwhile takes the duty with it).
+    pub(crate) fn release_kept_alive(&self) {
+        if forcing_here() {
+            return;
+        }
+        loop {
+            let kept = std::mem::take(&mut *lock(&self.kept_alive));
+            if kept.is_empty() {
+                return;
+            }
+            for storage in kept {
+                if Arc::strong_count(&storage) == 1 {
+                    self.last_handle_going(storage.id());
+                }
+            }
+        }
+    }
+
+    /// What `Link::dropped` does for datum `id` outside a force.
+    fn last_handle_going(&self, id: u64) {
+        // Records of loops that ran with it serve no loop again (ids are
+        // never reused): they go, with the sets and maps they hold.
+        self.forget_records_of(id);
+        if self.touches(id) {
+            lock(&self.state).stats.drop_forces += 1;
+            if let Err(e) = self.force(Location::caller(), Some((&data_tokens(id), true))) {
+                self.defer(e);
+            }
+        }
+        // Nothing can read it again: it is poisoned no more (a failed loop
+        // writing a fresh dat each step kept an entry per failure, and made
+        // every later loop check its arguments for poison).
+        lock(&self.state).poisoned.cure(id);
+    }
+
+    /// `force`, once: forced loops drop data they held last (see
+    /// `release_kept_alive`).
+    fn force_once(&self, at: &'static Location<'static>, tokens: Option<(&[Token], bool)>) -> Result<()> {
         // Under MPI a force runs everything, in recording order: every
         // rank records the same loops, so their exchanges and reductions
         // match as in an eager run, only later; a force of part of the
