@@ -169,6 +169,19 @@ impl MirrorSlot {
         }
     }
 
+    /// The address of the device copy on `device` of values a device loop
+    /// on this thread holds (`exec::DeviceLocked`, which made it current
+    /// there when it locked them).
+    pub fn held_address(&self, device: &Arc<dyn Device>) -> Result<u64> {
+        match crate::sync::lock(&self.mirror).as_ref() {
+            Some(m) if same_device(&m.device, device) && m.state != State::HostNewer => Ok(m.buf.addr),
+            _ => Err(Error::Backend {
+                name: device.name(),
+                reason: "values held by a device loop are not current on its device (internal error)".into(),
+            }),
+        }
+    }
+
     /// The device address of current values on `device`, allocating and
     /// uploading as needed. `host` is the host copy.
     pub fn on_device(&self, device: &Arc<dyn Device>, host: &mut [u8]) -> Result<u64> {

@@ -6,7 +6,7 @@
 use std::borrow::Borrow;
 
 use crate::arg::{Arg, ArgKind};
-use crate::decl::LoopGuard;
+use crate::decl::{LoopGuard, Storage};
 use crate::error::{Error, Result};
 use crate::types::{Access, ElemType, Scalar};
 use crate::views::{ArgView, ViewKind};
@@ -102,6 +102,87 @@ impl<'a> LockedArgs<'a> {
             }
             return Ok(());
         }
+    }
+}
+
+thread_local! {
+    /// The data this thread's device work holds ([`DeviceLocked`]).
+    static ON_DEVICE: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Whether this thread's device work ([`DeviceLocked`]) holds datum `id`.
+pub(crate) fn held_on_device(id: u64) -> bool {
+    ON_DEVICE.with(|h| h.borrow().contains(&id))
+}
+
+/// Data locked for work on a device (a device loop, a matrix scatter, a
+/// product) from their upload until its writes are recorded
+/// (`Storage::device_written`): the exclusion [`LockedArgs`] gives a host
+/// loop. Holding them only while uploading let a host write land while
+/// the kernel ran; the loop then marked the device copy newer and the
+/// host write was lost. Now a host access comes wholly before (and is
+/// uploaded) or wholly after (and downloads the loop's result).
+pub(crate) struct DeviceLocked<'a> {
+    /// Hold the values until the work's writes are recorded.
+    _guards: SmallVec<[LoopGuard<'a>; INLINE_ARGS]>,
+    /// (datum id, device address) of each locked datum.
+    addrs: SmallVec<[(u64, u64); INLINE_ARGS]>,
+}
+
+impl<'a> DeviceLocked<'a> {
+    /// Locks the distinct `data` (for `what`, named in errors) and makes
+    /// them current on `device`: in one order (by id), all or none, as
+    /// [`LockedArgs::lock_where`] does and for the same reason.
+    pub fn lock(
+        what: &str,
+        device: &std::sync::Arc<dyn crate::device::Device>,
+        data: impl IntoIterator<Item = &'a dyn Storage>,
+    ) -> Result<DeviceLocked<'a>> {
+        let mut order: SmallVec<[&'a dyn Storage; INLINE_ARGS]> = SmallVec::new();
+        for d in data {
+            if !order.iter().any(|o| o.id() == d.id()) {
+                order.push(d);
+            }
+        }
+        order.sort_unstable_by_key(|d| d.id());
+        let (mut guards, mut addrs) = (SmallVec::new(), SmallVec::new());
+        'all: loop {
+            guards.clear();
+            addrs.clear();
+            for d in &order {
+                d.force_for_loop()?;
+            }
+            for &d in &order {
+                let busy = || Error::Busy { kernel: what.into(), dat: d.name().into() };
+                let Some((guard, addr)) = d.lock_on_device(device).ok_or_else(busy)?? else {
+                    guards.clear();
+                    d.wait_free();
+                    continue 'all;
+                };
+                guards.push(guard);
+                addrs.push((d.id(), addr));
+            }
+            ON_DEVICE.with(|h| h.borrow_mut().extend(order.iter().map(|d| d.id())));
+            return Ok(DeviceLocked { _guards: guards, addrs });
+        }
+    }
+
+    /// The device address of locked datum `id`.
+    pub fn addr(&self, id: u64) -> u64 {
+        self.addrs.iter().find(|&&(d, _)| d == id).expect("a datum locked here").1
+    }
+}
+
+impl Drop for DeviceLocked<'_> {
+    fn drop(&mut self) {
+        ON_DEVICE.with(|h| {
+            let mut h = h.borrow_mut();
+            for &(id, _) in &self.addrs {
+                if let Some(k) = h.iter().rposition(|&i| i == id) {
+                    h.remove(k);
+                }
+            }
+        });
     }
 }
 

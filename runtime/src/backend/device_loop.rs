@@ -547,6 +547,10 @@ pub(crate) struct Launcher<'a, A: Borrow<Arg> = Arg> {
     kernel: &'a str,
     args: &'a [A],
     params: LaunchParams,
+    /// The arguments' data, locked from their upload until `rest` records
+    /// the loop's writes: a host access in between would be discarded by
+    /// `device_written` (or see the values half-way).
+    locked: crate::exec::DeviceLocked<'a>,
     /// The device is this thread's while the launches use the addresses
     /// (see `device::Occupant`).
     _occupied: crate::device::Occupied<'a>,
@@ -562,13 +566,10 @@ impl<'a, A: Borrow<Arg>> Launcher<'a, A> {
         args: &'a [A],
     ) -> Result<Launcher<'a, A>> {
         let occupied = device.occupant().enter();
+        let locked = crate::exec::DeviceLocked::lock(kernel, device, args.iter().map(|a| a.borrow().storage.as_ref()))?;
         let mut params = LaunchParams::default();
         for (i, a) in args.iter().map(Borrow::borrow).enumerate() {
-            let addr = a
-                .storage
-                .on_device(device)
-                .ok_or_else(|| Error::Busy { kernel: kernel.into(), dat: a.data_name().into() })??;
-            params.ptr[dl.generated.layout.args + i] = addr;
+            params.ptr[dl.generated.layout.args + i] = locked.addr(a.data_id());
         }
         for (m, &a) in dl.map_args.iter().enumerate() {
             let map = args[a].borrow().map().expect("a map argument");
@@ -577,7 +578,7 @@ impl<'a, A: Borrow<Arg>> Launcher<'a, A> {
         for (slot, buf) in dl.arrays.iter().chain(&dl.partials) {
             params.ptr[*slot] = buf.addr;
         }
-        Ok(Launcher { dl, kernel, args, params, _occupied: occupied })
+        Ok(Launcher { dl, kernel, args, params, locked, _occupied: occupied })
     }
 
     /// Launches the core section (which needs no halo data).
@@ -602,6 +603,8 @@ impl<'a, A: Borrow<Arg>> Launcher<'a, A> {
                 a.storage.device_written();
             }
         }
+        // Only now may host accesses and other loops have the data.
+        drop(self.locked);
         match panic {
             Some(p) => {
                 let element = usize::try_from(p.element).unwrap_or(usize::MAX);

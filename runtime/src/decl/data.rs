@@ -558,8 +558,19 @@ pub(crate) trait Storage: Send + Sync {
     /// Waits until no other thread holds the values.
     fn wait_free(&self);
     /// The address of current values on `device` (uploading stale ones);
-    /// `None` when the host holds them.
+    /// `None` when the host holds them. The values are locked only while
+    /// uploading: work that writes the device copy locks them with
+    /// [`Storage::lock_on_device`] instead. Inside a device loop that
+    /// holds them on this thread (a halo exchange between its launches),
+    /// the loop's device copy.
     fn on_device(&self, device: &Arc<dyn Device>) -> Option<Result<u64>>;
+    /// [`Storage::lock`] for a device loop: the values locked as for a
+    /// host loop (held until the guard drops, so that no host access
+    /// comes between the upload and the loop's `device_written`, which
+    /// would then discard it), but made current on `device` (uploaded
+    /// when stale), not on the host; with their device address. Not
+    /// forced: [`Storage::force_for_loop`] first.
+    fn lock_on_device(&self, device: &Arc<dyn Device>) -> Option<Result<Option<(LoopGuard<'_>, u64)>>>;
     /// Records that a device loop wrote the values.
     fn device_written(&self);
     /// Records that a host loop wrote the values.
@@ -637,6 +648,12 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
         host_access::wait_free(&self.values)
     }
     fn on_device(&self, device: &Arc<dyn Device>) -> Option<Result<u64>> {
+        if crate::exec::held_on_device(self.id) {
+            // This thread's device loop holds the values, current on its
+            // device (`exec::DeviceLocked`): locking them again here would
+            // be refused as a nested access.
+            return Some(self.mirror.held_address(device));
+        }
         if let Err(e) = self.link.force(self.id, true, false) {
             return Some(Err(e));
         }
@@ -647,6 +664,19 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
             }
         }
         Some(self.mirror.on_device(device, bytemuck::cast_slice_mut(&mut values.guard)))
+    }
+    fn lock_on_device(&self, device: &Arc<dyn Device>) -> Option<Result<Option<(LoopGuard<'_>, u64)>>> {
+        let Some(mut values) = self.try_exclusive()? else { return Some(Ok(None)) };
+        if let Some(t) = &self.temp {
+            if let Err(e) = t.allocate_on_device(&self.name, &mut values.guard, &self.mirror, device) {
+                return Some(Err(e));
+            }
+        }
+        Some(
+            self.mirror
+                .on_device(device, bytemuck::cast_slice_mut(&mut values.guard))
+                .map(|addr| Some((T::loop_guard(values), addr))),
+        )
     }
     fn device_written(&self) {
         self.mirror.device_written();

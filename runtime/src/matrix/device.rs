@@ -38,6 +38,7 @@ use crate::arg::{Arg, ArgKind};
 use crate::decl::{Dat, Set, Storage};
 use crate::device::{Device, DeviceBuffer, LaunchParams, Module};
 use crate::error::{Error, Result};
+use crate::exec::DeviceLocked;
 use crate::par_loop::ParLoop;
 use crate::runtime::Runtime;
 use crate::strategy::Strategy;
@@ -559,8 +560,12 @@ impl Runtime {
         self.execute(&inner).map_err(|e| in_user_terms(e, lp))?;
         for (arg, tables, element_matrices) in scatters {
             let elem = arg.storage.elem();
-            let vals = address(arg.storage.as_ref(), device, kernel.name())?;
-            let em = address(element_matrices.as_ref(), device, kernel.name())?;
+            // Held until the scatter's write is recorded, as a loop holds
+            // its data (`exec::DeviceLocked`): a host write to the matrix
+            // (`zero`, `zero_rows`) in between would be lost.
+            let held = DeviceLocked::lock(kernel.name(), device, [arg.storage.as_ref(), element_matrices.as_ref()])?;
+            let vals = held.addr(arg.storage.id());
+            let em = held.addr(element_matrices.id());
             let mut params = LaunchParams::default();
             let write = arg.access == Access::Write;
             if atomic_scatter(self) && !write {
@@ -586,6 +591,7 @@ impl Runtime {
                 library.launch(&format!("pl_lib_scatter_det_{}", suffix(elem)), grid_for(nnz), BLOCK, 0, &params)?;
             }
             arg.storage.device_written();
+            drop(held);
         }
         Ok(())
     }
@@ -593,14 +599,14 @@ impl Runtime {
     /// The matrix library, the launch parameters every CSR kernel starts
     /// with (row pointers, column indices, `a`'s values on the device) and
     /// the number of rows.
-    fn csr_launch<T: Scalar>(&self, device: &Arc<dyn Device>, a: &Mat<T>, what: &str) -> Result<CsrLaunch> {
+    fn csr_launch<T: Scalar>(&self, device: &Arc<dyn Device>, a: &Mat<T>, held: &DeviceLocked) -> Result<CsrLaunch> {
         c_type(T::TYPE)?;
         let library = self.matrices.device.library(device)?;
         let csr = self.matrices.device.csr(device, a.sparsity())?;
         let mut params = LaunchParams::default();
         params.ptr[0] = csr.row_ptr.addr;
         params.ptr[1] = csr.col_indices.addr;
-        params.ptr[2] = address(a.values_dat().0.as_ref(), device, what)?;
+        params.ptr[2] = held.addr(a.values_dat().id());
         // The values are read where no host read checks them: refuse them
         // if the lazy trace discarded an assembly into them.
         a.values_dat().check_poison()?;
@@ -615,10 +621,16 @@ impl Runtime {
         x: &Dat<T>,
         y: &Dat<T>,
     ) -> Result<()> {
-        let what = "mult";
-        let CsrLaunch { library, csr, mut params, rows } = self.csr_launch(device, a, what)?;
-        params.ptr[3] = address(x.0.as_ref(), device, what)?;
-        params.ptr[4] = address(y.0.as_ref(), device, what)?;
+        // The matrix, x and y held until y's write is recorded (as a loop
+        // holds its data, `exec::DeviceLocked`).
+        let held = DeviceLocked::lock(
+            "mult",
+            device,
+            [a.values_dat().0.as_ref() as &dyn Storage, x.0.as_ref(), y.0.as_ref()],
+        )?;
+        let CsrLaunch { library, csr, mut params, rows } = self.csr_launch(device, a, &held)?;
+        params.ptr[3] = held.addr(x.id());
+        params.ptr[4] = held.addr(y.id());
         params.val[0] = rows as i64;
         params.val[1] = i64::from(csr.threads_per_row);
         let rows_per_block = (BLOCK / csr.threads_per_row) as usize;
@@ -633,8 +645,10 @@ impl Runtime {
     /// stay there: a host diagonal downloaded them, 237 MB for the n = 125
     /// unit cube, at every solve).
     pub(crate) fn diagonal_on_device<T: Scalar>(&self, device: &Arc<dyn Device>, a: &Mat<T>, d: &Dat<T>) -> Result<()> {
-        let CsrLaunch { library, mut params, rows, .. } = self.csr_launch(device, a, "diagonal")?;
-        params.ptr[3] = address(d.0.as_ref(), device, "diagonal")?;
+        // Held until d's write is recorded, as in `mult_on_device`.
+        let held = DeviceLocked::lock("diagonal", device, [a.values_dat().0.as_ref() as &dyn Storage, d.0.as_ref()])?;
+        let CsrLaunch { library, mut params, rows, .. } = self.csr_launch(device, a, &held)?;
+        params.ptr[3] = held.addr(d.id());
         params.val[0] = rows as i64;
         library.launch(&format!("pl_lib_diagonal_{}", suffix(T::TYPE)), grid_for(rows), BLOCK, 0, &params)?;
         d.0.device_written();
