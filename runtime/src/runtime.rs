@@ -125,6 +125,33 @@ pub struct Core {
     races_agreed: Mutex<crate::word_hash::WordHashSet<Vec<u64>>>,
 }
 
+thread_local! {
+    /// The loop locks (`Core::executing`, by address) this thread holds.
+    static EXECUTING: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// [`Core::one_at_a_time`]'s hold: the lock where this took it, nothing
+/// where this thread held it already.
+pub(crate) struct OneAtATime<'a> {
+    /// Held for the loop lock's sake only (released when this drops).
+    guard: Option<std::sync::MutexGuard<'a, ()>>,
+    key: usize,
+}
+
+impl Drop for OneAtATime<'_> {
+    fn drop(&mut self) {
+        // (The guard itself drops after this, with the field.)
+        if self.guard.is_some() {
+            EXECUTING.with(|h| {
+                let mut h = h.borrow_mut();
+                if let Some(k) = h.iter().rposition(|&x| x == self.key) {
+                    h.remove(k);
+                }
+            });
+        }
+    }
+}
+
 impl std::ops::Deref for Runtime {
     type Target = Core;
     fn deref(&self) -> &Core {
@@ -850,17 +877,22 @@ impl Runtime {
     /// As `execute_now`, with the plan looked up when the loop was
     /// recorded (the trace's loops: one plan-cache lookup per loop, not two).
     pub(crate) fn execute_planned(&self, lp: &ParLoop, planned: Option<(Arc<LoopPlan>, Duration)>) -> Result<()> {
+        // Taken before a device assembly too: it was taken by the assembly's
+        // inner loop only, so two threads' assemblies zeroed, filled and
+        // scattered the same element matrices (and scattered into one
+        // matrix) at once, losing and doubling increments.
+        let _one_at_a_time = self.one_at_a_time();
         if let Some(device) = &self.device {
             if lp.args().iter().any(|a| matches!(a.kind, ArgKind::Mat(_))) {
-                // Element matrices first (a loop of its own), then their
-                // scatter (`matrix::device`), whose launches use the copies'
-                // addresses outside a `Launcher` (which occupies the device
-                // for other loops, see `device::Occupant`).
+                // Element matrices first (a loop of its own, run under this
+                // hold), then their scatter (`matrix::device`), whose
+                // launches use the copies' addresses outside a `Launcher`
+                // (which occupies the device for other loops, see
+                // `device::Occupant`).
                 let _occupied = device.occupant().enter();
                 return self.assemble_on_device(device, lp);
             }
         }
-        let _one_at_a_time = lock(&self.executing);
         let kernel = lp.kernel();
         let _range = match lp.tags() {
             "" => Range::new(kernel.name()),
@@ -886,6 +918,20 @@ impl Runtime {
         profile.record((kernel.path(), lp.tags()), ran.elapsed, plan_time + ran.prepared, plan.bytes);
         profile.record_halo((kernel.path(), lp.tags()), ran.halo);
         Ok(())
+    }
+
+    /// Holds the runtime's loop lock (`executing`: loops run one at a
+    /// time) until dropped; re-entrant on this thread, so that work that
+    /// holds it for a whole operation (a device assembly) runs its own
+    /// loops, and the trace's loops they depend on, under the same hold.
+    pub(crate) fn one_at_a_time(&self) -> OneAtATime<'_> {
+        let key = &self.executing as *const Mutex<()> as usize;
+        if EXECUTING.with(|h| h.borrow().contains(&key)) {
+            return OneAtATime { guard: None, key };
+        }
+        let guard = lock(&self.executing);
+        EXECUTING.with(|h| h.borrow_mut().push(key));
+        OneAtATime { guard: Some(guard), key }
     }
 
     /// Runs library operation `op` (a matrix product, a diagonal: work

@@ -20,6 +20,19 @@ fn bump2(a: &mut f64, b: &mut f64) {
     *b += 1.0;
 }
 
+#[parloop::kernel]
+fn edge_mat(w: &f64, a: &mut [[f64; 2]; 2]) {
+    a[0][0] += *w;
+    a[0][1] -= *w;
+    a[1][0] -= *w;
+    a[1][1] += *w;
+}
+
+#[parloop::kernel]
+fn shift_mat(s: &f64, a: &mut f64) {
+    *a += *s;
+}
+
 /// Fails at the first entry of `got` that differs from `want` (the whole
 /// vectors would be thousands of numbers).
 fn same(got: &[f64], want: &[f64], what: &str) {
@@ -60,6 +73,51 @@ fn host_writes_during_device_loops_on_another_thread_are_kept() {
             let want = vec![(LOOPS + 1000 * WRITES) as f64; n];
             same(&d.values().unwrap(), &want, &format!("d, lazy {lazy}, round {round}"));
             same(&e.values().unwrap(), &want, &format!("e, lazy {lazy}, round {round}"));
+        }
+    }
+}
+
+/// Matrix loops on a device were sent to the device assembly before the
+/// runtime's loop lock was taken: two threads assembling into one matrix
+/// at once shared its element matrices and scatters, losing and doubling
+/// increments. Two threads' assemblies must give twice one assembly.
+#[test]
+fn two_threads_assembling_one_matrix_on_a_device_add_both_assemblies() {
+    for lazy in [false, true] {
+        let rt = Runtime::with_lazy(device::device_backend(), lazy).unwrap();
+        let n = 750;
+        let e = 2 * n;
+        let nodes = rt.set("nodes", n).unwrap();
+        let edges = rt.set("edges", e).unwrap();
+        let mut pairs = Vec::with_capacity(2 * e);
+        for k in 0..e {
+            let a = k % n;
+            let b = match (k * 7 + 3) % n {
+                b if b == a => (a + 1) % n,
+                b => b,
+            };
+            pairs.extend([a as i32, b as i32]);
+        }
+        let e2n = rt.map("e2n", &edges, &nodes, 2, pairs).unwrap();
+        let id = rt.map("id", &nodes, &nodes, 1, (0..n as i32).collect()).unwrap();
+        let sp = rt.sparsity("sp", &[(&e2n, &e2n), (&id, &id)], (1, 1)).unwrap();
+        let a = rt.mat::<f64>("A", &sp).unwrap();
+        let w = rt.dat("w", &edges, 1, (0..e).map(|k| 1.0 + (k % 3) as f64).collect()).unwrap();
+        let sh = rt.dat("sh", &nodes, 1, vec![1.0; n]).unwrap();
+        let assemble = || {
+            rt.par_loop(edge_mat::KERNEL, &edges, &[w.arg(Access::READ), a.arg(&e2n, &e2n, Access::INC)]).unwrap();
+            rt.par_loop(shift_mat::KERNEL, &nodes, &[sh.arg(Access::READ), a.arg(&id, &id, Access::INC)]).unwrap();
+        };
+        assemble();
+        let twice: Vec<f64> = a.values().unwrap().iter().map(|v| 2.0 * v).collect();
+        for round in 0..ROUNDS {
+            a.zero().unwrap();
+            std::thread::scope(|sc| {
+                sc.spawn(assemble);
+                sc.spawn(assemble);
+            });
+            // Small integers: the sums are exact in any order.
+            same(&a.values().unwrap(), &twice, &format!("A, lazy {lazy}, round {round}"));
         }
     }
 }

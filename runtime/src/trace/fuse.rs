@@ -228,7 +228,7 @@ impl Runtime {
     /// locked together, one host job whose stages are the loops' bodies,
     /// each loop's profile row getting its share of the time.
     fn execute_fused<A: Borrow<Arg>>(&self, group: &[(u64, Record)], args: &[A]) -> Result<()> {
-        let _one_at_a_time = lock(&self.executing);
+        let _one_at_a_time = self.one_at_a_time();
         // `a+b`, in one allocation (no vector of names to join).
         let mut name = String::with_capacity(group.iter().map(|(_, p)| p.kernel.name().len() + 1).sum());
         for (k, (_, p)) in group.iter().enumerate() {
