@@ -20,3 +20,21 @@ gmsh cube_hole.geo -3 -format msh41 -bin -part 3 -part_ghosts -o cube_hole-41-pa
 gmsh two_materials.geo -2 -format msh41 -part 3 -setnumber Mesh.PartitionSplitMeshFiles 1 -o split.msh > /dev/null
 mv split_2.msh two_materials-41-part3-split_2.msh
 rm split_1.msh split_3.msh
+# Files Gmsh writes that read as another mesh than the model's, refused
+# saying why: `Mesh.SaveAll = 1` in 2.2 (every element in no group; the
+# 4.1 files are read), a box with a physical surface and no physical
+# volume (no tetrahedra saved), a 2.2 partitioned mesh in the new style
+# (the elements moved to `_part{..}` groups).
+for v in 22 41; do
+    gmsh square_saveall.geo -2 -format "msh$v" -o "square_saveall-$v-ascii.msh" > /dev/null
+    gmsh square_saveall.geo -2 -format "msh$v" -bin -o "square_saveall-$v-bin.msh" > /dev/null
+    gmsh box_surface_only.geo -3 -format "msh$v" -o "box_surface_only-$v-ascii.msh" > /dev/null
+    gmsh box_surface_only.geo -3 -format "msh$v" -bin -o "box_surface_only-$v-bin.msh" > /dev/null
+done
+gmsh box_bottom_only.geo -3 -format msh41 -o box_bottom_only-41-ascii.msh > /dev/null
+gmsh box_bottom_only.geo -3 -format msh41 -bin -o box_bottom_only-41-bin.msh > /dev/null
+for b in ascii bin; do
+    flag=; [ $b = bin ] && flag=-bin
+    gmsh square_part2_newstyle.geo -2 -part 2 -setnumber Mesh.PartitionOldStyleMsh2 0 -format msh22 $flag \
+        -o "square_part2_newstyle-22-$b.msh" > /dev/null
+done

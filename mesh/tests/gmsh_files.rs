@@ -779,3 +779,54 @@ fn every_cell_the_reader_keeps_passes_the_meshs_own_check() {
     }
     assert!(kept > 0, "kept {kept}, refused {refused}");
 }
+
+/// What `Mesh.SaveAll = 1` makes of a 2.2 file: the names listed, every
+/// element in physical group 0. Every named group was read empty, with no
+/// error; now the file is refused at the first name's line (or byte),
+/// saying why. One named group without elements among others that have
+/// some is read as before, empty: Gmsh writes the name of a group of no
+/// entity (`Physical Curve("c") = {}`) too.
+#[test]
+fn names_with_no_element_in_any_group_are_refused_naming_saveall() {
+    let mut s = square();
+    for e in &mut s.elements {
+        e.1 = 0;
+    }
+    let text = ascii22(&s);
+    let (line, reason) = line_of(read_bytes("bad.msh", text.as_bytes()).unwrap_err());
+    assert_eq!(line, line_starting(&text, "1 5 \"bottom\""), "{reason}");
+    assert!(
+        reason.contains("1-D group 5 (`bottom`)") && reason.contains("Mesh.SaveAll = 1") && reason.contains("msh41"),
+        "{reason}"
+    );
+    for big in [false, true] {
+        let bin = binary22(&s, big);
+        let (offset, why) = offset_of(read_bytes("bad.msh", &bin).unwrap_err());
+        assert_eq!(offset, bin.windows(12).position(|w| w == b"1 5 \"bottom\"").unwrap(), "{why}");
+        assert_eq!(why, reason);
+    }
+    // A named group of no entity among groups with elements: read, empty.
+    let mut s = square();
+    s.names.push((1, 42, "nothing"));
+    for data in [ascii22(&s).into_bytes(), binary22(&s, false), write41(&s, None), write41(&s, Some((true, 4)))] {
+        let m = read_bytes("ok.msh", &data).unwrap();
+        assert_eq!(m.group_of("nothing", EntityKind::Facet).unwrap().entities, Vec::<u32>::new());
+        assert_eq!(m.group("sq").unwrap().entities, vec![0, 1, 2, 3]);
+    }
+}
+
+/// An unsupported element type is named, with what makes Gmsh write it.
+#[test]
+fn unsupported_element_types_are_named_with_a_hint() {
+    let good = ascii22(&square());
+    for (ty, nodes, says) in [
+        (3, "10 20 50 30", ["(quadrangle)", "Recombine"]),
+        (9, "10 20 50 30 40 99", ["(6-node triangle)", "Mesh.ElementOrder = 1"]),
+        (5, "10 20 30 40 50 99 10 20", ["(hexahedron)", "Recombine"]),
+    ] {
+        let bad = good.replace("4 2 2 7 1 10 20 50", &format!("4 {ty} 2 7 1 {nodes}"));
+        let (line, reason) = line_of(read_bytes("bad.msh", bad.as_bytes()).unwrap_err());
+        assert_eq!(line, line_starting(&bad, &format!("4 {ty} 2")));
+        assert!(reason.contains(&format!("element type {ty} ")) && says.iter().all(|w| reason.contains(w)), "{reason}");
+    }
+}

@@ -370,3 +370,110 @@ fn two_materials_have_their_interface_as_interior_facets() {
         }
     }
 }
+
+/// Why `file` is refused: (line, reason) for an ASCII file, (byte
+/// offset, reason) for a binary one. A file read is a failure naming what
+/// it was read as (its groups and their sizes).
+fn refusal(file: &str) -> (usize, String) {
+    match gmsh::read(path(file)) {
+        Err(parloop::Error::Input { source_name, line, reason }) => {
+            assert!(source_name.ends_with(file), "{source_name}");
+            assert!(!file.contains("-bin"), "{file}: a binary file's error names a line");
+            (line, reason)
+        }
+        Err(parloop::Error::InputAtByte { source_name, offset, reason }) => {
+            assert!(source_name.ends_with(file), "{source_name}");
+            assert!(file.contains("-bin"), "{file}: an ASCII file's error names a byte offset");
+            (offset, reason)
+        }
+        Err(e) => panic!("{file}: {e}"),
+        Ok(m) => panic!(
+            "{file}: read as a {}-D mesh of {} cells, groups {:?}",
+            m.dim,
+            m.num_cells(),
+            m.groups.iter().map(|g| (g.name.as_str(), g.kind, g.entities.len())).collect::<Vec<_>>()
+        ),
+    }
+}
+
+/// Where the first line of `file` that starts with `prefix` starts: its
+/// 1-based line for an ASCII file, its byte offset for a binary one.
+fn position_of(file: &str, prefix: &str) -> usize {
+    let data = std::fs::read(path(file)).unwrap();
+    let mut offset = 0;
+    for (i, line) in data.split(|&b| b == b'\n').enumerate() {
+        if line.starts_with(prefix.as_bytes()) {
+            return if file.contains("-bin") { offset } else { i + 1 };
+        }
+        offset += line.len() + 1;
+    }
+    panic!("{file}: no line starts with {prefix}")
+}
+
+/// `Mesh.SaveAll = 1` in format 2.2: Gmsh lists `$PhysicalNames` but
+/// gives every element physical tag 0. The groups were read empty, with
+/// no error; now the file is refused at the first name's line, saying
+/// why. The same model in 4.1 has its groups.
+#[test]
+fn saveall_2_2_files_are_refused_rather_than_read_with_empty_groups() {
+    for b in ["ascii", "bin"] {
+        let file = format!("square_saveall-22-{b}.msh");
+        let (at, reason) = refusal(&file);
+        assert_eq!(at, position_of(&file, "1 2 \"boundary_all\""), "{file}: {reason}");
+        assert!(
+            reason.contains("`boundary_all`")
+                && reason.contains("Mesh.SaveAll = 1")
+                && reason.contains("-format msh41"),
+            "{file}: {reason}"
+        );
+    }
+    for file in ["square_saveall-41-ascii.msh", "square_saveall-41-bin.msh"] {
+        let m = gmsh::read(path(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(m.group("domain").unwrap().entities.len(), m.num_cells(), "{file}");
+        assert!((group_measure(&m, "boundary_all") - 4.0).abs() < 1e-12, "{file}");
+    }
+}
+
+/// A partitioned mesh saved in 2.2 with `Mesh.PartitionOldStyleMsh2 = 0`:
+/// Gmsh moves the elements into `_part{..}_physical{..}_dim{..}` groups
+/// and leaves the model's groups empty. They were read empty, with no
+/// error; now the first of them is named.
+#[test]
+fn new_style_partitioned_2_2_files_are_refused_rather_than_read_with_empty_groups() {
+    for b in ["ascii", "bin"] {
+        let file = format!("square_part2_newstyle-22-{b}.msh");
+        let (at, reason) = refusal(&file);
+        assert_eq!(at, position_of(&file, "1 2 \"boundary_all\""), "{file}: {reason}");
+        assert!(
+            reason.contains("`boundary_all`") && reason.contains("PartitionOldStyleMsh2") && reason.contains("msh41"),
+            "{file}: {reason}"
+        );
+    }
+}
+
+/// A box with a physical surface and no physical volume: Gmsh saves the
+/// surface's triangles only. The bottom face (z = 0) was read as a 2-D
+/// mesh, the top face refused for its z; now a 4.1 file, whose
+/// `$Entities` list the volume, is refused for the missing tetrahedra,
+/// and the z message of a 2.2 file says a 3-D model needs a `Physical
+/// Volume`.
+#[test]
+fn a_volume_model_without_a_physical_volume_is_refused_saying_so() {
+    for file in [
+        "box_bottom_only-41-ascii.msh",
+        "box_bottom_only-41-bin.msh",
+        "box_surface_only-41-ascii.msh",
+        "box_surface_only-41-bin.msh",
+    ] {
+        let (at, reason) = refusal(file);
+        assert_eq!(at, position_of(file, "$Entities") + if file.contains("-bin") { 10 } else { 1 }, "{file}: {reason}");
+        assert!(
+            reason.contains("1 volume") && reason.contains("no tetrahedra") && reason.contains("Physical Volume"),
+            "{file}: {reason}"
+        );
+    }
+    for file in ["box_surface_only-22-ascii.msh", "box_surface_only-22-bin.msh"] {
+        let (_, reason) = refusal(file);
+        assert!(reason.contains("z = 0 plane") && reason.contains("Physical Volume"), "{file}: {reason}");
+    }
+}

@@ -34,13 +34,23 @@
 //!   face, is an error. Lower-dimensional
 //!   elements in no physical group (Gmsh saves them all when a model has
 //!   no physical groups) are passed over.
+//! - **Files that read as another mesh** are refused saying why: physical
+//!   groups named but no element in any (a 2.2 file saved with
+//!   `Mesh.SaveAll = 1`: Gmsh gives every element physical tag 0); a 2.2
+//!   partitioned file whose named groups Gmsh emptied into
+//!   `_part{..}_physical{..}_dim{..}` groups (`Mesh.PartitionOldStyleMsh2
+//!   = 0`); triangles only from a 4.1 file whose `$Entities` list volumes
+//!   (a `Physical Surface` of a solid and no `Physical Volume`: Gmsh saved
+//!   no tetrahedra). One named group without elements among others is
+//!   read, empty (Gmsh names a group of no entity too).
 //!
 //! Errors are [`parloop::Error::Input`] with the 1-based line for ASCII
 //! files and [`parloop::Error::InputAtByte`] with the byte offset for
 //! binary ones; both name the file. Only first-order simplices and points
-//! are read: another element type is an error, and so are a `$Periodic`
-//! section (nodes are not identified: skipping it would read another
-//! domain) and `$ParametricNodes`. A partitioned file is read as the
+//! are read: another element type is an error (naming it, and the option
+//! that made it), and so are a `$Periodic` section (nodes are not
+//! identified: skipping it would read another domain; Gmsh 4.8 writes it
+//! in 4.1 files only) and `$ParametricNodes`. A partitioned file is read as the
 //! whole mesh, the elements Gmsh adds on partition boundaries in no
 //! group. A UTF-8 byte-order mark at the start is passed over.
 //!
@@ -205,6 +215,20 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
     let dim = if raw.elements.iter().any(|e| e.ty == 4) {
         3
     } else if raw.elements.iter().any(|e| e.ty == 2) {
+        // A 4.1 file lists the model's entities: triangles alone of a model
+        // with volumes are surfaces of a solid, not a planar domain.
+        if let Some((n, pos)) = raw.volumes.filter(|v| v.0 > 0) {
+            let (n, s, them) = if n == 1 { (n, "", "it") } else { (n, "s", "them") };
+            return Err(loc.error(
+                pos,
+                format!(
+                    "the model has {n} volume{s} (`$Entities` lists {them}) but the file has no tetrahedra, only \
+                     triangles: when a model has physical groups, Gmsh saves only their elements, and no `Physical \
+                     Volume` holds the volume{s}; add a `Physical Volume` holding the domain (or set \
+                     `Mesh.SaveAll = 1`), and mesh in 3-D (`-3`)"
+                ),
+            ));
+        }
         2
     } else {
         return Err(loc.error(
@@ -214,6 +238,26 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
              `Mesh.SaveAll = 1`)",
         ));
     };
+    // Physical groups named but no element in any: every named group
+    // would be read empty. (One named group empty is no error: Gmsh writes
+    // the name of a group of no entity, `Physical Curve("c") = {}`.)
+    if raw.elements.iter().all(|e| e.physical.is_empty()) {
+        if let Some((d, t, name, pos)) = raw.names.iter().find(|n| n.0 as usize <= dim) {
+            let why = if raw.v2 {
+                "; this is what Gmsh writes for `Mesh.SaveAll = 1` in format 2.2 (every element in physical group 0): \
+                 save the mesh in format 4.1 (`-format msh41`), or remove `Mesh.SaveAll`"
+            } else {
+                " (the file's `$Entities` give no entity a physical tag)"
+            };
+            return Err(loc.error(
+                *pos,
+                format!(
+                    "physical {d}-D group {t} (`{name}`) has no elements in the file, and neither has any other: \
+                     no element carries a physical tag{why}"
+                ),
+            ));
+        }
+    }
     let cell_ty = if dim == 3 { 4 } else { 2 };
     // An element's nodes as indices into raw.nodes (the first
     // `nodes_per(ty)` entries; the rest usize::MAX).
@@ -296,7 +340,12 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
             let n = &raw.nodes[i];
             return Err(loc.error(
                 n.pos,
-                format!("node {} has z = {}: a triangle mesh must lie in the z = 0 plane", n.tag, n.xyz[2]),
+                format!(
+                    "node {} has z = {}: a triangle mesh must lie in the z = 0 plane (for a 3-D model, the file \
+                     has no tetrahedra: when a model has physical groups, Gmsh saves only their elements; add a \
+                     `Physical Volume` holding the domain)",
+                    n.tag, n.xyz[2]
+                ),
             ));
         }
     }
@@ -451,6 +500,29 @@ fn build(raw: &Raw, loc: &Locator) -> Result<Mesh, Error> {
             for &t in e.physical.iter() {
                 phys_interior.entry((dim - 1, t)).or_default().push(f);
             }
+        }
+    }
+    // A 2.2 partitioned mesh saved with `Mesh.PartitionOldStyleMsh2 = 0`:
+    // Gmsh moves the elements into new groups `_part{..}_physical{..}_dim{..}`
+    // and leaves the model's named groups empty.
+    if raw.v2 && raw.names.iter().any(|n| n.2.starts_with("_part{") && n.2.contains("}_physical{")) {
+        let empty = raw.names.iter().find(|(d, t, name, _)| {
+            let key = (*d as usize, *t);
+            *d as usize <= dim
+                && !name.starts_with("_part{")
+                && phys.get(&key).is_none_or(|e| e.is_empty())
+                && !phys_interior.contains_key(&key)
+        });
+        if let Some((d, t, name, pos)) = empty {
+            return Err(loc.error(
+                *pos,
+                format!(
+                    "physical {d}-D group {t} (`{name}`) has no elements in the file: Gmsh saved this partitioned \
+                     mesh in format 2.2 with `Mesh.PartitionOldStyleMsh2 = 0`, which moves every element into new \
+                     groups `_part{{..}}_physical{{..}}_dim{{..}}`; save it in format 4.1 (`-format msh41`), or \
+                     with `Mesh.PartitionOldStyleMsh2 = 1` (Gmsh's default)"
+                ),
+            ));
         }
     }
     let mut names: HashMap<(usize, i32), String> = HashMap::new();

@@ -40,6 +40,11 @@ pub(crate) struct Raw {
     pub elements: Vec<Element>,
     /// `$PhysicalNames`: (dimension, tag, name, where).
     pub names: Vec<(i32, i32, String, usize)>,
+    /// A 2.x file (elements carry their physical tag themselves).
+    pub v2: bool,
+    /// 4.1: the number of volume entities `$Entities` lists, and where
+    /// its counts are (`None` in a 2.x file or one without `$Entities`).
+    pub volumes: Option<(u64, usize)>,
 }
 
 /// Nodes of a supported element type (the only ones parloop meshes use:
@@ -413,7 +418,8 @@ pub(crate) fn parse<'a>(name: &'a str, data: &'a [u8]) -> Result<(Raw, Locator<'
     }
     c.expect("$EndMeshFormat")?;
 
-    let mut raw = Raw { nodes: Vec::new(), elements: Vec::new(), names: Vec::new() };
+    let mut raw =
+        Raw { nodes: Vec::new(), elements: Vec::new(), names: Vec::new(), v2: version == Version::V2, volumes: None };
     // 4.1: the physical tags of each entity, once `$Entities` is read.
     let mut entities: Option<EntityTags> = None;
     // The sections read, each at most once: a second would add to or
@@ -467,7 +473,12 @@ pub(crate) fn parse<'a>(name: &'a str, data: &'a [u8]) -> Result<(Raw, Locator<'
                 // A partitioned file's elements are in the partition
                 // entities: their table replaces the model's.
                 let partitioned = section == "PartitionedEntities";
-                let table = entities41(&mut c, binary, partitioned)?;
+                let (table, volumes) = entities41(&mut c, binary, partitioned)?;
+                // The model's volumes (a partitioned file lists them in
+                // both sections).
+                if raw.volumes.is_none_or(|(n, _)| n < volumes.0) {
+                    raw.volumes = Some(volumes);
+                }
                 if partitioned || !seen.contains(&"PartitionedEntities") {
                     entities = Some(table);
                 }
@@ -535,7 +546,8 @@ fn physical_names(c: &mut Cursor, raw: &mut Raw) -> Result<(), Error> {
 type EntityTags = HashMap<(i32, i32), Rc<[i32]>>;
 
 /// 4.1 `$Entities`, or `$PartitionedEntities` when `partitioned`: the
-/// physical tags of each (dimension, entity tag).
+/// physical tags of each (dimension, entity tag), and the number of volume
+/// entities with where the counts are.
 ///
 /// A partitioned file's elements belong to partition entities, each a
 /// part of a model entity (its parent) with the parent's physical tags.
@@ -543,7 +555,7 @@ type EntityTags = HashMap<(i32, i32), Rc<[i32]>>;
 /// (the lines between two partitions of a surface): its tags are the
 /// parent's groups, of the parent's dimension, so its elements are in
 /// none of this dimension's groups.
-fn entities41(c: &mut Cursor, bin: bool, partitioned: bool) -> Result<EntityTags, Error> {
+fn entities41(c: &mut Cursor, bin: bool, partitioned: bool) -> Result<(EntityTags, (u64, usize)), Error> {
     if bin {
         c.end_line()?;
     }
@@ -567,7 +579,7 @@ fn entities41(c: &mut Cursor, bin: bool, partitioned: bool) -> Result<EntityTags
             c.end_record(|| "a ghost entity".into())?;
         }
     }
-    c.begin_record(!bin);
+    let cpos = c.begin_record(!bin);
     let mut counts = [0u64; 4];
     for (d, n) in counts.iter_mut().enumerate() {
         *n = c.size(bin, &format!("the number of {d}-D entities"))?;
@@ -634,7 +646,7 @@ fn entities41(c: &mut Cursor, bin: bool, partitioned: bool) -> Result<EntityTags
             ),
         ));
     }
-    Ok(map)
+    Ok((map, (counts[3], cpos)))
 }
 
 fn node_tag(c: &Cursor, pos: usize, tag: i64) -> Result<u64, Error> {
@@ -726,10 +738,34 @@ fn nodes41(c: &mut Cursor, bin: bool, raw: &mut Raw) -> Result<(), Error> {
 }
 
 fn unsupported(c: &Cursor, pos: usize, ty: i32) -> Error {
+    let name = match ty {
+        1 => " (line)",
+        2 => " (triangle)",
+        3 => " (quadrangle)",
+        4 => " (tetrahedron)",
+        5 => " (hexahedron)",
+        6 => " (prism)",
+        7 => " (pyramid)",
+        8 => " (3-node line)",
+        9 => " (6-node triangle)",
+        10 => " (9-node quadrangle)",
+        11 => " (10-node tetrahedron)",
+        15 => " (point)",
+        _ => "",
+    };
+    let hint = match ty {
+        3 | 5..=7 => {
+            ": Gmsh makes these from `Recombine` (on surfaces or volumes, in an `Extrude`'s `Layers`, or \
+             `Mesh.RecombineAll`): remove it to mesh with triangles and tetrahedra"
+        }
+        8..=11 => ": second-order elements are not read; set `Mesh.ElementOrder = 1` (or mesh with `-order 1`)",
+        _ => "",
+    };
     c.err(
         pos,
         format!(
-            "element type {ty} is not supported (only points, lines, triangles and tetrahedra: first-order simplices)"
+            "element type {ty}{name} is not supported (only points, lines, triangles and tetrahedra: first-order \
+             simplices){hint}"
         ),
     )
 }
