@@ -55,7 +55,10 @@
 //! - `as` casts between the scalar types;
 //! - `match` on integers and `bool`s, as a statement or a value: literal,
 //!   range (`1..=4`, `..0`, `10..`), constant (`i32::MAX`, a local `const`),
-//!   `_`, binding (`v`, `v @ 1..=4`) patterns, alternatives, guards;
+//!   `_`, binding (`v`, `v @ 1..=4`) patterns, alternatives, guards (a
+//!   module-level constant is no pattern: the translation cannot see it,
+//!   so `#[parloop::kernel]` has rustc refuse a bound name that is one,
+//!   see [`Translation::pattern_bindings`]);
 //!   emitted as an `if` chain over the scrutinee evaluated once (with a
 //!   taken-flag when there are guards, so a guard runs only after its
 //!   pattern matched);

@@ -269,3 +269,32 @@ fn common_refusals_name_the_construct_and_the_fix() {
     let lit = err(syn::parse_quote! { fn k(o: &mut f64) { let p = P { x: 1.0 }; *o = 0.0; } });
     assert!(lit.contains("struct literals"), "{lit}");
 }
+
+/// The names patterns bind, for the attribute's check that none is a
+/// module-level constant (rustc would read `three => ..` as one): bindings
+/// of `match`, `@`, `matches!` and `if let`; not local `const`s (constant
+/// patterns, which the translation sees).
+#[test]
+fn pattern_bindings_are_recorded() {
+    let t = kernel(syn::parse_quote! {
+        fn k(x: &i32, o: &mut i32) {
+            const four: i32 = 4;
+            *o = match *x {
+                four => 1,
+                three => three,
+            };
+            *o += match *x {
+                v @ 0..=2 => v,
+                _ => 0,
+            };
+            if matches!(*x, seven) {
+                *o += 1;
+            }
+            if let eight = *x {
+                *o += eight;
+            }
+        }
+    });
+    let names: Vec<String> = t.pattern_bindings.iter().map(|i| i.to_string()).collect();
+    assert_eq!(names, ["three", "v", "seven", "eight"]);
+}

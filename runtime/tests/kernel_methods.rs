@@ -455,6 +455,57 @@ fn match_operands_and_guards_in_rusts_order() {
     );
 }
 
+/// Lowercase names in patterns: bindings (also after `@` and before a
+/// guard, through `matches!` and `if let`) and local lowercase `const`s (constant
+/// patterns, as in Rust: the top block's and a nested block's). A module-level
+/// constant there is refused at compile time
+/// (`tests/compile_fail/match_lowercase_constant.rs`).
+#[allow(non_upper_case_globals)]
+#[parloop::kernel]
+fn lowercase_patterns(k: &i32, o: &mut [i32; 4]) {
+    const four: i32 = 4;
+    o[0] = match *k {
+        four => 100,
+        v @ 0..=2 => v * 10,
+        big if big > 5 => big,
+        other => -other,
+    };
+    o[1] = {
+        const nine: i32 = 9;
+        match *k {
+            nine => 1,
+            four => 2,
+            _ => 3,
+        }
+    };
+    o[2] = match *k % 3 {
+        0 => 7,
+        s if s < 0 => s,
+        s => s + four,
+    };
+    let m = if matches!(*k, four | 0) { 10 } else { 1 };
+    o[3] = m + if let four = *k { four * 2 } else { 0 };
+}
+
+#[test]
+fn lowercase_pattern_names_are_rusts_on_every_backend() {
+    let ks: Vec<i32> = (-3..12).collect();
+    let n = ks.len();
+    let mut o = vec![0; 4 * n];
+    for e in 0..n {
+        lowercase_patterns(&ks[e], (&mut o[4 * e..4 * e + 4]).try_into().unwrap());
+    }
+    // Rust: `four` is the constant, `other` a binding.
+    assert_eq!(&o[4 * 7..4 * 8], &[100, 2, 5, 18], "k = 4");
+    assert_eq!(&o[0..4], &[3, 3, 7, 1], "k = -3");
+    check(
+        lowercase_patterns::KERNEL,
+        n,
+        &[Vals::I32(ks.clone()), Vals::I32(vec![0; 4 * n])],
+        &[Vals::I32(ks), Vals::I32(o)],
+    );
+}
+
 #[parloop::kernel]
 fn int_euclid(a: &i64, b: &i64, u: &u32, o: &mut [i64; 5]) {
     let d = if *b == 0 || *b == -1 { 7 } else { *b };

@@ -200,6 +200,25 @@ fn call_span(tokens: TokenStream2, name: &str) -> Option<Span> {
     None
 }
 
+/// For each name the translation binds in a pattern (it sees no module
+/// items), `match () { name @ _ => () }` with the name's span: a binding
+/// for certain, which rustc refuses ("match bindings cannot shadow
+/// constants", at the user's pattern) where a constant, static or unit
+/// struct of that name is in scope, where Rust's pattern would compare
+/// with it and the device's would match every value.
+fn pattern_checks(bindings: &[syn::Ident]) -> TokenStream2 {
+    let mut seen = std::collections::HashSet::new();
+    let names: Vec<&syn::Ident> =
+        bindings.iter().filter(|b| seen.insert((b.to_string(), format!("{:?}", b.span())))).collect();
+    if names.is_empty() {
+        return quote! {};
+    }
+    quote! {
+        #[allow(unused_variables, clippy::redundant_pattern)]
+        const _: () = { #( match () { #names @ _ => () } )* };
+    }
+}
+
 /// The translation of `func`; where it has `debug_assert!`s, the one
 /// with them (as `assert!`s) and the one without (release builds).
 fn translated(func: &ItemFn, kind: FnKind) -> syn::Result<(Translation, Option<Translation>)> {
@@ -248,6 +267,7 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
             None,
             Vec::new(),
             None,
+            Vec::new(),
         )),
         None => translated(&func, kind).map(|(t, release)| {
             let release = release.map(|r| (r.source, r.may_panic, r.frame_bytes, r.panics));
@@ -267,20 +287,22 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
                 t.host,
                 t.panics,
                 release,
+                t.pattern_bindings,
             )
         }),
     });
-    let (cname, source, calls, increment_only, may_panic, frame_bytes, consts, host, panics, release) = match generated
-    {
-        Ok(g) => g,
-        Err(e) => {
-            let err = e.to_compile_error();
-            return quote! { #lints #func #err };
-        }
-    };
+    let (cname, source, calls, increment_only, may_panic, frame_bytes, consts, host, panics, release, bindings) =
+        match generated {
+            Ok(g) => g,
+            Err(e) => {
+                let err = e.to_compile_error();
+                return quote! { #lints #func #err };
+            }
+        };
     // The host function with the translation's type assumptions pinned,
     // where it made any (rustc checks them).
     let func = host.unwrap_or(func);
+    let pattern_checks = pattern_checks(&bindings);
     let name = &func.sig.ident;
     let vis = &func.vis;
     let name_str = name.to_string();
@@ -444,6 +466,7 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
         #func
 
         #const_checks
+        #pattern_checks
 
         #[doc = #doc]
         #[allow(non_camel_case_types, dead_code)]

@@ -192,6 +192,16 @@ pub struct Translation {
     /// The messages of the body's panic sites (`assert!`, `panic!`,
     /// `unreachable!`), in site order (see `panics`).
     pub panics: Vec<String>,
+    /// The names the body's patterns bind (`v` of `match x { v => .. }`,
+    /// also from `matches!` and `if let`), with their spans. Rust reads
+    /// such a name as a constant where one of that name is in scope (a
+    /// lowercase module-level `const three` makes `three => ..` match 3
+    /// alone); the translation sees no module items and binds it, so
+    /// `#[parloop::kernel]` emits `match () { three @ _ => () }` for each,
+    /// which rustc refuses ("match bindings cannot shadow constants") at
+    /// the pattern exactly where the name is a constant (or a static, a
+    /// unit struct).
+    pub pattern_bindings: Vec<syn::Ident>,
 }
 
 /// A module-level constant a function reads (`#[parloop::device] const`,
@@ -416,6 +426,7 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         consts,
         host,
         panics: std::mem::take(&mut infer.panic_sites),
+        pattern_bindings: std::mem::take(&mut infer.pattern_bindings),
     })
 }
 

@@ -645,6 +645,11 @@ impl Infer {
                 }
                 let id = self.bind(&name, scrutinee.clone(), false);
                 self.resolved.insert(key(pi), id);
+                // In Rust the name is a constant's where one is in scope
+                // (`three => ..` with a module-level `const three`
+                // matches 3 alone); this pass sees no module items, so
+                // rustc is asked (see `Translation::pattern_bindings`).
+                self.pattern_bindings.push(pi.ident.clone());
                 Ok(())
             }
             other => Err(error(other.span(), supported)),

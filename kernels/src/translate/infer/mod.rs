@@ -271,6 +271,10 @@ pub(crate) struct Infer {
     pub(crate) macros: HashMap<usize, KernelMacro>,
     /// The messages of the panic sites, in site order.
     pub(crate) panic_sites: Vec<String>,
+    /// The names patterns bind (`v` of `v => ..`, `v @ 1..=4`), as
+    /// written: the attribute has rustc check that none is a module-level
+    /// constant (see [`crate::translate::Translation::pattern_bindings`]).
+    pub(crate) pattern_bindings: Vec<syn::Ident>,
 }
 
 /// Whether an array type has a length the translation cannot see.
@@ -328,6 +332,7 @@ impl Infer {
             local_consts: HashSet::new(),
             macros: HashMap::new(),
             panic_sites: Vec::new(),
+            pattern_bindings: Vec::new(),
         }
     }
 
