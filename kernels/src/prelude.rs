@@ -2,7 +2,8 @@
 //! where C++ differs or leaves behaviour undefined. Signed arithmetic wraps
 //! (as Rust's release builds), shift amounts are masked, float-to-integer
 //! casts saturate, `powi` multiplies in the order LLVM's `powi` does, and
-//! `signum` returns NaN for NaN.
+//! `signum` returns Rust's `NAN` (`0x7ff8000000000000`, `0x7fc00000`) for
+//! any NaN.
 //!
 //! Where Rust panics, the translated code reports instead of invoking
 //! undefined behaviour (a SIGFPE on the host, garbage on a GPU): integer
@@ -74,8 +75,14 @@ template <class F> __device__ inline F __pl_powi(F a, int b) {
     }
     return recip ? (F)1 / r : r;
 }
-__device__ inline float __pl_signum(float x) { return x != x ? x : copysignf(1.0f, x); }
-__device__ inline double __pl_signum(double x) { return x != x ? x : copysign(1.0, x); }
+/* Rust's signum: of any NaN (negative, signalling, with a payload) its NAN
+   constant, not the operand. */
+__device__ inline float __pl_signum(float x) {
+    return x != x ? __builtin_bit_cast(float, 0x7fc00000u) : copysignf(1.0f, x);
+}
+__device__ inline double __pl_signum(double x) {
+    return x != x ? __builtin_bit_cast(double, 0x7ff8000000000000ull) : copysign(1.0, x);
+}
 /* Rust's f64::min/max: a NaN operand gives the other; of +0 and -0 Rust
    leaves the result open, and its code returns the receiver unless the
    optimiser sees a constant operand: so does this, where g++'s inlined

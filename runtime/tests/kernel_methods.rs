@@ -139,6 +139,52 @@ fn min_and_max_of_zeros_and_nan_as_rust() {
     assert_eq!((threads[2].bits(), threads[3].bits()), (seq[2].bits(), seq[3].bits()));
 }
 
+#[parloop::kernel]
+fn signums(x: &f64, y: &f32, o: &mut f64, p: &mut f32) {
+    *o = x.signum();
+    *p = y.signum();
+}
+
+/// `signum` of any NaN (negative, signalling, with a payload) is Rust's
+/// `NAN`, `0x7ff8000000000000` (`0x7fc00000`), on every backend, bitwise.
+#[test]
+fn signum_of_nan_is_rusts_nan() {
+    let x = vec![
+        f64::NAN,
+        -f64::NAN,
+        f64::from_bits(0x7ff0_0000_0000_0001),
+        f64::from_bits(0xfff8_0000_0000_1234),
+        0.0,
+        -0.0,
+        2.5,
+        -3.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ];
+    let y: Vec<f32> = vec![
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7f80_0001),
+        f32::from_bits(0xffc0_1234),
+        0.0,
+        -0.0,
+        2.5,
+        -3.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+    ];
+    let n = x.len();
+    let o: Vec<f64> = x.iter().map(|v| v.signum()).collect();
+    let p: Vec<f32> = y.iter().map(|v| v.signum()).collect();
+    assert_eq!(o[1].to_bits(), 0x7ff8_0000_0000_0000);
+    assert_eq!(p[1].to_bits(), 0x7fc0_0000);
+    let inputs = [Vals::F64(x.clone()), Vals::F32(y.clone()), Vals::F64(vec![0.0; n]), Vals::F32(vec![0.0; n])];
+    check(signums::KERNEL, n, &inputs, &[Vals::F64(x), Vals::F32(y), Vals::F64(o), Vals::F32(p)]);
+    let threads = run_on(Backend::Threads, signums::KERNEL, n, &inputs).unwrap();
+    let seq = run_on(Backend::Seq, signums::KERNEL, n, &inputs).unwrap();
+    assert_eq!((threads[2].bits(), threads[3].bits()), (seq[2].bits(), seq[3].bits()));
+}
+
 /// Only floats that vary by element and methods with a lane-wise form:
 /// the threads backend runs the twin.
 #[parloop::kernel]
