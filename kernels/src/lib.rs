@@ -69,7 +69,8 @@
 //! - tuples where they are taken apart: `let (a, b) = ...;` and `(a, b) =
 //!   ...;` of a tuple literal, `x.sin_cos()`, or an `if`/`match`/block whose
 //!   every value is one (rewritten to scalar `let`s before the passes), and
-//!   `let t = ...;` of one read by its fields (`t.0`, assigned too), and
+//!   `let t = ...;` of one read by its fields (`t.0`, assigned too) or
+//!   copied whole (`let u = t;`, `let (a, b) = t;`), and
 //!   `x.sin_cos().0` (`translate/fields.rs`);
 //! - the scalar methods of one table (`translate/methods.rs`, also the
 //!   list in errors): float `sqrt cbrt exp exp2 exp_m1 ln log2 log10 ln_1p

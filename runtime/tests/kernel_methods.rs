@@ -656,6 +656,45 @@ fn tuples_destructure_as_rust_does() {
     );
 }
 
+/// A tuple kept in a local, copied whole (`let mut u = t;`, a copy the
+/// later writes to `u` leave `t` without) and taken apart whole.
+#[parloop::kernel]
+fn tuple_copies(x: &[f64; 2], y: &[f64; 2], o: &mut [f64; 4]) {
+    let t = (x[1], y[1]);
+    let mut u = t;
+    u.0 += 1.0;
+    let (a, b) = t;
+    o[0] = u.0;
+    o[1] = u.1 - a;
+    o[2] = t.0 * b;
+    {
+        let v = u;
+        o[3] = v.0 + v.1;
+    }
+}
+
+#[test]
+fn tuples_copy_as_rust_does() {
+    let x = vec![1.0, 2.0, 5.0, -1.0, 0.5, 0.25];
+    let y = vec![3.0, -4.0, 0.125, 6.0, -2.0, 7.0];
+    let n = 3;
+    let mut o = vec![0.0; 4 * n];
+    for e in 0..n {
+        tuple_copies(
+            x[2 * e..2 * e + 2].try_into().unwrap(),
+            y[2 * e..2 * e + 2].try_into().unwrap(),
+            (&mut o[4 * e..4 * e + 4]).try_into().unwrap(),
+        );
+    }
+    assert_eq!(o[0..4], [3.0, -6.0, -8.0, -1.0]);
+    check(
+        tuple_copies::KERNEL,
+        n,
+        &[Vals::F64(x.clone()), Vals::F64(y.clone()), Vals::F64(vec![0.0; 4 * n])],
+        &[Vals::F64(x), Vals::F64(y), Vals::F64(o)],
+    );
+}
+
 /// `sin_cos` (the receiver evaluated once) and its lane-wise twin.
 #[parloop::kernel]
 fn sines(x: &[f64; 2], o: &mut [f64; 2]) {
@@ -909,6 +948,9 @@ fn nvrtc_compiles_every_translation_without_warnings() {
         review_cases::KERNEL,
         grows::KERNEL,
         compound_once::KERNEL,
+        signums::KERNEL,
+        lowercase_patterns::KERNEL,
+        tuple_copies::KERNEL,
     ] {
         nvrtc_check(k).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
     }

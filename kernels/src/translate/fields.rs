@@ -10,15 +10,18 @@
 //! ```
 //!
 //! A tuple kept in a local is a name per element; every later use of the
-//! local must be a field (`t.0`, also assigned: `t.1 += 1.0`) or a whole
-//! assignment of another tuple value (`t = (b, a);`), up to a `let` that
-//! shadows it. A local used otherwise (passed whole, shadowed in an inner
-//! scope, named in a macro) is left alone and refused by inference with
-//! the forms above.
+//! local must be a field (`t.0`, also assigned: `t.1 += 1.0`), a whole
+//! assignment of another tuple value (`t = (b, a);`) or a read of the
+//! whole, which becomes the tuple of its elements (`let u = t;` a copy,
+//! itself a kept tuple; `let (a, b) = t;`; elsewhere, `h(t)`, inference
+//! refuses the tuple at that use), up to a `let` that shadows it. A local
+//! used otherwise (lent `&mut` whole, shadowed in an inner scope, named in
+//! a macro) is left alone and refused by inference with the forms above.
 
 use std::collections::HashSet;
 
 use proc_macro2::Span;
+use syn::spanned::Spanned;
 use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 use syn::{Block, Expr, ItemFn, Member, Pat, Stmt};
@@ -32,6 +35,11 @@ pub(crate) fn as_destructured(item: &mut ItemFn) -> bool {
     used.visit_item_fn(item);
     let mut r = Rewrite { used: used.0, next: 0, found: false };
     r.visit_block_mut(&mut item.block);
+    if r.found {
+        // A copy made in an inner block (`{ let u = t; .. }`) is a tuple
+        // literal only once the outer tuple is taken apart.
+        r.visit_block_mut(&mut item.block);
+    }
     r.found
 }
 
@@ -151,10 +159,24 @@ impl VisitMut for Uses<'_> {
             }
             return;
         }
-        if matches!(e, Expr::Path(p) if p.path.is_ident(self.name)) {
-            // The tuple used whole: not a name per element.
-            self.ok = false;
-            return;
+        if let Expr::Reference(r) = e {
+            if r.mutability.is_some() && matches!(strip(&r.expr), Expr::Path(p) if p.path.is_ident(self.name)) {
+                // Lent whole to be changed: not a name per element.
+                self.ok = false;
+                return;
+            }
+        }
+        if let Expr::Path(p) = e {
+            if p.path.is_ident(self.name) {
+                // The tuple read whole: the tuple of its elements, a copy
+                // as Rust's (`let u = t;`, `let (a, b) = t;`, taken apart
+                // in turn); where no rewrite takes it apart, inference
+                // refuses it at this use.
+                let span = p.span();
+                let elems = self.elems;
+                *e = syn::parse_quote_spanned! {span=> ( #( #elems ),* ) };
+                return;
+            }
         }
         syn::visit_mut::visit_expr_mut(self, e);
     }
@@ -321,9 +343,26 @@ mod tests {
     }
 
     #[test]
+    fn tuples_read_whole_are_their_elements() {
+        let s = rewritten(syn::parse_quote! {
+            fn k(a: &f64, o: &mut f64) {
+                let t = (*a, 1.0);
+                let mut u = t;
+                u.0 += 1.0;
+                { let v = t; *o = v.1; }
+                *o += u.0 + t.0;
+            }
+        });
+        assert!(s.contains("let (__pl_f0 , __pl_f1) = (* a , 1.0) ;"), "{s}");
+        assert!(s.contains("let (mut __pl_f2 , __pl_f3) = (__pl_f0 , __pl_f1) ; __pl_f2 += 1.0 ;"), "{s}");
+        assert!(s.contains("* o = __pl_f5 ;"), "{s}");
+        assert!(s.contains("* o += __pl_f2 + __pl_f0 ;"), "{s}");
+    }
+
+    #[test]
     fn tuples_used_whole_are_left_for_inference_to_refuse() {
         for mut f in [
-            syn::parse_quote! { fn k(a: &f64, o: &mut f64) { let t = (*a, 1.0); h(t); } },
+            syn::parse_quote! { fn k(a: &f64, o: &mut f64) { let t = (*a, 1.0); let r = &mut t; r.0 = 2.0; } },
             syn::parse_quote! { fn k(a: &f64, o: &mut f64) { let t = (*a, 1.0); { let t = 2.0; *o = t; } } },
             syn::parse_quote! { fn k(a: &f64, o: &mut f64) { let t = pair(*a); *o = t.0; } },
         ] {

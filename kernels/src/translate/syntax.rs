@@ -87,6 +87,14 @@ impl<'a> LoopRange<'a> {
                 let mut inner = LoopRange::parse(&m.receiver)?;
                 match (m.method.to_string().as_str(), m.args.len()) {
                     ("rev", 0) if !inner.rev && inner.step.is_none() => inner.rev = true,
+                    ("rev", 0) if !inner.rev => {
+                        return Err(error(
+                            m.method.span(),
+                            "`.step_by(k).rev()` is not supported in kernels (it counts down from the last value the \
+                             step reaches, not from the range's end); `.rev().step_by(k)` is (down from the end by \
+                             `k`): or loop over the step numbers, `for j in (0..count).rev() { let i = a + j * k; .. }`",
+                        ))
+                    }
                     ("step_by", 1) if inner.step.is_none() => inner.step = Some(&m.args[0]),
                     _ => return Err(unsupported()),
                 }

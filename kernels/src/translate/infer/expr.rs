@@ -17,7 +17,8 @@ use crate::types::{error, Scalar, Ty, UNKNOWN_LEN};
 /// Where kernels accept tuples (see `translate/tuples.rs` and `translate/fields.rs`).
 pub(super) const TUPLES: &str =
     "kernels take tuples where they are taken apart: `let (a, b) = ...;`, `(a, b) = ...;`, \
-                                 or `let t = ...;` read only as `t.0`, `t.1` (and assigned whole), of a tuple \
+                                 or `let t = ...;` read as `t.0`, `t.1` or copied whole (`let u = t;`, `let (x, y) = t;`), \
+                                 and assigned whole, of a tuple \
                                  literal, `x.sin_cos()`, or an `if`, `match` or block whose every value is one \
                                  (and no closure parameter or `for` variable reuses its name: rename one); \
                                  `x.sin_cos().0` is `x.sin()`";
@@ -333,7 +334,13 @@ impl Infer {
             Expr::Tuple(t) if t.elems.is_empty() => Ok(Ty::Unit),
             Expr::Tuple(_) => Err(error(span, TUPLES)),
             Expr::Macro(m) => self.kernel_macro(&m.mac),
-            Expr::Closure(_) => Err(error(span, FOLDS)),
+            Expr::Closure(_) => Err(error(
+                span,
+                format!(
+                    "closures are only allowed as arguments of iterator adaptors (`.map(f)`, `.fold(init, f)`, \
+                     `.any(f)`, `.all(f)`): for a function of your own write a `#[parloop::device]` helper; {FOLDS}"
+                ),
+            )),
             Expr::Match(m) => self.match_expr(m),
             Expr::Unsafe(_) => Err(error(span, "`unsafe` blocks are not supported in kernels")),
             Expr::Field(f) if matches!(f.member, syn::Member::Unnamed(_)) => Err(error(span, TUPLES)),
@@ -423,6 +430,20 @@ impl Infer {
         }
         let (ld, rd) = (self.vars.deref(&l), self.vars.deref(&r));
         if !matches!(b.op, And(_) | Or(_)) {
+            if matches!(ld, Ty::Array(..)) || matches!(rd, Ty::Array(..)) {
+                let what = if matches!(b.op, Eq(_) | Ne(_) | Lt(_) | Le(_) | Gt(_) | Ge(_)) {
+                    "comparing arrays"
+                } else {
+                    "operators on whole arrays"
+                };
+                return Err(error(
+                    b.op.span(),
+                    format!(
+                        "{what} is not supported in kernels: work element by element (`x[0] == 0.0 && x[1] == 0.0`, \
+                         a `for` loop over the indices, or `a.iter().zip(b.iter()).all(|(u, v)| u == v)`)"
+                    ),
+                ));
+            }
             self.vars.mark_operated(&ld);
             self.vars.mark_operated(&rd);
         }
