@@ -315,13 +315,8 @@ fn faults(world: &parloop::mpi::SimpleCommunicator, args: &[String]) {
         let x = rt.dat("x", &nodes, 2, vec![1.0; 8]).expect("dat");
         rt.partition(&nodes, &pairs, Partitioner::Block).expect("partition");
         let target = if rank == odd { &x } else { &n };
-        match rt.par_loop(clear::KERNEL, &nodes, &[target.arg(Access::WRITE)]).and_then(|()| rt.flush()) {
-            Err(e) => panic!("{}", rt.fail(e)),
-            Ok(()) => {
-                eprintln!("parloop-mpi-check: rank {rank}: the divergence went unnoticed");
-                std::process::exit(3);
-            }
-        }
+        let submitted = rt.par_loop(clear::KERNEL, &nodes, &[target.arg(Access::WRITE)]);
+        must_be_refused(&rt, submitted, || "the divergence went unnoticed".into());
     }
     if let Some(odd) = flag("--global-differs-on-rank") {
         let rt = Runtime::with_communicator(Backend::Seq, world).expect("runtime");
@@ -332,16 +327,8 @@ fn faults(world: &parloop::mpi::SimpleCommunicator, args: &[String]) {
         if rank == odd {
             area.set_values(&[0.25]).expect("a host write");
         }
-        match rt
-            .par_loop(relabel::KERNEL, &cells, &[area.arg(Access::READ), t.arg(Access::RW)])
-            .and_then(|()| rt.flush())
-        {
-            Err(e) => panic!("{}", rt.fail(e)),
-            Ok(()) => {
-                eprintln!("parloop-mpi-check: rank {rank}: the differing global went unnoticed");
-                std::process::exit(3);
-            }
-        }
+        let submitted = rt.par_loop(relabel::KERNEL, &cells, &[area.arg(Access::READ), t.arg(Access::RW)]);
+        must_be_refused(&rt, submitted, || "the differing global went unnoticed".into());
     }
     if let Some(odd) = flag("--reduction-start-differs-on-rank") {
         let rt = Runtime::with_communicator(Backend::Seq, world).expect("runtime");
@@ -352,18 +339,23 @@ fn faults(world: &parloop::mpi::SimpleCommunicator, args: &[String]) {
         if rank == odd {
             dt.set_values(&[0.01]).expect("a host write");
         }
-        match rt
-            .par_loop(local_dt::KERNEL, &cells, &[area.arg(Access::READ), dt.arg(Access::MIN)])
-            .and_then(|()| rt.flush())
-        {
-            Err(e) => panic!("{}", rt.fail(e)),
-            Ok(()) => {
-                eprintln!(
-                    "parloop-mpi-check: rank {rank}: the differing start of a MIN global went unnoticed (dt = {:?})",
-                    dt.value()
-                );
-                std::process::exit(3);
-            }
+        let submitted = rt.par_loop(local_dt::KERNEL, &cells, &[area.arg(Access::READ), dt.arg(Access::MIN)]);
+        must_be_refused(&rt, submitted, || {
+            format!("the differing start of a MIN global went unnoticed (dt = {:?})", dt.value())
+        });
+    }
+}
+
+/// A fault program's loop must be refused, when submitted or (under
+/// `PARLOOP_LAZY=1`, where it runs there) at the flush: the error ends the
+/// whole job with this rank's message; `unnoticed` says what was missed
+/// if it was not refused (exit status 3).
+fn must_be_refused(rt: &Runtime, submitted: parloop::Result<()>, unnoticed: impl FnOnce() -> String) -> ! {
+    match submitted.and_then(|()| rt.flush()) {
+        Err(e) => panic!("{}", rt.fail(e)),
+        Ok(()) => {
+            eprintln!("parloop-mpi-check: rank {}: {}", rt.rank(), unnoticed());
+            std::process::exit(3);
         }
     }
 }
