@@ -11,6 +11,10 @@
 //! reports success it checks the true residual `b - A x` (not only the
 //! recursively updated one), restarting from it when rounding has let the
 //! two drift apart.
+//!
+//! [`bicgstab`] solves square systems that need not be symmetric (upwind
+//! and convection-diffusion discretisations, any matrix CG refuses) with
+//! the same options, report and guarantees.
 
 use std::fmt;
 
@@ -18,6 +22,9 @@ use crate::decl::Dat;
 use crate::error::{Error, Result};
 use crate::linalg::{LinearOperator, Real};
 use crate::runtime::Runtime;
+
+mod bicgstab;
+pub use bicgstab::bicgstab;
 
 /// The preconditioner of [`cg`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -161,6 +168,22 @@ pub enum SolveFailure {
         /// The entry.
         value: f64,
     },
+    /// [`bicgstab`]'s iteration cannot go on: a quantity it divides by
+    /// (`r0 . r`, `r0 . Ap`, `omega`) vanished right after it restarted
+    /// from the true residual. The matrix is singular with `b` outside its
+    /// range, or the method fails on it (rare): try another preconditioner.
+    Vanished {
+        /// Which quantity.
+        quantity: &'static str,
+    },
+    /// The Jacobi preconditioner met a diagonal entry it cannot divide by:
+    /// zero, not finite, or so small that its reciprocal overflows.
+    SingularDiagonal {
+        /// The scalar row, numbered as in [`SolveFailure::BadDiagonal`].
+        row: usize,
+        /// The entry.
+        value: f64,
+    },
 }
 
 impl fmt::Display for SolveFailure {
@@ -196,6 +219,16 @@ impl fmt::Display for SolveFailure {
             SolveFailure::BadDiagonal { row, value } => {
                 write!(f, "Jacobi: diagonal entry of row {row} is {value:e}, not positive (the matrix is not SPD)")
             }
+            SolveFailure::Vanished { quantity } => write!(
+                f,
+                "breakdown: {quantity} vanished right after a restart from the true residual (the matrix \
+                 is singular with b outside its range, or the method fails on it: try another preconditioner)"
+            ),
+            SolveFailure::SingularDiagonal { row, value } => write!(
+                f,
+                "Jacobi: diagonal entry of row {row} is {value:e}, which it cannot divide by (zero, not finite, \
+                 or too small to invert): solve without a preconditioner, or reorder the unknowns"
+            ),
         }
     }
 }
@@ -266,7 +299,7 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
     let _agreed = crate::decl::ChecksAgreed::enter();
     let dinv = match dinv {
         None => None,
-        Some(d) => Some(jacobi_inverse(rt, a, d, &name)?),
+        Some(d) => Some(jacobi_inverse("cg", true, rt, a, d, &name)?),
     };
     let dinv = dinv.as_ref();
 
@@ -412,12 +445,38 @@ fn check_cg<T: Real, A: LinearOperator<T> + ?Sized>(
     opts: &CgOptions,
     n: u64,
 ) -> Result<CgWork<T>> {
+    let roles: &[&str] = match opts.preconditioner {
+        Preconditioner::None => &["r", "p", "q"],
+        // 1 ./ diag(A); z = r .* dinv is computed where it is used, not stored.
+        Preconditioner::Jacobi => &["r", "p", "q", "dinv"],
+    };
+    let mut work = check_system("cg", rt, a, b, x, opts, n, roles)?.into_iter();
+    let mut next = || work.next().expect("one work vector per role");
+    let (r, p, q) = (next(), next(), next());
+    Ok((r, p, q, work.next()))
+}
+
+/// The argument checks every solver makes on this rank (a square operator
+/// on one set, `b` and `x` on it and distinct, sound tolerances), then its
+/// work vectors, one per role, named `<solver>#<n>:<role>`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn check_system<T: Real, A: LinearOperator<T> + ?Sized>(
+    solver: &str,
+    rt: &Runtime,
+    a: &A,
+    b: &Dat<T>,
+    x: &Dat<T>,
+    opts: &CgOptions,
+    n: u64,
+    roles: &[&str],
+) -> Result<Vec<Dat<T>>> {
     let name = a.name();
+    let op = || format!("{solver} on matrix `{name}`");
     if a.row_set() != a.col_set() || a.row_dim() != a.col_dim() {
         return Err(Error::Incompatible {
-            op: format!("cg on matrix `{name}`"),
+            op: op(),
             reason: format!(
-                "the matrix maps set `{}` (dim {}) to set `{}` (dim {}); CG needs a square one on one set",
+                "the matrix maps set `{}` (dim {}) to set `{}` (dim {}); {solver} needs a square one on one set",
                 a.col_set().name(),
                 a.col_dim(),
                 a.row_set().name(),
@@ -428,18 +487,18 @@ fn check_cg<T: Real, A: LinearOperator<T> + ?Sized>(
     let most = crate::linalg::MAX_VECTOR_DIM;
     if a.row_dim() > most {
         return Err(Error::Incompatible {
-            op: format!("cg on matrix `{name}`"),
+            op: op(),
             reason: format!(
-                "its blocks are {d} x {d} (dim {d}); CG's vector operations support dims 1 to {most}",
+                "its blocks are {d} x {d} (dim {d}); the solvers' vector operations support dims 1 to {most}",
                 d = a.row_dim()
             ),
         });
     }
-    crate::linalg::spmv::check_dat("cg", name, "b", b, a.row_set(), a.row_dim())?;
-    crate::linalg::spmv::check_dat("cg", name, "x", x, a.col_set(), a.col_dim())?;
+    crate::linalg::spmv::check_dat(solver, name, "b", b, a.row_set(), a.row_dim())?;
+    crate::linalg::spmv::check_dat(solver, name, "x", x, a.col_set(), a.col_dim())?;
     if x.id() == b.id() {
         return Err(Error::Incompatible {
-            op: format!("cg on matrix `{name}`"),
+            op: op(),
             reason: format!("x and b are both dat `{}`; the solution needs a dat of its own", x.name()),
         });
     }
@@ -449,7 +508,7 @@ fn check_cg<T: Real, A: LinearOperator<T> + ?Sized>(
     // for the same reason.
     if !((0.0..1.0).contains(&opts.rtol) && opts.atol >= 0.0 && opts.atol.is_finite()) {
         return Err(Error::Incompatible {
-            op: format!("cg on matrix `{name}`"),
+            op: op(),
             reason: format!(
                 "rtol must be at least 0 and below 1 and atol a finite non-negative number, \
                  got rtol {} and atol {} (a tolerance met before any iteration solves nothing)",
@@ -459,23 +518,25 @@ fn check_cg<T: Real, A: LinearOperator<T> + ?Sized>(
     }
 
     let len = b.set().total() * b.dim();
-    let work = |role: &str| {
-        let name = format!("cg#{n}:{role}");
-        let zeros =
-            crate::fallible::filled(len, T::ZERO, || format!("cg on matrix `{}`: work vector `{name}`", a.name()))?;
-        rt.internal_dat(&name, b.set(), b.dim(), zeros)
-    };
-    // 1 ./ diag(A); z = r .* dinv is computed where it is used, not stored.
-    let dinv = match opts.preconditioner {
-        Preconditioner::None => None,
-        Preconditioner::Jacobi => Some(work("dinv")?),
-    };
-    Ok((work("r")?, work("p")?, work("q")?, dinv))
+    roles
+        .iter()
+        .map(|role| {
+            let name = format!("{solver}#{n}:{role}");
+            let zeros = crate::fallible::filled(len, T::ZERO, || {
+                format!("{solver} on matrix `{}`: work vector `{name}`", a.name())
+            })?;
+            rt.internal_dat(&name, b.set(), b.dim(), zeros)
+        })
+        .collect()
 }
 
 /// `1 ./ diag(A)` into `dinv`, or an error naming the first diagonal entry
-/// that is not positive.
-fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
+/// that Jacobi cannot use: one that is not positive where `solver` needs
+/// an SPD matrix (`spd`), else one whose reciprocal is not finite (zero,
+/// not finite, or too small to invert in `T`).
+pub(crate) fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
+    solver: &'static str,
+    spd: bool,
     rt: &Runtime,
     a: &A,
     dinv: Dat<T>,
@@ -486,15 +547,22 @@ fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
     let bad = a.diagonal(rt, &dinv).and_then(|()| {
         dinv.with_own_values(|d| {
             let dim = dinv.dim();
-            d[..owned]
-                .iter()
-                .position(|v| !(v.to_f64() > 0.0 && v.to_f64().is_finite()))
-                .map(|i| (dinv.set().declared_entity(i / dim) * dim + i % dim, d[i].to_f64()))
+            d[..owned].iter().enumerate().find_map(|(i, &v)| {
+                let row = || dinv.set().declared_entity(i / dim) * dim + i % dim;
+                let value = v.to_f64();
+                if spd && !(value > 0.0 && value.is_finite()) {
+                    Some(SolveFailure::BadDiagonal { row: row(), value })
+                } else if !(T::ONE / v).to_f64().is_finite() || !value.is_finite() {
+                    Some(SolveFailure::SingularDiagonal { row: row(), value })
+                } else {
+                    None
+                }
+            })
         })
     });
     let checked = bad.and_then(|bad| match bad {
         None => Ok(()),
-        Some((row, value)) => {
+        Some(failure) => {
             let report = CgReport {
                 iterations: 0,
                 residual_history: Vec::new(),
@@ -504,22 +572,17 @@ fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
                 restarts: 0,
                 iteration_seconds: 0.0,
             };
-            Err(Error::NotConverged {
-                solver: "cg",
-                matrix: name.into(),
-                failure: SolveFailure::BadDiagonal { row, value },
-                report: Box::new(report),
-            })
+            Err(Error::NotConverged { solver, matrix: name.into(), failure, report: Box::new(report) })
         }
     });
     // A bad diagonal entry is in one rank's rows: agreed, so that the
     // other ranks do not start iterating and wait for it in the first dot
     // (theirs say that another rank failed).
-    dinv.set().agreed_data(&format!("cg on matrix `{name}`: the Jacobi preconditioner"), checked, "")?;
+    dinv.set().agreed_data(&format!("{solver} on matrix `{name}`: the Jacobi preconditioner"), checked, "")?;
     // dinv = 1 ./ d, in place (`pointwise_divide` with w = y).
     let ones_name = format!("{}:ones", dinv.name());
     let len = dinv.set().total() * dinv.dim();
-    let ones = crate::fallible::filled(len, T::ONE, || format!("cg on matrix `{name}`: `{ones_name}`"))?;
+    let ones = crate::fallible::filled(len, T::ONE, || format!("{solver} on matrix `{name}`: `{ones_name}`"))?;
     let ones = rt.internal_dat(&ones_name, dinv.set(), dinv.dim(), ones)?;
     rt.pointwise_divide(&dinv, &ones, &dinv)?;
     Ok(dinv)

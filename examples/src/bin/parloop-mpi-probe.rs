@@ -29,7 +29,7 @@ fn main() {
 #[cfg(feature = "mpi")]
 mod probe {
     use parloop::mpi::{Communicator, CommunicatorCollectives, Partitioner, SystemOperation};
-    use parloop::solve::{cg, CgOptions, Preconditioner};
+    use parloop::solve::{bicgstab, cg, CgOptions, Preconditioner};
     use parloop::{Access, Arg, Backend, Dat, Runtime};
 
     // ---------------------------------------------------------------- kernels
@@ -211,6 +211,19 @@ mod probe {
             for c in 0..6 {
                 let d = if r == c { 2.0 } else { 0.0 };
                 m[r][c] += w * (d - 0.3);
+            }
+        }
+    }
+
+    /// `k_mat` plus a skew part: not symmetric (its symmetric part is
+    /// `k_mat`'s), for BiCGStab.
+    #[parloop::kernel]
+    fn k_mat_skew(x: &[[f64; 2]; 3], i: &i64, m: &mut [[f64; 6]; 6]) {
+        let w = 1.0 + x[0][0] + x[1][1] + 0.1 * ((*i % 3) as f64);
+        for r in 0..6 {
+            for c in 0..6 {
+                let d = if r == c { 2.0 } else { 0.0 };
+                m[r][c] += w * (d - 0.3) + 0.05 * w * (r as f64 - c as f64);
             }
         }
     }
@@ -614,6 +627,19 @@ mod probe {
         let report = cg(rt, &a, &y, &u, &opts)?;
         push(&mut out, "block CG solution (should be x)", g64(&u)?);
         push(&mut out, "block CG iterations", Some(vec![report.iterations as f64]));
+        // BiCGStab on a nonsymmetric block system B w = z, z = B x.
+        let skew = rt.mat::<f64>("B", &sp)?;
+        rt.par_loop(
+            k_mat_skew::KERNEL,
+            &m.cells,
+            &[m.coords.arg_vec(cv, Access::READ), Arg::index(), skew.arg(cv, cv, Access::INC)],
+        )?;
+        let z = rt.dat("z", &m.vertices, 2, vec![0.0; 2 * m.vertices.total()])?;
+        rt.mult(&skew, &vx, &z)?;
+        let w = rt.dat("w", &m.vertices, 2, vec![0.0; 2 * m.vertices.total()])?;
+        let report = bicgstab(rt, &skew, &z, &w, &opts)?;
+        push(&mut out, "block BiCGStab solution (should be x)", g64(&w)?);
+        push(&mut out, "block BiCGStab iterations", Some(vec![report.iterations as f64]));
         // zero_rows with a subset, then the product again.
         a.zero_rows(&dirichlet, 1.0)?;
         rt.mult(&a, &vx, &y)?;
