@@ -14,13 +14,14 @@
 //! counting bytes read and written), SpMV (GB/s against the bytes a CSR
 //! product must move: values, u32 column indices, row pointers, x, y), the
 //! vector operations, and CG per iteration next to its bandwidth floor (one
-//! SpMV, two dots, three axpys at the copy's bandwidth). A summary with
-//! GB/s is printed to stderr.
+//! SpMV, two dots, three axpys at the copy's bandwidth), and BiCGStab per
+//! iteration on the same system (two products and its unfused vector
+//! operations). A summary with GB/s is printed to stderr.
 
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use parloop::solve::{cg, CgOptions, Preconditioner};
+use parloop::solve::{bicgstab, cg, CgOptions, CgReport, Preconditioner};
 use parloop::{Access, Backend, Dat, Error, Mat, Runtime};
 use rayon::prelude::*;
 
@@ -221,18 +222,26 @@ fn linalg(c: &mut Criterion) {
     group.bench_function("copy_from", |b| b.iter(|| rt.copy_from(&p.y, &p.x).expect("copy")));
     // CG per iteration: solves of k + 20 and k iterations from the same
     // start, the difference over 20 (set-up and the residual checks cancel).
-    let iterations = |k: usize| {
+    let stopped_at = |k: usize, solver: &str| {
         rt.fill(&p.x, 0.0).expect("fill");
         let opts = CgOptions { rtol: 1e-30, atol: 0.0, max_iterations: k, preconditioner: Preconditioner::Jacobi };
         let s = Instant::now();
-        match cg(&rt, &p.a, &p.b, &p.x, &opts) {
+        type Solver = fn(&Runtime, &Mat<f64>, &Dat<f64>, &Dat<f64>, &CgOptions) -> parloop::Result<CgReport>;
+        let run: Solver = if solver == "cg" { cg } else { bicgstab };
+        match run(&rt, &p.a, &p.b, &p.x, &opts) {
             Err(Error::NotConverged { .. }) => {}
-            other => panic!("expected to stop at {k} iterations: {other:?}"),
+            other => panic!("expected {solver} to stop at {k} iterations: {other:?}"),
         }
         s.elapsed()
     };
+    let iterations = |k: usize| stopped_at(k, "cg");
     group.bench_function("cg-jacobi-20-iterations", |b| {
         b.iter_custom(|reps| (0..reps).map(|_| iterations(25).saturating_sub(iterations(5))).sum::<Duration>())
+    });
+    group.bench_function("bicgstab-jacobi-20-iterations", |b| {
+        b.iter_custom(|reps| {
+            (0..reps).map(|_| stopped_at(25, "bicgstab").saturating_sub(stopped_at(5, "bicgstab"))).sum::<Duration>()
+        })
     });
     group.finish();
 
@@ -271,6 +280,35 @@ fn linalg(c: &mut Criterion) {
         )
     });
     let full = full.expect("solved");
+    // BiCGStab on the same system (SPD: CG's; the nonsymmetric solver's
+    // cost where both apply), per iteration and to rtol 1e-10.
+    let t_bicg = timing(
+        (0..reps.div_ceil(2))
+            .map(|_| {
+                let (long, short) = (
+                    sample(|| {
+                        stopped_at(25, "bicgstab");
+                    }),
+                    sample(|| {
+                        stopped_at(5, "bicgstab");
+                    }),
+                );
+                ((long.0 - short.0) / 20.0, (long.1 - short.1) / 20.0)
+            })
+            .collect(),
+    );
+    // Its floor as built: two products and 37 vector streams (reads and
+    // writes of its unfused operations).
+    let bicg_floor = 2.0 * spmv_bytes + 37.0 * vec_bytes;
+    rt.fill(&p.x, 0.0).expect("fill");
+    let mut bicg_full = None;
+    let t_bicg_full = sample(|| {
+        bicg_full = Some(
+            bicgstab(&rt, &p.a, &p.b, &p.x, &CgOptions { rtol: 1e-10, max_iterations: 10_000, ..CgOptions::default() })
+                .expect("the reference solve converges"),
+        )
+    });
+    let bicg_full = bicg_full.expect("solved");
     let threads = rayon::current_num_threads();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     eprintln!(
@@ -284,7 +322,9 @@ fn linalg(c: &mut Criterion) {
          axpy                  {}  {:6.2} GB/s\n\
          cg-jacobi/iteration   {}  (floor {:.2} ms at the copy's bandwidth: {:.0} MB; by cpu/thread {:.2} ms)\n\
          cg-jacobi rtol 1e-10  {} iterations, {:.2} s in all ({:.2} ms/iteration with set-up; cpu/thread {:.2} s), \
-         relative residual {:.2e}",
+         relative residual {:.2e}\n\
+         bicgstab-jacobi/iter  {}  (floor {:.2} ms at the copy's bandwidth: {:.0} MB)\n\
+         bicgstab rtol 1e-10   {} iterations, {:.2} s in all, relative residual {:.2e}",
         p.n,
         nnz as f64 / rows as f64,
         setup.as_secs_f64(),
@@ -309,6 +349,12 @@ fn linalg(c: &mut Criterion) {
         t_full.0 / full.iterations as f64 * 1e3,
         t_full.1 / threads as f64,
         full.relative_residual,
+        ms(t_bicg),
+        bicg_floor / (copy_gbs * gb) * 1e3,
+        bicg_floor / 1e6,
+        bicg_full.iterations,
+        t_bicg_full.0,
+        bicg_full.relative_residual,
     );
 }
 

@@ -824,3 +824,52 @@ fn a_dropped_objects_name_is_free_again_with_loops_pending() {
     rt.par_loop(copy_over::KERNEL, &t, &[x.arg_via(&m, 0, Access::READ), out.arg(Access::WRITE)]).unwrap();
     assert_eq!(out.values().unwrap(), vec![50.0, 40.0, 30.0, 20.0]);
 }
+
+#[parloop::kernel]
+fn set_one(x: &mut f64) {
+    *x = 1.0;
+}
+
+#[parloop::kernel]
+fn twice_on_diagonal(a: &mut [[f64; 1]; 1]) {
+    a[0][0] += 2.0;
+}
+
+/// A loop pending in one runtime's trace runs before another runtime's
+/// work on its data: that work runs eagerly (its data are the first
+/// trace's), and ran as if forced, where a datum's own trace is not
+/// forced: `fill` then ran before the pending write (x ended 1, not 0),
+/// and `cg` solved with the old right-hand side (`||b|| = 0`, u = 0).
+#[test]
+fn another_runtimes_work_on_data_with_pending_loops_runs_after_them() {
+    for backend in [Backend::Seq, Backend::Threads, Backend::Emu] {
+        for lazy in [true, false] {
+            let what = format!("{backend:?}, the second runtime lazy: {lazy}");
+            let first = Runtime::with_lazy(backend, true).unwrap();
+            let second = Runtime::with_lazy(backend, lazy).unwrap();
+            let s = first.set("s", 4).unwrap();
+            let x = first.dat("x", &s, 1, vec![5.0; 4]).unwrap();
+            first.par_loop(set_one::KERNEL, &s, &[x.arg(Access::WRITE)]).unwrap();
+            second.fill(&x, 0.0).unwrap();
+            assert_eq!(x.values().unwrap(), vec![0.0; 4], "{what}: fill");
+            // A loop of the second runtime reading what the first wrote.
+            let y = first.dat("y", &s, 1, vec![5.0; 4]).unwrap();
+            first.par_loop(set_one::KERNEL, &s, &[x.arg(Access::WRITE)]).unwrap();
+            second.par_loop(copy_into::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::WRITE)]).unwrap();
+            assert_eq!(y.values().unwrap(), vec![1.0; 4], "{what}: copy");
+            // A solve through the second runtime of the first's system.
+            let id = first.map("id", &s, &s, 1, vec![0, 1, 2, 3]).unwrap();
+            let a = first.mat::<f64>("A", &first.sparsity("A", &[(&id, &id)], (1, 1)).unwrap()).unwrap();
+            first.par_loop(twice_on_diagonal::KERNEL, &s, &[a.arg(&id, &id, Access::INC)]).unwrap();
+            let b = first.dat("b", &s, 1, vec![0.0; 4]).unwrap();
+            let u = first.dat("u", &s, 1, vec![0.0; 4]).unwrap();
+            first.par_loop(set_one::KERNEL, &s, &[b.arg(Access::WRITE)]).unwrap();
+            let opts = parloop::solve::CgOptions { rtol: 1e-12, ..Default::default() };
+            let report = parloop::solve::cg(&second, &a, &b, &u, &opts).unwrap();
+            assert_eq!(report.rhs_norm, 2.0, "{what}: cg");
+            assert_eq!(u.values().unwrap(), vec![0.5; 4], "{what}: cg");
+            first.flush().unwrap();
+            second.flush().unwrap();
+        }
+    }
+}

@@ -692,14 +692,25 @@ impl Trace {
     }
 
     /// Before running `lp` eagerly although the trace is on: runs what
-    /// it depends on (its reads' writers, its writes' readers and writers).
+    /// it depends on (its reads' writers, its writes' readers and writers),
+    /// here and in the traces of its data that are another runtime's. The
+    /// loop then runs as forced (`run_as_forced`), where a datum's own
+    /// force before a loop is skipped: another runtime's pending write ran
+    /// after it (a `fill` lost, a solve of the old right-hand side).
     pub(crate) fn eager(&self, _rt: &Runtime, lp: &ParLoop, at: &'static Location<'static>) -> Result<()> {
         lock(&self.state).stats.eager_fallbacks += 1;
         let mut all = Vec::new();
         for a in lp.args() {
             all.extend(data_tokens(a.data_id()));
         }
-        self.force(at, Some((&all, true)))
+        self.force(at, Some((&all, true)))?;
+        for a in lp.args() {
+            let link = a.storage.link();
+            if link.0.get().is_some_and(|core| !Weak::ptr_eq(core, &self.core)) {
+                link.force(a.data_id(), true, false)?;
+            }
+        }
+        Ok(())
     }
 
     /// Drops every kept record (pool and replay places): they hold their
