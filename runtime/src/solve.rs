@@ -74,8 +74,9 @@ pub struct CgReport {
     /// each one, as the iteration updates it.
     pub residual_history: Vec<f64>,
     /// `||b - A x|| / ||b||` of the returned `x`, computed from `x` (0 when
-    /// `b` is 0). In an error's report: the last recursive residual over
-    /// `||b||`.
+    /// `b` is 0). In an error's report: the true residual's when the
+    /// iterations ran out or stagnated, else the last updated residual
+    /// over `||b||`.
     pub relative_residual: f64,
     /// `||b||`.
     pub rhs_norm: f64,
@@ -384,8 +385,9 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
             continue;
         }
         if report.iterations >= opts.max_iterations {
-            let max_iterations = opts.max_iterations;
-            return Err(fail(SolveFailure::MaxIterations { max_iterations }, report, rnorm));
+            let true_norm = residual(&r)?;
+            let failure = out_of_iterations(opts, &report, rnorm, true_norm);
+            return Err(fail(failure, report, true_norm));
         }
         let rz_f = rz_new.to_f64();
         if !rz_f.is_finite() {
@@ -429,6 +431,20 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
         report.iteration_seconds += started.elapsed().as_secs_f64();
         report.iterations += 1;
         report.residual_history.push(rnorm);
+    }
+}
+
+/// Why a solve that ran out of iterations stopped, from its updated
+/// residual `rnorm` and the true one: reported with the true residual,
+/// since the updated one can have fallen far below what the precision
+/// reaches (a tolerance of 0 reported "relative residual 3.8e-72" and a
+/// hint about matrices that are not SPD); when it has, the tolerance is
+/// what is wrong ([`SolveFailure::Stagnated`]).
+pub(crate) fn out_of_iterations(opts: &CgOptions, report: &CgReport, rnorm: f64, true_norm: f64) -> SolveFailure {
+    if true_norm.is_finite() && rnorm < 1e-3 * true_norm {
+        SolveFailure::Stagnated { restarts: report.restarts, true_residual: true_norm }
+    } else {
+        SolveFailure::MaxIterations { max_iterations: opts.max_iterations }
     }
 }
 

@@ -607,3 +607,33 @@ fn right_hand_sides_whose_squares_leave_the_range_are_refused_never_zeroed() {
         }
     }
 }
+
+/// A tolerance of 0 that runs out of iterations: the updated residual had
+/// fallen to 1e-70 and the error reported it, with a hint that the matrix
+/// was not SPD. It is reported as stagnation, with the true residual.
+#[test]
+fn running_out_of_iterations_below_the_precision_reports_the_true_residual() {
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let (nodes, a) = laplacian_2d(&rt, 20);
+    let b = rt.dat("b", &nodes, 1, (0..400).map(|k| (k as f64 * 0.37).sin()).collect()).unwrap();
+    for solver in ["cg", "bicgstab"] {
+        let x = rt.dat(&format!("x_{solver}"), &nodes, 1, vec![0.0; 400]).unwrap();
+        let opts = CgOptions { rtol: 0.0, atol: 0.0, max_iterations: 400, ..CgOptions::default() };
+        let got =
+            if solver == "cg" { cg(&rt, &a, &b, &x, &opts) } else { parloop::solve::bicgstab(&rt, &a, &b, &x, &opts) };
+        match got {
+            Err(err @ Error::NotConverged { failure: SolveFailure::Stagnated { .. }, .. }) => {
+                let Error::NotConverged { report, .. } = &err else { unreachable!() };
+                let res = true_relative_residual(&a, &b, &x);
+                assert!(
+                    (report.relative_residual - res).abs() <= 0.1 * res,
+                    "{solver}: {} vs {res:e}",
+                    report.relative_residual
+                );
+                assert!(res > 1e-18 && res < 1e-12, "{solver}: {res:e}");
+                assert!(err.to_string().contains("precision") && !err.to_string().contains("SPD"), "{err}");
+            }
+            other => panic!("{solver}: expected Stagnated, got {other:?}"),
+        }
+    }
+}

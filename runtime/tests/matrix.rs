@@ -801,3 +801,59 @@ fn elem_one3(a: &mut [[f64; 3]; 3]) {
 }
 
 // Device assembly: tests/matrix_device.rs.
+
+#[parloop::kernel]
+fn elem_big(a: &mut [[i64; 2]; 2]) {
+    a[0][0] += 9_007_199_254_740_993; // 2^53 + 1: no f64 holds it
+    a[0][1] -= 1;
+    a[1][1] += 1;
+}
+
+/// An integer matrix's file says `integer`: under the `real` header it
+/// had, a reader parsed its values as doubles (2^53 + 1 read as 2^53).
+#[test]
+fn matrix_market_of_an_integer_matrix_says_integer_and_keeps_every_digit() {
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let nodes = rt.set("nodes", 3).unwrap();
+    let edges = rt.set("edges", 2).unwrap();
+    let e2n = rt.map("e2n", &edges, &nodes, 2, vec![0, 1, 1, 2]).unwrap();
+    let s = rt.sparsity("s", &[(&e2n, &e2n)], (1, 1)).unwrap();
+    let a = rt.mat::<i64>("big", &s).unwrap();
+    rt.par_loop(elem_big::KERNEL, &edges, &[a.arg(&e2n, &e2n, Access::INC)]).unwrap();
+    let path = std::env::temp_dir().join(format!("parloop-mm-int-{}.mtx", std::process::id()));
+    a.write_matrix_market(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert!(text.starts_with("%%MatrixMarket matrix coordinate integer general\n"), "{text}");
+    let csr = a.to_csr().unwrap();
+    let entries: Vec<(usize, usize, i64)> = text
+        .lines()
+        .filter(|l| !l.starts_with('%'))
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0].parse::<usize>().unwrap() - 1, f[1].parse::<usize>().unwrap() - 1, f[2].parse().unwrap())
+        })
+        .collect();
+    let want: Vec<(usize, usize, i64)> = (0..3)
+        .flat_map(|r| (csr.row_ptr[r]..csr.row_ptr[r + 1]).map(move |k| (r, k)))
+        .map(|(r, k)| (r, csr.cols[k], csr.vals[k]))
+        .collect();
+    assert_eq!(entries, want);
+    assert!(entries.contains(&(1, 1, 9_007_199_254_740_994)), "{entries:?}");
+}
+
+/// A subset of another runtime's set of the same name: the message said
+/// "subset `b` is of set `nodes`, the matrix's rows are on `nodes`".
+#[test]
+fn zero_rows_with_another_runtimes_subset_says_so() {
+    let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    let other = Runtime::with_backend(Backend::Seq).unwrap();
+    let nodes = rt.set("nodes", 2).unwrap();
+    let id = rt.map("id", &nodes, &nodes, 1, vec![0, 1]).unwrap();
+    let a = rt.mat::<f64>("A", &rt.sparsity("s", &[(&id, &id)], (1, 1)).unwrap()).unwrap();
+    let elsewhere = other.set("nodes", 2).unwrap();
+    let b = other.subset("b", &elsewhere, vec![0]).unwrap();
+    let msg = a.zero_rows(&b, 1.0).unwrap_err().to_string();
+    assert!(msg.contains("subset `b` is of set `nodes` of another runtime"), "{msg}");
+}

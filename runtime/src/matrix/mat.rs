@@ -180,8 +180,9 @@ impl<T: Scalar> Mat<T> {
     /// ([`crate::solve::cg`]) still solves it when `x` starts equal to
     /// `b / diagonal` on these rows (their residual is then zero and stays
     /// so; the `poisson` demo sets `b` and `x` to zero there); from another
-    /// start it does not converge ([`crate::Error::NotConverged`] after
-    /// `max_iterations`, or a breakdown).
+    /// start nothing guarantees it: it may converge, or stop with
+    /// [`crate::Error::NotConverged`] (never a wrong `x` reported as a
+    /// solution). [`crate::solve::bicgstab`] needs no symmetry.
     ///
     /// ```
     /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
@@ -257,11 +258,14 @@ impl<T: Scalar> Mat<T> {
             });
         }
         if rows.parent() != s.row_set() {
+            // Two sets of one name are two runtimes' (names are unique
+            // within one): said, or the message named one set twice.
+            let other = if rows.parent().name() == s.row_set().name() { " of another runtime" } else { "" };
             return Err(Error::InvalidDeclaration {
                 what: "matrix",
                 name: self.name().into(),
                 reason: format!(
-                    "{what}: subset `{}` is of set `{}`, the matrix's rows are on `{}`",
+                    "{what}: subset `{}` is of set `{}`{other}, the matrix's rows are on `{}`",
                     rows.name(),
                     rows.parent().name(),
                     s.row_set().name()
@@ -305,8 +309,11 @@ impl<T: Scalar> Mat<T> {
     }
 
     /// Writes the matrix to `path` in Matrix Market coordinate format
-    /// (`real general`, 1-based, every stored entry, zeros included),
-    /// values with 17 significant digits so that they read back exactly.
+    /// (`real general`, or `integer general` for a matrix of integers;
+    /// 1-based, every stored entry, zeros included), values with 17
+    /// significant digits so that they read back exactly (integers as they
+    /// are; readers that hold Matrix Market integers in 64-bit signed
+    /// integers cannot read `u64` values above `i64::MAX`).
     /// Under MPI, with the row set distributed, it is collective: rank 0
     /// writes the whole matrix in the global numbering the mesh was
     /// declared in (the file a serial run writes, up to rounding in the
@@ -367,10 +374,19 @@ impl<T: Scalar> Mat<T> {
         shape: (usize, usize, usize),
         entries: impl Iterator<Item = (usize, usize, T)>,
     ) -> Result<()> {
-        let io = |source| Error::Io { path: path.display().to_string(), source };
+        // The matrix named too (an empty path alone said only ": No such
+        // file or directory").
+        let io =
+            |source| Error::Io { path: format!("{:?} (Matrix Market file of matrix `{}`)", path, self.name()), source };
         let file = std::fs::File::create(path).map_err(io)?;
         let mut w = std::io::BufWriter::new(file);
-        writeln!(w, "%%MatrixMarket matrix coordinate real general").map_err(io)?;
+        // Integer values written under a `real` header were read as
+        // doubles: 2^53 + 1 came back as 2^53.
+        let field = match T::TYPE {
+            crate::types::ElemType::F64 | crate::types::ElemType::F32 => "real",
+            _ => "integer",
+        };
+        writeln!(w, "%%MatrixMarket matrix coordinate {field} general").map_err(io)?;
         writeln!(w, "% parloop matrix `{}` on sparsity `{}`", self.name(), self.sparsity.name()).map_err(io)?;
         writeln!(w, "{} {} {}", shape.0, shape.1, shape.2).map_err(io)?;
         for (row, col, value) in entries {

@@ -207,8 +207,9 @@ pub fn bicgstab<T: Real, A: LinearOperator<T> + ?Sized>(
             continue;
         }
         if report.iterations >= opts.max_iterations {
-            let max_iterations = opts.max_iterations;
-            return Err(fail(SolveFailure::MaxIterations { max_iterations }, report, rnorm));
+            let true_norm = residual()?;
+            let failure = super::out_of_iterations(opts, &report, rnorm, true_norm);
+            return Err(fail(failure, report, true_norm));
         }
         let started = std::time::Instant::now();
         let rho_new = rt.dot(&r0, &r)?;
