@@ -129,14 +129,29 @@ pub fn write_vtu(path: &Path, mesh: &Mesh, point_data: &[Field], cell_data: &[Fi
                     reason: "0 components: a field has at least 1 value per point or cell".into(),
                 });
             }
-            let expected = f.components.checked_mul(n);
-            if expected != Some(f.values.len()) {
+            let Some(expected) = f.components.checked_mul(n) else {
+                // (Said as such: "expected 18446744073709551615 values" was
+                // the saturated product, not a count.)
+                return Err(Error::InvalidDeclaration {
+                    what: "VTK field",
+                    name: f.name.into(),
+                    reason: format!("{} components x {n} {kind} overflows a count of values", f.components),
+                });
+            };
+            if expected != f.values.len() {
+                // Fewer values than entities: a distributed dat's own part
+                // (the mesh is the whole one), most likely.
+                let hint = if f.values.len() < expected && f.components > 0 && f.values.len() % f.components == 0 {
+                    "; a distributed dat holds its rank's part only: `Dat::gather` it to one rank and write there"
+                } else {
+                    ""
+                };
                 return Err(Error::WrongLength {
                     what: "VTK field",
                     name: f.name.into(),
-                    expected: expected.unwrap_or(usize::MAX),
+                    expected,
                     got: f.values.len(),
-                    detail: format!("{} components x {n} {kind}", f.components),
+                    detail: format!("{} components x {n} {kind}{hint}", f.components),
                 });
             }
         }

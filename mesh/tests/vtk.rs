@@ -159,7 +159,11 @@ fn bad_fields_and_paths_are_errors() {
     let short = vec![0.0; 8];
     let e = write_vtu(&dir.join("a.vtu"), &mesh, &[Field::scalar("p", &short)], &[]).unwrap_err();
     assert!(matches!(e, Error::WrongLength { expected: 9, got: 8, .. }), "{e}");
-    assert!(e.to_string().contains("`p`"), "{e}");
+    assert!(e.to_string().contains("`p`") && e.to_string().contains("gather"), "{e}");
+    // A component count whose product with the points overflows: said so
+    // (it was "expected 18446744073709551615 values").
+    let e = write_vtu(&dir.join("a.vtu"), &mesh, &[Field::vector("w", usize::MAX, &short)], &[]).unwrap_err();
+    assert!(matches!(e, Error::InvalidDeclaration { .. }) && e.to_string().contains("overflows"), "{e}");
     // 0 components: said so (it was "expected 0 values, got 0").
     let e = write_vtu(&dir.join("a.vtu"), &mesh, &[], &[Field::vector("v", 0, &[])]).unwrap_err();
     assert!(matches!(e, Error::InvalidDeclaration { .. }) && e.to_string().contains("0 components"), "{e}");
