@@ -348,6 +348,18 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// An [`Error::OutOfMemory`] from a layer that does not know what its
+    /// buffer is for (a device allocation) gets `whose` named; other errors
+    /// pass unchanged.
+    pub(crate) fn out_of_memory_for(self, whose: impl FnOnce() -> String) -> Error {
+        match self {
+            Error::OutOfMemory { what, bytes } => Error::OutOfMemory { what: format!("{what} for {}", whose()), bytes },
+            other => other,
+        }
+    }
+}
+
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)

@@ -233,6 +233,19 @@ fn a_temporary_too_large_for_memory_is_an_error_when_first_written() {
             "{err:?}"
         );
     }
+    // On a device the buffer is the device's: its error named no dat
+    // ("an emulated device buffer needs 8796093022208 bytes").
+    for lazy in [false, true] {
+        let rt = Runtime::with_lazy(device::device_backend(), lazy).unwrap();
+        let s = rt.set("huge", 1 << 40).unwrap();
+        let t: Dat<f64> = rt.temporary("t", &s, 1).unwrap();
+        let err = match rt.par_loop(zero::KERNEL, &s, &[t.arg(Access::WRITE)]) {
+            Err(e) => e,
+            Ok(()) => rt.flush().unwrap_err(),
+        };
+        let msg = err.to_string();
+        assert!(msg.contains("`t`") && msg.contains("huge"), "lazy {lazy}: {msg}");
+    }
 }
 
 #[parloop::kernel]

@@ -663,7 +663,11 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
                 return Some(Err(e));
             }
         }
-        Some(self.mirror.on_device(device, bytemuck::cast_slice_mut(&mut values.guard)))
+        Some(
+            self.mirror
+                .on_device(device, bytemuck::cast_slice_mut(&mut values.guard))
+                .map_err(|e| e.out_of_memory_for(|| format!("the values of `{}`", self.name))),
+        )
     }
     fn lock_on_device(&self, device: &Arc<dyn Device>) -> Option<Result<Option<(LoopGuard<'_>, u64)>>> {
         let Some(mut values) = self.try_exclusive()? else { return Some(Ok(None)) };
@@ -675,6 +679,7 @@ impl<T: Scalar, M: Send + Sync> Storage for Stored<T, M> {
         Some(
             self.mirror
                 .on_device(device, bytemuck::cast_slice_mut(&mut values.guard))
+                .map_err(|e| e.out_of_memory_for(|| format!("the values of `{}`", self.name)))
                 .map(|addr| Some((T::loop_guard(values), addr))),
         )
     }

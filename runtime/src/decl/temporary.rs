@@ -224,7 +224,9 @@ impl Temp {
                 return Ok(());
             }
         }
-        mirror.allocate_on_device(device, len * std::mem::size_of::<T>())
+        mirror
+            .allocate_on_device(device, len * std::mem::size_of::<T>())
+            .map_err(|e| e.out_of_memory_for(|| format!("temporary `{name}` on set `{}`", self.set.name())))
     }
 
     /// Returns a dropped temporary's memory to the pool: its host values,
