@@ -114,7 +114,8 @@ impl PartialEq for CgReport {
     }
 }
 
-/// Why [`cg`] stopped without a solution (in [`Error::NotConverged`]).
+/// Why [`cg`] or [`bicgstab`] stopped without a solution (in
+/// [`Error::NotConverged`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum SolveFailure {
@@ -136,7 +137,8 @@ pub enum SolveFailure {
     /// A quantity was NaN or infinite (a NaN or infinity in the matrix, `b`
     /// or `x`).
     NotFinite {
-        /// Which ("||b||", "||r||", "p . Ap", "r . z").
+        /// Which ("||b||", "||r||", "p . Ap", "r . z"; BiCGStab's
+        /// "r0 . r", "r0 . Ap", "t . s", "t . t").
         quantity: &'static str,
         /// Its value.
         value: f64,
