@@ -868,3 +868,25 @@ fn an_index_parameter_of_the_wrong_type_names_arg_index() {
     let text = err.to_string();
     assert!(text.contains("Arg::index()") && text.contains("&i64") && !text.contains("pl_index"), "{text}");
 }
+
+// ------------------------------------------ allocations sized by user input
+
+/// No huge-page copies (deterministic address space under the caps below).
+const SMALL_PAGES: &[(&str, &str)] = &[("PARLOOP_HUGE_PAGES", "0")];
+
+/// `Runtime::global` copied its values with `to_vec`: under a memory cap
+/// the process aborted ("memory allocation of ... bytes failed").
+#[test]
+fn a_global_too_large_to_copy_is_out_of_memory_not_an_abort() {
+    in_child("a_global_too_large_to_copy_is_out_of_memory_not_an_abort", "global", SMALL_PAGES, SHORT, || {
+        cap_address_space(3 << 30);
+        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+        // 1.75 GiB of (untouched) values; the copy does not fit beside them.
+        let values = vec![0.0f64; (7usize << 30) / 4 / 8];
+        let e = rt.global("g", &values).unwrap_err();
+        assert!(matches!(&e, Error::OutOfMemory { what, .. } if what.contains("global `g`")), "{e}");
+        drop(values);
+        assert_eq!(rt.global("g", &[2.0f64]).unwrap().value().unwrap(), 2.0);
+    });
+}
+

@@ -474,7 +474,8 @@ impl<T: Scalar> Global<T> {
                 reason: "needs at least one value".into(),
             });
         }
-        Ok(Global(Arc::new(Stored::new(name, values.to_vec(), values.len()))))
+        let copy = crate::fallible::copy_of(values, || format!("global `{name}`'s values ({} values)", values.len()))?;
+        Ok(Global(Arc::new(Stored::new(name, copy, values.len()))))
     }
 
     /// The global's name.
