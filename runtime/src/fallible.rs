@@ -6,7 +6,7 @@
 use crate::error::{Error, Result};
 
 /// An empty vector with room for `n` values of `T`.
-fn reserved<T>(n: usize, what: impl FnOnce() -> String) -> Result<Vec<T>> {
+pub(crate) fn reserved<T>(n: usize, what: impl FnOnce() -> String) -> Result<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(n)
         .map_err(|_| Error::OutOfMemory { what: what(), bytes: n.saturating_mul(std::mem::size_of::<T>()) })?;

@@ -890,3 +890,54 @@ fn a_global_too_large_to_copy_is_out_of_memory_not_an_abort() {
     });
 }
 
+/// `Runtime::subset` converted its indices with a plain `collect`.
+#[test]
+fn a_subset_too_large_to_convert_is_out_of_memory_not_an_abort() {
+    in_child("a_subset_too_large_to_convert_is_out_of_memory_not_an_abort", "subset", SMALL_PAGES, SHORT, || {
+        cap_address_space(3 << 30);
+        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+        // 2.25 GiB of indices; their i32 copy (1.1 GiB) does not fit.
+        let n = (9usize << 30) / 4 / 8;
+        let s = rt.set("s", n).unwrap();
+        let e = rt.subset("all", &s, (0..n).collect()).unwrap_err();
+        assert!(matches!(&e, Error::OutOfMemory { what, .. } if what.contains("subset `all`")), "{e}");
+        assert_eq!(rt.subset("all", &s, vec![1, 5]).unwrap().size(), 2);
+    });
+}
+
+/// A loop over a subset with an indirect argument composed the map with
+/// the subset through a plain `collect` (`Subset::composed`).
+#[test]
+fn a_subset_loop_whose_composed_map_does_not_fit_is_out_of_memory_not_an_abort() {
+    in_child(
+        "a_subset_loop_whose_composed_map_does_not_fit_is_out_of_memory_not_an_abort",
+        "composed",
+        SMALL_PAGES,
+        SHORT,
+        || {
+            cap_address_space(7 << 29);
+            let rt = Runtime::with_backend(Backend::Seq).unwrap();
+            // A 2 GiB map (untouched zeros); composed with the whole set
+            // it needs 2 GiB more.
+            let n = 64usize << 20;
+            let nodes = rt.set("nodes", 8).unwrap();
+            let cells = rt.set("cells", n).unwrap();
+            let m = rt.map("c2n", &cells, &nodes, 8, vec![0i32; n * 8]).unwrap();
+            let sub = rt.subset("all", &cells, (0..n).collect()).unwrap();
+            let r = rt.dat("r", &nodes, 1, vec![0.0f64; 8]).unwrap();
+            let e = rt.par_loop(inc_one::KERNEL, &sub, &[r.arg_via(&m, 3, Access::INC)]).and_then(|_| rt.flush());
+            let e = e.unwrap_err();
+            assert!(
+                matches!(&e, Error::OutOfMemory { what, .. } if what.contains("map `c2n` composed with subset `all`")),
+                "{e}"
+            );
+            assert_eq!(r.values().unwrap(), vec![0.0; 8]);
+            // The runtime goes on: a small subset's loop runs.
+            let few = rt.subset("few", &cells, vec![0, 1, 2]).unwrap();
+            rt.par_loop(inc_one::KERNEL, &few, &[r.arg_via(&m, 3, Access::INC)]).unwrap();
+            rt.flush().unwrap();
+            assert_eq!(r.values().unwrap()[0], 3.0);
+        },
+    );
+}
+

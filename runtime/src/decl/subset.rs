@@ -152,15 +152,18 @@ impl Subset {
                 &s.iter_set,
                 &s.selection.parent,
                 1,
-                self.indices().to_vec(),
+                crate::fallible::copy_of(self.indices(), || {
+                    format!("subset `{}`'s map ({} entries)", self.name(), self.size())
+                })?,
             )?,
             Some(m) => {
                 let a = m.arity();
-                let values: Vec<i32> = self
-                    .indices()
-                    .iter()
-                    .flat_map(|&i| m.values()[i as usize * a..(i as usize + 1) * a].iter().copied())
-                    .collect();
+                let n = self.size().saturating_mul(a);
+                let what = || format!("map `{}` composed with subset `{}` ({n} entries)", m.name(), self.name());
+                let mut values: Vec<i32> = crate::fallible::reserved(n, what)?;
+                for &i in self.indices() {
+                    values.extend_from_slice(&m.values()[i as usize * a..(i as usize + 1) * a]);
+                }
                 Map::new(&format!("{}@{}", m.name(), self.name()), &s.iter_set, m.to(), a, values)?
             }
         };
@@ -186,8 +189,11 @@ impl Subset {
             return Ok(d.clone());
         }
         let global = self.0.selection.parent.0.local.get().map(|l| &l.global);
-        let values: Vec<i64> =
-            self.indices().iter().map(|&i| global.map_or(i as i64, |g| g[i as usize] as i64)).collect();
+        let values: Vec<i64> = crate::fallible::mapped(
+            self.indices(),
+            |&i| global.map_or(i as i64, |g| g[i as usize] as i64),
+            || format!("subset `{}`'s element numbers ({} values)", self.name(), self.size()),
+        )?;
         let d = Dat::new(&format!("pl_index_{}", self.name()), &self.0.iter_set, 1, values)?;
         *numbers = Some(d.clone());
         Ok(d)
@@ -256,7 +262,9 @@ impl Runtime {
         let below = |n: usize| indices.partition_point(|&i| i < n);
         let (c, o, x) = (below(s.core), below(s.core + s.owned), below(s.core + s.owned + s.exec));
         let sections = Sections { core: c, owned: o - c, exec: x - o, non_exec: indices.len() - x };
-        let indices: Vec<i32> = indices.into_iter().map(|i| i as i32).collect();
+        let indices: Vec<i32> = crate::fallible::mapped(&indices, |&i| i as i32, || {
+            format!("subset `{name}`'s indices ({} values)", indices.len())
+        })?;
         let subset = self.names.declare(
             Namespace::Set,
             "subset",
