@@ -27,7 +27,7 @@ fn default_part_size(budget: usize, per_element: usize) -> usize {
 
 /// A vector of `n` copies of `value`, or [`PlanError::TooLarge`] naming
 /// `what` when it cannot be allocated.
-fn filled<T: Clone>(what: &'static str, n: usize, value: T) -> Result<Vec<T>, PlanError> {
+pub(crate) fn filled<T: Clone>(what: &'static str, n: usize, value: T) -> Result<Vec<T>, PlanError> {
     let mut v = Vec::new();
     v.try_reserve_exact(n)
         .map_err(|_| PlanError::TooLarge { what, detail: format!("{n} entries cannot be allocated") })?;
@@ -249,9 +249,9 @@ pub fn build_plan(request: &PlanRequest) -> Result<Plan, PlanError> {
     let mut thread_colour = Vec::new();
     if request.thread_colours {
         thread_colour = filled("thread colours", total, 0u32)?;
-        colour_threads(&targets, &mut blocks, &mut thread_colour);
+        colour_threads(&targets, &mut blocks, &mut thread_colour)?;
     }
-    let (colours, core_colours) = colour_blocks(&targets, &mut blocks);
+    let (colours, core_colours) = colour_blocks(&targets, &mut blocks)?;
 
     let mut colour_offsets = vec![0usize; colours as usize + 1];
     for b in &blocks {
@@ -261,7 +261,7 @@ pub fn build_plan(request: &PlanRequest) -> Result<Plan, PlanError> {
         colour_offsets[c + 1] += colour_offsets[c];
     }
     let mut fill = colour_offsets.clone();
-    let mut blocks_by_colour = vec![0u32; blocks.len()];
+    let mut blocks_by_colour = filled("blocks by colour", blocks.len(), 0u32)?;
     for (i, b) in blocks.iter().enumerate() {
         blocks_by_colour[fill[b.colour as usize]] = i as u32;
         fill[b.colour as usize] += 1;
@@ -310,12 +310,15 @@ fn stage_blocks(
 ) -> Result<Vec<Block>, PlanError> {
     let total: usize = request.sections.iter().sum();
     let max_to = request.args.iter().map(|a| a.to_size).max().unwrap_or(0);
-    let mut pos = vec![u32::MAX; max_to];
+    let mut pos = filled("staging: target positions", max_to, u32::MAX)?;
     let mut lists: Vec<Vec<u32>> = vec![Vec::new(); stages.len()];
     for stage in stages.iter_mut() {
         stage.l2g.clear();
         stage.l2g_offsets = vec![0];
-        stage.g2l = vec![vec![0u16; total]; stage.columns.len()];
+        stage.g2l = Vec::new();
+        for _ in &stage.columns {
+            stage.g2l.push(filled("staging: global-to-local maps", total, 0u16)?);
+        }
     }
     let mut blocks = Vec::with_capacity(initial.len());
     // Pending blocks in reverse order so that pop() yields them in order.

@@ -7,7 +7,7 @@
 //! taken are coloured in another pass, with fresh masks and colours offset by
 //! 32, and so on.
 
-use crate::plan::{Block, IndirectArg};
+use crate::plan::{Block, IndirectArg, PlanError};
 
 /// The conflicting targets of a loop: for each conflicting argument column,
 /// which mask array (one per dat) and which map column reaches it.
@@ -48,8 +48,10 @@ impl<'a> ConflictTargets<'a> {
         self.columns.is_empty()
     }
 
-    fn masks(&self) -> Vec<Vec<u32>> {
-        self.group_sizes.iter().map(|&n| vec![0u32; n]).collect()
+    /// One zeroed mask per target of each group; [`PlanError::TooLarge`]
+    /// when they cannot be allocated.
+    fn masks(&self, what: &'static str) -> Result<Vec<Vec<u32>>, PlanError> {
+        self.group_sizes.iter().map(|&n| crate::build::filled(what, n, 0u32)).collect()
     }
 
     /// Calls `f(group, target)` for every conflicting target of element `e`.
@@ -62,14 +64,18 @@ impl<'a> ConflictTargets<'a> {
 }
 
 /// Colours the threads of every block; sets `Block::thread_colours`.
-pub(crate) fn colour_threads(targets: &ConflictTargets, blocks: &mut [Block], colour: &mut [u32]) {
+pub(crate) fn colour_threads(
+    targets: &ConflictTargets,
+    blocks: &mut [Block],
+    colour: &mut [u32],
+) -> Result<(), PlanError> {
     if targets.is_empty() {
         for b in blocks.iter_mut() {
             b.thread_colours = u32::from(b.len > 0);
         }
-        return;
+        return Ok(());
     }
-    let mut masks = targets.masks();
+    let mut masks = targets.masks("thread colours: masks of the conflicting targets")?;
     for block in blocks.iter_mut() {
         let range = block.start..block.start + block.len;
         for c in &mut colour[range.clone()] {
@@ -101,18 +107,20 @@ pub(crate) fn colour_threads(targets: &ConflictTargets, blocks: &mut [Block], co
         }
         block.thread_colours = used;
     }
+    Ok(())
 }
 
 /// Colours blocks so that blocks of one colour share no conflicting target.
 /// Blocks of section 0 (core) are coloured first; the others start at the
 /// first colour after the core's. Returns (colours, core colours).
-pub(crate) fn colour_blocks(targets: &ConflictTargets, blocks: &mut [Block]) -> (u32, u32) {
+pub(crate) fn colour_blocks(targets: &ConflictTargets, blocks: &mut [Block]) -> Result<(u32, u32), PlanError> {
     let core: Vec<usize> = (0..blocks.len()).filter(|&b| blocks[b].section == 0).collect();
     let rest: Vec<usize> = (0..blocks.len()).filter(|&b| blocks[b].section != 0).collect();
-    let mut masks = targets.masks();
+    let mut masks =
+        if targets.is_empty() { Vec::new() } else { targets.masks("block colours: masks of the conflicting targets")? };
     let core_colours = colour_group(targets, blocks, &core, 0, &mut masks, true);
     let colours = colour_group(targets, blocks, &rest, core_colours, &mut masks, false);
-    (colours.max(core_colours), core_colours)
+    Ok((colours.max(core_colours), core_colours))
 }
 
 /// Colours the blocks `group` with colours from `base`; returns one past the

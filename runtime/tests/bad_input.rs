@@ -941,3 +941,56 @@ fn a_subset_loop_whose_composed_map_does_not_fit_is_out_of_memory_not_an_abort()
     );
 }
 
+/// Planning an indirect INC loop allocated the colouring masks (one word
+/// per target entity) with `vec!`: a loop of a few elements into a large
+/// set aborted under a memory cap, on threads (block colours) and on the
+/// emulated device (thread colours, staging).
+fn plan_masks_too_large(backend: Backend) {
+    cap_address_space(3 << 30);
+    let rt = Runtime::with_backend(backend).unwrap();
+    // 2.2 GiB of (untouched) target values; the masks need 1.1 GiB more.
+    let n = 300usize << 20;
+    let nodes = rt.set("nodes", n).unwrap();
+    let edges = rt.set("edges", 4).unwrap();
+    let m = rt.map("e2n", &edges, &nodes, 2, vec![0, 1, 1, 2, 2, 3, n as i32 - 2, n as i32 - 1]).unwrap();
+    let r = rt.dat("r", &nodes, 1, vec![0.0f64; n]).unwrap();
+    fn inc(rt: &Runtime, edges: &parloop::Set, m: &parloop::Map, r: &parloop::Dat<f64>) -> Result<(), Error> {
+        rt.par_loop(inc_one::KERNEL, edges, &[r.arg_via(m, 0, Access::INC)])?;
+        rt.par_loop(inc_one::KERNEL, edges, &[r.arg_via(m, 1, Access::INC)])?;
+        rt.flush()
+    }
+    let e = inc(&rt, &edges, &m, &r).unwrap_err();
+    assert!(
+        matches!(&e, Error::Plan { kernel, source } if kernel == "inc_one" && source.to_string().contains("masks of the conflicting targets")),
+        "{e}"
+    );
+    drop((m, r));
+    // The runtime goes on: the same loop into a small set runs.
+    let small = rt.set("small", 5).unwrap();
+    let m = rt.map("e2n_small", &edges, &small, 2, vec![0, 1, 1, 2, 2, 3, 3, 4]).unwrap();
+    let r = rt.dat("r_small", &small, 1, vec![0.0f64; 5]).unwrap();
+    inc(&rt, &edges, &m, &r).unwrap();
+    assert_eq!(r.values().unwrap(), vec![1.0, 2.0, 2.0, 2.0, 1.0]);
+}
+
+#[test]
+fn planning_masks_too_large_for_memory_is_an_error_not_an_abort_on_threads() {
+    in_child(
+        "planning_masks_too_large_for_memory_is_an_error_not_an_abort_on_threads",
+        "masks",
+        SMALL_PAGES,
+        SHORT,
+        || plan_masks_too_large(Backend::Threads),
+    );
+}
+
+#[test]
+fn planning_masks_too_large_for_memory_is_an_error_not_an_abort_on_emu() {
+    in_child(
+        "planning_masks_too_large_for_memory_is_an_error_not_an_abort_on_emu",
+        "masks",
+        SMALL_PAGES,
+        SHORT,
+        || plan_masks_too_large(Backend::Emu),
+    );
+}
