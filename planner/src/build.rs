@@ -403,8 +403,13 @@ fn stage_blocks_parallel(
     let bytes_per_stage: Vec<usize> =
         (0..stages.len()).map(|s| pairs.iter().filter(|p| p.stage == s).map(|p| p.bytes_per_entity).sum()).collect();
     let runs: Vec<&[Block]> = blocks.chunks(blocks.len().div_ceil(workers)).collect();
+    // Allocations that fail leave the work, and the error, to the
+    // sequential path.
     for stage in stages.iter_mut() {
-        stage.g2l = vec![vec![0u16; total]; stage.columns.len()];
+        stage.g2l = Vec::new();
+        for _ in &stage.columns {
+            stage.g2l.push(filled("staging: global-to-local maps", total, 0u16).ok()?);
+        }
     }
     // g2l_runs[run][stage][column]: the run's element range of each g2l array.
     let mut g2l_runs: Vec<Vec<Vec<&mut [u16]>>> =
@@ -428,9 +433,12 @@ fn stage_blocks_parallel(
             .zip(g2l_runs)
             .map(|(run, mut g2l)| {
                 let (stage_cols, bytes_per_stage) = (&stage_cols, &bytes_per_stage);
-                scope.spawn(move || {
+                // A worker that cannot be started (EAGAIN under a thread
+                // or memory limit) is a `None`: the sequential path does
+                // the work instead, to the same plan.
+                std::thread::Builder::new().name("parloop-staging".into()).spawn_scoped(scope, move || {
                     let ns = stage_cols.len();
-                    let mut pos = vec![u32::MAX; max_to];
+                    let mut pos = filled("staging: target positions", max_to, u32::MAX).ok()?;
                     let mut list = Vec::new();
                     let mut out = StagedRun {
                         l2g: vec![Vec::new(); ns],
@@ -471,7 +479,10 @@ fn stage_blocks_parallel(
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("a staging worker panicked")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.ok().and_then(|h| h.join().expect("a staging worker panicked")))
+            .collect()
     });
     // Nothing is written unless every run fitted.
     let staged_runs: Vec<StagedRun> = staged_runs.into_iter().collect::<Option<_>>()?;

@@ -105,14 +105,26 @@ fn touched_entities(set_size: usize, args: &[&ByteArg]) -> usize {
         mark(0..set_size)
     } else {
         let per = set_size.div_ceil(workers);
+        let range = |w: usize| w * per..((w + 1) * per).min(set_size);
         let parts: Vec<Vec<u64>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..workers)
                 .map(|w| {
                     let mark = &mark;
-                    scope.spawn(move || mark(w * per..((w + 1) * per).min(set_size)))
+                    std::thread::Builder::new()
+                        .name("parloop-bytes".into())
+                        .spawn_scoped(scope, move || mark(range(w)))
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("a byte-count worker panicked")).collect()
+            // A worker that could not be started (EAGAIN under a thread or
+            // memory limit) has its range marked here: the same count.
+            handles
+                .into_iter()
+                .enumerate()
+                .map(|(w, h)| match h {
+                    Ok(h) => h.join().expect("a byte-count worker panicked"),
+                    Err(_) => mark(range(w)),
+                })
+                .collect()
         });
         let mut parts = parts.into_iter();
         let mut seen = parts.next().unwrap_or_default();

@@ -994,3 +994,47 @@ fn planning_masks_too_large_for_memory_is_an_error_not_an_abort_on_emu() {
         || plan_masks_too_large(Backend::Emu),
     );
 }
+
+/// The address space this process has mapped now (`VmSize`), in bytes.
+fn mapped_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmSize:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// The planner's byte model counts a large loop's targets with one worker
+/// per core through `std::thread::scope`'s `spawn`, which panicked ("failed
+/// to spawn thread") when a thread could not be started (EAGAIN under a
+/// memory or thread limit). A worker that cannot start has its share done
+/// on the calling thread: the loop runs, with the same result. (Root
+/// ignores RLIMIT_NPROC, so the cap here is on address space: 1 MiB over
+/// what is mapped, less than a thread's 2 MiB stack.)
+#[test]
+fn a_planner_worker_that_cannot_start_is_done_on_the_calling_thread() {
+    in_child(
+        "a_planner_worker_that_cannot_start_is_done_on_the_calling_thread",
+        "spawn",
+        SMALL_PAGES,
+        SHORT,
+        || {
+            let rt = Runtime::with_backend(Backend::Threads).unwrap();
+            let k = 1000;
+            let n = 100_000;
+            let nodes = rt.set("nodes", k).unwrap();
+            let edges = rt.set("edges", n).unwrap();
+            let values: Vec<i32> = (0..n).flat_map(|e| [(e % k) as i32, ((e + 1) % k) as i32]).collect();
+            let m = rt.map("e2n", &edges, &nodes, 2, values).unwrap();
+            let r = rt.dat("r", &nodes, 1, vec![0.0f64; k]).unwrap();
+            // The worker pool starts before the cap (a direct loop: the
+            // byte model starts no thread for it).
+            let d = rt.dat("d", &edges, 1, vec![0.0f64; n]).unwrap();
+            rt.par_loop(add_one::KERNEL, &edges, &[d.arg(Access::RW)]).unwrap();
+            rt.flush().unwrap();
+            cap_address_space(mapped_bytes() + (1 << 20));
+            rt.par_loop(inc_one::KERNEL, &edges, &[r.arg_via(&m, 0, Access::INC)]).unwrap();
+            rt.par_loop(inc_one::KERNEL, &edges, &[r.arg_via(&m, 1, Access::INC)]).unwrap();
+            rt.flush().unwrap();
+            assert!(r.values().unwrap().iter().all(|&v| v == 200.0));
+        },
+    );
+}
