@@ -71,8 +71,15 @@ impl DeviceLoop {
     }
 }
 
-fn upload_i32(device: &dyn Device, values: impl Iterator<Item = i64>) -> Result<DeviceBuffer> {
-    let v: Vec<i32> = values.map(|x| x as i32).collect();
+/// `what` names the array in an [`Error::OutOfMemory`] when the host copy
+/// cannot be allocated.
+fn upload_i32(
+    device: &dyn Device,
+    values: impl ExactSizeIterator<Item = i64>,
+    what: impl FnOnce() -> String,
+) -> Result<DeviceBuffer> {
+    let mut v: Vec<i32> = crate::fallible::reserved(values.len(), what)?;
+    v.extend(values.map(|x| x as i32));
     let bytes: &[u8] = bytemuck::cast_slice(&v);
     let buf = device.alloc(bytes.len().max(4))?;
     device.upload(&buf, bytes)?;
@@ -417,6 +424,8 @@ fn load<A: Borrow<Arg>>(
     let module = device.compile(&format!("{name}/{}", strategy.name()), &source)?;
     module.reserve_stack(stack.min(device.max_stack_bytes().saturating_add(256 * 1024)));
     let reduction_bytes = |spec: &LoopSpec| loops::flat_shared_bytes(spec, block as usize);
+    let elements = elements.unwrap_or(0);
+    let plan_array = |what: &str| format!("loop `{name}`'s {what} for the device ({elements} elements)");
 
     // Launches and plan arrays.
     let mut arrays = Vec::new();
@@ -436,11 +445,12 @@ fn load<A: Borrow<Arg>>(
             let layout = &generated.layout;
             let [s, l, list, ncol, tcol] = layout.blocks.expect("staged layout");
             let d = device.as_ref();
-            arrays.push((s, upload_i32(d, p.blocks.iter().map(|b| b.start as i64))?));
-            arrays.push((l, upload_i32(d, p.blocks.iter().map(|b| b.len as i64))?));
+            arrays.push((s, upload_i32(d, p.blocks.iter().map(|b| b.start as i64), || plan_array("block starts"))?));
+            arrays.push((l, upload_i32(d, p.blocks.iter().map(|b| b.len as i64), || plan_array("block lengths"))?));
             // Within a colour, exec-halo blocks go last so that they launch
             // on their own and their partial results can be left out.
-            let mut by_colour: Vec<u32> = Vec::with_capacity(p.blocks_by_colour.len());
+            let mut by_colour: Vec<u32> =
+                crate::fallible::reserved(p.blocks_by_colour.len(), || plan_array("blocks by colour"))?;
             let mut exec_counts = Vec::with_capacity(p.colours as usize);
             for c in 0..p.colours {
                 let blocks = p.colour_blocks(c);
@@ -449,12 +459,23 @@ fn load<A: Borrow<Arg>>(
                 exec_counts.push(exec.len());
                 by_colour.extend(other.into_iter().chain(exec));
             }
-            arrays.push((list, upload_i32(d, by_colour.iter().map(|&b| i64::from(b)))?));
-            arrays.push((ncol, upload_i32(d, p.blocks.iter().map(|b| i64::from(b.thread_colours)))?));
-            arrays.push((tcol, upload_i32(d, p.thread_colour.iter().map(|&c| i64::from(c)))?));
+            arrays.push((list, upload_i32(d, by_colour.iter().map(|&b| i64::from(b)), || plan_array("block list"))?));
+            arrays.push((
+                ncol,
+                upload_i32(d, p.blocks.iter().map(|b| i64::from(b.thread_colours)), || {
+                    plan_array("blocks' thread colour counts")
+                })?,
+            ));
+            arrays.push((tcol, upload_i32(d, p.thread_colour.iter().map(|&c| i64::from(c)), || plan_array("thread colours"))?));
             for (k, stage) in p.stages.iter().enumerate() {
-                arrays.push((layout.l2g[k][0], upload_i32(d, stage.l2g.iter().map(|&t| i64::from(t)))?));
-                arrays.push((layout.l2g[k][1], upload_i32(d, stage.l2g_offsets.iter().map(|&o| o as i64))?));
+                arrays.push((
+                    layout.l2g[k][0],
+                    upload_i32(d, stage.l2g.iter().map(|&t| i64::from(t)), || plan_array("staging lists"))?,
+                ));
+                arrays.push((
+                    layout.l2g[k][1],
+                    upload_i32(d, stage.l2g_offsets.iter().map(|&o| o as i64), || plan_array("staging offsets"))?,
+                ));
                 for (c, g2l) in stage.g2l.iter().enumerate() {
                     let bytes: &[u8] = bytemuck::cast_slice(g2l);
                     let buf = d.alloc(bytes.len().max(2))?;
@@ -478,9 +499,10 @@ fn load<A: Borrow<Arg>>(
             shared = shared.max(p.max_staged_bytes() + 8 * spec.pairs.len());
         }
         (Strategy::GlobalColour, Some(p)) => {
-            let mut perm: Vec<i64> = Vec::with_capacity(p.len());
+            let mut perm: Vec<i64> = crate::fallible::reserved(p.len(), || plan_array("element permutation"))?;
             for b in &p.blocks {
-                let mut elems: Vec<usize> = (b.start..b.start + b.len).collect();
+                let mut elems: Vec<usize> = crate::fallible::reserved(b.len, || plan_array("a block's elements"))?;
+                elems.extend(b.start..b.start + b.len);
                 elems.sort_by_key(|&e| p.thread_colour[e]);
                 let mut i = 0;
                 while i < elems.len() {
@@ -494,7 +516,7 @@ fn load<A: Borrow<Arg>>(
                 }
             }
             let slot = generated.layout.perm.expect("global-colour layout");
-            arrays.push((slot, upload_i32(device.as_ref(), perm.into_iter())?));
+            arrays.push((slot, upload_i32(device.as_ref(), perm.into_iter(), || plan_array("element permutation"))?));
         }
         _ => {
             let mut start = 0;
