@@ -479,10 +479,7 @@ fn stage_blocks_parallel(
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.ok().and_then(|h| h.join().expect("a staging worker panicked")))
-            .collect()
+        handles.into_iter().map(|h| h.ok().and_then(|h| h.join().expect("a staging worker panicked"))).collect()
     });
     // Nothing is written unless every run fitted.
     let staged_runs: Vec<StagedRun> = staged_runs.into_iter().collect::<Option<_>>()?;

@@ -110,9 +110,7 @@ fn touched_entities(set_size: usize, args: &[&ByteArg]) -> usize {
             let handles: Vec<_> = (0..workers)
                 .map(|w| {
                     let mark = &mark;
-                    std::thread::Builder::new()
-                        .name("parloop-bytes".into())
-                        .spawn_scoped(scope, move || mark(range(w)))
+                    std::thread::Builder::new().name("parloop-bytes".into()).spawn_scoped(scope, move || mark(range(w)))
                 })
                 .collect();
             // A worker that could not be started (EAGAIN under a thread or

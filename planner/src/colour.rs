@@ -116,8 +116,11 @@ pub(crate) fn colour_threads(
 pub(crate) fn colour_blocks(targets: &ConflictTargets, blocks: &mut [Block]) -> Result<(u32, u32), PlanError> {
     let core: Vec<usize> = (0..blocks.len()).filter(|&b| blocks[b].section == 0).collect();
     let rest: Vec<usize> = (0..blocks.len()).filter(|&b| blocks[b].section != 0).collect();
-    let mut masks =
-        if targets.is_empty() { Vec::new() } else { targets.masks("block colours: masks of the conflicting targets")? };
+    let mut masks = if targets.is_empty() {
+        Vec::new()
+    } else {
+        targets.masks("block colours: masks of the conflicting targets")?
+    };
     let core_colours = colour_group(targets, blocks, &core, 0, &mut masks, true);
     let colours = colour_group(targets, blocks, &rest, core_colours, &mut masks, false);
     Ok((colours.max(core_colours), core_colours))

@@ -1011,30 +1011,24 @@ fn mapped_bytes() -> u64 {
 /// what is mapped, less than a thread's 2 MiB stack.)
 #[test]
 fn a_planner_worker_that_cannot_start_is_done_on_the_calling_thread() {
-    in_child(
-        "a_planner_worker_that_cannot_start_is_done_on_the_calling_thread",
-        "spawn",
-        SMALL_PAGES,
-        SHORT,
-        || {
-            let rt = Runtime::with_backend(Backend::Threads).unwrap();
-            let k = 1000;
-            let n = 100_000;
-            let nodes = rt.set("nodes", k).unwrap();
-            let edges = rt.set("edges", n).unwrap();
-            let values: Vec<i32> = (0..n).flat_map(|e| [(e % k) as i32, ((e + 1) % k) as i32]).collect();
-            let m = rt.map("e2n", &edges, &nodes, 2, values).unwrap();
-            let r = rt.dat("r", &nodes, 1, vec![0.0f64; k]).unwrap();
-            // The worker pool starts before the cap (a direct loop: the
-            // byte model starts no thread for it).
-            let d = rt.dat("d", &edges, 1, vec![0.0f64; n]).unwrap();
-            rt.par_loop(add_one::KERNEL, &edges, &[d.arg(Access::RW)]).unwrap();
-            rt.flush().unwrap();
-            cap_address_space(mapped_bytes() + (1 << 20));
-            rt.par_loop(inc_one::KERNEL, &edges, &[r.arg_via(&m, 0, Access::INC)]).unwrap();
-            rt.par_loop(inc_one::KERNEL, &edges, &[r.arg_via(&m, 1, Access::INC)]).unwrap();
-            rt.flush().unwrap();
-            assert!(r.values().unwrap().iter().all(|&v| v == 200.0));
-        },
-    );
+    in_child("a_planner_worker_that_cannot_start_is_done_on_the_calling_thread", "spawn", SMALL_PAGES, SHORT, || {
+        let rt = Runtime::with_backend(Backend::Threads).unwrap();
+        let k = 1000;
+        let n = 100_000;
+        let nodes = rt.set("nodes", k).unwrap();
+        let edges = rt.set("edges", n).unwrap();
+        let values: Vec<i32> = (0..n).flat_map(|e| [(e % k) as i32, ((e + 1) % k) as i32]).collect();
+        let m = rt.map("e2n", &edges, &nodes, 2, values).unwrap();
+        let r = rt.dat("r", &nodes, 1, vec![0.0f64; k]).unwrap();
+        // The worker pool starts before the cap (a direct loop: the
+        // byte model starts no thread for it).
+        let d = rt.dat("d", &edges, 1, vec![0.0f64; n]).unwrap();
+        rt.par_loop(add_one::KERNEL, &edges, &[d.arg(Access::RW)]).unwrap();
+        rt.flush().unwrap();
+        cap_address_space(mapped_bytes() + (1 << 20));
+        rt.par_loop(inc_one::KERNEL, &edges, &[r.arg_via(&m, 0, Access::INC)]).unwrap();
+        rt.par_loop(inc_one::KERNEL, &edges, &[r.arg_via(&m, 1, Access::INC)]).unwrap();
+        rt.flush().unwrap();
+        assert!(r.values().unwrap().iter().all(|&v| v == 200.0));
+    });
 }

@@ -466,7 +466,10 @@ fn load<A: Borrow<Arg>>(
                     plan_array("blocks' thread colour counts")
                 })?,
             ));
-            arrays.push((tcol, upload_i32(d, p.thread_colour.iter().map(|&c| i64::from(c)), || plan_array("thread colours"))?));
+            arrays.push((
+                tcol,
+                upload_i32(d, p.thread_colour.iter().map(|&c| i64::from(c)), || plan_array("thread colours"))?,
+            ));
             for (k, stage) in p.stages.iter().enumerate() {
                 arrays.push((
                     layout.l2g[k][0],

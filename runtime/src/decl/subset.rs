@@ -262,9 +262,11 @@ impl Runtime {
         let below = |n: usize| indices.partition_point(|&i| i < n);
         let (c, o, x) = (below(s.core), below(s.core + s.owned), below(s.core + s.owned + s.exec));
         let sections = Sections { core: c, owned: o - c, exec: x - o, non_exec: indices.len() - x };
-        let indices: Vec<i32> = crate::fallible::mapped(&indices, |&i| i as i32, || {
-            format!("subset `{name}`'s indices ({} values)", indices.len())
-        })?;
+        let indices: Vec<i32> = crate::fallible::mapped(
+            &indices,
+            |&i| i as i32,
+            || format!("subset `{name}`'s indices ({} values)", indices.len()),
+        )?;
         let subset = self.names.declare(
             Namespace::Set,
             "subset",
