@@ -306,40 +306,11 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
     };
     let dinv = dinv.as_ref();
 
-    let mut report = CgReport {
-        iterations: 0,
-        residual_history: Vec::new(),
-        relative_residual: 0.0,
-        rhs_norm: 0.0,
-        converged: false,
-        restarts: 0,
-        iteration_seconds: 0.0,
+    let (mut report, tol) = match start(rt, "cg", &name, b, x, opts)? {
+        Start::Solved(report) => return Ok(report),
+        Start::Iterate(report, tol) => (report, tol),
     };
-    let fail = |failure: SolveFailure, mut report: CgReport, rnorm: f64| {
-        report.relative_residual = if report.rhs_norm > 0.0 { rnorm / report.rhs_norm } else { rnorm };
-        Error::NotConverged { solver: "cg", matrix: name.clone(), failure, report: Box::new(report) }
-    };
-    let bnorm = rt.norm2(b)?.to_f64();
-    report.rhs_norm = bnorm;
-    if !bnorm.is_finite() {
-        return Err(fail(SolveFailure::NotFinite { quantity: "||b||", value: bnorm }, report, f64::NAN));
-    }
-    if bnorm == 0.0 {
-        // The solution of A x = 0 for SPD A is 0, whatever the guess
-        // (`norm2` is 0 only for a zero `b`: it does not underflow).
-        rt.fill(x, T::ZERO)?;
-        report.residual_history.push(0.0);
-        report.converged = true;
-        return Ok(report);
-    }
-    // The iteration works with squares of residuals (r . r, p . Ap): a `b`
-    // whose square leaves the type's range would underflow to a false
-    // convergence or overflow; refused, with the remedy.
-    let square = bnorm * bnorm;
-    if square < T::MIN_POSITIVE / T::EPSILON || square > T::MAX {
-        return Err(fail(SolveFailure::OutOfRange { rhs_norm: bnorm }, report, f64::NAN));
-    }
-    let tol = (opts.rtol * bnorm).max(opts.atol);
+    let fail = |failure, report, rnorm| stopped("cg", &name, failure, report, rnorm);
 
     // r = b - A x, then the search direction from it; again after a drift.
     let residual = |r: &Dat<T>| -> Result<f64> {
@@ -364,7 +335,7 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
             // residual (one product), restart from it if the two drifted.
             let true_norm = residual(&r)?;
             if true_norm <= tol {
-                report.relative_residual = true_norm / bnorm;
+                report.relative_residual = true_norm / report.rhs_norm;
                 report.converged = true;
                 return Ok(report);
             }
@@ -434,6 +405,76 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
         report.iterations += 1;
         report.residual_history.push(rnorm);
     }
+}
+
+impl CgReport {
+    /// A solve's report before its first iteration.
+    fn starting(rhs_norm: f64) -> CgReport {
+        CgReport {
+            iterations: 0,
+            residual_history: Vec::new(),
+            relative_residual: 0.0,
+            rhs_norm,
+            converged: false,
+            restarts: 0,
+            iteration_seconds: 0.0,
+        }
+    }
+}
+
+/// How a solve goes on after [`start`].
+pub(crate) enum Start {
+    /// `b = 0`: solved by `x = 0` (the report says so).
+    Solved(CgReport),
+    /// Iterate to the absolute tolerance given, from this report.
+    Iterate(CgReport, f64),
+}
+
+/// What every solver does with `b` before it iterates: `||b||` must be
+/// finite; `b = 0` is solved by `x = 0` whatever the guess (the only
+/// solution for a nonsingular `A`; `norm2` is 0 only for a zero `b`, it
+/// does not underflow); a `b` whose square leaves the type's range is
+/// refused with the remedy (the iterations form squares of residuals,
+/// `r . r`, `p . Ap`, which would underflow to a false convergence or
+/// overflow). The tolerance is `max(rtol ||b||, atol)`.
+pub(crate) fn start<T: Real>(
+    rt: &Runtime,
+    solver: &'static str,
+    matrix: &str,
+    b: &Dat<T>,
+    x: &Dat<T>,
+    opts: &CgOptions,
+) -> Result<Start> {
+    let bnorm = rt.norm2(b)?.to_f64();
+    let mut report = CgReport::starting(bnorm);
+    if !bnorm.is_finite() {
+        let failure = SolveFailure::NotFinite { quantity: "||b||", value: bnorm };
+        return Err(stopped(solver, matrix, failure, report, f64::NAN));
+    }
+    if bnorm == 0.0 {
+        rt.fill(x, T::ZERO)?;
+        report.residual_history.push(0.0);
+        report.converged = true;
+        return Ok(Start::Solved(report));
+    }
+    let square = bnorm * bnorm;
+    if square < T::MIN_POSITIVE / T::EPSILON || square > T::MAX {
+        return Err(stopped(solver, matrix, SolveFailure::OutOfRange { rhs_norm: bnorm }, report, f64::NAN));
+    }
+    Ok(Start::Iterate(report, (opts.rtol * bnorm).max(opts.atol)))
+}
+
+/// The error of a solve that stopped without a solution: its report with
+/// the relative residual of `rnorm` (absolute when `||b||` is 0).
+pub(crate) fn stopped(
+    solver: &'static str,
+    matrix: &str,
+    failure: SolveFailure,
+    mut report: CgReport,
+    rnorm: f64,
+) -> Error {
+    report.relative_residual = if report.rhs_norm > 0.0 { rnorm / report.rhs_norm } else { rnorm };
+    Error::NotConverged { solver, matrix: matrix.into(), failure, report: Box::new(report) }
 }
 
 /// Why a solve that ran out of iterations stopped, from its updated
@@ -581,15 +622,8 @@ pub(crate) fn jacobi_inverse<T: Real, A: LinearOperator<T> + ?Sized>(
     let checked = bad.and_then(|bad| match bad {
         None => Ok(()),
         Some(failure) => {
-            let report = CgReport {
-                iterations: 0,
-                residual_history: Vec::new(),
-                relative_residual: f64::NAN,
-                rhs_norm: f64::NAN,
-                converged: false,
-                restarts: 0,
-                iteration_seconds: 0.0,
-            };
+            // Stopped before iterating: no residual yet (`progress` says nothing).
+            let report = CgReport { relative_residual: f64::NAN, ..CgReport::starting(f64::NAN) };
             Err(Error::NotConverged { solver, matrix: name.into(), failure, report: Box::new(report) })
         }
     });

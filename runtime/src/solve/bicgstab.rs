@@ -13,11 +13,11 @@
 //! [`cg`]: super::cg
 
 use crate::decl::Dat;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::linalg::{LinearOperator, Real};
 use crate::runtime::Runtime;
 
-use super::{check_system, jacobi_inverse, CgOptions, CgReport, Preconditioner, SolveFailure};
+use super::{check_system, jacobi_inverse, start, stopped, CgOptions, CgReport, Preconditioner, SolveFailure, Start};
 
 const SOLVER: &str = "bicgstab";
 
@@ -115,37 +115,11 @@ pub fn bicgstab<T: Real, A: LinearOperator<T> + ?Sized>(
         }
     };
 
-    let mut report = CgReport {
-        iterations: 0,
-        residual_history: Vec::new(),
-        relative_residual: 0.0,
-        rhs_norm: 0.0,
-        converged: false,
-        restarts: 0,
-        iteration_seconds: 0.0,
+    let (mut report, tol) = match start(rt, SOLVER, &name, b, x, opts)? {
+        Start::Solved(report) => return Ok(report),
+        Start::Iterate(report, tol) => (report, tol),
     };
-    let fail = |failure: SolveFailure, mut report: CgReport, rnorm: f64| {
-        report.relative_residual = if report.rhs_norm > 0.0 { rnorm / report.rhs_norm } else { rnorm };
-        Error::NotConverged { solver: SOLVER, matrix: name.clone(), failure, report: Box::new(report) }
-    };
-    let bnorm = rt.norm2(b)?.to_f64();
-    report.rhs_norm = bnorm;
-    if !bnorm.is_finite() {
-        return Err(fail(SolveFailure::NotFinite { quantity: "||b||", value: bnorm }, report, f64::NAN));
-    }
-    if bnorm == 0.0 {
-        // A nonsingular A maps only 0 to 0.
-        rt.fill(x, T::ZERO)?;
-        report.residual_history.push(0.0);
-        report.converged = true;
-        return Ok(report);
-    }
-    // As in `cg`: the dots form squares of residuals.
-    let square = bnorm * bnorm;
-    if square < T::MIN_POSITIVE / T::EPSILON || square > T::MAX {
-        return Err(fail(SolveFailure::OutOfRange { rhs_norm: bnorm }, report, f64::NAN));
-    }
-    let tol = (opts.rtol * bnorm).max(opts.atol);
+    let fail = |failure, report, rnorm| stopped(SOLVER, &name, failure, report, rnorm);
 
     // r = b - A x (A x in `v`, which the next iteration overwrites).
     let residual = || -> Result<f64> {
@@ -186,7 +160,7 @@ pub fn bicgstab<T: Real, A: LinearOperator<T> + ?Sized>(
             // residual; restart from it if the two drifted apart (as cg).
             let true_norm = residual()?;
             if true_norm <= tol {
-                report.relative_residual = true_norm / bnorm;
+                report.relative_residual = true_norm / report.rhs_norm;
                 report.converged = true;
                 return Ok(report);
             }
