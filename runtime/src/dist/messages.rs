@@ -185,10 +185,9 @@ pub(crate) unsafe fn exchange(
     {
         let _range = Range::lazy(|| format!("halo/{label}/wait"));
         let _c = comm.lock();
-        // SAFETY: every request was posted above and is waited for once.
-        unsafe {
-            mpi::ffi::MPI_Waitall(requests.len() as i32, requests.as_mut_ptr(), mpi::ffi::RSMPI_STATUSES_IGNORE);
-        }
+        // SAFETY: every request was posted above, with the communicator's
+        // lock held as now; the blocks stay valid by the caller's contract.
+        unsafe { super::wait::complete_all(&mut requests) };
     }
     let waited = wait.elapsed();
     overlapped?;

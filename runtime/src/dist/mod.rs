@@ -8,10 +8,14 @@
 //! [`layout`] from the global mesh; this module adds what needs
 //! communication: `messages` (the one-message-per-neighbour layout and its
 //! posting), `execute` (a loop's exchange on the host, reductions, stale
-//! halos) and `device_halo` (the exchange on a device).
+//! halos) `device_halo` (the exchange on a device) and `wait` (every wait polls and yields
+//! the core, for ranks that share cores).
 
 pub(crate) mod layout;
 mod reduce;
+mod wait;
+
+use wait::blocking;
 
 pub(crate) use crate::distribution::HaloTraffic;
 
@@ -154,7 +158,18 @@ impl Comm {
     /// Sums `values` across the ranks, in place (a blocking all-reduce).
     pub(crate) fn sum(&self, values: &mut [f64]) {
         let local = values.to_vec();
-        self.lock().all_reduce_into(&local[..], values, SystemOperation::sum());
+        self.all_reduce(&local[..], values, SystemOperation::sum());
+    }
+
+    /// `MPI_Allreduce` of `local` into `all`, completed by polling
+    /// ([`wait::complete`]: the core is yielded while other ranks work).
+    fn all_reduce<S, R>(&self, local: &S, all: &mut R, op: SystemOperation)
+    where
+        S: mpi::datatype::Buffer + ?Sized,
+        R: mpi::datatype::BufferMut + ?Sized,
+    {
+        let c = self.lock();
+        blocking(|scope| c.immediate_all_reduce_into(scope, local, all, op));
     }
 
     /// Whether every rank passed `true`: a step that can fail on one rank
@@ -162,7 +177,7 @@ impl Comm {
     /// the collective for one that gave up.
     pub(crate) fn all_ok(&self, ok: bool) -> bool {
         let (local, mut all) = (u8::from(ok), 0u8);
-        self.lock().all_reduce_into(&local, &mut all, SystemOperation::min());
+        self.all_reduce(&local, &mut all, SystemOperation::min());
         all == 1
     }
 
@@ -172,7 +187,7 @@ impl Comm {
     fn all_ok_alike(&self, ok: bool, value: u64) -> (bool, bool) {
         let local = [u64::from(ok), value, !value];
         let mut all = [0u64; 3];
-        self.lock().all_reduce_into(&local[..], &mut all[..], SystemOperation::min());
+        self.all_reduce(&local[..], &mut all[..], SystemOperation::min());
         (all[0] == 1, all[1] == !all[2])
     }
 
@@ -225,11 +240,10 @@ impl Comm {
 
     /// Whether every rank passed the same `value`.
     pub(crate) fn agree(&self, value: u64) -> bool {
-        let c = self.lock();
-        let (mut lo, mut hi) = (0u64, 0u64);
-        c.all_reduce_into(&value, &mut lo, SystemOperation::min());
-        c.all_reduce_into(&value, &mut hi, SystemOperation::max());
-        lo == hi
+        // One all-reduce: the minimum of the value and of its complement.
+        let (local, mut all) = ([value, !value], [0u64; 2]);
+        self.all_reduce(&local[..], &mut all[..], SystemOperation::min());
+        all[0] == !all[1]
     }
 
     /// Every rank's `local` on `root`, concatenated in rank order (`None`
@@ -245,8 +259,8 @@ impl Comm {
         let c = self.lock();
         let len = local.len() as u64;
         let (mut most, mut total) = (0u64, 0u64);
-        c.all_reduce_into(&len, &mut most, SystemOperation::max());
-        c.all_reduce_into(&len, &mut total, SystemOperation::sum());
+        blocking(|scope| c.immediate_all_reduce_into(scope, &len, &mut most, SystemOperation::max()));
+        blocking(|scope| c.immediate_all_reduce_into(scope, &len, &mut total, SystemOperation::sum()));
         if total > i32::MAX as u64 {
             return Err(self.error(format!(
                 "{what}: {total} values to gather on rank {root} (at most {}; the largest part holds {most})",
@@ -254,13 +268,14 @@ impl Comm {
             )));
         }
         let at_root = c.process_at_rank(root as i32);
+        let count = local.len() as i32;
         if self.rank != root {
-            at_root.gather_into(&(local.len() as i32));
-            at_root.gather_varcount_into(local);
+            blocking(|scope| at_root.immediate_gather_into(scope, &count));
+            blocking(|scope| at_root.immediate_gather_varcount_into(scope, local));
             return Ok(None);
         }
         let mut counts = vec![0i32; self.size];
-        at_root.gather_into_root(&(local.len() as i32), &mut counts[..]);
+        blocking(|scope| at_root.immediate_gather_into_root(scope, &count, &mut counts[..]));
         let mut all = Vec::new();
         if all.try_reserve_exact(total as usize).is_err() {
             // The others are already sending: receive nothing would hang
@@ -272,8 +287,9 @@ impl Comm {
             });
         }
         all.resize(total as usize, E::default());
-        at_root
-            .gather_varcount_into_root(local, &mut PartitionMut::new(&mut all[..], &counts[..], &offsets(&counts)[..]));
+        let displs = offsets(&counts);
+        let mut parts = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+        blocking(|scope| at_root.immediate_gather_varcount_into_root(scope, local, &mut parts));
         Ok(Some(all))
     }
 
@@ -282,7 +298,7 @@ impl Comm {
         let c = self.lock();
         let counts: Vec<i32> = outgoing.iter().map(|v| v.len() as i32).collect();
         let mut incoming_counts = vec![0i32; self.size];
-        c.all_to_all_into(&counts[..], &mut incoming_counts[..]);
+        blocking(|scope| c.immediate_all_to_all_into(scope, &counts[..], &mut incoming_counts[..]));
         let send: Vec<u64> = outgoing.concat();
         let displs = offsets(&counts);
         let rdispls = offsets(&incoming_counts);
@@ -290,7 +306,7 @@ impl Comm {
         {
             let sp = Partition::new(&send[..], &counts[..], &displs[..]);
             let mut rp = PartitionMut::new(&mut recv[..], &incoming_counts[..], &rdispls[..]);
-            c.all_to_all_varcount_into(&sp, &mut rp);
+            blocking(|scope| c.immediate_all_to_all_varcount_into(scope, &sp, &mut rp));
         }
         (0..self.size).map(|q| recv[rdispls[q] as usize..(rdispls[q] + incoming_counts[q]) as usize].to_vec()).collect()
     }

@@ -7,6 +7,7 @@ use mpi::traits::*;
 use rayon::prelude::*;
 
 use super::layout::{self, GlobalMap, GlobalSet};
+use super::wait::blocking;
 use super::{exchange_lists, Comm, Mpi, PartitionReport, Partitioner, SetReport};
 use crate::decl::{LocalPart, Map, Redistribute, Sections, Set, Subset};
 use crate::error::{Error, Result};
@@ -88,7 +89,9 @@ impl Runtime {
         // the others declared the same sets, maps and dats empty.
         let empty_here = u8::from(sets.iter().all(|s| s.total() == 0));
         let mut empty = vec![0u8; comm.size()];
-        comm.lock().all_gather_into(&empty_here, &mut empty[..]);
+        let c = comm.lock();
+        blocking(|scope| c.immediate_all_gather_into(scope, &empty_here, &mut empty[..]));
+        drop(c);
         let root_only = comm.size() > 1 && empty[0] == 0 && empty[1..].iter().all(|&e| e == 1);
         let mut sizes: Vec<u64> = sets.iter().map(|s| s.total() as u64).collect();
         if root_only {
@@ -125,7 +128,9 @@ impl Runtime {
                  (or declare the mesh on rank 0 alone, whose owners are used)",
             ));
         }
-        comm.lock().process_at_rank(0).broadcast_into(&mut primary_owners[..]);
+        let c = comm.lock();
+        blocking(|scope| c.process_at_rank(0).immediate_broadcast_into(scope, &mut primary_owners[..]));
+        drop(c);
         let edge_cut = layout::edge_cut(&xadj, &adjncy, &primary_owners);
         let mut owners = vec![None; gsets.len()];
         owners[p] = Some(primary_owners);
@@ -177,7 +182,9 @@ impl Runtime {
             .map(|v| v as u64)
             .collect();
         let mut all = vec![0u64; mine.len() * ranks];
-        comm.lock().all_gather_into(&mine[..], &mut all[..]);
+        let c = comm.lock();
+        blocking(|scope| c.immediate_all_gather_into(scope, &mine[..], &mut all[..]));
+        drop(c);
         let sections: Vec<Vec<Sections>> = all
             .chunks_exact(mine.len().max(1))
             .map(|rank| {
@@ -284,9 +291,9 @@ fn localise_subsets(mpi: &Mpi, comm: &Comm, root_only: bool) -> Result<()> {
             let mut len = declared.len() as u64;
             let c = comm.lock();
             let root = c.process_at_rank(0);
-            root.broadcast_into(&mut len);
+            blocking(|scope| root.immediate_broadcast_into(scope, &mut len));
             declared.resize(len as usize, 0);
-            root.broadcast_into(&mut declared[..]);
+            blocking(|scope| root.immediate_broadcast_into(scope, &mut declared[..]));
         }
         let mut member = vec![false; parent.global_size];
         for (k, &g) in declared.iter().enumerate() {
@@ -422,20 +429,20 @@ fn primary_owners(
 fn broadcast_mesh(comm: &Comm, sizes: &mut [u64], gmaps: &mut [GlobalMap], dats: &[Arc<dyn Redistribute>]) {
     let c = comm.lock();
     let root = c.process_at_rank(0);
-    root.broadcast_into(sizes);
+    blocking(|scope| root.immediate_broadcast_into(scope, sizes));
     for m in gmaps.iter_mut() {
         m.values.resize(sizes[m.from] as usize * m.arity, 0);
-        root.broadcast_into(&mut m.values[..]);
+        blocking(|scope| root.immediate_broadcast_into(scope, &mut m.values[..]));
     }
     for d in dats {
         let sent = if comm.rank() == 0 { d.to_bytes() } else { None };
         // The length, and whether there are values at all (an unwritten
         // temporary has none; a written one on an empty set has zero bytes).
         let mut header = [sent.as_ref().map_or(0, |b| b.len() as u64), u64::from(sent.is_some())];
-        root.broadcast_into(&mut header[..]);
+        blocking(|scope| root.immediate_broadcast_into(scope, &mut header[..]));
         let mut bytes = sent.unwrap_or_default();
         bytes.resize(header[0] as usize, 0);
-        root.broadcast_into(&mut bytes[..]);
+        blocking(|scope| root.immediate_broadcast_into(scope, &mut bytes[..]));
         if comm.rank() != 0 {
             d.replace((header[1] == 1).then_some(&bytes[..]));
         }

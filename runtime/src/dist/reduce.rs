@@ -83,8 +83,8 @@ impl Group {
         unsafe { ffi::MPI_Test(&mut self.request, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
         let ready = flag != 0;
         if !ready {
-            // SAFETY: as above.
-            unsafe { ffi::MPI_Wait(&mut self.request, ffi::RSMPI_STATUS_IGNORE) };
+            // SAFETY: as above; `send` and `recv` outlive the wait.
+            unsafe { super::wait::complete_all(std::slice::from_mut(&mut self.request)) };
         }
         drop(c);
         self.done = true;
