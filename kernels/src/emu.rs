@@ -9,11 +9,11 @@
 //! on x86-64 (glibc's `swapcontext` makes a system call per switch, far too
 //! slow for barrier-heavy kernels), and through `swapcontext` elsewhere.
 //! Shared memory is a per-block buffer; atomics are plain read-modify-write
-//! (fibers never interleave inside one). Fiber stacks are mapped with a
-//! guard page below them, sized per launch by the caller (the runtime
+//! (fibers never interleave inside one). Fiber stacks are the caller's,
+//! each with a guard page below it, sized by the caller (the runtime
 //! derives the size from the loop's locals and the kernel's frame), so a
 //! large local array or reduction runs instead of overwriting the next
-//! fiber's stack.
+//! fiber's stack; the runtime keeps them per OS thread across launches.
 
 /// The header, to be placed before generated source.
 pub const EMU_HEADER: &str = r#"// parloop emulated device: CUDA C++ on the host.
@@ -21,8 +21,6 @@ pub const EMU_HEADER: &str = r#"// parloop emulated device: CUDA C++ on the host
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
-#include <sys/mman.h>
-#include <unistd.h>
 #if !defined(__x86_64__)
 #include <ucontext.h>
 #endif
@@ -65,7 +63,6 @@ static thread_local void (*pl_body)(const void*);
 static thread_local const void* pl_body_args;
 /* Usable bytes of each fiber's stack (a guard page lies below each). */
 static thread_local size_t pl_stack_bytes;
-static thread_local size_t pl_page;
 
 #if defined(__x86_64__)
 extern "C" void pl_ctx_switch(void** from_sp, void* to_sp);
@@ -141,49 +138,25 @@ static void pl_resume(unsigned int t) {
 #endif
 }
 
-/* All fibers' stacks of a launch, in one mapping: [guard|stack] per fiber. */
-static thread_local char* pl_pool;
-static thread_local size_t pl_pool_bytes;
-
 static void pl_free_fibers() {
-    if (pl_pool) munmap(pl_pool, pl_pool_bytes);
-    pl_pool = 0;
-    pl_pool_bytes = 0;
     free(pl_fibers);
     pl_fibers = 0;
     pl_nfibers = 0;
 }
 
 /* Runs `body(args)` for every thread of every block, one block at a time,
-   each thread on a stack of at least `stack_bytes`. */
+   thread t on the stack above `stacks[t]` (`stack_bytes` usable bytes, a
+   guard page below). The stacks are the caller's: kept per OS thread
+   across launches and modules, they cost no system call per launch. */
 extern "C" int pl_emu_launch(void (*body)(const void*), const void* args, unsigned int grid,
-                             unsigned int block, size_t shared_bytes, size_t stack_bytes) {
+                             unsigned int block, size_t shared_bytes, char* const* stacks, size_t stack_bytes) {
     if (block == 0 || block > 1024) return 1;
-    if (!pl_page) pl_page = (size_t)sysconf(_SC_PAGESIZE);
-    stack_bytes = (stack_bytes + pl_page - 1) / pl_page * pl_page;
-    if (stack_bytes < 256 * 1024) stack_bytes = 256 * 1024;
-    /* The stacks live for one launch only: every guard page splits the
-       mapping, and kept per module and thread they would exhaust the
-       process's mappings (vm.max_map_count) in a program with many loops. */
     pl_free_fibers();
     pl_fibers = (pl_fiber*)calloc(block, sizeof(pl_fiber));
     if (!pl_fibers) return 2;
     pl_nfibers = block;
     pl_stack_bytes = stack_bytes;
-    {
-        const size_t each = stack_bytes + pl_page;
-        pl_pool_bytes = each * block;
-        /* Reserved, not committed: only the pages a fiber touches cost memory. */
-        void* m = mmap(0, pl_pool_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) { pl_pool = 0; pl_free_fibers(); return 2; }
-        pl_pool = (char*)m;
-        for (unsigned int t = 0; t < block; ++t) {
-            /* The guard page below each stack: an overflow faults instead of
-               corrupting the neighbouring fiber. */
-            if (mprotect(pl_pool + t * each, pl_page, PROT_NONE) != 0) { pl_free_fibers(); return 2; }
-            pl_fibers[t].stack = pl_pool + t * each + pl_page;
-        }
-    }
+    for (unsigned int t = 0; t < block; ++t) pl_fibers[t].stack = stacks[t];
     /* A canary after the shared memory: a block that writes past the size
        the launch asked for fails the launch instead of corrupting memory. */
     const size_t canary = 64;

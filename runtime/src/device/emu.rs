@@ -79,7 +79,9 @@ struct EmuModule {
     stack: AtomicUsize,
 }
 
-type LaunchFn = unsafe extern "C" fn(unsafe extern "C" fn(*const u8), *const u8, u32, u32, usize, usize) -> i32;
+/// `pl_emu_launch(body, args, grid, block, shared_bytes, stacks, stack_bytes)`.
+type LaunchFn =
+    unsafe extern "C" fn(unsafe extern "C" fn(*const u8), *const u8, u32, u32, usize, *const *mut u8, usize) -> i32;
 type EntryFn = unsafe extern "C" fn(*const u8);
 type ErrorFn = unsafe extern "C" fn() -> *mut PanicRecord;
 
@@ -97,7 +99,21 @@ impl Module for EmuModule {
                 .get(entry.as_bytes())
                 .map_err(|e| library(format!("module `{}` has no entry `{entry}`", self.name), e))?;
             let stack = self.stack.load(Ordering::Relaxed);
-            launch(*body, (params as *const LaunchParams).cast(), grid, block, shared_bytes, stack)
+            match block {
+                1..=1024 => super::fiber_stacks::with_stacks(block as usize, stack, |stacks, usable| {
+                    launch(
+                        *body,
+                        (params as *const LaunchParams).cast(),
+                        grid,
+                        block,
+                        shared_bytes,
+                        stacks.as_ptr(),
+                        usable,
+                    )
+                })
+                .unwrap_or(2),
+                _ => 1,
+            }
         };
         match code {
             0 => Ok(()),

@@ -9,6 +9,7 @@
 
 pub(crate) mod cuda;
 pub(crate) mod emu;
+mod fiber_stacks;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
