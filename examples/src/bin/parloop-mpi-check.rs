@@ -92,6 +92,11 @@ fn clear(n: &mut [f64; 2]) {
 }
 
 #[parloop::kernel]
+fn set_count(count: &mut f64) {
+    *count += 1.0;
+}
+
+#[parloop::kernel]
 fn set_one(v: &mut f64) {
     *v = 1.0;
 }
@@ -896,6 +901,23 @@ fn one_rank_bad_arguments(world: &parloop::mpi::SimpleCommunicator, backend: Bac
             if !e.to_string().contains("local numbering") {
                 wrong_names.push(format!("a subset in declared numbers after the partition: {e}"));
             }
+        }
+        // subset_global: declared numbers past the set on every rank, and
+        // (on more than one rank) lists that differ between ranks, are
+        // errors on every rank, not a hang or a subset of other entities.
+        errors.push(("subset_global past the set", rt.subset_global("bad_past", &cells, vec![n]).map(|_| ())));
+        if world.size() > 1 {
+            let list = if first { vec![0] } else { vec![1] };
+            errors.push((
+                "subset_global with lists that differ",
+                rt.subset_global("bad_differ", &cells, list).map(|_| ()),
+            ));
+        }
+        let ends = rt.subset_global("good_ends", &cells, vec![0, n - 1])?;
+        let held = rt.global("good_ends_held", &[0.0])?;
+        rt.par_loop(set_count::KERNEL, &ends, &[held.arg(Access::INC)])?;
+        if held.value()? != 2.0 {
+            wrong_names.push(format!("subset_global of two cells counted {} owned", held.value()?));
         }
         errors.push((
             "a WRITE racing in the last rank's elements",

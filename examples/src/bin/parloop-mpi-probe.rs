@@ -590,6 +590,13 @@ mod probe {
         let lw = rt.dat("lw", &m.vertices, 1, vec![0.0; m.vertices.total()])?;
         rt.par_loop(k_write_one::KERNEL, &late_sub, &[Arg::index(), lw.arg(Access::WRITE)])?;
         push(&mut out, "subset declared after the partition: direct WRITE", g64(&lw)?);
+        // The same vertices listed in declared numbers, every rank the same
+        // list (`subset_global`): the same loop writes the same values.
+        let even: Vec<usize> = (0..nv_global).filter(|v| v & 1 == 0).collect();
+        let declared_sub = rt.subset_global("declared_verts", &m.vertices, even)?;
+        let dw = rt.dat("dw", &m.vertices, 1, vec![0.0; m.vertices.total()])?;
+        rt.par_loop(k_write_one::KERNEL, &declared_sub, &[Arg::index(), dw.arg(Access::WRITE)])?;
+        push(&mut out, "subset in declared numbers after the partition: direct WRITE", g64(&dw)?);
         // Cells, after the partition: global numbers of every local cell.
         let gc = global_numbers_cells(rt, &m.cells, cv, &cidx, &vwone)?;
         // Every third cell (`% 3 == 0` written so that clippy does not ask for

@@ -224,39 +224,14 @@ impl Runtime {
     /// # Ok::<(), parloop::Error>(())
     /// ```
     pub fn subset(&self, name: &str, set: &Set, indices: Vec<usize>) -> Result<Subset> {
-        let total = set.total();
-        for (k, &i) in indices.iter().enumerate() {
-            if i >= total {
-                let distributed = if set.is_distributed() {
-                    " on this rank: the set is distributed, and a subset made after the partition lists this \
-                     rank's entities in the local numbering (make it before `partition` to list declared numbers)"
-                } else {
-                    ""
-                };
-                return Err(invalid(
-                    name,
-                    format!("index {k} is {i}, outside set `{}` (0..{total}){distributed}", set.name()),
-                ));
-            }
-            if i > i32::MAX as usize {
-                // Maps hold `i32` entity numbers, and a subset is one.
-                return Err(invalid(
-                    name,
-                    format!("index {k} is {i}, past i32::MAX ({}): subsets, as maps, number entities in i32", i32::MAX),
-                ));
-            }
-            if k > 0 && indices[k - 1] >= i {
-                let what = if indices[k - 1] == i { "repeats" } else { "is below" };
-                return Err(invalid(
-                    name,
-                    format!(
-                        "index {k} is {i}, which {what} index {} ({}): indices must be sorted and unique",
-                        k - 1,
-                        indices[k - 1]
-                    ),
-                ));
-            }
-        }
+        let hint = if set.is_distributed() {
+            " on this rank: the set is distributed, and a subset made after the partition lists this rank's \
+             entities in the local numbering (make it before `partition`, or with `subset_global`, to list \
+             declared numbers)"
+        } else {
+            ""
+        };
+        check_indices(name, set, &indices, set.total(), hint)?;
         // Sorted indices fall into the parent's sections in order.
         let s = set.sections();
         let below = |n: usize| indices.partition_point(|&i| i < n);
@@ -296,6 +271,80 @@ impl Runtime {
         }
         Ok(subset)
     }
+
+    /// A subset listed in `set`'s declared numbering, before or after
+    /// [`Runtime::partition`]: the numbers a program computed from the mesh
+    /// it declared (boundary vertices) select the same entities whether or
+    /// not the set has been partitioned since. On a distributed set, every
+    /// rank passes the same list (this is collective, and differing lists
+    /// are an error on every rank) and keeps the listed entities it holds,
+    /// owned and halo, in its local numbering, as a subset made before the
+    /// partition does. Elsewhere it is [`Runtime::subset`].
+    ///
+    /// [`Runtime::subset`] after the partition takes this rank's local
+    /// numbers instead: declared numbers that happen to be in range there
+    /// select other entities.
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// let nodes = rt.set("nodes", 4)?;
+    /// let ends = rt.subset_global("ends", &nodes, vec![0, 3])?;
+    /// assert_eq!(ends.size(), 2);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
+    pub fn subset_global(&self, name: &str, set: &Set, indices: Vec<usize>) -> Result<Subset> {
+        #[cfg(feature = "mpi")]
+        if let Some(part) = set.0.local.get() {
+            let checked = check_indices(name, set, &indices, part.global_size, " (declared numbering)");
+            let listed = crate::device::fnv1a(&[bytemuck::cast_slice(&indices)]);
+            part.comm.agree_checks(
+                &format!("subset `{name}` of `{}`", set.name()),
+                checked.is_ok(),
+                &format!("{} declared numbers (hash {listed:016x})", indices.len()),
+            )?;
+            checked?;
+            // Local numbers in increasing order: sorted, as a subset's are.
+            let local: Vec<usize> = part
+                .global
+                .iter()
+                .enumerate()
+                .filter(|&(_, g)| indices.binary_search(g).is_ok())
+                .map(|(i, _)| i)
+                .collect();
+            return self.subset(name, set, local);
+        }
+        self.subset(name, set, indices)
+    }
+}
+
+/// `indices` sorted, unique, below `total` and within `i32`; an error
+/// names the first offending position and value (`hint` follows a value
+/// out of range).
+fn check_indices(name: &str, set: &Set, indices: &[usize], total: usize, hint: &str) -> Result<()> {
+    for (k, &i) in indices.iter().enumerate() {
+        if i >= total {
+            return Err(invalid(name, format!("index {k} is {i}, outside set `{}` (0..{total}){hint}", set.name())));
+        }
+        if i > i32::MAX as usize {
+            // Maps hold `i32` entity numbers, and a subset is one.
+            return Err(invalid(
+                name,
+                format!("index {k} is {i}, past i32::MAX ({}): subsets, as maps, number entities in i32", i32::MAX),
+            ));
+        }
+        if k > 0 && indices[k - 1] >= i {
+            let what = if indices[k - 1] == i { "repeats" } else { "is below" };
+            return Err(invalid(
+                name,
+                format!(
+                    "index {k} is {i}, which {what} index {} ({}): indices must be sorted and unique",
+                    k - 1,
+                    indices[k - 1]
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(feature = "mpi")]
