@@ -284,23 +284,14 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
     opts: &CgOptions,
 ) -> Result<CgReport> {
     let name = a.name().to_string();
-    // The checks and the work vectors, agreed across the ranks with the
-    // options (a rank that refused, or stopped at another iteration count,
-    // would leave the others waiting in a collective); then what the
-    // iteration calls, it calls alike on every rank.
-    // Numbered before the checks, so that a rank whose checks fail keeps
-    // the internal names' count the others keep (`PARLOOP_CHECK_RANKS`
-    // compares loops by their data's names).
-    let n = rt.names.number();
-    let checked = check_cg(rt, a, b, x, opts, n);
-    let args = format!(
-        "rtol {:e}, atol {:e}, max_iterations {}, preconditioner {:?}",
-        opts.rtol, opts.atol, opts.max_iterations, opts.preconditioner
-    );
-    let sets = [a.row_set(), b.set(), x.set()];
-    let (r, p, q, dinv) = crate::Set::agreed_among(sets, &format!("cg on matrix `{name}`"), checked, &args)?;
-    let _agreed = crate::decl::ChecksAgreed::enter();
-    let dinv = match dinv {
+    let roles: &[&str] = match opts.preconditioner {
+        Preconditioner::None => &["r", "p", "q"],
+        // 1 ./ diag(A); z = r .* dinv is computed where it is used, not stored.
+        Preconditioner::Jacobi => &["r", "p", "q", "dinv"],
+    };
+    let (mut work, _agreed) = prepare("cg", rt, a, b, x, opts, roles)?;
+    let (r, p, q) = (work.take(), work.take(), work.take());
+    let dinv = match work.rest() {
         None => None,
         Some(d) => Some(jacobi_inverse("cg", true, rt, a, d, &name)?),
     };
@@ -491,28 +482,49 @@ pub(crate) fn out_of_iterations(opts: &CgOptions, report: &CgReport, rnorm: f64,
     }
 }
 
-/// The work vectors of [`cg`] (r, p, q, and for Jacobi the space for
-/// `1 ./ diag(A)`).
-type CgWork<T> = (Dat<T>, Dat<T>, Dat<T>, Option<Dat<T>>);
+/// A solver's work vectors, taken in the order of its roles.
+pub(crate) struct Work<T: Real>(std::vec::IntoIter<Dat<T>>);
 
-/// [`cg`]'s argument checks on this rank, then its work vectors.
-fn check_cg<T: Real, A: LinearOperator<T> + ?Sized>(
+impl<T: Real> Work<T> {
+    /// The next role's vector.
+    pub(crate) fn take(&mut self) -> Dat<T> {
+        self.0.next().expect("one work vector per role")
+    }
+
+    /// The next role's vector, if the solver has one more role.
+    pub(crate) fn rest(mut self) -> Option<Dat<T>> {
+        self.0.next()
+    }
+}
+
+/// Every solver's entry: its argument checks on this rank and its work
+/// vectors (one per role, [`check_system`]), agreed across the ranks with
+/// the options (a rank that refused, or stopped at another iteration
+/// count, would leave the others waiting in a collective). While the
+/// returned guard lives, what the iteration calls (alike on every rank)
+/// does not agree again.
+pub(crate) fn prepare<T: Real, A: LinearOperator<T> + ?Sized>(
+    solver: &str,
     rt: &Runtime,
     a: &A,
     b: &Dat<T>,
     x: &Dat<T>,
     opts: &CgOptions,
-    n: u64,
-) -> Result<CgWork<T>> {
-    let roles: &[&str] = match opts.preconditioner {
-        Preconditioner::None => &["r", "p", "q"],
-        // 1 ./ diag(A); z = r .* dinv is computed where it is used, not stored.
-        Preconditioner::Jacobi => &["r", "p", "q", "dinv"],
-    };
-    let mut work = check_system("cg", rt, a, b, x, opts, n, roles)?.into_iter();
-    let mut next = || work.next().expect("one work vector per role");
-    let (r, p, q) = (next(), next(), next());
-    Ok((r, p, q, work.next()))
+    roles: &[&str],
+) -> Result<(Work<T>, crate::decl::ChecksAgreed)> {
+    // Numbered before the checks, so that a rank whose checks fail keeps
+    // the internal names' count the others keep (`PARLOOP_CHECK_RANKS`
+    // compares loops by their data's names).
+    let n = rt.names.number();
+    let checked = check_system(solver, rt, a, b, x, opts, n, roles);
+    let args = format!(
+        "rtol {:e}, atol {:e}, max_iterations {}, preconditioner {:?}",
+        opts.rtol, opts.atol, opts.max_iterations, opts.preconditioner
+    );
+    let sets = [a.row_set(), b.set(), x.set()];
+    let what = format!("{solver} on matrix `{}`", a.name());
+    let work = crate::Set::agreed_among(sets, &what, checked, &args)?;
+    Ok((Work(work.into_iter()), crate::decl::ChecksAgreed::enter()))
 }
 
 /// The argument checks every solver makes on this rank (a square operator

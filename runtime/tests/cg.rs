@@ -10,22 +10,9 @@ mod device;
 use parloop::solve::{cg, CgOptions, Preconditioner, SolveFailure};
 use parloop::{Access, Backend, Dat, Error, Mat, Runtime, Set};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+#[path = "support/solvers.rs"]
+mod solvers;
+use solvers::{true_relative_residual, Rng};
 
 /// w [[1, -1], [-1, 1]]: an edge of a weighted graph Laplacian.
 #[parloop::kernel]
@@ -55,18 +42,6 @@ fn graph_matrix(rt: &Runtime, nodes: &Set, conn: &[i32], w: &[f64], shifts: &[f6
     rt.par_loop(edge::KERNEL, &edges, &[wd.arg(Access::READ), a.arg(&e2n, &e2n, Access::INC)]).unwrap();
     rt.par_loop(shift::KERNEL, nodes, &[sd.arg(Access::READ), a.arg(&id, &id, Access::INC)]).unwrap();
     a
-}
-
-/// `||b - A x|| / ||b||` from the matrix's CSR copy, on the host.
-fn true_relative_residual(a: &Mat<f64>, b: &Dat<f64>, x: &Dat<f64>) -> f64 {
-    let csr = a.to_csr().unwrap();
-    let (b, x) = (b.values().unwrap(), x.values().unwrap());
-    let mut rr = 0.0;
-    for (i, bi) in b.iter().enumerate() {
-        let ax: f64 = (csr.row_ptr[i]..csr.row_ptr[i + 1]).map(|k| csr.vals[k] * x[csr.cols[k]]).sum();
-        rr += (bi - ax) * (bi - ax);
-    }
-    rr.sqrt() / b.iter().map(|v| v * v).sum::<f64>().sqrt()
 }
 
 /// A random connected graph (a path plus random edges) with random weights.

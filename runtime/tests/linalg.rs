@@ -10,26 +10,9 @@ mod device;
 
 use parloop::{Access, Backend, Dat, Error, Runtime, Set};
 
-/// xorshift64: reproducible inputs without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform in [-1, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn vec(&mut self, n: usize) -> Vec<f64> {
-        (0..n).map(|_| self.unit()).collect()
-    }
-}
+#[path = "support/solvers.rs"]
+mod solvers;
+use solvers::Rng;
 
 fn backends() -> Vec<Backend> {
     vec![Backend::Seq, Backend::Threads, device::device_backend()]
@@ -56,7 +39,7 @@ fn vector_operations_match_plain_rust_on_every_backend_and_dim() {
         let set = rt.set("nodes", 5000).unwrap();
         for dim in 1..=4 {
             let n = 5000 * dim;
-            let (xv, yv, mv) = (rng.vec(n), rng.vec(n), rng.vec(n));
+            let (xv, yv, mv) = (rng.signed_vec(n), rng.signed_vec(n), rng.signed_vec(n));
             let what = |op: &str| format!("{backend:?} dim {dim} {op}");
             let dat = |name: &str, v: &[f64]| rt.dat(&format!("{name}{dim}"), &set, dim, v.to_vec()).unwrap();
             let (x, y, m) = (dat("x", &xv), dat("y", &yv), dat("m", &mv));
@@ -148,8 +131,8 @@ fn f32_operations_match_plain_rust() {
         let set = rt.set("s", 3000).unwrap();
         for dim in [1, 3] {
             let n = 3000 * dim;
-            let xv: Vec<f32> = rng.vec(n).into_iter().map(|v| v as f32).collect();
-            let yv: Vec<f32> = rng.vec(n).into_iter().map(|v| v as f32).collect();
+            let xv: Vec<f32> = rng.signed_vec(n).into_iter().map(|v| v as f32).collect();
+            let yv: Vec<f32> = rng.signed_vec(n).into_iter().map(|v| v as f32).collect();
             let x = rt.dat(&format!("x{dim}"), &set, dim, xv.clone()).unwrap();
             let y = rt.dat(&format!("y{dim}"), &set, dim, yv.clone()).unwrap();
             rt.axpy(0.5f32, &x, &y).unwrap();
@@ -168,8 +151,8 @@ fn f32_operations_match_plain_rust() {
 fn reductions_are_deterministic_run_to_run_and_across_thread_counts() {
     let mut rng = Rng(7);
     // Values over many magnitudes, so that the order of additions shows.
-    let xv: Vec<f64> = (0..100_000).map(|i: i32| rng.unit() * 10f64.powi(i % 17 - 8)).collect();
-    let yv = rng.vec(100_000);
+    let xv: Vec<f64> = (0..100_000).map(|i: i32| rng.signed() * 10f64.powi(i % 17 - 8)).collect();
+    let yv = rng.signed_vec(100_000);
     for backend in backends() {
         let rt = Runtime::with_backend(backend).unwrap();
         let set = rt.set("s", 100_000).unwrap();
@@ -239,7 +222,7 @@ fn random_matrix(rt: &Runtime, rng: &mut Rng, nodes: &Set, edges: usize, dim: us
     let conn: Vec<i32> = (0..2 * edges).map(|_| rng.below(n) as i32).collect();
     let e2n = rt.map(&format!("e2n{dim}"), &eset, nodes, 2, conn.clone()).unwrap();
     let r = 2 * dim;
-    let v = rng.vec(edges * r * r);
+    let v = rng.signed_vec(edges * r * r);
     let vd = rt.dat(&format!("v{dim}"), &eset, r * r, v.clone()).unwrap();
     let s = rt.sparsity(&format!("s{dim}"), &[(&e2n, &e2n)], (dim, dim)).unwrap();
     let a = rt.mat::<f64>(&format!("A{dim}"), &s).unwrap();
@@ -277,7 +260,7 @@ fn spmv_equals_a_dense_product_on_random_matrices() {
             let nodes = rt.set("nodes", nodes_n).unwrap();
             let (a, dense) = random_matrix(&rt, &mut rng, &nodes, edges, dim);
             let size = nodes_n * dim;
-            let xv = rng.vec(size);
+            let xv = rng.signed_vec(size);
             let x = rt.dat("x", &nodes, dim, xv.clone()).unwrap();
             let y = rt.dat("y", &nodes, dim, vec![f64::NAN; size]).unwrap();
             rt.mult(&a, &x, &y).unwrap();
@@ -311,7 +294,7 @@ fn apply_dot_is_the_product_and_its_dot_on_every_backend() {
             let nodes = rt.set("nodes", nodes_n).unwrap();
             let (a, dense) = random_matrix(&rt, &mut rng, &nodes, edges, dim);
             let size = nodes_n * dim;
-            let xv = rng.vec(size);
+            let xv = rng.signed_vec(size);
             let x = rt.dat("x", &nodes, dim, xv.clone()).unwrap();
             let y = rt.dat("y", &nodes, dim, vec![f64::NAN; size]).unwrap();
             let got = a.apply_dot(&rt, &x, &y).unwrap();
@@ -350,7 +333,7 @@ fn spmv_is_bitwise_the_same_on_seq_and_threads() {
         let rt = Runtime::with_backend(backend).unwrap();
         let nodes = rt.set("nodes", 20_000).unwrap();
         let (a, _) = random_matrix_sparse(&rt, &mut rng, &nodes, 100_000);
-        let x = rt.dat("x", &nodes, 1, rng.vec(20_000)).unwrap();
+        let x = rt.dat("x", &nodes, 1, rng.signed_vec(20_000)).unwrap();
         let y = rt.dat("y", &nodes, 1, vec![0.0; 20_000]).unwrap();
         rt.mult(&a, &x, &y).unwrap();
         y.values().unwrap()
@@ -366,7 +349,7 @@ fn random_matrix_sparse(rt: &Runtime, rng: &mut Rng, nodes: &Set, edges: usize) 
     let eset = rt.set("edges", edges).unwrap();
     let conn: Vec<i32> = (0..2 * edges).map(|_| rng.below(n) as i32).collect();
     let e2n = rt.map("e2n", &eset, nodes, 2, conn).unwrap();
-    let vd = rt.dat("v", &eset, 4, rng.vec(edges * 4)).unwrap();
+    let vd = rt.dat("v", &eset, 4, rng.signed_vec(edges * 4)).unwrap();
     let s = rt.sparsity("s", &[(&e2n, &e2n)], (1, 1)).unwrap();
     let a = rt.mat::<f64>("A", &s).unwrap();
     rt.par_loop(elem1::KERNEL, &eset, &[vd.arg(Access::READ), a.arg(&e2n, &e2n, Access::INC)]).unwrap();

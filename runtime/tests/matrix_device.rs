@@ -8,6 +8,10 @@ mod device;
 
 use parloop::{Access, Backend, Runtime, Strategy};
 
+#[path = "support/solvers.rs"]
+mod solvers;
+use solvers::Rng;
+
 /// A P1-like element matrix from node values, with an entry that depends
 /// on the element (so that contributions differ).
 #[parloop::kernel]
@@ -39,22 +43,6 @@ fn block_write(w: &f64, a: &mut [[f64; 2]; 2]) {
     }
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> i32 {
-        (self.next() % n as u64) as i32
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 struct Problem {
     nodes: usize,
     cells: usize,
@@ -68,7 +56,7 @@ fn problem(nodes: usize, cells: usize, seed: u64) -> Problem {
     Problem {
         nodes,
         cells,
-        map: (0..3 * cells).map(|_| rng.below(nodes)).collect(),
+        map: (0..3 * cells).map(|_| rng.below(nodes) as i32).collect(),
         x: (0..nodes).map(|_| rng.unit() - 0.5).collect(),
         w: (0..cells).map(|_| 0.5 + rng.unit()).collect(),
     }
@@ -138,7 +126,7 @@ fn block_matrices_assemble_on_the_device_as_on_seq() {
     let device = device::device_backend();
     let mut rng = Rng(9);
     let (nnodes, nedges) = (60, 400);
-    let map: Vec<i32> = (0..2 * nedges).map(|_| rng.below(nnodes)).collect();
+    let map: Vec<i32> = (0..2 * nedges).map(|_| rng.below(nnodes) as i32).collect();
     let xs: Vec<f64> = (0..2 * nnodes).map(|_| rng.unit()).collect();
     let run = |backend: Backend| {
         let rt = Runtime::with_backend(backend).unwrap();
@@ -218,7 +206,7 @@ fn cg_solves_on_the_device_as_on_seq() {
     xs[n] = 1.0;
     let mut order: Vec<usize> = (0..n).collect();
     for i in (1..n).rev() {
-        order.swap(i, rng.below(i + 1) as usize);
+        order.swap(i, rng.below(i + 1));
     }
     let map: Vec<i32> = order.iter().flat_map(|&e| [e as i32, e as i32 + 1]).collect();
     let rhs: Vec<f64> = (0..=n).map(|i| (3.0 * xs[i]).sin()).collect();

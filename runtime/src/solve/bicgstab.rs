@@ -17,9 +17,17 @@ use crate::error::Result;
 use crate::linalg::{LinearOperator, Real};
 use crate::runtime::Runtime;
 
-use super::{check_system, jacobi_inverse, start, stopped, CgOptions, CgReport, Preconditioner, SolveFailure, Start};
+use super::{jacobi_inverse, prepare, start, stopped, CgOptions, CgReport, Preconditioner, SolveFailure, Start};
 
 const SOLVER: &str = "bicgstab";
+
+/// The right preconditioner `M^-1 = diag(A)^-1` (`dinv`), and where
+/// `M^-1 p` and `M^-1 s` go.
+struct Jacobi<T: Real> {
+    phat: Dat<T>,
+    shat: Dat<T>,
+    dinv: Dat<T>,
+}
 
 /// Solves `A x = b` for a square nonsingular `A` (symmetric or not) by the
 /// stabilised biconjugate gradient method, from the `x` given. Options,
@@ -78,39 +86,26 @@ pub fn bicgstab<T: Real, A: LinearOperator<T> + ?Sized>(
     opts: &CgOptions,
 ) -> Result<CgReport> {
     let name = a.name().to_string();
-    // Numbered before the checks, as `cg` does (the ranks' names agree).
-    let n = rt.names.number();
     let roles: &[&str] = match opts.preconditioner {
         Preconditioner::None => &["r", "r0", "p", "v", "s", "t"],
         Preconditioner::Jacobi => &["r", "r0", "p", "v", "s", "t", "phat", "shat", "dinv"],
     };
-    let checked = check_system(SOLVER, rt, a, b, x, opts, n, roles);
-    let args = format!(
-        "rtol {:e}, atol {:e}, max_iterations {}, preconditioner {:?}",
-        opts.rtol, opts.atol, opts.max_iterations, opts.preconditioner
-    );
-    let sets = [a.row_set(), b.set(), x.set()];
-    let work = crate::Set::agreed_among(sets, &format!("{SOLVER} on matrix `{name}`"), checked, &args)?;
-    let _agreed = crate::decl::ChecksAgreed::enter();
-    let mut work = work.into_iter();
-    let mut next = || work.next().expect("one work vector per role");
-    let (r, r0, p, v, s, t) = (next(), next(), next(), next(), next(), next());
-    // With Jacobi: phat = M^-1 p, shat = M^-1 s, M^-1 = diag(A)^-1.
+    let (mut work, _agreed) = prepare(SOLVER, rt, a, b, x, opts, roles)?;
+    let (r, r0, p, v, s, t) = (work.take(), work.take(), work.take(), work.take(), work.take(), work.take());
     let jacobi = match opts.preconditioner {
         Preconditioner::None => None,
         Preconditioner::Jacobi => {
-            let (phat, shat, dinv) = (next(), next(), next());
-            Some((phat, shat, jacobi_inverse(SOLVER, false, rt, a, dinv, &name)?))
+            let (phat, shat, dinv) = (work.take(), work.take(), work.take());
+            Some(Jacobi { phat, shat, dinv: jacobi_inverse(SOLVER, false, rt, a, dinv, &name)? })
         }
     };
-    // M^-1 `y` into `out` (with Jacobi), or `y` itself.
-    let precondition = |y: &Dat<T>, which: usize| -> Result<Dat<T>> {
+    // M^-1 `y` into `out` of the preconditioner (with Jacobi), or `y` itself.
+    let precondition = |y: &Dat<T>, out: fn(&Jacobi<T>) -> &Dat<T>| -> Result<Dat<T>> {
         match &jacobi {
             None => Ok(y.clone()),
-            Some((phat, shat, dinv)) => {
-                let out = if which == 0 { phat } else { shat };
-                rt.pointwise_mult(out, dinv, y)?;
-                Ok(out.clone())
+            Some(m) => {
+                rt.pointwise_mult(out(m), &m.dinv, y)?;
+                Ok(out(m).clone())
             }
         }
     };
@@ -211,7 +206,7 @@ pub fn bicgstab<T: Real, A: LinearOperator<T> + ?Sized>(
         let was_fresh = fresh;
         fresh = false;
         rho = rho_new;
-        let phat = precondition(&p, 0)?;
+        let phat = precondition(&p, |m| &m.phat)?;
         a.apply(rt, &phat, &v)?;
         let r0v = rt.dot(&r0, &v)?;
         let r0v_f = r0v.to_f64();
@@ -237,7 +232,7 @@ pub fn bicgstab<T: Real, A: LinearOperator<T> + ?Sized>(
             rt.copy_from(&r, &s)?;
             rnorm = snorm;
         } else {
-            let shat = precondition(&s, 1)?;
+            let shat = precondition(&s, |m| &m.shat)?;
             a.apply(rt, &shat, &t)?;
             let (ts, tt) = (rt.dot(&t, &s)?, rt.dot(&t, &t)?);
             let (ts_f, tt_f) = (ts.to_f64(), tt.to_f64());
