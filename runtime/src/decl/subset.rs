@@ -273,7 +273,7 @@ impl Runtime {
     }
 
     /// A subset listed in `set`'s declared numbering, before or after
-    /// [`Runtime::partition`]: the numbers a program computed from the mesh
+    /// `Runtime::partition` (feature `mpi`): the numbers a program computed from the mesh
     /// it declared (boundary vertices) select the same entities whether or
     /// not the set has been partitioned since. On a distributed set, every
     /// rank passes the same list (this is collective, and differing lists
