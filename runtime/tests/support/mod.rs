@@ -55,24 +55,9 @@ pub struct Spec {
     pub compare: Compare,
 }
 
-/// A reproducible pseudo-random sequence (xorshift); the seed must not be 0.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
-}
+#[path = "rng.rs"]
+mod rng;
+pub use rng::Rng;
 
 fn float(rng: &mut Rng, d: Floats, f32: bool) -> f64 {
     let (tiny, huge) = if f32 { (1e-38, 1e38) } else { (1e-300, 1e300) };
