@@ -100,8 +100,9 @@ pub use types::{Access, ElemType, Scalar};
 /// Distributed runs: MPI set-up, partitioners and the partition report.
 #[cfg(feature = "mpi")]
 pub mod mpi {
-    pub use crate::dist::{initialize, Comm, PartitionReport, Partitioner, SetReport, Universe};
+    pub use crate::dist::{initialize, threading, Comm, PartitionReport, Partitioner, SetReport, Universe};
     pub use ::mpi::collective::{CommunicatorCollectives, SystemOperation};
+    pub use ::mpi::environment::Threading;
     pub use ::mpi::topology::SimpleCommunicator;
     pub use ::mpi::traits::Communicator;
 }

@@ -520,6 +520,7 @@ fn main() {
         one_rank_collectives(&world, backend, &mut failures);
     }
     lazy(&world, &mut failures);
+    two_threads(&world, &grid, &mut failures);
     // More ranks than entities: some ranks own nothing, the run is still right.
     {
         let rt = Runtime::with_communicator(Backend::Seq, &world).expect("runtime");
@@ -734,6 +735,49 @@ fn fem(world: &parloop::mpi::SimpleCommunicator, backend: Backend, failures: &mu
             check_gap(format!("{name}, A b"), relative_gap(&y, &want_y), failures);
             check_gap(format!("{name}, CG solution"), relative_gap(&u, &want_u), failures);
         }
+    }
+}
+
+/// Two distributed runtimes driven from two threads at once (MPI at
+/// `MPI_THREAD_MULTIPLE`, which `parloop::mpi::initialize` asks for): each
+/// runtime's halo exchanges and reductions run on a communicator of its
+/// own, so however the threads interleave on each rank, every step's rms
+/// is the one a single thread computes.
+fn two_threads(world: &parloop::mpi::SimpleCommunicator, grid: &Grid, failures: &mut Vec<String>) {
+    use parloop::mpi::Threading;
+    if parloop::mpi::threading() != Threading::Multiple {
+        if world.rank() == 0 {
+            println!("two threads: skipped, MPI offers {:?}", parloop::mpi::threading());
+        }
+        return;
+    }
+    let steps = 12;
+    fn run<'rt>(rt: &'rt Runtime, grid: &Grid) -> Airfoil<'rt> {
+        let a = Airfoil::new(rt, grid).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+        rt.partition(&a.cells, &a.pecell, Partitioner::Metis).unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+        a
+    }
+    // One thread first: the reference (a partitioned run sums in its own order).
+    let alone_rt = Runtime::with_communicator(Backend::Seq, world).expect("runtime");
+    let mut alone = run(&alone_rt, grid);
+    let want: Vec<u64> = (0..steps).map(|_| alone.step().expect("step").to_bits()).collect();
+    // Made and partitioned on this thread (both are collective on `world`),
+    // then each stepped by a thread of its own, the threads at once.
+    let rts: Vec<Runtime> = (0..2).map(|_| Runtime::with_communicator(Backend::Seq, world).expect("runtime")).collect();
+    let mut runs: Vec<Airfoil<'_>> = rts.iter().map(|rt| run(rt, grid)).collect();
+    let got: Vec<parloop::Result<Vec<u64>>> = std::thread::scope(|s| {
+        let threads: Vec<_> = runs
+            .iter_mut()
+            .map(|a| s.spawn(move || (0..steps).map(|_| a.step().map(f64::to_bits)).collect()))
+            .collect();
+        threads.into_iter().map(|t| t.join().expect("a stepping thread")).collect()
+    });
+    for (k, (rt, got)) in rts.iter().zip(got).enumerate() {
+        let got = got.unwrap_or_else(|e| panic!("{}", rt.fail(e)));
+        check(got == want, &format!("two threads: runtime {k}'s rms differ from one thread's"), failures);
+    }
+    if world.rank() == 0 {
+        println!("two threads: two distributed runtimes stepped at once, rms bitwise one thread's");
     }
 }
 

@@ -36,14 +36,35 @@ pub use mpi::environment::Universe;
 /// Initialises MPI (once per process) and returns its universe; MPI is
 /// finalised when the universe is dropped, so keep it for the whole run.
 ///
+/// It asks for `MPI_THREAD_MULTIPLE`, so that distributed runtimes may be
+/// driven from several threads at once (one thread per runtime: each
+/// runtime's collectives run on a communicator of its own, and its calls
+/// hold it one thread at a time). A library that offers less is used at
+/// the level it offers ([`threading`] says which); then drive the
+/// distributed runtimes from one thread.
+///
 /// ```no_run
 /// let universe = parloop::mpi::initialize()?;
 /// let rt = parloop::Runtime::with_communicator(parloop::Backend::Seq, &universe.world())?;
 /// # Ok::<(), parloop::Error>(())
 /// ```
 pub fn initialize() -> Result<Universe> {
-    mpi::initialize()
+    mpi::initialize_with_threading(mpi::Threading::Multiple)
+        .map(|(universe, _)| universe)
         .ok_or_else(|| Error::Distributed { rank: 0, reason: "MPI was already initialised in this process".into() })
+}
+
+/// The thread level MPI was initialised at (`MPI_Query_thread`): at
+/// [`Threading::Multiple`](mpi::Threading::Multiple) several threads may each drive a distributed
+/// runtime at once.
+///
+/// ```no_run
+/// let universe = parloop::mpi::initialize()?;
+/// let several_threads = parloop::mpi::threading() == parloop::mpi::Threading::Multiple;
+/// # Ok::<(), parloop::Error>(())
+/// ```
+pub fn threading() -> mpi::Threading {
+    mpi::environment::threading_support()
 }
 
 /// The communicator of a runtime: a duplicate of the solver's, so that
@@ -71,8 +92,11 @@ pub(crate) type Stale = Arc<Mutex<std::collections::HashSet<u64>>>;
 /// What [`Comm::before_collective`] calls: the runtime's `flush`.
 pub(crate) type Flush = Box<dyn Fn() -> Result<()> + Send + Sync>;
 
-// SAFETY: MPI is initialised with `Threading::Single`-compatible use: parloop
-// makes MPI calls only while holding `inner`'s lock, one thread at a time.
+// SAFETY: parloop makes MPI calls on a communicator only while holding its
+// `inner` lock, one thread at a time; calls on two runtimes' communicators
+// from two threads at once need `MPI_THREAD_MULTIPLE`, which `initialize`
+// asks for (at a lower level the program drives them from one thread, as
+// `initialize` documents).
 unsafe impl Send for Comm {}
 // SAFETY: as above; the rank and size are plain values.
 unsafe impl Sync for Comm {}
