@@ -186,7 +186,7 @@ impl Comm {
     }
 
     /// `MPI_Allreduce` of `local` into `all`, completed by polling
-    /// ([`wait::complete`]: the core is yielded while other ranks work).
+    /// ([`blocking`]: the core is yielded while other ranks work).
     fn all_reduce<S, R>(&self, local: &S, all: &mut R, op: SystemOperation)
     where
         S: mpi::datatype::Buffer + ?Sized,
@@ -194,6 +194,24 @@ impl Comm {
     {
         let c = self.lock();
         blocking(|scope| c.immediate_all_reduce_into(scope, local, all, op));
+    }
+
+    /// `MPI_Allgather` of every rank's `local` into `all`, in rank order
+    /// (completed as [`Comm::all_reduce`] is).
+    pub(crate) fn all_gather<S, R>(&self, local: &S, all: &mut R)
+    where
+        S: mpi::datatype::Buffer + ?Sized,
+        R: mpi::datatype::BufferMut + ?Sized,
+    {
+        let c = self.lock();
+        blocking(|scope| c.immediate_all_gather_into(scope, local, all));
+    }
+
+    /// `MPI_Bcast` of rank 0's `values` into every rank's (completed as
+    /// [`Comm::all_reduce`] is).
+    pub(crate) fn broadcast_from_first<B: mpi::datatype::BufferMut + ?Sized>(&self, values: &mut B) {
+        let c = self.lock();
+        blocking(|scope| c.process_at_rank(0).immediate_broadcast_into(scope, values));
     }
 
     /// Whether every rank passed `true`: a step that can fail on one rank

@@ -89,9 +89,7 @@ impl Runtime {
         // the others declared the same sets, maps and dats empty.
         let empty_here = u8::from(sets.iter().all(|s| s.total() == 0));
         let mut empty = vec![0u8; comm.size()];
-        let c = comm.lock();
-        blocking(|scope| c.immediate_all_gather_into(scope, &empty_here, &mut empty[..]));
-        drop(c);
+        comm.all_gather(&empty_here, &mut empty[..]);
         let root_only = comm.size() > 1 && empty[0] == 0 && empty[1..].iter().all(|&e| e == 1);
         let mut sizes: Vec<u64> = sets.iter().map(|s| s.total() as u64).collect();
         if root_only {
@@ -128,9 +126,7 @@ impl Runtime {
                  (or declare the mesh on rank 0 alone, whose owners are used)",
             ));
         }
-        let c = comm.lock();
-        blocking(|scope| c.process_at_rank(0).immediate_broadcast_into(scope, &mut primary_owners[..]));
-        drop(c);
+        comm.broadcast_from_first(&mut primary_owners[..]);
         let edge_cut = layout::edge_cut(&xadj, &adjncy, &primary_owners);
         let mut owners = vec![None; gsets.len()];
         owners[p] = Some(primary_owners);
@@ -182,9 +178,7 @@ impl Runtime {
             .map(|v| v as u64)
             .collect();
         let mut all = vec![0u64; mine.len() * ranks];
-        let c = comm.lock();
-        blocking(|scope| c.immediate_all_gather_into(scope, &mine[..], &mut all[..]));
-        drop(c);
+        comm.all_gather(&mine[..], &mut all[..]);
         let sections: Vec<Vec<Sections>> = all
             .chunks_exact(mine.len().max(1))
             .map(|rank| {
