@@ -572,9 +572,9 @@ pub(crate) struct Launcher<'a, A: Borrow<Arg> = Arg> {
     kernel: &'a str,
     args: &'a [A],
     params: LaunchParams,
-    /// The arguments' data, locked from their upload until `rest` records
-    /// the loop's writes: a host access in between would be discarded by
-    /// `device_written` (or see the values half-way).
+    /// The arguments' data, locked from their upload until `rest` has
+    /// finished the loop: a host access in between would see the values
+    /// half-way (and a host write would be lost under the device copy).
     locked: crate::exec::DeviceLocked<'a>,
     /// The device is this thread's while the launches use the addresses
     /// (see `device::Occupant`).
@@ -603,6 +603,13 @@ impl<'a, A: Borrow<Arg>> Launcher<'a, A> {
         for (slot, buf) in dl.arrays.iter().chain(&dl.partials) {
             params.ptr[*slot] = buf.addr;
         }
+        // Recorded before the first launch, not after the last: a launch
+        // that fails after others (or its own first blocks) wrote leaves
+        // the device copy the current one, which the next host read
+        // downloads and the next device loop starts from.
+        for a in args.iter().map(Borrow::borrow).filter(|a| a.access.writes()) {
+            a.storage.device_written();
+        }
         Ok(Launcher { dl, kernel, args, params, locked, _occupied: occupied })
     }
 
@@ -622,11 +629,6 @@ impl<'a, A: Borrow<Arg>> Launcher<'a, A> {
             self.params.val = [0; loops::MAX_VALS];
             self.params.val[loops::val::PARTIALS] = self.dl.counted;
             self.dl.module.launch(finish, 1, self.dl.block, self.dl.finish_shared, &self.params)?;
-        }
-        for a in self.args.iter().map(Borrow::borrow) {
-            if a.access.writes() {
-                a.storage.device_written();
-            }
         }
         // Only now may host accesses and other loops have the data.
         drop(self.locked);
@@ -700,5 +702,44 @@ mod tests {
         dl.shared = plan.max_staged_bytes() - 64;
         let err = run(&device, &dl, "spread_pair", &args).unwrap_err();
         assert!(err.to_string().contains("shared memory"), "{err}");
+    }
+
+    /// A launch that fails after some of its blocks wrote (here: blocks
+    /// that overran their shared memory, caught after the launch) leaves
+    /// one current copy of the values: what a host read sees is what the
+    /// next device loop starts from. The writes were recorded only after
+    /// the launches succeeded, so the host read gave the values from
+    /// before the loop while the next loop added to the half-written
+    /// device copy.
+    #[test]
+    fn a_failed_launch_leaves_the_host_and_the_device_agreeing() {
+        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+        let (nedges, nnodes) = (5000, 700);
+        let edges = rt.set("edges", nedges).unwrap();
+        let nodes = rt.set("nodes", nnodes).unwrap();
+        let ends: Vec<i32> = (0..2 * nedges).map(|k| ((k * 7919 + k / 2) % nnodes) as i32).collect();
+        let pair = rt.map("pair", &edges, &nodes, 2, ends.clone()).unwrap();
+        let w = rt.dat("w", &edges, 1, vec![1.0f64; nedges]).unwrap();
+        let r = rt.dat("r", &nodes, 2, vec![0.0f64; 2 * nnodes]).unwrap();
+        let args = [w.arg(Access::READ), r.arg_via(&pair, 0, Access::INC), r.arg_via(&pair, 1, Access::INC)];
+        let device: Arc<dyn Device> = Arc::new(Emu::new().unwrap());
+        let mut dl = prepare(&device, spread_pair::KERNEL, &args, &[nedges], Strategy::Staged, None).unwrap();
+        let enough = dl.shared;
+        // Short by less than the canary after it: caught, not corrupting.
+        dl.shared = enough - 64;
+        run(&device, &dl, "spread_pair", &args).unwrap_err();
+        let seen = r.values().unwrap();
+        dl.shared = enough;
+        run(&device, &dl, "spread_pair", &args).unwrap();
+        // One loop's increments (whole numbers and halves: exact in any order).
+        let mut expected = seen.clone();
+        for e in ends.chunks(2) {
+            let (a, b) = (e[0] as usize, e[1] as usize);
+            expected[2 * a] += 1.0;
+            expected[2 * a + 1] += 2.0;
+            expected[2 * b] -= 1.0;
+            expected[2 * b + 1] -= 0.5;
+        }
+        assert_eq!(r.values().unwrap(), expected, "the loop after the failed one started from other values than the host saw");
     }
 }

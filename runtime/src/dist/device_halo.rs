@@ -251,10 +251,11 @@ impl Mpi {
             dev.upload_ordered(&recv_buf, recv_host)?;
             wait
         };
-        launch_pieces(halos, dev, module.as_ref(), (args, &dats, &addrs), &recv.pieces, recv_dev, false)?;
+        // Recorded before the unpack is tried (`Launcher::new`'s reason).
         for d in &dats {
             args[d.arg].storage.device_written();
         }
+        launch_pieces(halos, dev, module.as_ref(), (args, &dats, &addrs), &recv.pieces, recv_dev, false)?;
         Ok(self.refreshed(args, &dats, send.slots.len(), wait))
     }
 }

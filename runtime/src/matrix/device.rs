@@ -536,6 +536,9 @@ impl Runtime {
             let mut params = LaunchParams::default();
             params.ptr[0] = em;
             params.val[0] = (set.total() * tables.element_dat_dim) as i64;
+            // Written before the launch is tried (as every device write
+            // here: `Launcher::new`'s reason).
+            element_matrices.device_written();
             library.launch(
                 &format!("pl_lib_zero_{}", suffix(elem)),
                 grid_for(params.val[0] as usize),
@@ -543,7 +546,6 @@ impl Runtime {
                 0,
                 &params,
             )?;
-            element_matrices.device_written();
             // WRITE, not INC: the kernel may assign entries of a WRITE
             // matrix argument, and the values start at zero anyway.
             args[i] = Arg::new(
@@ -568,6 +570,7 @@ impl Runtime {
             let em = held.addr(element_matrices.id());
             let mut params = LaunchParams::default();
             let write = arg.access == Access::Write;
+            arg.storage.device_written();
             if atomic_scatter(self) && !write {
                 params.ptr[0] = vals;
                 params.ptr[1] = tables.positions.addr;
@@ -590,7 +593,6 @@ impl Runtime {
                 params.val[1] = i64::from(write);
                 library.launch(&format!("pl_lib_scatter_det_{}", suffix(elem)), grid_for(nnz), BLOCK, 0, &params)?;
             }
-            arg.storage.device_written();
             drop(held);
         }
         Ok(())
@@ -636,8 +638,8 @@ impl Runtime {
         let rows_per_block = (BLOCK / csr.threads_per_row) as usize;
         let grid = rows.div_ceil(rows_per_block).clamp(1, MAX_GRID) as u32;
         let shared = BLOCK as usize * std::mem::size_of::<T>();
-        library.launch(&format!("pl_lib_spmv_{}", suffix(T::TYPE)), grid, BLOCK, shared, &params)?;
         y.0.device_written();
+        library.launch(&format!("pl_lib_spmv_{}", suffix(T::TYPE)), grid, BLOCK, shared, &params)?;
         Ok(())
     }
 
@@ -650,8 +652,8 @@ impl Runtime {
         let CsrLaunch { library, mut params, rows, .. } = self.csr_launch(device, a, &held)?;
         params.ptr[3] = held.addr(d.id());
         params.val[0] = rows as i64;
-        library.launch(&format!("pl_lib_diagonal_{}", suffix(T::TYPE)), grid_for(rows), BLOCK, 0, &params)?;
         d.0.device_written();
+        library.launch(&format!("pl_lib_diagonal_{}", suffix(T::TYPE)), grid_for(rows), BLOCK, 0, &params)?;
         Ok(())
     }
 }
