@@ -74,6 +74,15 @@ impl Arg {
     }
 
     /// The access mode.
+    ///
+    /// ```
+    /// use parloop::Access;
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let s = rt.set("s", 2)?;
+    /// let d = rt.dat("d", &s, 1, vec![0.0f64; 2])?;
+    /// assert_eq!(d.arg(Access::RW).access(), Access::RW);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn access(&self) -> Access {
         self.access
     }
@@ -168,12 +177,50 @@ impl<T: Scalar> Dat<T> {
     }
 
     /// An indirect argument: element `e` sees entity `map[e][column]`.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    /// #[parloop::kernel]
+    /// fn difference(a: &f64, b: &f64, d: &mut f64) {
+    ///     *d = *b - *a;
+    /// }
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let nodes = rt.set("nodes", 3)?;
+    /// let edges = rt.set("edges", 2)?;
+    /// let pedge = rt.map("pedge", &edges, &nodes, 2, vec![0, 1, 1, 2])?;
+    /// let x = rt.dat("x", &nodes, 1, vec![0.0, 1.0, 3.0])?;
+    /// let dx = rt.dat("dx", &edges, 1, vec![0.0; 2])?;
+    /// let args = [x.arg_via(&pedge, 0, Access::READ), x.arg_via(&pedge, 1, Access::READ), dx.arg(Access::WRITE)];
+    /// rt.par_loop(difference::KERNEL, &edges, &args)?;
+    /// assert_eq!(dx.values()?, vec![1.0, 2.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn arg_via(&self, map: &Map, column: usize, access: Access) -> Arg {
         self.make_arg(ArgKind::Indirect { map: map.clone(), column }, access)
     }
 
     /// A vector argument: element `e` sees the entities of every column of
     /// `map[e]`, as `&[[T; dim]; arity]`.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    /// /// The centroid of a triangle from its three vertices' coordinates.
+    /// #[parloop::kernel]
+    /// fn centroid(x: &[[f64; 2]; 3], c: &mut [f64; 2]) {
+    ///     for k in 0..2 {
+    ///         c[k] = (x[0][k] + x[1][k] + x[2][k]) / 3.0;
+    ///     }
+    /// }
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let vertices = rt.set("vertices", 3)?;
+    /// let cells = rt.set("cells", 1)?;
+    /// let cv = rt.map("cell_vertices", &cells, &vertices, 3, vec![0, 1, 2])?;
+    /// let x = rt.dat("x", &vertices, 2, vec![0.0, 0.0, 3.0, 0.0, 0.0, 3.0])?;
+    /// let c = rt.dat("c", &cells, 2, vec![0.0; 2])?;
+    /// rt.par_loop(centroid::KERNEL, &cells, &[x.arg_vec(&cv, Access::READ), c.arg(Access::WRITE)])?;
+    /// assert_eq!(c.values()?, vec![1.0, 1.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn arg_vec(&self, map: &Map, access: Access) -> Arg {
         self.make_arg(ArgKind::Vector { map: map.clone() }, access)
     }
@@ -181,6 +228,21 @@ impl<T: Scalar> Dat<T> {
 
 impl<T: Scalar> Global<T> {
     /// A global argument: READ for a constant, INC, MIN or MAX for a reduction.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    /// #[parloop::kernel]
+    /// fn largest(x: &f64, m: &mut f64) {
+    ///     *m = m.max(*x);
+    /// }
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let s = rt.set("s", 3)?;
+    /// let x = rt.dat("x", &s, 1, vec![2.0, 7.0, -1.0])?;
+    /// let m = rt.global("m", &[f64::MIN])?;
+    /// rt.par_loop(largest::KERNEL, &s, &[x.arg(Access::READ), m.arg(Access::MAX)])?;
+    /// assert_eq!(m.value()?, 7.0);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn arg(&self, access: Access) -> Arg {
         Arg::new(self.0.clone(), ArgKind::Global, access, self.dim(), None)
     }

@@ -165,6 +165,13 @@ impl Runtime {
     /// A runtime configured from the environment: `PARLOOP_BACKEND`
     /// (`auto`, `seq`, `threads`, `emu`, `cuda`), `PARLOOP_PART_SIZE`,
     /// `PARLOOP_PROFILE`, `PARLOOP_LAZY` and the rest of the README's table.
+    ///
+    /// ```
+    /// // PARLOOP_BACKEND unset: the GPU when one is present, else all cores.
+    /// let rt = parloop::Runtime::new()?;
+    /// println!("loops run on {}", rt.backend());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn new() -> Result<Runtime> {
         let backend = match env("PARLOOP_BACKEND") {
             Some(b) => b.parse()?,
@@ -203,6 +210,13 @@ impl Runtime {
 
     /// A runtime on `backend`; other settings come from the environment.
     /// Under MPI (with the `mpi` feature) its communicator is the world.
+    ///
+    /// ```
+    /// use parloop::{Backend, Runtime};
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// assert_eq!(rt.backend(), Backend::Seq);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn with_backend(backend: Backend) -> Result<Runtime> {
         Runtime::build(backend, distribution::by_default)
     }
@@ -352,6 +366,12 @@ impl Runtime {
     }
 
     /// The backend loops run on.
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Threads)?;
+    /// assert_eq!(rt.backend().name(), "threads");
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn backend(&self) -> Backend {
         self.backend
     }
@@ -451,6 +471,15 @@ impl Runtime {
 
     /// Declares a set with explicit section sizes; sections whose sum
     /// overflows `usize` are an [`Error::SizeOverflow`].
+    ///
+    /// ```
+    /// use parloop::Sections;
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// // 6 entities whose loops need no halo, 2 that do, 1 halo copy executed.
+    /// let nodes = rt.set_with_sections("nodes", Sections { core: 6, owned: 2, exec: 1, non_exec: 0 })?;
+    /// assert_eq!((nodes.size(), nodes.total()), (8, 9));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn set_with_sections(&self, name: &str, sections: Sections) -> Result<Set> {
         let set = self.names.declare(Namespace::Set, "set", name, || Set::new(name, sections), |s| &s.0)?;
         self.dist.declared_set(&set);
@@ -459,6 +488,19 @@ impl Runtime {
 
     /// Declares a map of `arity` targets per entity of `from`, each a valid
     /// index of `to`; an out-of-range value is an error naming the entity.
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// let nodes = rt.set("nodes", 3)?;
+    /// let edges = rt.set("edges", 2)?;
+    /// // Edge 0 joins nodes 0 and 1, edge 1 nodes 1 and 2.
+    /// let pedge = rt.map("pedge", &edges, &nodes, 2, vec![0, 1, 1, 2])?;
+    /// assert_eq!(pedge.arity(), 2);
+    /// // Node 3 does not exist: the error names the map, the edge and the value.
+    /// let err = rt.map("bad", &edges, &nodes, 2, vec![0, 1, 1, 3]).unwrap_err();
+    /// assert!(matches!(err, parloop::Error::MapValueOutOfRange { entity: 1, value: 3, .. }), "{err}");
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn map(&self, name: &str, from: &Set, to: &Set, arity: usize, values: Vec<i32>) -> Result<Map> {
         let map =
             self.names.declare(Namespace::Map, "map", name, || Map::new(name, from, to, arity, values), |m| &m.0)?;
@@ -467,6 +509,17 @@ impl Runtime {
     }
 
     /// Declares a dat of `dim` values per entity of `set`.
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// let nodes = rt.set("nodes", 3)?;
+    /// // Two values (x, y) per node, node after node.
+    /// let coords = rt.dat("coords", &nodes, 2, vec![0.0f64, 0.0, 1.0, 0.0, 0.0, 1.0])?;
+    /// assert_eq!(coords.dim(), 2);
+    /// // The length must be set size times dim.
+    /// assert!(matches!(rt.dat("short", &nodes, 2, vec![0.0f64; 5]), Err(parloop::Error::WrongLength { .. })));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn dat<T: Scalar>(&self, name: &str, set: &Set, dim: usize, values: Vec<T>) -> Result<Dat<T>> {
         let dat = self.names.declare(Namespace::Data, "dat", name, || Dat::new(name, set, dim, values), |d| &d.0)?;
         self.dist.declared_dat(Arc::downgrade(&dat.0) as _);
@@ -480,6 +533,14 @@ impl Runtime {
     }
 
     /// This process's rank in the runtime's communicator (0 when serial).
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// if rt.rank() == 0 {
+    ///     println!("{} rank(s)", rt.ranks());
+    /// }
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn rank(&self) -> usize {
         self.dist.rank()
     }
@@ -518,6 +579,23 @@ impl Runtime {
     }
 
     /// Declares a global with the given initial values.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    ///
+    /// #[parloop::kernel]
+    /// fn total(x: &f64, sum: &mut f64) {
+    ///     *sum += *x;
+    /// }
+    ///
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let cells = rt.set("cells", 3)?;
+    /// let x = rt.dat("x", &cells, 1, vec![1.0, 2.0, 4.0])?;
+    /// let sum = rt.global("sum", &[0.0f64])?;
+    /// rt.par_loop(total::KERNEL, &cells, &[x.arg(Access::READ), sum.arg(Access::INC)])?;
+    /// assert_eq!(sum.value()?, 7.0);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn global<T: Scalar>(&self, name: &str, values: &[T]) -> Result<Global<T>> {
         self.names.declare(Namespace::Data, "global", name, || Global::new(name, values), |g| &g.0)
     }
@@ -543,6 +621,32 @@ impl Runtime {
     /// `set` is a [`Set`] or a [`Subset`](crate::Subset) (see [`LoopSet`](crate::LoopSet)).
     /// With `PARLOOP_LAZY=1` the loop is recorded and runs when something
     /// needs its results (see [`Runtime::execute`]).
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    ///
+    /// /// Each edge adds its weight to its two nodes.
+    /// #[parloop::kernel]
+    /// fn spread(w: &f64, a: &mut f64, b: &mut f64) {
+    ///     *a += *w;
+    ///     *b += *w;
+    /// }
+    ///
+    /// let rt = Runtime::with_backend(Backend::Threads)?;
+    /// let nodes = rt.set("nodes", 3)?;
+    /// let edges = rt.set("edges", 2)?;
+    /// let pedge = rt.map("pedge", &edges, &nodes, 2, vec![0, 1, 1, 2])?;
+    /// let w = rt.dat("w", &edges, 1, vec![1.0, 10.0])?;
+    /// let r = rt.dat("r", &nodes, 1, vec![0.0; 3])?;
+    /// let args = [w.arg(Access::READ), r.arg_via(&pedge, 0, Access::INC), r.arg_via(&pedge, 1, Access::INC)];
+    /// rt.par_loop(spread::KERNEL, &edges, &args)?;
+    /// assert_eq!(r.values()?, vec![1.0, 11.0, 10.0]);
+    /// // An argument that does not fit the kernel is refused, naming it; nothing ran.
+    /// let err = rt.par_loop(spread::KERNEL, &edges, &args[..2]).unwrap_err();
+    /// assert!(err.to_string().contains("spread"), "{err}");
+    /// assert_eq!(r.values()?, vec![1.0, 11.0, 10.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     #[track_caller]
     pub fn par_loop<'s>(
         &self,
@@ -748,6 +852,12 @@ impl Runtime {
 
     /// Whether loops are recorded (`PARLOOP_LAZY=1`) rather than run when
     /// submitted.
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_lazy(parloop::Backend::Seq, true)?;
+    /// assert!(rt.lazy());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn lazy(&self) -> bool {
         self.trace.is_some()
     }
@@ -787,6 +897,21 @@ impl Runtime {
 
     /// What the lazy trace has recorded, run, skipped and discarded so far
     /// (all zero when loops run eagerly).
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    /// #[parloop::kernel]
+    /// fn double(x: &mut f64) {
+    ///     *x *= 2.0;
+    /// }
+    /// let rt = Runtime::with_lazy(Backend::Seq, true)?;
+    /// let s = rt.set("s", 4)?;
+    /// let x = rt.dat("x", &s, 1, vec![1.0; 4])?;
+    /// rt.par_loop(double::KERNEL, &s, &[x.arg(Access::RW)])?;
+    /// assert_eq!(x.values()?, vec![2.0; 4]);
+    /// assert_eq!(rt.trace_stats().loops_recorded, 1);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn trace_stats(&self) -> crate::trace::TraceStats {
         let mut stats = self.trace.as_ref().map(|t| t.stats()).unwrap_or_default();
         stats.temporaries_reused = self.temporaries.reused();
@@ -817,6 +942,24 @@ impl Runtime {
     /// Where the lazy trace was forced (source locations of the host
     /// accesses, `par_loop` calls and flushes that ran recorded loops),
     /// most frequent first: where a time step synchronises.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    /// #[parloop::kernel]
+    /// fn double(x: &mut f64) {
+    ///     *x *= 2.0;
+    /// }
+    /// let rt = Runtime::with_lazy(Backend::Seq, true)?;
+    /// let s = rt.set("s", 4)?;
+    /// let x = rt.dat("x", &s, 1, vec![1.0; 4])?;
+    /// rt.par_loop(double::KERNEL, &s, &[x.arg(Access::RW)])?;
+    /// x.values()?; // a forcing point: this line
+    /// for point in rt.forcing_points() {
+    ///     println!("{point:?}");
+    /// }
+    /// assert!(!rt.forcing_points().is_empty());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn forcing_points(&self) -> Vec<crate::trace::ForcingPoint> {
         self.trace.as_ref().map(|t| t.forcing_points()).unwrap_or_default()
     }
@@ -832,6 +975,20 @@ impl Runtime {
     }
 
     /// The Graphviz text [`Runtime::trace_dot`] writes.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    /// #[parloop::kernel]
+    /// fn double(x: &mut f64) {
+    ///     *x *= 2.0;
+    /// }
+    /// let rt = Runtime::with_lazy(Backend::Seq, true)?;
+    /// let s = rt.set("s", 4)?;
+    /// let x = rt.dat("x", &s, 1, vec![1.0; 4])?;
+    /// rt.par_loop(double::KERNEL, &s, &[x.arg(Access::RW)])?;
+    /// assert!(rt.trace_dot_string().contains("double"));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn trace_dot_string(&self) -> String {
         match &self.trace {
             Some(t) => t.dot(),
@@ -1058,6 +1215,15 @@ impl Runtime {
     /// buffer to another `repeats` times (after one warm-up copy) and
     /// returns GB/s counting bytes read and written (1e9 bytes per GB).
     /// Device backends only.
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Emu)?;
+    /// let gb_per_s = rt.copy_bandwidth(1 << 20, 3)?;
+    /// assert!(gb_per_s > 0.0);
+    /// // Host backends have no device to measure.
+    /// assert!(parloop::Runtime::with_backend(parloop::Backend::Seq)?.copy_bandwidth(1 << 20, 3).is_err());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
         let device = self.device.as_ref().ok_or_else(|| Error::Backend {
             name: self.backend.name().into(),
@@ -1081,6 +1247,12 @@ impl Runtime {
     }
 
     /// The device of a device backend, described.
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// assert_eq!(rt.device_name(), None);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn device_name(&self) -> Option<String> {
         self.device.as_ref().map(|d| d.name())
     }
@@ -1103,6 +1275,12 @@ impl Runtime {
     }
 
     /// Number of loop shapes in the plan cache.
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// assert_eq!(rt.cached_plans(), 0);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn cached_plans(&self) -> usize {
         self.flush_quietly();
         lock(&self.plans).len()
@@ -1143,6 +1321,20 @@ impl Runtime {
     }
 
     /// The profile as a text table (what `PARLOOP_PROFILE=1` prints).
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    /// #[parloop::kernel]
+    /// fn double(x: &mut f64) {
+    ///     *x *= 2.0;
+    /// }
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let s = rt.set("s", 4)?;
+    /// let x = rt.dat("x", &s, 1, vec![1.0; 4])?;
+    /// rt.par_loop(double::KERNEL, &s, &[x.arg(Access::RW)])?;
+    /// print!("{}", rt.report_table());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn report_table(&self) -> String {
         let mut table = profile::table(&self.report());
         let reductions = self.reduction_stats();

@@ -133,6 +133,13 @@ impl fmt::Display for ElemType {
 /// The constants [`Access::READ`], [`Access::WRITE`], [`Access::RW`],
 /// [`Access::INC`], [`Access::MIN`] and [`Access::MAX`] name the modes as OP2
 /// and PyOP2 do.
+///
+/// ```
+/// use parloop::Access;
+/// assert_eq!(Access::INC.name(), "INC");
+/// assert!(Access::INC.writes() && Access::INC.is_reduction());
+/// assert!(!Access::READ.writes() && !Access::WRITE.reads());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Access {
     /// Read only.

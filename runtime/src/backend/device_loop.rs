@@ -740,6 +740,10 @@ mod tests {
             expected[2 * b] -= 1.0;
             expected[2 * b + 1] -= 0.5;
         }
-        assert_eq!(r.values().unwrap(), expected, "the loop after the failed one started from other values than the host saw");
+        assert_eq!(
+            r.values().unwrap(),
+            expected,
+            "the loop after the failed one started from other values than the host saw"
+        );
     }
 }

@@ -94,6 +94,15 @@ use std::str::FromStr;
 use crate::error::Error;
 
 /// The backend a [`Runtime`](crate::Runtime) runs loops on.
+///
+/// ```
+/// use parloop::{Backend, Runtime};
+/// let backend: Backend = "threads".parse()?; // as PARLOOP_BACKEND spells it
+/// let rt = Runtime::with_backend(backend)?;
+/// assert_eq!(rt.backend(), Backend::Threads);
+/// assert!(matches!(Backend::auto(), Backend::Cuda | Backend::Threads));
+/// # Ok::<(), parloop::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Backend {

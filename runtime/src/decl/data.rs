@@ -203,6 +203,14 @@ impl<T: Scalar> Dat<T> {
     }
 
     /// The dat's name.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// let nodes = rt.set("nodes", 2)?;
+    /// let u = rt.dat("u", &nodes, 3, vec![0.0f64; 6])?;
+    /// assert_eq!((u.name(), u.set().name(), u.dim()), ("u", "nodes", 3));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn name(&self) -> &str {
         &self.0.name
     }
@@ -241,6 +249,15 @@ impl<T: Scalar> Dat<T> {
     /// With the lazy trace on, this runs every recorded loop first (the
     /// closure may read anything); [`Dat::values`] runs only what this
     /// dat depends on.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let s = rt.set("s", 3)?;
+    /// let d = rt.dat("d", &s, 1, vec![1.0, 2.0, 4.0])?;
+    /// let largest = d.with_values(|v| v.iter().cloned().fold(f64::MIN, f64::max))?;
+    /// assert_eq!(largest, 4.0);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     #[track_caller]
     pub fn with_values<R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
         self.0.link.force(self.0.id, false, true)?;
@@ -342,6 +359,16 @@ impl<T: Scalar> Dat<T> {
     }
 
     /// Replaces all values; the length must be `set.total() * dim`.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let s = rt.set("s", 2)?;
+    /// let d = rt.dat("d", &s, 1, vec![0.0, 0.0])?;
+    /// d.set_values(&[3.0, 4.0])?;
+    /// assert_eq!(d.values()?, vec![3.0, 4.0]);
+    /// assert!(matches!(d.set_values(&[1.0]), Err(parloop::Error::WrongLength { .. })));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     #[track_caller]
     pub fn set_values(&self, values: &[T]) -> Result<()> {
         // Checked before the write: a temporary allocates its memory there.
@@ -479,6 +506,13 @@ impl<T: Scalar> Global<T> {
     }
 
     /// The global's name.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// let bounds = rt.global("bounds", &[0.0f64, 1.0])?;
+    /// assert_eq!((bounds.name(), bounds.dim()), ("bounds", 2));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn name(&self) -> &str {
         &self.0.name
     }
@@ -487,6 +521,13 @@ impl<T: Scalar> Global<T> {
         self.0.meta
     }
     /// All values (downloaded when a device loop reduced last).
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// let bounds = rt.global("bounds", &[0.0f64, 1.0])?;
+    /// assert_eq!(bounds.values()?, vec![0.0, 1.0]);
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     #[track_caller]
     pub fn values(&self) -> Result<Vec<T>> {
         crate::fallible::copy_of(&self.0.read()?.guard, || format!("a copy of global `{}`'s values", self.0.name))
@@ -508,6 +549,15 @@ impl<T: Scalar> Global<T> {
     /// With the lazy trace on, the write is recorded like a loop (after the
     /// pending loops that use the old values, before those recorded later)
     /// instead of forcing them; any host read of the global sees it.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// let dt = rt.global("dt", &[0.1f64])?;
+    /// dt.set_values(&[0.05])?;
+    /// assert_eq!(dt.value()?, 0.05);
+    /// assert!(matches!(dt.set_values(&[0.1, 0.2]), Err(parloop::Error::WrongLength { .. })));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     #[track_caller]
     pub fn set_values(&self, values: &[T]) -> Result<()> {
         if values.len() != self.dim() {

@@ -23,6 +23,16 @@ pub(crate) struct MapInner {
 
 /// A fixed-arity map from the entities of one set to those of another
 /// (edge -> 2 nodes, cell -> 4 nodes). Values are checked on creation.
+///
+/// ```
+/// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+/// let nodes = rt.set("nodes", 4)?;
+/// let cells = rt.set("cells", 2)?;
+/// let cell_nodes = rt.map("cell_nodes", &cells, &nodes, 3, vec![0, 1, 2, 2, 1, 3])?;
+/// assert_eq!((cell_nodes.from().name(), cell_nodes.to().name(), cell_nodes.arity()), ("cells", "nodes", 3));
+/// assert_eq!(&cell_nodes.values()[3..], &[2, 1, 3]);
+/// # Ok::<(), parloop::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Map(pub(crate) Arc<MapInner>);
 

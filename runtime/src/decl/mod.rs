@@ -30,6 +30,16 @@ pub(crate) fn next_id() -> u64 {
 
 /// Sizes of the four sections of a set's local numbering (seed 004):
 /// `core | owned | exec halo | non-exec halo`. A serial run has only core.
+///
+/// ```
+/// use parloop::Sections;
+/// let s = Sections { core: 10, owned: 2, exec: 3, non_exec: 1 };
+/// assert_eq!(s.total(), 16);
+/// // A serial set: everything is core.
+/// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+/// assert_eq!(rt.set("cells", 5)?.sections(), Sections { core: 5, ..Sections::default() });
+/// # Ok::<(), parloop::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Sections {
     /// Owned entities that touch no halo data.

@@ -90,6 +90,17 @@ pub struct Subset(pub(crate) Arc<SubsetInner>);
 
 impl Subset {
     /// The subset's name.
+    ///
+    /// ```
+    /// let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// let nodes = rt.set("nodes", 10)?;
+    /// let ends = rt.subset("ends", &nodes, vec![0, 9])?;
+    /// assert_eq!((ends.name(), ends.parent().name(), ends.size()), ("ends", "nodes", 2));
+    /// assert_eq!(ends.indices(), &[0, 9]);
+    /// // Indices are sorted and unique, each in the set.
+    /// assert!(rt.subset("unsorted", &nodes, vec![9, 0]).is_err());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn name(&self) -> &str {
         self.0.iter_set.name()
     }

@@ -106,6 +106,18 @@ impl<T: Scalar> Mat<T> {
     }
 
     /// The matrix's name.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// # let nodes = rt.set("nodes", 3)?;
+    /// # let edges = rt.set("edges", 2)?;
+    /// # let e2n = rt.map("e2n", &edges, &nodes, 2, vec![0, 1, 1, 2])?;
+    /// let s = rt.sparsity("s", &[(&e2n, &e2n)], (1, 1))?;
+    /// let a = rt.mat::<f64>("A", &s)?;
+    /// assert_eq!((a.name(), a.sparsity().nnz()), ("A", 7));
+    /// assert_eq!(a.values()?, vec![0.0; 7]); // a new matrix holds zeros
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn name(&self) -> &str {
         self.values.name()
     }
@@ -407,6 +419,37 @@ impl<T: Scalar> Mat<T> {
     /// accumulate. `INC` adds to what the matrix holds: call
     /// [`Mat::zero`] before assembling again. The pair must be one the
     /// sparsity was built from.
+    ///
+    /// ```
+    /// use parloop::{Access, Backend, Runtime};
+    /// /// A 2 x 2 block (two unknowns per node) on the diagonal of each node
+    /// /// of an edge: the element matrix is (2 nodes x 2) x (2 nodes x 2).
+    /// #[parloop::kernel]
+    /// fn blocks(a: &mut [[f64; 4]; 4]) {
+    ///     for i in 0..4 {
+    ///         a[i][i] += 1.0;
+    ///     }
+    /// }
+    /// let rt = Runtime::with_backend(Backend::Seq)?;
+    /// let nodes = rt.set("nodes", 3)?;
+    /// let edges = rt.set("edges", 2)?;
+    /// let e2n = rt.map("e2n", &edges, &nodes, 2, vec![0, 1, 1, 2])?;
+    /// let s = rt.sparsity("s", &[(&e2n, &e2n)], (2, 2))?;
+    /// let a = rt.mat::<f64>("A", &s)?;
+    /// rt.par_loop(blocks::KERNEL, &edges, &[a.arg(&e2n, &e2n, Access::INC)])?;
+    /// let csr = a.to_csr()?;
+    /// // Row 2 is node 1's first component, on two edges.
+    /// let row2 = csr.row_ptr[2]..csr.row_ptr[3];
+    /// let diagonal = csr.cols[row2.clone()].iter().position(|&c| c == 2).unwrap();
+    /// assert_eq!(csr.vals[row2][diagonal], 2.0);
+    /// // An element matrix of the wrong shape is refused, naming the argument.
+    /// #[parloop::kernel]
+    /// fn too_small(a: &mut [[f64; 2]; 2]) {
+    ///     a[0][0] += 1.0;
+    /// }
+    /// assert!(rt.par_loop(too_small::KERNEL, &edges, &[a.arg(&e2n, &e2n, Access::INC)]).is_err());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn arg(&self, row_map: &Map, col_map: &Map, access: Access) -> Arg {
         let s = &self.sparsity;
         // Saturating: an impossible shape (arity x dim past `usize`) is

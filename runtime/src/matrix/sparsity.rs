@@ -138,6 +138,18 @@ pub struct Sparsity {
 
 impl Sparsity {
     /// The name it was declared with.
+    ///
+    /// ```
+    /// # let rt = parloop::Runtime::with_backend(parloop::Backend::Seq)?;
+    /// let nodes = rt.set("nodes", 3)?;
+    /// let edges = rt.set("edges", 2)?;
+    /// let e2n = rt.map("e2n", &edges, &nodes, 2, vec![0, 1, 1, 2])?;
+    /// let s = rt.sparsity("elasticity", &[(&e2n, &e2n)], (2, 2))?;
+    /// assert_eq!(s.name(), "elasticity");
+    /// assert_eq!((s.row_set().name(), s.col_set().name()), ("nodes", "nodes"));
+    /// assert_eq!((s.row_dim(), s.col_dim(), s.rows(), s.cols()), (2, 2, 6, 6));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
