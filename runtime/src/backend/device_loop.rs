@@ -567,10 +567,9 @@ fn load<A: Borrow<Arg>>(
 
 /// A prepared loop bound to its current arguments, launched section by
 /// section so that a halo exchange can run between the core and the rest.
-pub(crate) struct Launcher<'a, A: Borrow<Arg> = Arg> {
+pub(crate) struct Launcher<'a> {
     dl: &'a DeviceLoop,
     kernel: &'a str,
-    args: &'a [A],
     params: LaunchParams,
     /// The arguments' data, locked from their upload until `rest` has
     /// finished the loop: a host access in between would see the values
@@ -581,15 +580,15 @@ pub(crate) struct Launcher<'a, A: Borrow<Arg> = Arg> {
     _occupied: crate::device::Occupied<'a>,
 }
 
-impl<'a, A: Borrow<Arg>> Launcher<'a, A> {
+impl<'a> Launcher<'a> {
     /// Fills the launch parameters with the arguments' current device
     /// addresses (uploading stale values).
-    pub(crate) fn new(
+    pub(crate) fn new<A: Borrow<Arg>>(
         device: &'a Arc<dyn Device>,
         dl: &'a DeviceLoop,
         kernel: &'a str,
         args: &'a [A],
-    ) -> Result<Launcher<'a, A>> {
+    ) -> Result<Launcher<'a>> {
         let occupied = device.occupant().enter();
         let locked = crate::exec::DeviceLocked::lock(kernel, device, args.iter().map(|a| a.borrow().storage.as_ref()))?;
         let mut params = LaunchParams::default();
@@ -610,7 +609,7 @@ impl<'a, A: Borrow<Arg>> Launcher<'a, A> {
         for a in args.iter().map(Borrow::borrow).filter(|a| a.access.writes()) {
             a.storage.device_written();
         }
-        Ok(Launcher { dl, kernel, args, params, locked, _occupied: occupied })
+        Ok(Launcher { dl, kernel, params, locked, _occupied: occupied })
     }
 
     /// Launches the core section (which needs no halo data).
