@@ -36,6 +36,15 @@ pub enum EntityKind {
 /// A named group of entities: a Gmsh physical group, or a generator's
 /// boundary part (`"left"`, `"boundary"`, ...). Entities are sorted and
 /// unique.
+///
+/// ```
+/// use parloop_mesh::EntityKind;
+/// let mesh = parloop_mesh::unit_square(2, 2)?;
+/// let left = mesh.group_of("left.vertices", EntityKind::Vertex).unwrap();
+/// assert_eq!(left.entities, vec![0, 3, 6]);
+/// assert!(mesh.groups.iter().any(|g| g.kind == EntityKind::Facet && g.name == "left"));
+/// # Ok::<(), parloop::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Group {
     /// The group's name.
@@ -50,6 +59,15 @@ pub struct Group {
 ///
 /// Every number is 0-based. Cells are positively oriented (counter-clockwise
 /// triangles, tetrahedra of positive volume).
+///
+/// ```
+/// let mesh = parloop_mesh::unit_square(1, 1)?; // two triangles
+/// assert_eq!((mesh.dim, mesh.vertices(), mesh.num_cells(), mesh.num_facets()), (2, 4, 2, 4));
+/// // Vertex k's coordinates are coords[2 k..2 k + 2]; cell c's vertices cells[3 c..3 c + 3].
+/// assert_eq!(&mesh.coords[2..4], &[1.0, 0.0]);
+/// assert_eq!(mesh.cells.len(), 3 * mesh.num_cells());
+/// # Ok::<(), parloop::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mesh {
     /// Spatial dimension: 2 or 3.
@@ -71,6 +89,12 @@ pub struct Mesh {
 
 impl Mesh {
     /// Number of vertices.
+    ///
+    /// ```
+    /// let mesh = parloop_mesh::unit_cube(1, 1, 1)?; // six tetrahedra
+    /// assert_eq!((mesh.vertices(), mesh.num_cells(), mesh.num_facets()), (8, 6, 12));
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn vertices(&self) -> usize {
         self.coords.len() / self.dim.max(1)
     }
@@ -87,6 +111,13 @@ impl Mesh {
     }
 
     /// The group called `name`, if any.
+    ///
+    /// ```
+    /// let mesh = parloop_mesh::unit_square(2, 2)?;
+    /// assert!(mesh.group("boundary").is_some());
+    /// assert!(mesh.group("no such group").is_none());
+    /// # Ok::<(), parloop::Error>(())
+    /// ```
     pub fn group(&self, name: &str) -> Option<&Group> {
         self.groups.iter().find(|g| g.name == name)
     }

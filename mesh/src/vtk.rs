@@ -38,6 +38,13 @@ use crate::Mesh;
 /// One array of point or cell data: `components` values per point (cell).
 /// Vectors of 2-D meshes may have 2 components; they are written with a
 /// zero third component, as ParaView's glyphs and filters expect.
+///
+/// ```
+/// use parloop_mesh::vtk::Field;
+/// let velocity = vec![1.0, 0.0, 0.5, 0.5]; // two points, 2-D vectors
+/// let f = Field::vector("velocity", 2, &velocity);
+/// assert_eq!((f.name, f.components, f.values.len()), ("velocity", 2, 4));
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Field<'a> {
     /// The array's name in ParaView.
@@ -335,6 +342,22 @@ const PVD_CLOSING: &str = "  </Collection>\n</VTKFile>\n";
 /// otherwise changed there, or whose last write failed, is written whole
 /// again instead (beside it, then renamed, so that a reader never sees
 /// half of it), from the times the series keeps (8 bytes a step).
+///
+/// ```
+/// use parloop_mesh::{unit_square, vtk::{Field, TimeSeries}};
+/// let mesh = unit_square(4, 4)?;
+/// let dir = std::env::temp_dir().join(format!("series-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let mut series = TimeSeries::replace(&dir, "u")?;
+/// for step in 0..3 {
+///     let u: Vec<f64> = mesh.coords.chunks(2).map(|x| x[0] * step as f64).collect();
+///     series.write(0.1 * step as f64, &mesh, &[Field::scalar("u", &u)], &[])?;
+/// }
+/// // Open this in ParaView for the three steps.
+/// assert!(series.pvd_path().exists());
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), parloop::Error>(())
+/// ```
 pub struct TimeSeries {
     dir: PathBuf,
     name: String,
