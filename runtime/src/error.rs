@@ -237,14 +237,17 @@ pub enum Error {
         /// The sizes involved.
         detail: String,
     },
-    /// Two declarations of one kind share a name in one runtime, so that
-    /// messages naming it would be ambiguous.
-    #[error("{what} `{name}` is already declared in this runtime; names must be unique")]
+    /// A declaration takes a name a live object of the runtime holds, so
+    /// that messages naming it would be ambiguous (dats, globals, matrices
+    /// and temporaries share one namespace; sets and maps have their own).
+    #[error("{what} `{name}`: {}; names must be unique", taken_by(holder, what))]
     DuplicateName {
-        /// "set", "map", "dat" or "global".
+        /// What was being declared: "set", "map", "dat", "global", "matrix", ...
         what: &'static str,
         /// The name.
         name: String,
+        /// What holds the name already (the same kinds).
+        holder: &'static str,
     },
     /// A kernel's parameters hold more values per element than the CPU
     /// backends stage: they keep a batch of private copies per parameter on
@@ -650,6 +653,15 @@ fn bytes_needed(bytes: usize) -> String {
         "more bytes than this machine can address (its size overflows)".into()
     } else {
         format!("{bytes} bytes")
+    }
+}
+
+/// How [`Error::DuplicateName`] says who holds the name.
+fn taken_by(holder: &str, what: &str) -> String {
+    if holder == what {
+        "a live one of this name exists in this runtime".into()
+    } else {
+        format!("the name is taken by a live {holder} of this runtime (dats, globals and matrices share names)")
     }
 }
 

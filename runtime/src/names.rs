@@ -1,5 +1,5 @@
-//! Unique names: two live sets, maps or data (dats and globals share one
-//! namespace) of one runtime never share a name, so that every message
+//! Unique names: two live sets, maps or data (dats, globals, matrices and
+//! temporaries share one namespace) of one runtime never share a name, so that every message
 //! naming an object is unambiguous (seed 003). A name is free again once
 //! every handle of the object that held it is dropped.
 
@@ -40,7 +40,9 @@ type Release = Box<dyn Fn() + Send + Sync>;
 /// The names, and when to forget those of dropped objects next.
 #[derive(Default)]
 struct Taken {
-    names: HashMap<(Namespace, String), Alive>,
+    /// Whether each name's holder lives, and what kind of object it is
+    /// ("dat", "matrix", ...: the message of a clash names both kinds).
+    names: HashMap<(Namespace, String), (Alive, &'static str)>,
     /// The table's length that triggers the next sweep: twice the live
     /// names after the last one (at least [`Taken::FIRST_SWEEP`]), so a
     /// program declaring fresh names forever (a solver's work vectors,
@@ -52,23 +54,24 @@ struct Taken {
 impl Taken {
     const FIRST_SWEEP: usize = 256;
 
-    /// Whether a live object holds `name` in `space`.
-    fn holds(&self, space: Namespace, name: &str) -> bool {
+    /// The kind of the live object that holds `name` in `space`, if any.
+    fn holder(&self, space: Namespace, name: &str) -> Option<&'static str> {
         // The key is built to look up; a declaration allocates it anyway.
-        self.names.get(&(space, name.to_owned())).is_some_and(|alive| alive())
+        self.names.get(&(space, name.to_owned())).filter(|(alive, _)| alive()).map(|&(_, what)| what)
     }
 
     /// Runs `create` and records its object under `name`.
     fn record<T: Send + Sync + 'static, R>(
         &mut self,
         space: Namespace,
+        what: &'static str,
         name: String,
         create: impl FnOnce() -> Result<R>,
         inner: impl FnOnce(&R) -> &Arc<T>,
     ) -> Result<R> {
         let object = create()?;
         let weak: Weak<T> = Arc::downgrade(inner(&object));
-        self.names.insert((space, name), Box::new(move || weak.strong_count() > 0));
+        self.names.insert((space, name), (Box::new(move || weak.strong_count() > 0), what));
         self.sweep();
         Ok(object)
     }
@@ -76,7 +79,7 @@ impl Taken {
     /// Forgets the names of dropped objects when the table has doubled.
     fn sweep(&mut self) {
         if self.names.len() >= self.sweep_at.max(Self::FIRST_SWEEP) {
-            self.names.retain(|_, alive| alive());
+            self.names.retain(|_, (alive, _)| alive());
             self.sweep_at = 2 * self.names.len();
         }
     }
@@ -128,18 +131,18 @@ impl Names {
     ) -> Result<R> {
         check(what, name)?;
         let mut taken = lock(&self.taken);
-        if taken.holds(space, name) {
+        if taken.holder(space, name).is_some() {
             // Perhaps held by the lazy trace alone: let it go, and look again.
             if let Some(release) = self.release.get() {
                 drop(taken);
                 release();
                 taken = lock(&self.taken);
             }
-            if taken.holds(space, name) {
-                return Err(Error::DuplicateName { what, name: name.into() });
+            if let Some(holder) = taken.holder(space, name) {
+                return Err(Error::DuplicateName { what, name: name.into(), holder });
             }
         }
-        taken.record(space, name.to_owned(), create, inner)
+        taken.record(space, what, name.to_owned(), create, inner)
     }
 
     /// Declares a temporary (`Runtime::temporary`) under `name`, or under
@@ -153,7 +156,7 @@ impl Names {
         inner: impl FnOnce(&R) -> &Arc<T>,
     ) -> Result<R> {
         check("temporary", name)?;
-        self.declare_internal(Namespace::Data, name, create, inner)
+        self.declare_internal(Namespace::Data, "temporary", name, create, inner)
     }
 
     /// Sets what runs before a held name is refused (once, by a runtime
@@ -170,6 +173,7 @@ impl Names {
     pub(crate) fn declare_internal<T: Send + Sync + 'static, R>(
         &self,
         space: Namespace,
+        what: &'static str,
         base: &str,
         create: impl FnOnce(&str) -> Result<R>,
         inner: impl FnOnce(&R) -> &Arc<T>,
@@ -177,12 +181,12 @@ impl Names {
         let mut taken = lock(&self.taken);
         let mut name = base.to_owned();
         let mut k = 1u64;
-        while taken.holds(space, &name) {
+        while taken.holder(space, &name).is_some() {
             k += 1;
             name = format!("{base}~{k}");
         }
         let chosen = name.clone();
-        taken.record(space, name, || create(&chosen), inner)
+        taken.record(space, what, name, || create(&chosen), inner)
     }
     /// Names recorded (live, or dropped and not yet swept).
     #[cfg(test)]
@@ -220,7 +224,13 @@ mod tests {
         let names = Names::default();
         let user = names.declare(Namespace::Data, "dat", "cg#3:r", || Ok(Arc::new(0usize)), |a| a).unwrap();
         let internal = |base: &str| {
-            names.declare_internal(Namespace::Data, base, |name| Ok((name.to_owned(), Arc::new(1usize))), |o| &o.1)
+            names.declare_internal(
+                Namespace::Data,
+                "dat",
+                base,
+                |name| Ok((name.to_owned(), Arc::new(1usize))),
+                |o| &o.1,
+            )
         };
         let first = internal("cg#3:r").unwrap();
         assert_eq!(first.0, "cg#3:r~2");

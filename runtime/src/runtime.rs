@@ -603,8 +603,13 @@ impl Runtime {
     /// A dat of the runtime's own (a solver's work vector) named `base`,
     /// or a free variant of it (`Names::declare_internal`).
     pub(crate) fn internal_dat<T: Scalar>(&self, base: &str, set: &Set, dim: usize, values: Vec<T>) -> Result<Dat<T>> {
-        let dat =
-            self.names.declare_internal(Namespace::Data, base, |name| Dat::new(name, set, dim, values), |d| &d.0)?;
+        let dat = self.names.declare_internal(
+            Namespace::Data,
+            "dat",
+            base,
+            |name| Dat::new(name, set, dim, values),
+            |d| &d.0,
+        )?;
         self.dist.declared_dat(Arc::downgrade(&dat.0) as _);
         Ok(dat)
     }
@@ -612,7 +617,7 @@ impl Runtime {
     /// A global of the runtime's own (a reduction's result, an operation's
     /// scalar) named `base`, or a free variant of it.
     pub(crate) fn internal_global<T: Scalar>(&self, base: &str, values: &[T]) -> Result<Global<T>> {
-        self.names.declare_internal(Namespace::Data, base, |name| Global::new(name, values), |g| &g.0)
+        self.names.declare_internal(Namespace::Data, "global", base, |name| Global::new(name, values), |g| &g.0)
     }
 
     /// Runs `kernel` over every element of `set` with `args`, one argument per

@@ -156,8 +156,12 @@ fn names_are_unique_among_live_declarations() {
     let _d = rt.dat("x", &s, 1, vec![0.0f64; 2]).unwrap();
     // Dats and globals share a namespace: both appear as a loop's data.
     let e = rt.global("x", &[1.0f64]).unwrap_err();
-    assert!(matches!(&e, Error::DuplicateName { what: "global", name } if name == "x"), "{e}");
-    assert!(e.to_string().contains("`x`"), "{e}");
+    assert!(matches!(&e, Error::DuplicateName { what: "global", name, holder: "dat" } if name == "x"), "{e}");
+    // The message names both kinds: it said "global `x` is already
+    // declared", where what exists is a dat.
+    assert!(e.to_string().contains("global `x`") && e.to_string().contains("taken by a live dat"), "{e}");
+    let e = rt.dat("x", &s, 1, vec![0.0f64; 2]).unwrap_err();
+    assert!(e.to_string().contains("dat `x`: a live one of this name exists"), "{e}");
     // A set and a dat may share a name: messages say which kind.
     rt.dat("s", &s, 1, vec![0i32; 2]).unwrap();
     // Another runtime has its own names; a dropped object frees its name.

@@ -724,7 +724,10 @@ fn bad_input_is_refused() {
 
     let s = rt.sparsity("s", &[(&c2n, &c2n)], (1, 1)).unwrap();
     let a = rt.mat::<f64>("A", &s).unwrap();
-    assert!(matches!(rt.mat::<f64>("A", &s), Err(Error::DuplicateName { .. })));
+    assert!(matches!(rt.mat::<f64>("A", &s), Err(Error::DuplicateName { what: "matrix", holder: "matrix", .. })));
+    let _v = rt.dat("V", &nodes, 1, vec![0.0f64; nodes.total()]).unwrap();
+    let err = rt.mat::<f64>("V", &s).unwrap_err();
+    assert!(err.to_string().starts_with("matrix `V`: the name is taken by a live dat"), "{err}");
 
     // Element matrix of the wrong shape.
     let err = rt.par_loop(elem_wrong::KERNEL, &cells, &[a.arg(&c2n, &c2n, Access::INC)]).unwrap_err();
@@ -856,4 +859,27 @@ fn zero_rows_with_another_runtimes_subset_says_so() {
     let b = other.subset("b", &elsewhere, vec![0]).unwrap();
     let msg = a.zero_rows(&b, 1.0).unwrap_err().to_string();
     assert!(msg.contains("subset `b` is of set `nodes` of another runtime"), "{msg}");
+}
+
+/// A product whose operand the host holds is refused with the same name
+/// on every backend: the host product called itself "mult of matrix `A`"
+/// (so the message read "loop `mult of matrix `A``") and the device one
+/// "mult".
+#[test]
+fn a_product_refused_while_the_host_holds_x_names_it_alike_on_every_backend() {
+    for backend in [Backend::Seq, Backend::Threads, Backend::Emu] {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let nodes = rt.set("nodes", 3).unwrap();
+        let edges = rt.set("edges", 2).unwrap();
+        let e2n = rt.map("e2n", &edges, &nodes, 2, vec![0, 1, 1, 2]).unwrap();
+        let s = rt.sparsity("s", &[(&e2n, &e2n)], (1, 1)).unwrap();
+        let a = rt.mat::<f64>("A", &s).unwrap();
+        let x = rt.dat("x", &nodes, 1, vec![1.0; 3]).unwrap();
+        let y = rt.dat("y", &nodes, 1, vec![0.0; 3]).unwrap();
+        let err = x.with_values(|_| rt.mult(&a, &x, &y)).unwrap().unwrap_err();
+        assert!(
+            matches!(&err, Error::Busy { kernel, dat } if kernel == "mult [A]" && dat == "x"),
+            "{backend:?}: {err}"
+        );
+    }
 }

@@ -473,7 +473,9 @@ impl Runtime {
         a.values_dat().with_own_values(|vals| {
             let csr = CsrRef { row_ptr, cols, vals, gather, ascending: s.rows_ascend() };
             let mut locked = LockedArgs::new();
-            locked.lock(&format!("mult of matrix `{what}`"), &args)?;
+            // Named as the profile names the product (and as the device
+            // path locks it): "loop `mult [A]`" in a `Busy` error.
+            locked.lock(&format!("mult [{what}]"), &args)?;
             let (xv, yv) = (&locked.views[0], &locked.views[1]);
             let (x_len, y_len) = (x.set().total() * x.dim(), y.set().total() * y.dim());
             csr.check(what, x_len, y_len)?;

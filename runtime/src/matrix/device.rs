@@ -626,7 +626,7 @@ impl Runtime {
         // The matrix, x and y held until y's write is recorded (as a loop
         // holds its data, `exec::DeviceLocked`).
         let held = DeviceLocked::lock(
-            "mult",
+            &format!("mult [{}]", a.name()),
             device,
             [a.values_dat().0.as_ref() as &dyn Storage, x.0.as_ref(), y.0.as_ref()],
         )?;
@@ -648,7 +648,11 @@ impl Runtime {
     /// unit cube, at every solve).
     pub(crate) fn diagonal_on_device<T: Scalar>(&self, device: &Arc<dyn Device>, a: &Mat<T>, d: &Dat<T>) -> Result<()> {
         // Held until d's write is recorded, as in `mult_on_device`.
-        let held = DeviceLocked::lock("diagonal", device, [a.values_dat().0.as_ref() as &dyn Storage, d.0.as_ref()])?;
+        let held = DeviceLocked::lock(
+            &format!("diagonal [{}]", a.name()),
+            device,
+            [a.values_dat().0.as_ref() as &dyn Storage, d.0.as_ref()],
+        )?;
         let CsrLaunch { library, mut params, rows, .. } = self.csr_launch(device, a, &held)?;
         params.ptr[3] = held.addr(d.id());
         params.val[0] = rows as i64;
