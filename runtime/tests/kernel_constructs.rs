@@ -405,3 +405,49 @@ fn casts_of_helper_results_follow_rust() {
         assert_eq!(ud.values().unwrap(), u, "{backend:?}");
     }
 }
+
+/// A parameter named like its kernel (`fn rms(rms: &mut f64)`, OP2's
+/// habit): the host adapter bound the parameters under their own names and
+/// then called the kernel by its name, which the parameter shadowed, so
+/// the kernel did not compile ("expected function, found `Binder<f64>`").
+#[parloop::kernel]
+fn rms(q: &f64, rms: &mut f64) {
+    *rms += *q * *q;
+}
+
+/// The same through a map, and a parameter named like the lane-wise twin
+/// (`lanes4`) that the lane adapter called likewise.
+#[parloop::kernel]
+fn spread_named(w: &f64, spread_named: &mut f64, lanes4: &mut f64) {
+    *spread_named += *w;
+    *lanes4 -= 0.5 * *w;
+}
+
+#[test]
+fn a_parameter_named_like_its_kernel_or_twin_is_an_ordinary_parameter() {
+    assert!(spread_named::KERNEL.has_lanes());
+    let (n, nodes) = (1000, 37);
+    let ends: Vec<i32> = (0..2 * n).map(|k| ((k * 13 + k / 2) % nodes) as i32).collect();
+    let mut want = vec![0.0; nodes];
+    for e in 0..n {
+        want[ends[2 * e] as usize] += e as f64;
+        want[ends[2 * e + 1] as usize] -= 0.5 * e as f64;
+    }
+    for (backend, simd) in [(Backend::Seq, false), (Backend::Seq, true), (Backend::Threads, true), (Backend::Emu, false)] {
+        let mut rt = Runtime::with_backend(backend).unwrap();
+        rt.set_simd(simd);
+        let edges = rt.set("edges", n).unwrap();
+        let vertices = rt.set("vertices", nodes).unwrap();
+        let pedge = rt.map("pedge", &edges, &vertices, 2, ends.clone()).unwrap();
+        let q = rt.dat("q", &edges, 1, (0..n).map(|e| e as f64).collect()).unwrap();
+        let sum = rt.global("sum", &[0.0f64]).unwrap();
+        rt.par_loop(rms::KERNEL, &edges, &[q.arg(Access::READ), sum.arg(Access::INC)]).unwrap();
+        let squares: f64 = (0..n).map(|e| (e * e) as f64).sum();
+        assert_eq!(sum.value().unwrap(), squares, "{backend:?}");
+        let r = rt.dat("r", &vertices, 1, vec![0.0; nodes]).unwrap();
+        let args = [q.arg(Access::READ), r.arg_via(&pedge, 0, Access::INC), r.arg_via(&pedge, 1, Access::INC)];
+        rt.par_loop(spread_named::KERNEL, &edges, &args).unwrap();
+        // Whole and half numbers: exact in any order.
+        assert_eq!(r.values().unwrap(), want, "{backend:?} (simd {simd})");
+    }
+}

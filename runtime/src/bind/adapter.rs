@@ -35,6 +35,9 @@ macro_rules! __lane_groups {
             // Two binders per argument, used in turn when pipelined: one
             // holds the group computed and not yet added, the other the next
             // group.
+            // The twin, named before the parameters' binders, which take
+            // the parameters' names and could shadow it (see `__host_adapter`).
+            let twin = $twin;
             let mut group = views.iter();
             $(
                 let view = *group.next().expect("validated argument count");
@@ -55,7 +58,7 @@ macro_rules! __lane_groups {
                         // The lanes of a group share every integer value, so a
                         // panic is the group's first element's.
                         let guard = $crate::__private::ElementGuard(first);
-                        $twin( $( <$ty as $crate::__private::KernelParam>::bind_lanes(&mut $param[$b]) ),* );
+                        twin( $( <$ty as $crate::__private::KernelParam>::bind_lanes(&mut $param[$b]) ),* );
                         ::core::mem::forget(guard);
                         // Only `&mut` parameters write; the others' checks
                         // are compiled out rather than made per lane.
@@ -153,6 +156,12 @@ macro_rules! __host_adapter {
     ($host:ident, $name:ident, $( $param:ident : $ty:ty ),* $(,)?) => {
         #[allow(unused_mut, unused_variables, clippy::too_many_arguments)]
         unsafe fn $host(views: &[$crate::__private::ArgView], start: usize, end: usize) {
+            // The kernel, named before the binders below take the
+            // parameters' names: a parameter called like its kernel
+            // (`fn rms(rms: &mut f64)`) shadowed the function, and the
+            // adapter did not compile. (A zero-sized fn item: calls stay
+            // direct.)
+            let kernel = $name;
             let mut views = views.iter();
             $(
                 let mut $param = $crate::__private::Binder::<
@@ -168,7 +177,7 @@ macro_rules! __host_adapter {
                     // `kernel_panic`); forgotten, so it costs nothing else.
                     let guard = $crate::__private::ElementGuard(e);
                     // SAFETY: the executor upholds the HostFn contract.
-                    unsafe { $name( $( <$ty as $crate::__private::KernelParam>::bind_at(&$param, e) ),* ) };
+                    unsafe { kernel( $( <$ty as $crate::__private::KernelParam>::bind_at(&$param, e) ),* ) };
                     ::core::mem::forget(guard);
                 }
                 return;
@@ -183,7 +192,7 @@ macro_rules! __host_adapter {
                     $( $param.prepare(first, n); )*
                     for i in 0..n {
                         let guard = $crate::__private::ElementGuard(first + i);
-                        $name( $( <$ty as $crate::__private::KernelParam>::bind(&mut $param, i) ),* );
+                        kernel( $( <$ty as $crate::__private::KernelParam>::bind(&mut $param, i) ),* );
                         ::core::mem::forget(guard);
                     }
                     for i in 0..n {
