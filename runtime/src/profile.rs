@@ -200,7 +200,10 @@ pub fn trace_table(stats: &crate::trace::TraceStats, points: &[crate::trace::For
         stats.computations_recorded,
         stats.edges_recorded,
         stats.loops_run,
-        stats.forces,
+        // Every force, and those of them that ran nothing (the table
+        // below counts both; "2 forces (4 found nothing)" read as a
+        // contradiction).
+        stats.forces + stats.forces_empty,
         stats.forces_empty,
         stats.eager_fallbacks,
         stats.discarded,

@@ -849,7 +849,10 @@ impl Runtime {
 
     fn flush_quietly(&self) {
         if let Some(trace) = &self.trace {
-            if let Err(e) = trace.force(std::panic::Location::caller(), None) {
+            if let Err(e) = trace.force_labelled(
+                "the runtime's own flush (a setting changed, the profile read, a name declared again)",
+                None,
+            ) {
                 trace.defer(e);
             }
         }
@@ -1367,7 +1370,7 @@ impl Drop for Runtime {
             return;
         }
         if let Some(trace) = &self.trace {
-            if let Err(e) = trace.force(std::panic::Location::caller(), None) {
+            if let Err(e) = trace.force_labelled("the runtime's drop", None) {
                 eprintln!("parloop: a recorded loop failed when the runtime was dropped: {e}");
             }
         }

@@ -433,7 +433,9 @@ fn a_parameter_named_like_its_kernel_or_twin_is_an_ordinary_parameter() {
         want[ends[2 * e] as usize] += e as f64;
         want[ends[2 * e + 1] as usize] -= 0.5 * e as f64;
     }
-    for (backend, simd) in [(Backend::Seq, false), (Backend::Seq, true), (Backend::Threads, true), (Backend::Emu, false)] {
+    for (backend, simd) in
+        [(Backend::Seq, false), (Backend::Seq, true), (Backend::Threads, true), (Backend::Emu, false)]
+    {
         let mut rt = Runtime::with_backend(backend).unwrap();
         rt.set_simd(simd);
         let edges = rt.set("edges", n).unwrap();

@@ -627,6 +627,30 @@ fn forcing_points_are_counted_by_source_location() {
     assert!(rt.report_table().contains(&format!("lazy.rs:{}", lines[0])));
 }
 
+/// Forces the runtime makes on its own are listed by what they are: a
+/// dropped dat's pending loops, and the profile read, showed as lines of
+/// parloop's own source (`runtime/src/trace/mod.rs:873:16`); the summary
+/// counted "2 forces (4 found nothing)", the forces that ran something
+/// beside those that did not, as if the second were part of the first.
+#[test]
+fn the_runtimes_own_forcing_points_are_named_not_located_in_its_source() {
+    let rt = lazy_rt();
+    let s = rt.set("s", 2).unwrap();
+    let x = rt.dat("x", &s, 1, vec![1.0; 2]).unwrap();
+    let y = rt.dat("y", &s, 1, vec![1.0; 2]).unwrap();
+    rt.par_loop(axpy::KERNEL, &s, &[x.arg(Access::READ), y.arg(Access::RW)]).unwrap();
+    drop(y);
+    let table = rt.report_table();
+    let points = rt.forcing_points();
+    assert!(points.iter().all(|p| !p.location.contains("runtime/src/")), "{points:?}");
+    let dropped = points.iter().find(|p| p.location.contains("last handle")).expect("the drop's force");
+    assert_eq!((dropped.count, dropped.loops), (1, 1));
+    assert!(points.iter().any(|p| p.location.contains("the runtime's own flush")), "{points:?}");
+    let stats = rt.trace_stats();
+    let forces: u64 = points.iter().map(|p| p.count).sum();
+    assert!(table.contains(&format!("{forces} forces ({} found nothing)", stats.forces_empty)), "{table}");
+}
+
 #[test]
 fn loops_inside_a_host_closure_run_at_once() {
     let rt = lazy_rt();

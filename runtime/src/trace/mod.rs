@@ -432,6 +432,11 @@ struct State {
     /// Forcing points by the address of their location (one static per
     /// call site: cheaper to hash than the file name): forces, loops run.
     points: TokenMap<(&'static Location<'static>, u64, u64)>,
+    /// What the runtime's own forcing points are (keyed as `points`): a
+    /// dropped datum's loops, the trace's size limit, a runtime's drop, a
+    /// name declared again. The profile lists them so, not by a line of
+    /// parloop's source (`Trace::force_labelled`).
+    labels: TokenMap<&'static str>,
     /// An error from a force nobody could return it to (a drop): it
     /// surfaces at the next forcing point.
     deferred: Option<Error>,
@@ -648,6 +653,7 @@ impl Trace {
             next_seq: 0,
             stats: TraceStats::default(),
             points: TokenMap::default(),
+            labels: TokenMap::default(),
             deferred: None,
             halos: tokens::Halos::default(),
             spare_args: Vec::new(),
@@ -782,7 +788,7 @@ impl Trace {
             st.stats.limit_flushes += 1;
             st.replay.spoil();
             drop(st);
-            self.force(Location::caller(), None)?;
+            self.force_labelled("the trace's limit of pending loops", None)?;
         }
         Ok(true)
     }
@@ -843,6 +849,16 @@ impl Trace {
         result
     }
 
+    /// [`Trace::force`] for a force the runtime makes on its own, listed
+    /// among the forcing points as `label` (where a user's call cannot be
+    /// known: a drop, the size limit) instead of this call's line.
+    #[track_caller]
+    pub(crate) fn force_labelled(&self, label: &'static str, tokens: Option<(&[Token], bool)>) -> Result<()> {
+        let at = Location::caller();
+        lock(&self.state).labels.insert(at as *const Location as u64, label);
+        self.force(at, tokens)
+    }
+
     /// Data whose last handle went during a force (`Link::dropped`): now
     /// that no loop runs here, what is pending with each runs, then it
     /// goes (another handle made meanwhile takes the duty with it).
@@ -870,7 +886,9 @@ impl Trace {
         self.forget_records_of(id);
         if self.touches(id) {
             lock(&self.state).stats.drop_forces += 1;
-            if let Err(e) = self.force(Location::caller(), Some((&data_tokens(id), true))) {
+            if let Err(e) = self
+                .force_labelled("the last handle on data with pending loops dropped", Some((&data_tokens(id), true)))
+            {
                 self.defer(e);
             }
         }
@@ -1130,8 +1148,9 @@ impl Trace {
         let st = lock(&self.state);
         // Merged by text: a generic caller may have one location per instance.
         let mut merged: HashMap<String, (u64, u64)> = HashMap::new();
-        for &(l, count, loops) in st.points.values() {
-            let e = merged.entry(l.to_string()).or_default();
+        for (key, &(l, count, loops)) in st.points.iter() {
+            let text = st.labels.get(key).map_or_else(|| l.to_string(), |label| label.to_string());
+            let e = merged.entry(text).or_default();
             e.0 += count;
             e.1 += loops;
         }
