@@ -137,8 +137,8 @@ pub enum Error {
     /// A `PARLOOP_*` environment variable that parloop does not read (a
     /// misspelt name would otherwise be ignored in silence).
     #[error(
-        "environment variable {var} is not one parloop reads{}; the variables are listed in the README's \
-         \"Environment\" table (unset it, or rename it outside the PARLOOP_ prefix)",
+        "environment variable {var} is not one parloop reads{}; the variables are listed in the README (section \
+         \"Backends and environment\") (unset it, or rename it outside the PARLOOP_ prefix)",
         match suggestion { Some(s) => format!(" (did you mean {s}?)"), None => String::new() }
     )]
     UnknownEnv {
@@ -285,7 +285,7 @@ pub enum Error {
     /// A loop recorded by the lazy trace (`PARLOOP_LAZY=1`) failed when a
     /// later host access, flush or drop ran it; the loops recorded after
     /// it were discarded.
-    #[error("loop `{kernel}` recorded at {location}: {source}")]
+    #[error("{}", deferred_text(kernel, location, source))]
     Deferred {
         /// The kernel.
         kernel: String,
@@ -653,6 +653,19 @@ fn bytes_needed(bytes: usize) -> String {
         "more bytes than this machine can address (its size overflows)".into()
     } else {
         format!("{bytes} bytes")
+    }
+}
+
+/// [`Error::Deferred`]'s message: "loop `k` recorded at L: " and the
+/// error, or, when the error names the loop first (a kernel panic, an
+/// argument problem), the place put after that name rather than the name
+/// said twice ("loop `k` recorded at L: loop `k`: the kernel panicked").
+fn deferred_text(kernel: &str, location: &str, source: &Error) -> String {
+    let text = source.to_string();
+    let head = format!("loop `{kernel}`");
+    match text.strip_prefix(&head) {
+        Some(rest) => format!("{head} (recorded at {location}){rest}"),
+        None => format!("{head} recorded at {location}: {text}"),
     }
 }
 

@@ -120,7 +120,19 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
                         i,
                         ArgProblem::Dim {
                             expected: param.describe(),
-                            got: format!("{} rows (arity of `{}`) of dim {}", map.arity(), map.name(), arg.dim),
+                            // With the parameter it needs: OP2's `OP_ALL`
+                            // of a dim-1 dat is written `&[f64; 2]`, and the
+                            // shapes alone left the fix to guess.
+                            got: format!(
+                                "{} rows (arity of `{}`) of dim {}: a vector argument's parameter is `&{}[[{}; {}]; {}]`",
+                                map.arity(),
+                                map.name(),
+                                arg.dim,
+                                if param.mutable { "mut " } else { "" },
+                                arg.storage.elem().name(),
+                                arg.dim,
+                                map.arity()
+                            ),
                         },
                     ));
                 }

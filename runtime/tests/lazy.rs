@@ -303,6 +303,14 @@ fn an_error_surfaces_at_the_forcing_point_naming_the_loop_and_nothing_after_it_r
     assert_eq!(kernel, "fails_at_three");
     assert!(location.ends_with(&format!("lazy.rs:{line}:8")), "{location}");
     assert!(matches!(**source, Error::KernelPanicked { element: 3, .. }), "{source}");
+    // The loop named once, with where it was recorded ("loop `k` recorded
+    // at L: loop `k`: the kernel panicked" named it twice).
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!("loop `fails_at_three` (recorded at {location}): the kernel panicked")),
+        "{text}"
+    );
+    assert_eq!(text.matches("fails_at_three").count(), 1, "{text}");
     assert_eq!(rt.trace_stats().discarded, 1);
     // The loop after it never ran: y is not what the program computed, and
     // reading it says so (it returned y as declared, as `Ok`).

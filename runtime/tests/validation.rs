@@ -114,6 +114,9 @@ fn dim_mismatch_direct_and_vector() {
     assert_eq!(arg, 0);
     assert!(matches!(p, ArgProblem::Dim { .. }));
     assert!(msg.contains("arity of `m`"), "{msg}");
+    // The message names the parameter the argument needs (it gave the
+    // shapes only).
+    assert!(msg.contains("`&[[f64; 2]; 2]`"), "{msg}");
 }
 
 #[test]
