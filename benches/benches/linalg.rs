@@ -224,7 +224,12 @@ fn linalg(c: &mut Criterion) {
     // start, the difference over 20 (set-up and the residual checks cancel).
     let stopped_at = |k: usize, solver: &str| {
         rt.fill(&p.x, 0.0).expect("fill");
-        let opts = CgOptions { rtol: 1e-30, atol: 0.0, max_iterations: k, preconditioner: Preconditioner::Jacobi };
+        let opts = CgOptions {
+            rtol: 1e-30,
+            max_iterations: k,
+            preconditioner: Preconditioner::Jacobi,
+            ..CgOptions::default()
+        };
         let s = Instant::now();
         type Solver = fn(&Runtime, &Mat<f64>, &Dat<f64>, &Dat<f64>, &CgOptions) -> parloop::Result<CgReport>;
         let run: Solver = if solver == "cg" { cg } else { bicgstab };

@@ -55,11 +55,26 @@ pub struct CgOptions {
     pub max_iterations: usize,
     /// The preconditioner (default Jacobi).
     pub preconditioner: Preconditioner,
+    /// Divergence of [`cg`]: it stops with [`SolveFailure::Diverged`] once
+    /// the residual exceeds this many times its initial norm (default
+    /// 1e4, PETSc's `divtol`; at least 1; `f64::INFINITY` never stops).
+    /// A matrix that is not SPD (not symmetric: use [`bicgstab`]) could
+    /// otherwise run to `max_iterations`, its residual growing.
+    /// [`bicgstab`] checks the value but does not stop on it: its residual
+    /// may grow past 1e4 times the initial one on the way to a solution
+    /// (an upwind convection-diffusion system did).
+    pub divergence_tolerance: f64,
 }
 
 impl Default for CgOptions {
     fn default() -> CgOptions {
-        CgOptions { rtol: 1e-8, atol: 0.0, max_iterations: 10_000, preconditioner: Preconditioner::Jacobi }
+        CgOptions {
+            rtol: 1e-8,
+            atol: 0.0,
+            max_iterations: 10_000,
+            preconditioner: Preconditioner::Jacobi,
+            divergence_tolerance: 1e4,
+        }
     }
 }
 
@@ -134,6 +149,16 @@ pub enum SolveFailure {
         /// Its value.
         value: f64,
     },
+    /// The residual grew past [`CgOptions::divergence_tolerance`] times its
+    /// initial norm.
+    Diverged {
+        /// `||r||` then (as the iteration updates it).
+        residual: f64,
+        /// `||r||` before the first iteration.
+        initial: f64,
+        /// Iterations run.
+        iterations: usize,
+    },
     /// A quantity was NaN or infinite (a NaN or infinity in the matrix, `b`
     /// or `x`).
     NotFinite {
@@ -200,6 +225,14 @@ impl fmt::Display for SolveFailure {
                 "the tolerance was not met within max_iterations = {max_iterations} (if the residual grew: \
                  the matrix is not SPD; one with `zero_rows` is SPD for CG only when x starts at \
                  b / diagonal on those rows)"
+            ),
+            SolveFailure::Diverged { residual, initial, iterations } => write!(
+                f,
+                "diverged: the residual grew to {residual:e} after {iterations} iterations, {:.1e} times its \
+                 initial {initial:e} (past CgOptions::divergence_tolerance): the matrix is not symmetric \
+                 positive definite (for a nonsymmetric one, use bicgstab), or it is singular with b outside its \
+                 range (a stiffness matrix without a Dirichlet condition, say)",
+                residual / initial
             ),
             SolveFailure::Breakdown { quantity, value } => write!(
                 f,
@@ -382,6 +415,9 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
             let failure = out_of_iterations(opts, &report, rnorm, true_norm);
             return Err(fail(failure, report, true_norm));
         }
+        if let Some(failure) = diverged(opts, &report, rnorm) {
+            return Err(fail(failure, report, rnorm));
+        }
         let rz_f = rz_new.to_f64();
         if !rz_f.is_finite() {
             return Err(fail(SolveFailure::NotFinite { quantity: "r . z", value: rz_f }, report, rnorm));
@@ -499,6 +535,17 @@ pub(crate) fn stopped(
     Error::NotConverged { solver, matrix: matrix.into(), failure, report: Box::new(report) }
 }
 
+/// [`SolveFailure::Diverged`] when `rnorm` is past the divergence
+/// tolerance times the initial residual.
+pub(crate) fn diverged(opts: &CgOptions, report: &CgReport, rnorm: f64) -> Option<SolveFailure> {
+    let initial = *report.residual_history.first()?;
+    (rnorm > opts.divergence_tolerance * initial).then_some(SolveFailure::Diverged {
+        residual: rnorm,
+        initial,
+        iterations: report.iterations,
+    })
+}
+
 /// Why a solve that ran out of iterations stopped, from its updated
 /// residual `rnorm` and the true one: reported with the true residual,
 /// since the updated one can have fallen far below what the precision
@@ -549,8 +596,8 @@ pub(crate) fn prepare<T: Real, A: LinearOperator<T> + ?Sized>(
     let n = rt.names.number();
     let checked = check_system(solver, rt, a, b, x, opts, n, roles);
     let args = format!(
-        "rtol {:e}, atol {:e}, max_iterations {}, preconditioner {:?}",
-        opts.rtol, opts.atol, opts.max_iterations, opts.preconditioner
+        "rtol {:e}, atol {:e}, max_iterations {}, preconditioner {:?}, divergence_tolerance {:e}",
+        opts.rtol, opts.atol, opts.max_iterations, opts.preconditioner, opts.divergence_tolerance
     );
     let sets = [a.row_set(), b.set(), x.set()];
     let what = format!("{solver} on matrix `{}`", a.name());
@@ -608,6 +655,16 @@ pub(crate) fn check_system<T: Real, A: LinearOperator<T> + ?Sized>(
     // is ||b|| and a larger rtol is met before any iteration (an `inf` or
     // a misplaced factor then reports convergence at once); atol finite,
     // for the same reason.
+    // Below 1 the first iteration's residual could stop a sound solve.
+    if !(opts.divergence_tolerance >= 1.0) {
+        return Err(Error::Incompatible {
+            op: op(),
+            reason: format!(
+                "divergence_tolerance must be at least 1 (f64::INFINITY for none), got {}",
+                opts.divergence_tolerance
+            ),
+        });
+    }
     if !((0.0..1.0).contains(&opts.rtol) && opts.atol >= 0.0 && opts.atol.is_finite()) {
         return Err(Error::Incompatible {
             op: op(),

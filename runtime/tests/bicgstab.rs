@@ -199,7 +199,7 @@ fn singular_system_without_a_solution_is_not_reported_as_solved() {
     let b = rt.dat("b", &nodes, 1, bv).unwrap();
     for p in [Preconditioner::Jacobi, Preconditioner::None] {
         let x = rt.dat(&format!("x{p:?}"), &nodes, 1, vec![0.0; n]).unwrap();
-        let opts = CgOptions { rtol: 1e-10, max_iterations: 2000, preconditioner: p, atol: 0.0 };
+        let opts = CgOptions { rtol: 1e-10, max_iterations: 2000, preconditioner: p, ..CgOptions::default() };
         let err = bicgstab(&rt, &a, &b, &x, &opts).unwrap_err();
         assert!(matches!(err, Error::NotConverged { solver: "bicgstab", .. }), "{p:?}: {err:?}");
         assert!(true_relative_residual(&a, &b, &x) > 1e-3, "{p:?}");

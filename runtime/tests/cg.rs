@@ -7,7 +7,7 @@
 #[path = "support/device.rs"]
 mod device;
 
-use parloop::solve::{cg, CgOptions, Preconditioner, SolveFailure};
+use parloop::solve::{bicgstab, cg, CgOptions, Preconditioner, SolveFailure};
 use parloop::{Access, Backend, Dat, Error, Mat, Runtime, Set};
 
 #[path = "support/solvers.rs"]
@@ -338,7 +338,7 @@ fn singular_system_without_a_solution_is_not_reported_as_solved() {
     let mut breakdowns = 0;
     for p in [Preconditioner::Jacobi, Preconditioner::None] {
         let x = rt.dat(&format!("x{p:?}"), &nodes, 1, vec![0.0; n]).unwrap();
-        let opts = CgOptions { rtol: 1e-10, max_iterations: 2000, preconditioner: p, atol: 0.0 };
+        let opts = CgOptions { rtol: 1e-10, max_iterations: 2000, preconditioner: p, ..CgOptions::default() };
         let err = cg(&rt, &a, &b, &x, &opts).unwrap_err();
         assert!(matches!(err, Error::NotConverged { .. }), "{p:?}: {err:?}");
         // A breakdown names singularity (a missing Dirichlet condition) as
@@ -507,7 +507,12 @@ fn dirichlet_rows_need_a_consistent_start_and_say_so_otherwise() {
     bv[0] = 0.0;
     bv[n - 1] = 0.0;
     let b = rt.dat("b", &nodes, 1, bv).unwrap();
-    let opts = CgOptions { rtol: 1e-10, max_iterations: 5_000, preconditioner: Preconditioner::Jacobi, atol: 0.0 };
+    let opts = CgOptions {
+        rtol: 1e-10,
+        max_iterations: 5_000,
+        preconditioner: Preconditioner::Jacobi,
+        ..CgOptions::default()
+    };
     let x = rt.dat("x", &nodes, 1, vec![1.0; n]).unwrap();
     let err = cg(&rt, &a, &b, &x, &opts).unwrap_err();
     assert!(matches!(err, Error::NotConverged { .. }), "{err}");
@@ -615,7 +620,7 @@ fn running_out_of_iterations_below_the_precision_reports_the_true_residual() {
 
 /// A singular system with no solution (a graph Laplacian, no Dirichlet
 /// row, b = e_0 outside its range) is diagnosed as such on every backend:
-/// a breakdown here, or, where rounding keeps `p . Ap` positive (a P1
+/// a breakdown or divergence here, or, where rounding keeps `p . Ap` positive (a P1
 /// stiffness matrix on emu did), `Stagnated` far above any precision
 /// floor, which the message now calls singular too (see the unit test of
 /// its wording in `solve.rs`).
@@ -651,7 +656,9 @@ fn a_singular_system_is_called_singular_on_every_backend() {
                 matches!(
                     &err,
                     Error::NotConverged {
-                        failure: SolveFailure::Breakdown { .. } | SolveFailure::Stagnated { .. },
+                        failure: SolveFailure::Breakdown { .. }
+                            | SolveFailure::Stagnated { .. }
+                            | SolveFailure::Diverged { .. },
                         ..
                     }
                 ),
@@ -660,5 +667,57 @@ fn a_singular_system_is_called_singular_on_every_backend() {
             let text = err.to_string();
             assert!(text.contains("singular") && !text.contains("loosen"), "{backend:?}, {preconditioner:?}: {text}");
         }
+    }
+}
+
+/// Tridiagonal, nonsymmetric: `1` on the diagonal per edge end, `-1 + 30`
+/// above and `-1 - 30` below (its symmetric part is the 1-D Laplacian's,
+/// so `p . Ap` stays positive and CG never breaks down).
+#[parloop::kernel]
+fn skew_edge(a: &mut [[f64; 2]; 2]) {
+    a[0][0] += 1.0;
+    a[0][1] += 29.0;
+    a[1][0] -= 31.0;
+    a[1][1] += 1.0;
+}
+
+/// CG on a nonsymmetric matrix whose residual grows: it ran all
+/// `max_iterations` (10 000) before saying so; now it stops once the
+/// residual passes `divergence_tolerance` (PETSc's `divtol`, 1e4) times
+/// its initial norm, and names BiCGStab, which solves it.
+#[test]
+fn a_diverging_solve_stops_early_and_says_why() {
+    for backend in [Backend::Seq, Backend::Threads, Backend::Emu] {
+        let rt = Runtime::with_backend(backend).unwrap();
+        let n = 40;
+        let nodes = rt.set("nodes", n).unwrap();
+        let edges = rt.set("edges", n - 1).unwrap();
+        let e2n = rt.map("e2n", &edges, &nodes, 2, (0..n as i32 - 1).flat_map(|e| [e, e + 1]).collect()).unwrap();
+        let a = rt.mat::<f64>("A", &rt.sparsity("s", &[(&e2n, &e2n)], (1, 1)).unwrap()).unwrap();
+        rt.par_loop(skew_edge::KERNEL, &edges, &[a.arg(&e2n, &e2n, Access::INC)]).unwrap();
+        // Not constant: the interior rows sum to 0.
+        let b = rt.dat("b", &nodes, 1, (0..n).map(|i| 1.0 + (i % 5) as f64).collect()).unwrap();
+        let x = rt.dat("x", &nodes, 1, vec![0.0; n]).unwrap();
+        let err = cg(&rt, &a, &b, &x, &CgOptions::default()).unwrap_err();
+        let Error::NotConverged { failure: SolveFailure::Diverged { residual, initial, iterations }, report, .. } =
+            &err
+        else {
+            panic!("{backend:?}: {err}")
+        };
+        assert!(*iterations < 1000 && report.iterations == *iterations, "{backend:?}: {iterations} iterations");
+        assert!(*residual > 1e4 * initial, "{backend:?}: {residual:e} vs {initial:e}");
+        assert!(err.to_string().contains("bicgstab"), "{err}");
+        // Without the tolerance it runs to the limit, as before.
+        rt.fill(&x, 0.0).unwrap();
+        let patient = CgOptions { max_iterations: 1500, divergence_tolerance: f64::INFINITY, ..CgOptions::default() };
+        let err = cg(&rt, &a, &b, &x, &patient).unwrap_err();
+        assert!(matches!(&err, Error::NotConverged { failure: SolveFailure::MaxIterations { .. }, .. }), "{err}");
+        // BiCGStab solves it.
+        rt.fill(&x, 0.0).unwrap();
+        let report = bicgstab(&rt, &a, &b, &x, &CgOptions { rtol: 1e-10, ..CgOptions::default() }).unwrap();
+        assert!(report.converged, "{backend:?}: {report:?}");
+        // A tolerance below 1 would stop sound solves at their first steps.
+        let err = cg(&rt, &a, &b, &x, &CgOptions { divergence_tolerance: 0.5, ..CgOptions::default() }).unwrap_err();
+        assert!(err.to_string().contains("divergence_tolerance"), "{err}");
     }
 }
