@@ -656,7 +656,7 @@ pub(crate) fn check_system<T: Real, A: LinearOperator<T> + ?Sized>(
     // a misplaced factor then reports convergence at once); atol finite,
     // for the same reason.
     // Below 1 the first iteration's residual could stop a sound solve.
-    if !(opts.divergence_tolerance >= 1.0) {
+    if opts.divergence_tolerance.is_nan() || opts.divergence_tolerance < 1.0 {
         return Err(Error::Incompatible {
             op: op(),
             reason: format!(
