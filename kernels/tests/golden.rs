@@ -770,3 +770,19 @@ fn by_value_copies_in_an_if_value_run_in_their_branch() {
         ]
     );
 }
+
+/// A reference chosen by an `if` cannot be dereferenced (the translator
+/// binds reference locals to places): the message said "only references
+/// (kernel parameters) can be dereferenced", though `let r = &a[1];` is a
+/// reference it accepts; it now says which ones and what to write.
+#[test]
+fn a_reference_chosen_by_an_if_is_refused_with_what_to_write() {
+    let f: syn::ItemFn = syn::parse_quote! {
+        fn k(a: &[f64; 2], o: &mut f64) {
+            let r = if a[0] > a[1] { &a[0] } else { &a[1] };
+            *o = *r;
+        }
+    };
+    let err = translate(&f, FnKind::Kernel).unwrap_err().to_string();
+    assert!(err.contains("`let r = &a[i];`") && err.contains("let v = if c { a[0] } else { a[1] };"), "{err}");
+}

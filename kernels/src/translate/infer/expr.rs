@@ -85,7 +85,12 @@ impl Infer {
                 match u.op {
                     UnOp::Deref(_) => match t {
                         Ty::Ref(inner, _) => Ok(*inner),
-                        _ => Err(error(span, "only references (kernel parameters) can be dereferenced")),
+                        _ => Err(error(
+                            span,
+                            "only references can be dereferenced: kernel parameters, and locals bound to a place \
+                             directly (`let r = &a[i];`); a reference chosen by `if` or `match` is not one: choose \
+                             the value instead (`let v = if c { a[0] } else { a[1] };`)",
+                        )),
                     },
                     UnOp::Neg(_) => {
                         let t = self.vars.deref(&t);

@@ -669,7 +669,9 @@ impl Infer {
                 if has_unknown_len(inner) {
                     return Err(error(
                         init.expr.span(),
-                        "a reference to a row of a module-level constant: copy the row into an annotated local",
+                        "a reference into a module-level constant (`W.iter()`, `&W[i]`), whose length is not \
+                         known here: index it in a loop over its range (`for q in 0..4 { .. W[q] .. }`), or copy \
+                         it (or its row) into an annotated local (`let w: [f64; 4] = W;`)",
                     ));
                 }
                 // A reference local is typed by its place.
