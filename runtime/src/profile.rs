@@ -151,21 +151,26 @@ pub(crate) fn label(name: &str, tags: &str) -> String {
     }
 }
 
-/// The profile as a text table.
+/// The profile as a text table; the first column is as wide as the
+/// longest label (at least 16), so long names (`linalg_cg_update_jacobi`,
+/// tags) keep the columns aligned.
 pub fn table(reports: &[LoopReport]) -> String {
+    // Kernels of one name from different modules are told apart by path.
+    let shared_name = |r: &LoopReport| reports.iter().any(|o| o.name == r.name && o.path != r.path);
+    let labels: Vec<String> =
+        reports.iter().map(|r| if shared_name(r) { label(&r.path, &r.tags) } else { r.label() }).collect();
+    let w = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0).max(16);
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<16} {:>8} {:>11} {:>11} {:>10} {:>9}",
+        "{:<w$} {:>8} {:>11} {:>11} {:>10} {:>9}",
         "loop", "calls", "total s", "mean us", "plan ms", "GB/s"
     );
-    // Kernels of one name from different modules are told apart by path.
-    let shared_name = |r: &LoopReport| reports.iter().any(|o| o.name == r.name && o.path != r.path);
-    for r in reports {
+    for (r, l) in reports.iter().zip(&labels) {
         let _ = writeln!(
             s,
-            "{:<16} {:>8} {:>11.4} {:>11.2} {:>10.3} {:>9.2}",
-            if shared_name(r) { label(&r.path, &r.tags) } else { r.label() },
+            "{:<w$} {:>8} {:>11.4} {:>11.2} {:>10.3} {:>9.2}",
+            l,
             r.calls,
             r.seconds,
             r.mean_seconds() * 1e6,
@@ -177,7 +182,7 @@ pub fn table(reports: &[LoopReport]) -> String {
     let bytes: u64 = reports.iter().map(|r| r.bytes).sum();
     let _ = writeln!(
         s,
-        "{:<16} {:>8} {:>11.4} {:>11} {:>10.3} {:>9.2}",
+        "{:<w$} {:>8} {:>11.4} {:>11} {:>10.3} {:>9.2}",
         "total",
         reports.iter().map(|r| r.calls).sum::<u64>(),
         total,
@@ -281,5 +286,27 @@ mod tests {
         let table = super::table(&[]);
         assert!(table.contains("total"), "{table}");
         assert!(!table.contains("-0"), "{table}");
+    }
+
+    /// A label longer than the first column's 16 characters pushed its row's
+    /// numbers right of the header's (`linalg_cg_update_jacobi`).
+    #[test]
+    fn long_labels_keep_the_columns_aligned() {
+        let report = |name: &str| super::LoopReport {
+            name: name.into(),
+            path: name.into(),
+            tags: String::new(),
+            calls: 3,
+            seconds: 0.5,
+            plan_seconds: 0.0,
+            bytes: 0,
+            halo_bytes: Vec::new(),
+            halo_messages: 0,
+            mpi_wait_seconds: 0.0,
+        };
+        let table = super::table(&[report("res"), report("linalg_cg_update_jacobi")]);
+        // Right-aligned columns after a padded first one: every line as long.
+        let lengths: Vec<usize> = table.lines().map(|l| l.len()).collect();
+        assert!(lengths.len() == 4 && lengths.windows(2).all(|w| w[0] == w[1]), "{table}");
     }
 }
