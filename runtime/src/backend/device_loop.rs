@@ -670,7 +670,7 @@ mod tests {
         launcher.rest()
     }
     use crate::device::emu::Emu;
-    use crate::{Access, Backend, Runtime};
+    use crate::{Access, Backend, Dat, Runtime};
 
     #[crate::kernel]
     fn spread_pair(w: &f64, a: &mut [f64; 2], b: &mut [f64; 2]) {
@@ -680,17 +680,25 @@ mod tests {
         b[1] -= 0.5 * *w;
     }
 
-    #[test]
-    fn launches_use_the_shared_memory_the_plan_reports_and_an_overflow_fails() {
-        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+    /// `spread_pair` over 5000 edges into 700 nodes: the pair map's
+    /// values, the target dat and the loop's arguments.
+    fn spread_loop(rt: &Runtime) -> (Vec<i32>, Dat<f64>, [Arg; 3]) {
         let (nedges, nnodes) = (5000, 700);
         let edges = rt.set("edges", nedges).unwrap();
         let nodes = rt.set("nodes", nnodes).unwrap();
-        let values: Vec<i32> = (0..2 * nedges).map(|k| ((k * 7919 + k / 2) % nnodes) as i32).collect();
-        let pair = rt.map("pair", &edges, &nodes, 2, values).unwrap();
+        let ends: Vec<i32> = (0..2 * nedges).map(|k| ((k * 7919 + k / 2) % nnodes) as i32).collect();
+        let pair = rt.map("pair", &edges, &nodes, 2, ends.clone()).unwrap();
         let w = rt.dat("w", &edges, 1, vec![1.0f64; nedges]).unwrap();
         let r = rt.dat("r", &nodes, 2, vec![0.0f64; 2 * nnodes]).unwrap();
         let args = [w.arg(Access::READ), r.arg_via(&pair, 0, Access::INC), r.arg_via(&pair, 1, Access::INC)];
+        (ends, r, args)
+    }
+
+    #[test]
+    fn launches_use_the_shared_memory_the_plan_reports_and_an_overflow_fails() {
+        let rt = Runtime::with_backend(Backend::Seq).unwrap();
+        let (_, _, args) = spread_loop(&rt);
+        let nedges = 5000;
         let device: Arc<dyn Device> = Arc::new(Emu::new().unwrap());
         let mut dl = prepare(&device, spread_pair::KERNEL, &args, &[nedges], Strategy::Staged, None).unwrap();
         let built =
@@ -713,16 +721,9 @@ mod tests {
     #[test]
     fn a_failed_launch_leaves_the_host_and_the_device_agreeing() {
         let rt = Runtime::with_backend(Backend::Seq).unwrap();
-        let (nedges, nnodes) = (5000, 700);
-        let edges = rt.set("edges", nedges).unwrap();
-        let nodes = rt.set("nodes", nnodes).unwrap();
-        let ends: Vec<i32> = (0..2 * nedges).map(|k| ((k * 7919 + k / 2) % nnodes) as i32).collect();
-        let pair = rt.map("pair", &edges, &nodes, 2, ends.clone()).unwrap();
-        let w = rt.dat("w", &edges, 1, vec![1.0f64; nedges]).unwrap();
-        let r = rt.dat("r", &nodes, 2, vec![0.0f64; 2 * nnodes]).unwrap();
-        let args = [w.arg(Access::READ), r.arg_via(&pair, 0, Access::INC), r.arg_via(&pair, 1, Access::INC)];
+        let (ends, r, args) = spread_loop(&rt);
         let device: Arc<dyn Device> = Arc::new(Emu::new().unwrap());
-        let mut dl = prepare(&device, spread_pair::KERNEL, &args, &[nedges], Strategy::Staged, None).unwrap();
+        let mut dl = prepare(&device, spread_pair::KERNEL, &args, &[ends.len() / 2], Strategy::Staged, None).unwrap();
         let enough = dl.shared;
         // Short by less than the canary after it: caught, not corrupting.
         dl.shared = enough - 64;
