@@ -251,6 +251,22 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
             clippy::let_and_return
         )]
     };
+    // A method (`&self`): rustc's errors for what the attribute generates
+    // inside an `impl` ("struct is not supported in `impl`s") said nothing
+    // of the cause.
+    if let Some(receiver) = func.sig.receiver() {
+        let what = if kind == FnKind::Kernel { "kernels" } else { "device helpers" };
+        let err = syn::Error::new_spanned(
+            receiver,
+            format!(
+                "{what} are free functions, not methods: `self` has no translation to CUDA; move `{}` out of the \
+                 `impl` block and pass what it reads as parameters",
+                func.sig.ident
+            ),
+        )
+        .to_compile_error();
+        return quote! { #func #err };
+    }
     // Hand-written CUDA: the C++ name is the Rust one, nothing is known of
     // the body (every parameter counts as increment-only, nothing panics,
     // no frame size).
