@@ -217,6 +217,14 @@ pub enum SolveFailure {
     },
 }
 
+impl SolveFailure {
+    /// [`SolveFailure::Stagnated`] at `true_residual`, with the restarts
+    /// and `||b||` from the solve's report.
+    pub(crate) fn stagnated(report: &CgReport, true_residual: f64) -> Self {
+        SolveFailure::Stagnated { restarts: report.restarts, true_residual, rhs_norm: report.rhs_norm }
+    }
+}
+
 impl fmt::Display for SolveFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -396,11 +404,7 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
             // precision reaches; stop rather than restart until the
             // iteration limit.
             if report.restarts > 0 && (fresh || true_norm >= restart_norm) {
-                let failure = SolveFailure::Stagnated {
-                    restarts: report.restarts,
-                    true_residual: true_norm,
-                    rhs_norm: report.rhs_norm,
-                };
+                let failure = SolveFailure::stagnated(&report, true_norm);
                 return Err(fail(failure, report, true_norm));
             }
             restart_norm = true_norm;
@@ -427,8 +431,7 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
         // that is not SPD.
         let underflowed = |v: f64| v == 0.0 && rnorm * rnorm < T::MIN_POSITIVE / T::EPSILON;
         if underflowed(rz_f) {
-            let failure =
-                SolveFailure::Stagnated { restarts: report.restarts, true_residual: rnorm, rhs_norm: report.rhs_norm };
+            let failure = SolveFailure::stagnated(&report, rnorm);
             return Err(fail(failure, report, rnorm));
         }
         if rz_f <= 0.0 {
@@ -447,8 +450,7 @@ pub fn cg<T: Real, A: LinearOperator<T> + ?Sized>(
             return Err(fail(SolveFailure::NotFinite { quantity: "p . Ap", value: pq_f }, report, rnorm));
         }
         if underflowed(pq_f) {
-            let failure =
-                SolveFailure::Stagnated { restarts: report.restarts, true_residual: rnorm, rhs_norm: report.rhs_norm };
+            let failure = SolveFailure::stagnated(&report, rnorm);
             return Err(fail(failure, report, rnorm));
         }
         if pq_f <= 0.0 {
@@ -537,7 +539,7 @@ pub(crate) fn stopped(
 
 /// [`SolveFailure::Diverged`] when `rnorm` is past the divergence
 /// tolerance times the initial residual.
-pub(crate) fn diverged(opts: &CgOptions, report: &CgReport, rnorm: f64) -> Option<SolveFailure> {
+fn diverged(opts: &CgOptions, report: &CgReport, rnorm: f64) -> Option<SolveFailure> {
     let initial = *report.residual_history.first()?;
     (rnorm > opts.divergence_tolerance * initial).then_some(SolveFailure::Diverged {
         residual: rnorm,
@@ -554,7 +556,7 @@ pub(crate) fn diverged(opts: &CgOptions, report: &CgReport, rnorm: f64) -> Optio
 /// what is wrong ([`SolveFailure::Stagnated`]).
 pub(crate) fn out_of_iterations(opts: &CgOptions, report: &CgReport, rnorm: f64, true_norm: f64) -> SolveFailure {
     if true_norm.is_finite() && rnorm < 1e-3 * true_norm {
-        SolveFailure::Stagnated { restarts: report.restarts, true_residual: true_norm, rhs_norm: report.rhs_norm }
+        SolveFailure::stagnated(report, true_norm)
     } else {
         SolveFailure::MaxIterations { max_iterations: opts.max_iterations }
     }

@@ -163,11 +163,7 @@ pub fn bicgstab<T: Real, A: LinearOperator<T> + ?Sized>(
                 return Err(fail(SolveFailure::NotFinite { quantity: "||r||", value: true_norm }, report, true_norm));
             }
             if converging && (fresh || true_norm >= restart_norm) {
-                let failure = SolveFailure::Stagnated {
-                    restarts: report.restarts,
-                    true_residual: true_norm,
-                    rhs_norm: report.rhs_norm,
-                };
+                let failure = SolveFailure::stagnated(&report, true_norm);
                 return Err(fail(failure, report, true_norm));
             }
             restart_norm = true_norm;

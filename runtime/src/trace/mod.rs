@@ -420,6 +420,16 @@ struct TokenState {
 /// enough and much cheaper than SipHash on this path.
 type TokenMap<V> = WordHashMap<Token, V>;
 
+/// Where a force was asked for: the caller's location, and for the
+/// runtime's own forcing points (a dropped datum's loops, the trace's size
+/// limit, a runtime's drop) what they are. The profile lists those by the
+/// label, not by a line of parloop's source (`Trace::force_labelled`).
+#[derive(Clone, Copy)]
+struct ForcingSite {
+    at: &'static Location<'static>,
+    label: Option<&'static str>,
+}
+
 /// The trace's state, behind one lock.
 struct State {
     /// Replay of recurring windows (`replay`).
@@ -431,12 +441,7 @@ struct State {
     stats: TraceStats,
     /// Forcing points by the address of their location (one static per
     /// call site: cheaper to hash than the file name): forces, loops run.
-    points: TokenMap<(&'static Location<'static>, u64, u64)>,
-    /// What the runtime's own forcing points are (keyed as `points`): a
-    /// dropped datum's loops, the trace's size limit, a runtime's drop, a
-    /// name declared again. The profile lists them so, not by a line of
-    /// parloop's source (`Trace::force_labelled`).
-    labels: TokenMap<&'static str>,
+    points: TokenMap<(ForcingSite, u64, u64)>,
     /// An error from a force nobody could return it to (a drop): it
     /// surfaces at the next forcing point.
     deferred: Option<Error>,
@@ -653,7 +658,6 @@ impl Trace {
             next_seq: 0,
             stats: TraceStats::default(),
             points: TokenMap::default(),
-            labels: TokenMap::default(),
             deferred: None,
             halos: tokens::Halos::default(),
             spare_args: Vec::new(),
@@ -841,10 +845,14 @@ impl Trace {
     /// failing one and is returned, naming the loop and where it was
     /// recorded.
     pub(crate) fn force(&self, at: &'static Location<'static>, tokens: Option<(&[Token], bool)>) -> Result<()> {
+        self.force_at(ForcingSite { at, label: None }, tokens)
+    }
+
+    fn force_at(&self, site: ForcingSite, tokens: Option<(&[Token], bool)>) -> Result<()> {
         if forcing_here() {
             return Ok(());
         }
-        let result = self.force_once(at, tokens);
+        let result = self.force_once(site, tokens);
         self.release_kept_alive();
         result
     }
@@ -854,9 +862,7 @@ impl Trace {
     /// known: a drop, the size limit) instead of this call's line.
     #[track_caller]
     pub(crate) fn force_labelled(&self, label: &'static str, tokens: Option<(&[Token], bool)>) -> Result<()> {
-        let at = Location::caller();
-        lock(&self.state).labels.insert(at as *const Location as u64, label);
-        self.force(at, tokens)
+        self.force_at(ForcingSite { at: Location::caller(), label: Some(label) }, tokens)
     }
 
     /// Data whose last handle went during a force (`Link::dropped`): now
@@ -900,7 +906,7 @@ impl Trace {
 
     /// `force`, once: forced loops drop data they held last (see
     /// `release_kept_alive`).
-    fn force_once(&self, at: &'static Location<'static>, tokens: Option<(&[Token], bool)>) -> Result<()> {
+    fn force_once(&self, site: ForcingSite, tokens: Option<(&[Token], bool)>) -> Result<()> {
         // Under MPI a force runs everything, in recording order: every
         // rank records the same loops, so their exchanges and reductions
         // match as in an eager run, only later; a force of part of the
@@ -950,7 +956,7 @@ impl Trace {
                 }
             };
             st.settle();
-            let point = st.points.entry(at as *const Location as u64).or_insert((at, 0, 0));
+            let point = st.points.entry(site.at as *const Location as u64).or_insert((site, 0, 0));
             point.1 += 1;
             point.2 += loops_in(&taken);
             if taken.is_empty() {
@@ -1148,8 +1154,8 @@ impl Trace {
         let st = lock(&self.state);
         // Merged by text: a generic caller may have one location per instance.
         let mut merged: HashMap<String, (u64, u64)> = HashMap::new();
-        for (key, &(l, count, loops)) in st.points.iter() {
-            let text = st.labels.get(key).map_or_else(|| l.to_string(), |label| label.to_string());
+        for &(site, count, loops) in st.points.values() {
+            let text = site.label.map_or_else(|| site.at.to_string(), str::to_string);
             let e = merged.entry(text).or_default();
             e.0 += count;
             e.1 += loops;
