@@ -486,6 +486,9 @@ pub enum ArgProblem {
     IncNotIncrementOnly {
         /// The parameter's name.
         param: String,
+        /// What the kernel does with it instead of adding
+        /// ([`crate::ParamSig::increment_use`]; empty when not known).
+        what: &'static str,
         /// Whether the argument is a global (RW and WRITE, the advice for
         /// a dat, are no access of a global's).
         global: bool,
@@ -602,13 +605,17 @@ impl fmt::Display for ArgProblem {
             ArgProblem::MatAccess { access } => {
                 write!(f, "{access} on a matrix: matrices are assembled with INC or WRITE")
             }
-            ArgProblem::IncNotIncrementOnly { param, global, reduction } => {
+            ArgProblem::IncNotIncrementOnly { param, what, global, reduction } => {
+                let what = if what.is_empty() {
+                    "assigns, reads, or passes to a helper that does more than add to it"
+                } else {
+                    what
+                };
                 write!(
                     f,
-                    "INC on parameter `{param}`, which the kernel assigns, reads, or passes to a helper that does \
-                     more than add to it, instead of only adding to it (`+=`, `-=`): INC gives the kernel a zeroed \
-                     private copy on some backends and the target on others, so the result would depend on the \
-                     backend; "
+                    "INC on parameter `{param}`, which the kernel {what}, instead of only adding to it (`+=`, \
+                     `-=`): INC gives the kernel a zeroed private copy on some backends and the target on others, \
+                     so the result would depend on the backend; "
                 )?;
                 match (global, reduction) {
                     (false, _) => write!(f, "use RW or WRITE, or only add to it"),

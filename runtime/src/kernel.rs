@@ -60,6 +60,11 @@ pub struct ParamSig {
     pub max_only: bool,
     /// The parameter's name (empty when not known).
     pub name: &'static str,
+    /// Where [`ParamSig::increment_only`] is false, what the body does
+    /// instead of adding (`uses it in \`*y = 0.0\``, `passes it to
+    /// \`helper\`, ...`), for the error an INC argument gets; empty when
+    /// not known.
+    pub increment_use: &'static str,
 }
 
 impl ParamSig {
@@ -67,6 +72,12 @@ impl ParamSig {
     /// [`ParamSig::increment_only`]. Used by `#[parloop::kernel]`.
     pub const fn with_body(self, name: &'static str, increment_only: bool) -> ParamSig {
         ParamSig { name, increment_only, ..self }
+    }
+
+    /// The signature with [`ParamSig::increment_use`]. Used by
+    /// `#[parloop::kernel]`.
+    pub const fn with_increment_use(self, increment_use: &'static str) -> ParamSig {
+        ParamSig { increment_use, ..self }
     }
 
     /// The signature with [`ParamSig::min_only`] and

@@ -71,7 +71,10 @@ pub(crate) fn validate(kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<()> {
                 (false, true) => Some(Access::Max.name()),
                 _ => None,
             };
-            return Err(fail(i, ArgProblem::IncNotIncrementOnly { param: name, global, reduction }));
+            return Err(fail(
+                i,
+                ArgProblem::IncNotIncrementOnly { param: name, what: param.increment_use, global, reduction },
+            ));
         }
         if (access == Access::Min && !param.min_only) || (access == Access::Max && !param.max_only) {
             let name = if param.name.is_empty() { format!("{i}") } else { param.name.to_string() };

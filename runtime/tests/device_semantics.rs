@@ -333,9 +333,14 @@ fn inc_through_helpers_that_only_add_matches_seq_and_others_are_refused() {
         let IncCase { set, map, x, r, g } = inc_case(rt);
         let args = [x.arg(Access::READ), r.arg_via(&map, 0, Access::INC), g.arg(Access::INC)];
         rt.par_loop(adds_via_helpers::KERNEL, &set, &args).unwrap();
-        for kernel in [assigns_via_helper::KERNEL, reads_via_helper::KERNEL] {
+        // The refusal says which use it is (it said "assigns, reads, or
+        // passes to a helper that does more than add to it").
+        for (kernel, what) in [
+            (assigns_via_helper::KERNEL, "which the kernel passes it to `set_to`, which does more than add to it"),
+            (reads_via_helper::KERNEL, "which the kernel uses it in `peek(&r[1])`"),
+        ] {
             let err = rt.par_loop(kernel, &set, &args[..2]).unwrap_err().to_string();
-            assert!(err.contains("INC on parameter `r`"), "{}: {err}", kernel.name());
+            assert!(err.contains("INC on parameter `r`") && err.contains(what), "{}: {err}", kernel.name());
         }
         (r.values().unwrap(), g.values().unwrap())
     };

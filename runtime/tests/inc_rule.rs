@@ -254,9 +254,12 @@ fn inc_on_a_min_or_max_points_a_global_to_min_or_max_and_a_dat_to_rw() {
     // Globals: the exact reduction where the body is one, never RW/WRITE.
     let err = inc(min_as_inc::KERNEL, g.arg(Access::INC));
     assert!(err.contains("INC on parameter `dt`") && err.contains("use `Access::MIN`"), "{err}");
+    // The use that is no increment, as written.
+    assert!(err.contains("which the kernel uses it in `*dt = dt.min(0.5 * *v)`"), "{err}");
     assert!(!err.contains("Access::MAX") && !err.contains("use RW or WRITE"), "{err}");
     let err = inc(max_as_inc::KERNEL, g.arg(Access::INC));
     assert!(err.contains("INC on parameter `top`") && err.contains("use `Access::MAX`"), "{err}");
+    assert!(err.contains("which the kernel uses it in `*v > *top`"), "{err}");
     assert!(!err.contains("Access::MIN") && !err.contains("use RW or WRITE"), "{err}");
     // Neither a minimum nor a maximum: both named, and adding.
     let err = inc(assigns_a_max::KERNEL, g.arg(Access::INC));

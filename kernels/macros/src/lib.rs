@@ -295,7 +295,8 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
                     .into_iter()
                     .zip(t.increment_via)
                     .zip(t.reductions)
-                    .map(|((i, v), r)| (i, v, r))
+                    .zip(t.increment_use)
+                    .map(|(((i, v), r), u)| (i, v, r, u))
                     .collect(),
                 t.may_panic,
                 t.frame_bytes,
@@ -341,18 +342,34 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
     // expression: the translation's answer, and the `INCREMENT_ONLY`
     // entries of the helpers it passes the parameter to as `&mut` (hand-
     // written CUDA: nothing is known, every parameter counts as added to).
-    let increments: Vec<TokenStream2> = (0..func.sig.inputs.len())
+    // And what makes it not so, for the INC error: the body's own first
+    // other use, or else the first helper that does more than add to it
+    // (chosen at compile time from the helpers' tables); "" when it is.
+    let (increments, increment_uses): (Vec<TokenStream2>, Vec<TokenStream2>) = (0..func.sig.inputs.len())
         .map(|i| {
-            let (only, via, _): (bool, Vec<(String, usize)>, (bool, bool)) =
-                increment_only.get(i).cloned().unwrap_or((true, Vec::new(), (true, true)));
-            let via = via.iter().map(|(helper, k)| {
-                let span = call_span(body.clone(), helper).unwrap_or_else(Span::call_site);
-                let helper = format_ident!("{}", helper, span = span);
-                quote! { && #helper::INCREMENT_ONLY[#k] }
-            });
-            quote! { #only #( #via )* }
+            let (only, via, _, other_use) =
+                increment_only.get(i).cloned().unwrap_or((true, Vec::new(), (true, true), None));
+            let helpers: Vec<(syn::Ident, usize)> = via
+                .iter()
+                .map(|(helper, k)| {
+                    let span = call_span(body.clone(), helper).unwrap_or_else(Span::call_site);
+                    (format_ident!("{}", helper, span = span), *k)
+                })
+                .collect();
+            let checks = helpers.iter().map(|(helper, k)| quote! { && #helper::INCREMENT_ONLY[#k] });
+            let why = match other_use {
+                Some(text) => {
+                    let text = format!("uses it in `{text}`");
+                    quote! { #text }
+                }
+                None => helpers.iter().rev().fold(quote! { "" }, |otherwise, (helper, k)| {
+                    let text = format!("passes it to `{helper}`, which does more than add to it");
+                    quote! { if #helper::INCREMENT_ONLY[#k] { #otherwise } else { #text } }
+                }),
+            };
+            (quote! { #only #( #checks )* }, why)
         })
-        .collect();
+        .unzip();
     // What a caller passing `&mut` reads: a `&` or by-value parameter is
     // not added to (a `&mut` argument coerces to `&`, and the body reads it).
     let table: Vec<TokenStream2> = func
@@ -417,6 +434,7 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
         let mut names = Vec::new();
         let mut types = Vec::new();
         let inc = &increments;
+        let inc_use = &increment_uses;
         for arg in &func.sig.inputs {
             if let FnArg::Typed(pt) = arg {
                 if let Pat::Ident(pi) = &*pt.pat {
@@ -460,7 +478,7 @@ fn expand(attr: TokenStream2, func: ItemFn, kind: FnKind) -> TokenStream2 {
                 // A constant of its own: the helpers' `INCREMENT_ONLY`
                 // entries it reads are not promoted to `'static` inline.
                 const PARAMS: &[::parloop::ParamSig] =
-                    &[ #( <#types as ::parloop::__private::KernelParam>::SIG.with_body(#names_str, #inc).with_reductions(#mins, #maxes) ),* ];
+                    &[ #( <#types as ::parloop::__private::KernelParam>::SIG.with_body(#names_str, #inc).with_increment_use(#inc_use).with_reductions(#mins, #maxes) ),* ];
                 // SAFETY: `host` binds each view with its parameter's shape.
                 let kernel = unsafe {
                     ::parloop::Kernel::from_parts(

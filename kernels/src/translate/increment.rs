@@ -49,7 +49,11 @@ fn place_root<'e>(e: &'e Expr, indices: &mut Vec<&'e Expr>) -> Option<&'e Expr> 
 /// result lists, per parameter, the (helper, parameter position) pairs
 /// whose own answers decide (`#[parloop::device]` gives each helper an
 /// `INCREMENT_ONLY` table; the attribute combines them at compile time).
-pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> (Vec<bool>, Vec<Vec<(String, usize)>>) {
+///
+/// The third result gives, per `&mut` parameter that is not only added to,
+/// the first expression that uses it otherwise (an assignment, a read in a
+/// sum, a call), as source text for the error a user sees on INC.
+pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> IncrementUses {
     use syn::visit::Visit;
 
     struct Uses<'a> {
@@ -60,7 +64,11 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
         via: Vec<Vec<(String, usize)>>,
         /// Path expressions that are roots of increment places.
         roots: HashSet<usize>,
-        other_use: Vec<bool>,
+        /// Per parameter: the first use that is no increment, as text.
+        other_use: Vec<Option<String>>,
+        /// The expressions being visited, outermost first: where a use is
+        /// found, the nearest one that says what it does is its text.
+        enclosing: Vec<&'a Expr>,
         /// Reference locals (`let r = &mut p[i];`, `let r = p;`, and the
         /// loops over `p.iter_mut()` rewritten to them): binding -> the
         /// parameter whose place they name. Their uses are the
@@ -99,8 +107,21 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
         }
     }
 
-    impl<'ast> Visit<'ast> for Uses<'_> {
+    impl<'ast> Visit<'ast> for Uses<'ast> {
         fn visit_expr(&mut self, e: &'ast Expr) {
+            self.enclosing.push(e);
+            self.visit_use(e);
+            self.enclosing.pop();
+        }
+
+        fn visit_local(&mut self, l: &'ast syn::Local) {
+            self.visit_binding(l);
+        }
+    }
+
+    impl<'ast> Uses<'ast> {
+        /// [`Visit::visit_expr`] inside `e` (pushed on `enclosing`).
+        fn visit_use(&mut self, e: &'ast Expr) {
             if let Expr::Binary(b) = e {
                 if matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_)) {
                     let mut indices = Vec::new();
@@ -146,15 +167,16 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
             }
             if let Expr::Path(_) = e {
                 if let Some(p) = self.param_of(e) {
-                    if !self.roots.contains(&key(e)) {
-                        self.other_use[p] = true;
+                    if !self.roots.contains(&key(e)) && self.other_use[p].is_none() {
+                        self.other_use[p] = Some(use_text(&self.enclosing));
                     }
                 }
             }
             syn::visit::visit_expr(self, e);
         }
 
-        fn visit_local(&mut self, l: &'ast syn::Local) {
+        /// [`Visit::visit_local`]: a reference local names its place.
+        fn visit_binding(&mut self, l: &'ast syn::Local) {
             if discards_a_name(l) {
                 return;
             }
@@ -194,12 +216,72 @@ pub(crate) fn increment_only(item: &ItemFn, infer: &Infer, params: &[Param]) -> 
         helpers: &infer.calls,
         via: vec![Vec::new(); params.len()],
         roots: HashSet::new(),
-        other_use: vec![false; params.len()],
+        other_use: vec![None; params.len()],
+        enclosing: Vec::new(),
         aliases: HashMap::new(),
     };
     uses.visit_block(&item.block);
-    let only = params.iter().zip(&uses.other_use).map(|(p, other)| !p.mutable || !other).collect();
-    (only, uses.via)
+    let other_use: Vec<Option<String>> =
+        params.iter().zip(uses.other_use).map(|(p, other)| other.filter(|_| p.mutable)).collect();
+    IncrementUses { only: other_use.iter().map(Option::is_none).collect(), via: uses.via, other_use }
+}
+
+/// What [`increment_only`] finds, per parameter.
+pub(crate) struct IncrementUses {
+    /// Whether the body itself only adds to it.
+    pub only: Vec<bool>,
+    /// The helpers' parameters it is passed to as `&mut`.
+    pub via: Vec<Vec<(String, usize)>>,
+    /// The first use that is no increment, as source text.
+    pub other_use: Vec<Option<String>>,
+}
+
+/// The text of the expression that makes a path (the last of
+/// `enclosing`, the expressions around it, outermost first) a use other
+/// than an increment: the nearest that does something (an assignment, an
+/// operator, a call, a method call; `*p` and `p[i]` alone say nothing),
+/// or else the outermost (`*p` in `let v = *p;`).
+fn use_text(enclosing: &[&Expr]) -> String {
+    let telling = enclosing.iter().rev().find(|e| {
+        matches!(e, Expr::Assign(_) | Expr::Binary(_) | Expr::Call(_) | Expr::MethodCall(_) | Expr::Return(_))
+    });
+    let Some(&shown) = telling.or(enclosing.first()) else { return String::new() };
+    let text = tidy(&quote::ToTokens::to_token_stream(shown).to_string());
+    // A long expression (a whole `if` condition) is cut: the start names it.
+    match text.char_indices().nth(60) {
+        Some((cut, _)) => format!("{} ...", &text[..cut]),
+        None => text,
+    }
+}
+
+/// Token text as written: `* y [0] = f (x) ;` as `*y[0] = f(x);`.
+fn tidy(tokens: &str) -> String {
+    let ends_word = |w: &str| {
+        w.ends_with(|c: char| c.is_alphanumeric() || matches!(c, '_' | ')' | ']'))
+            && !matches!(w, "if" | "in" | "return" | "let" | "else" | "match" | "while" | "mut")
+    };
+    let words: Vec<&str> = tokens.split(' ').filter(|w| !w.is_empty()).collect();
+    let mut out = String::with_capacity(tokens.len());
+    for (i, w) in words.iter().enumerate() {
+        let prev = if i > 0 { words[i - 1] } else { "" };
+        // A unary `*`, `&`, `-` or `!` (at the start, or after an operator
+        // or an opening bracket) binds to what follows.
+        let unary = match prev.strip_suffix(['*', '&', '-', '!']) {
+            Some("") => i == 1 || !ends_word(words[i - 2]),
+            Some(before) => before.ends_with(['(', '[']),
+            None => false,
+        };
+        let glue = i == 0
+            || w.starts_with(['[', ')', ']', ',', ';', '.', '?'])
+            || (w.starts_with('(') && ends_word(prev))
+            || prev.ends_with(['[', '(', '.'])
+            || unary;
+        if !glue {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    out
 }
 
 /// Per parameter of `item`: whether a MIN and whether a MAX global may
@@ -386,4 +468,23 @@ pub(crate) fn reductions(item: &ItemFn, infer: &Infer, params: &[Param]) -> Vec<
             (!max, !min)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tidy;
+
+    #[test]
+    fn token_text_reads_as_written() {
+        for (tokens, written) in [
+            ("* dt = dt . min (0.5 * * v)", "*dt = dt.min(0.5 * *v)"),
+            ("y [i] [0] = - x [0] + f (a , & b [1])", "y[i][0] = -x[0] + f(a, &b[1])"),
+            ("a - b * c", "a - b * c"),
+            ("if * v > * top", "if *v > *top"),
+            ("set_to (& mut r [0] , * x)", "set_to(&mut r[0], *x)"),
+            ("f (- a [1] , (* b))", "f(-a[1], (*b))"),
+        ] {
+            assert_eq!(tidy(tokens), written);
+        }
+    }
 }

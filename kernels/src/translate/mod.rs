@@ -170,6 +170,10 @@ pub struct Translation {
     /// that parameter (their `INCREMENT_ONLY` tables, read at compile
     /// time by the attribute's output).
     pub increment_via: Vec<Vec<(String, usize)>>,
+    /// Per parameter that the body itself does more than add to: the first
+    /// such use, as source text (`*y = 0.0`), for the error a user sees
+    /// when an INC argument meets it.
+    pub increment_use: Vec<Option<String>>,
     /// Per parameter: whether a MIN global, and whether a MAX global, may
     /// take it (see `increment::reductions`): the body combines it with
     /// itself by that operation only.
@@ -327,7 +331,8 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         ));
     }
     let cname = fn_cname(&name);
-    let (increment_only, increment_via) = increment_only(item, &infer, &params);
+    let increment::IncrementUses { only: increment_only, via: increment_via, other_use: increment_use } =
+        increment_only(item, &infer, &params);
     let reductions = reductions(item, &infer, &params);
     let frame_bytes = infer.frame_bytes(params.len());
     let mut emit = Emit {
@@ -421,6 +426,7 @@ pub fn translate(item: &ItemFn, kind: FnKind) -> syn::Result<Translation> {
         increment_only,
         reductions,
         increment_via,
+        increment_use,
         may_panic,
         frame_bytes,
         consts,

@@ -106,6 +106,7 @@ impl<'a, S: Shape> KernelParam for &'a S {
         min_only: true,
         max_only: true,
         name: "",
+        increment_use: "",
     };
     #[inline(always)]
     unsafe fn bind(binder: &mut Binder<S>, i: usize) -> Self {
@@ -137,6 +138,7 @@ impl<'a, S: Shape> KernelParam for &'a mut S {
         min_only: true,
         max_only: true,
         name: "",
+        increment_use: "",
     };
     #[inline(always)]
     unsafe fn bind(binder: &mut Binder<S>, i: usize) -> Self {
