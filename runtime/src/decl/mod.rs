@@ -206,13 +206,29 @@ impl Set {
 
     /// A set; `selects`: what the subset whose iteration set it is selects.
     pub(crate) fn selecting(name: &str, sections: Sections, selects: Option<Arc<subset::Selection>>) -> Result<Set> {
-        if sections.checked_total().is_none() {
+        let Some(total) = sections.checked_total() else {
             return Err(Error::SizeOverflow {
                 what: "set",
                 name: name.into(),
                 detail: format!(
                     "sections core {} + owned {} + exec {} + non-exec {} exceed usize::MAX",
                     sections.core, sections.owned, sections.exec, sections.non_exec
+                ),
+            });
+        };
+        // Past isize::MAX no array holds even a byte per entity, and loops
+        // number entities as i64 (`Arg::index()`, the device's element
+        // counters): a loop over such a set could only run a kernel of
+        // globals alone, for centuries on the host (a size from a negative
+        // number cast to usize, say), or number entities wrongly.
+        if total > isize::MAX as usize {
+            return Err(Error::SizeOverflow {
+                what: "set",
+                name: name.into(),
+                detail: format!(
+                    "{total} entities, more than isize::MAX ({}): no array can hold a value per entity, and loops \
+                     number entities as i64",
+                    isize::MAX
                 ),
             });
         }
