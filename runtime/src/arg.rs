@@ -29,7 +29,6 @@ pub(crate) enum ArgKind {
 /// through one map column, or through all columns) or a global, with an
 /// access mode. Built by [`Dat::arg`], [`Dat::arg_via`], [`Dat::arg_vec`] and
 /// [`Global::arg`].
-#[derive(Clone)]
 pub struct Arg {
     pub(crate) storage: Arc<dyn Storage>,
     /// `storage.id()`, kept: every loop asks for it several times (plan
@@ -47,9 +46,13 @@ impl Drop for Arg {
     /// An argument can be the last handle on its data: as for
     /// [`Dat`]'s drop, recorded loops with it run first.
     fn drop(&mut self) {
-        if Arc::strong_count(&self.storage) == 1 {
-            self.storage.link().dropped(self.id, || self.storage.clone());
-        }
+        self.release_storage();
+    }
+}
+
+impl Clone for Arg {
+    fn clone(&self) -> Self {
+        Arg::with_id(self.storage.clone(), self.id, self.kind.clone(), self.access, self.dim, self.set.clone())
     }
 }
 
@@ -64,13 +67,37 @@ impl Arg {
     /// An argument of `storage`.
     pub(crate) fn new(storage: Arc<dyn Storage>, kind: ArgKind, access: Access, dim: usize, set: Option<Set>) -> Arg {
         let id = storage.id();
+        Arg::with_id(storage, id, kind, access, dim, set)
+    }
+
+    /// [`Arg::new`] where `id` (`storage.id()`) is known: every
+    /// construction counts a handle on the data (`trace::Link::handle_gone`).
+    pub(crate) fn with_id(
+        storage: Arc<dyn Storage>,
+        id: u64,
+        kind: ArgKind,
+        access: Access,
+        dim: usize,
+        set: Option<Set>,
+    ) -> Arg {
+        storage.link().handle_made();
         Arg { storage, id, kind, access, dim, set }
     }
 
     /// Points the argument at other data (`id` follows).
     pub(crate) fn set_storage(&mut self, storage: Arc<dyn Storage>) {
+        storage.link().handle_made();
+        self.release_storage();
         self.id = storage.id();
         self.storage = storage;
+    }
+
+    /// This argument's handle on its data goes (the last one runs what is
+    /// pending with the data, as a dat's drop).
+    fn release_storage(&self) {
+        if self.storage.link().handle_gone() {
+            self.storage.link().dropped(self.id, || self.storage.clone());
+        }
     }
 
     /// The access mode.

@@ -905,3 +905,35 @@ fn another_runtimes_work_on_data_with_pending_loops_runs_after_them() {
         }
     }
 }
+
+/// Handles of one dat dropped on several threads at once: exactly one of
+/// them is the last, and the loops pending on the dat run then. The last
+/// handle was found by `Arc::strong_count(..) == 1` before the count went
+/// down, so two handles going together could each see the other and
+/// neither run them: the loop reading the dat stayed recorded with its
+/// data gone, and reading the sum failed (`DataDropped`).
+#[test]
+fn handles_dropped_together_on_several_threads_run_the_pending_loops_once() {
+    let rt = lazy_rt();
+    let s = rt.set("s", 4).unwrap();
+    let sum = rt.global("sum", &[0.0f64]).unwrap();
+    let threads = 8;
+    for round in 0..20000 {
+        let t = rt.dat("t", &s, 1, vec![1.0; 4]).unwrap();
+        rt.par_loop(total::KERNEL, &s, &[t.arg(Access::READ), sum.arg(Access::INC)]).unwrap();
+        let handles: Vec<Dat<f64>> = (0..threads).map(|_| t.clone()).collect();
+        drop(t);
+        let start = std::sync::Barrier::new(threads);
+        std::thread::scope(|scope| {
+            for h in handles {
+                let start = &start;
+                scope.spawn(move || {
+                    start.wait();
+                    drop(h);
+                });
+            }
+        });
+        assert_eq!(sum.value().unwrap(), 4.0 * (round + 1) as f64, "round {round}");
+        assert_eq!(rt.trace_stats().drop_forces, round as u64 + 1, "round {round}");
+    }
+}

@@ -147,7 +147,6 @@ impl<T: Scalar, M> Stored<T, M> {
 /// let x = rt.dat::<f64>("x", &nodes, 2, vec![0.0, 0.0, 1.0, 0.0, 0.0, 1.0]).unwrap();
 /// assert_eq!(x.values().unwrap()[2], 1.0);
 /// ```
-#[derive(Clone)]
 pub struct Dat<T: Scalar>(pub(crate) Arc<DatInner<T>>);
 
 /// `gather` in a build without the `mpi` feature: one process is rank 0
@@ -199,7 +198,7 @@ impl<T: Scalar> Dat<T> {
             });
         }
         let values = crate::pages::on_huge_pages(values);
-        Ok(Dat(Arc::new(Stored::new(name, values, DatMeta { set: set.clone(), dim }))))
+        Ok(Dat::handle(Arc::new(Stored::new(name, values, DatMeta { set: set.clone(), dim }))))
     }
 
     /// The dat's name.
@@ -481,7 +480,6 @@ impl<T: Scalar> fmt::Debug for Dat<T> {
 /// rms.set_values(&[2.5]).unwrap();
 /// assert_eq!(rms.value().unwrap(), 2.5);
 /// ```
-#[derive(Clone)]
 pub struct Global<T: Scalar>(pub(crate) Arc<GlobalInner<T>>);
 
 /// Values of no set and no user global: a global's storage of
@@ -502,7 +500,7 @@ impl<T: Scalar> Global<T> {
             });
         }
         let copy = crate::fallible::copy_of(values, || format!("global `{name}`'s values ({} values)", values.len()))?;
-        Ok(Global(Arc::new(Stored::new(name, copy, values.len()))))
+        Ok(Global::handle(Arc::new(Stored::new(name, copy, values.len()))))
     }
 
     /// The global's name.
@@ -779,11 +777,39 @@ impl<T: Scalar, M> Drop for Stored<T, M> {
     }
 }
 
+impl<T: Scalar> Dat<T> {
+    /// A handle on `inner` (counted: see `trace::Link::handle_gone`).
+    pub(crate) fn handle(inner: Arc<DatInner<T>>) -> Dat<T> {
+        inner.link.handle_made();
+        Dat(inner)
+    }
+}
+
+impl<T: Scalar> Global<T> {
+    /// A handle on `inner` (counted, as [`Dat::handle`]).
+    pub(crate) fn handle(inner: Arc<GlobalInner<T>>) -> Global<T> {
+        inner.link.handle_made();
+        Global(inner)
+    }
+}
+
+impl<T: Scalar> Clone for Dat<T> {
+    fn clone(&self) -> Self {
+        Dat::handle(self.0.clone())
+    }
+}
+
+impl<T: Scalar> Clone for Global<T> {
+    fn clone(&self) -> Self {
+        Global::handle(self.0.clone())
+    }
+}
+
 impl<T: Scalar> Drop for Dat<T> {
     /// The last handle going: loops recorded with this dat run now
     /// (seed 003: the trace keeps no dat alive; see `trace::Link::dropped`).
     fn drop(&mut self) {
-        if Arc::strong_count(&self.0) == 1 {
+        if self.0.link.handle_gone() {
             self.0.link.dropped(self.0.id, || self.0.clone());
         }
     }
@@ -792,7 +818,7 @@ impl<T: Scalar> Drop for Dat<T> {
 impl<T: Scalar> Drop for Global<T> {
     /// As for dats.
     fn drop(&mut self) {
-        if Arc::strong_count(&self.0) == 1 {
+        if self.0.link.handle_gone() {
             self.0.link.dropped(self.0.id, || self.0.clone());
         }
     }

@@ -374,7 +374,7 @@ impl Runtime {
             pooled,
         };
         let make = |chosen: &str| {
-            Ok(Dat(Arc::new(Stored {
+            Ok(Dat::handle(Arc::new(Stored {
                 id: super::next_id(),
                 name: chosen.into(),
                 values: RwLock::new(Vec::new()),

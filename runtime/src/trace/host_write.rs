@@ -62,7 +62,7 @@ pub(super) fn run(p: &Pending) -> Result<()> {
     let arg = p.args.first().expect("a host write has its global");
     let global = match &arg.held {
         Held::Weak(w) => w.upgrade(),
-        Held::Strong(s) => Some(s.clone()),
+        Held::Strong(s) => Some(Arc::clone(s)),
     };
     let global = global.ok_or_else(|| Error::DataDropped { kernel: KERNEL.name().into(), id: arg.id })?;
     global.write_bytes(&p.payload)

@@ -36,7 +36,7 @@ mod tokens;
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::panic::Location;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
@@ -180,8 +180,36 @@ pub struct ForcingPoint {
 enum Held {
     /// User data: a dat, global or matrix (seed 003: never kept alive).
     Weak(Weak<dyn Storage>),
-    /// The element-index placeholder, private to the argument.
-    Strong(Arc<dyn Storage>),
+    /// The element-index placeholder, private to the argument, and
+    /// temporaries (kept until their last pending use runs).
+    Strong(Kept),
+}
+
+/// A strong hold on data that counts as a handle (`Link::handle_made`),
+/// so that a user's handle going first is not the last; its own going
+/// runs nothing: every loop pending with the data holds one, so when the
+/// last goes none is left.
+struct Kept(Arc<dyn Storage>);
+
+impl Kept {
+    fn new(storage: &Arc<dyn Storage>) -> Kept {
+        storage.link().handle_made();
+        Kept(storage.clone())
+    }
+}
+
+impl std::ops::Deref for Kept {
+    type Target = Arc<dyn Storage>;
+    fn deref(&self) -> &Arc<dyn Storage> {
+        &self.0
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        // Nothing pending needs the data once no record holds it.
+        let _last = self.0.link().handle_gone();
+    }
 }
 
 /// An argument as the trace keeps it.
@@ -249,11 +277,11 @@ impl Pending {
         debug_assert!(args.is_empty());
         args.extend(lp.args().iter().map(|a| RecordedArg {
             held: match a.kind {
-                ArgKind::Index => Held::Strong(a.storage.clone()),
+                ArgKind::Index => Held::Strong(Kept::new(&a.storage)),
                 // A temporary lives until its last pending use has
                 // run, then its memory goes back to the pool
                 // (seed 000's `LazyFree`; the user cannot see it).
-                _ if a.storage.temp().is_some() => Held::Strong(a.storage.clone()),
+                _ if a.storage.temp().is_some() => Held::Strong(Kept::new(&a.storage)),
                 _ => Held::Weak(Arc::downgrade(&a.storage)),
             },
             id: a.data_id(),
@@ -370,9 +398,9 @@ impl Pending {
         for a in &self.args {
             let storage = match &a.held {
                 Held::Weak(w) => w.upgrade().ok_or(a.id)?,
-                Held::Strong(s) => s.clone(),
+                Held::Strong(s) => Arc::clone(s),
             };
-            out.push(Arg { storage, id: a.id, kind: a.kind.clone(), access: a.access, dim: a.dim, set: a.set.clone() });
+            out.push(Arg::with_id(storage, a.id, a.kind.clone(), a.access, a.dim, a.set.clone()));
         }
         Ok(())
     }
@@ -537,7 +565,15 @@ pub(crate) fn run_unrecorded_loop(
 /// A dat's or global's link to the runtime whose trace recorded a loop
 /// with it (set then, once).
 #[derive(Default)]
-pub(crate) struct Link(OnceLock<Weak<Core>>);
+pub(crate) struct Link(OnceLock<Weak<Core>>, Handles);
+
+/// How many handles (`Dat`, `Global`, `Arg`) hold a datum: the one whose
+/// drop takes it to zero is the last, exactly one however many go at once
+/// on however many threads. `Arc::strong_count(..) == 1` in a drop,
+/// before the count goes down, let two handles dropped together each see
+/// the other, and neither run what was pending on the datum.
+#[derive(Default)]
+struct Handles(AtomicUsize);
 
 /// The runtime's core behind a link, while the runtime lives and has a trace.
 struct Linked(Arc<Core>);
@@ -550,6 +586,25 @@ impl std::ops::Deref for Linked {
 }
 
 impl Link {
+    /// A handle on the datum was made.
+    pub(crate) fn handle_made(&self) {
+        self.1 .0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A handle on the datum goes: whether it was the last (then call
+    /// [`Link::dropped`]).
+    #[must_use]
+    pub(crate) fn handle_gone(&self) -> bool {
+        // AcqRel: what other handles did before they went happens before
+        // what the last one then does (as `Arc`'s own count).
+        self.1 .0.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// Whether a handle holds the datum.
+    pub(crate) fn has_handles(&self) -> bool {
+        self.1 .0.load(Ordering::Acquire) > 0
+    }
+
     /// The trace, if any, still alive.
     fn trace(&self) -> Option<Linked> {
         self.0.get()?.upgrade().filter(|c| c.trace.is_some()).map(Linked)
@@ -878,7 +933,7 @@ impl Trace {
                 return;
             }
             for storage in kept {
-                if Arc::strong_count(&storage) == 1 {
+                if !storage.link().has_handles() {
                     self.last_handle_going(storage.id());
                 }
             }
