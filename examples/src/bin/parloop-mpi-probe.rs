@@ -369,6 +369,25 @@ mod probe {
         rt.par_loop(k_index::KERNEL, &m.cells, &[Arg::index(), cidx.arg(Access::WRITE)])?;
         push(&mut out, "Arg::index on vertices", g64(&vidx)?);
         push(&mut out, "Arg::index on cells", g64(&cidx)?);
+        // 1b. A dat declared after the partition, its halo values a guess
+        // (-1e9) rather than the owners': the first loop reading the halo
+        // exchanges it (the guess reached the sums before).
+        let owned_vertices = m.vertices.size();
+        let late_values: Vec<f64> =
+            vidx.values()?.iter().enumerate().map(|(k, &g)| if k < owned_vertices { g } else { -1e9 }).collect();
+        let late = rt.dat("late", &m.vertices, 1, late_values)?;
+        let late_sums = rt.dat("late_sums", &m.cells, 1, vec![0.0; m.cells.total()])?;
+        rt.par_loop(
+            k_sum3::KERNEL,
+            &m.cells,
+            &[
+                late.arg_via(&m.cell_vertices, 0, Access::READ),
+                late.arg_via(&m.cell_vertices, 1, Access::READ),
+                late.arg_via(&m.cell_vertices, 2, Access::READ),
+                late_sums.arg(Access::WRITE),
+            ],
+        )?;
+        push(&mut out, "a dat declared after the partition, read through a map", g64(&late_sums)?);
         // 2. Arg::index in an INC loop (the exec halo runs).
         let cv = &m.cell_vertices;
         rt.par_loop(

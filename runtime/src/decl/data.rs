@@ -198,7 +198,13 @@ impl<T: Scalar> Dat<T> {
             });
         }
         let values = crate::pages::on_huge_pages(values);
-        Ok(Dat::handle(Arc::new(Stored::new(name, values, DatMeta { set: set.clone(), dim }))))
+        let dat = Dat::handle(Arc::new(Stored::new(name, values, DatMeta { set: set.clone(), dim })));
+        // On a set already distributed, the values given for the halo are
+        // this rank's guess of what the owners hold (zeros, say): the first
+        // loop that reads the halo exchanges it, as after a host write.
+        // Every rank declares its dats, so every rank marks it alike.
+        dat.host_wrote();
+        Ok(dat)
     }
 
     /// The dat's name.
@@ -345,11 +351,11 @@ impl<T: Scalar> Dat<T> {
         self.0.link.written_whole(self.0.id);
     }
 
-    /// After a host write: under MPI the halo copies of this dat on the
-    /// other ranks (and this rank's of theirs) no longer match what their
-    /// owners hold, so the next loop that reads the halo exchanges it (a
-    /// host write may have changed owned values, or written halo values
-    /// computed from a stale halo).
+    /// After a host write (or the declaration): under MPI the halo copies
+    /// of this dat on the other ranks (and this rank's of theirs) no longer
+    /// match what their owners hold, so the next loop that reads the halo
+    /// exchanges it (a host write may have changed owned values, or written
+    /// halo values computed from a stale halo).
     fn host_wrote(&self) {
         #[cfg(feature = "mpi")]
         if let Some(part) = self.set().0.local.get() {
