@@ -18,6 +18,7 @@
 //! | `PARLOOP_DEVICE` | GPU ordinal, a non-negative integer | rank on the node |
 //! | `PARLOOP_CHECK_RANKS` | `0`, `1` | `0` |
 //! | `PARLOOP_OVERLAP` | `0`, `1` | `1` |
+//! | `PARLOOP_MPI_TIMEOUT` | seconds an MPI wait may last before the job ends (`0`: never; a report on stderr after 60 s and at each doubling) | `1800` |
 //! | `PARLOOP_CUDA_AWARE` | `0`, `1` | asked of the MPI library |
 //! | `PARLOOP_CHECK` | `0`, `1` (bounds checks in device code) | `1` |
 //! | `PARLOOP_LAZY` | `0`, `1` (record loops in the lazy trace; under MPI too) | `0` |
@@ -88,6 +89,7 @@ pub(crate) fn check_others() -> Result<()> {
     switch("PARLOOP_HUGE_PAGES", true)?;
     switch("PARLOOP_CHECK_RANKS", false)?;
     switch("PARLOOP_OVERLAP", true)?;
+    number("PARLOOP_MPI_TIMEOUT", |_| true, "seconds (a non-negative integer; 0 for no limit)")?;
     switch("PARLOOP_CUDA_AWARE", false)?;
     number("PARLOOP_BLOCK_SIZE", block_size_ok, BLOCK_SIZES)?;
     number("PARLOOP_DEVICE", |_| true, "a GPU ordinal (a non-negative integer)")?;
@@ -241,7 +243,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// Every variable of the table above.
-const KNOWN: [&str; 18] = [
+const KNOWN: [&str; 19] = [
     "PARLOOP_BACKEND",
     "PARLOOP_PART_SIZE",
     "PARLOOP_PROFILE",
@@ -253,6 +255,7 @@ const KNOWN: [&str; 18] = [
     "PARLOOP_DEVICE",
     "PARLOOP_CHECK_RANKS",
     "PARLOOP_OVERLAP",
+    "PARLOOP_MPI_TIMEOUT",
     "PARLOOP_CUDA_AWARE",
     "PARLOOP_CHECK",
     "PARLOOP_LAZY",

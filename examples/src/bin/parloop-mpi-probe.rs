@@ -827,12 +827,50 @@ mod probe {
         compared
     }
 
+    /// Ranks out of step on purpose: rank 1 skips a loop that exchanges a
+    /// halo, so rank 0 waits in the exchange and rank 1 in the gather after
+    /// it. `ci/test` runs it with `PARLOOP_MPI_TIMEOUT=3` and checks that
+    /// the job ends saying where it waited, instead of hanging.
+    fn out_of_step(world: &parloop::mpi::SimpleCommunicator) {
+        let rt = Runtime::with_communicator(Backend::Seq, world).unwrap_or_else(|e| panic!("runtime: {e}"));
+        let run = || -> parloop::Result<()> {
+            let m = parloop_mesh::unit_square(6, 6).expect("mesh").declare(&rt, "m")?;
+            drop(rt.partition(&m.cells, &m.cell_vertices, Partitioner::Metis)?);
+            // Declared after the partition: its halo is exchanged when a
+            // loop first reads it.
+            let x = rt.dat("x", &m.vertices, 1, vec![1.0; m.vertices.total()])?;
+            let sums = rt.dat("sums", &m.cells, 1, vec![0.0; m.cells.total()])?;
+            if world.rank() != 1 {
+                let cv = &m.cell_vertices;
+                rt.par_loop(
+                    k_sum3::KERNEL,
+                    &m.cells,
+                    &[
+                        x.arg_via(cv, 0, Access::READ),
+                        x.arg_via(cv, 1, Access::READ),
+                        x.arg_via(cv, 2, Access::READ),
+                        sums.arg(Access::WRITE),
+                    ],
+                )?;
+            }
+            sums.gather(0)?;
+            Ok(())
+        };
+        match run() {
+            Ok(()) => println!("parloop-mpi-probe out-of-step: finished, which ranks out of step cannot"),
+            Err(e) => eprintln!("parloop-mpi-probe out-of-step: {e}"),
+        }
+    }
+
     pub fn main() {
         let universe = parloop::mpi::initialize().expect("MPI initialises once");
         let world = universe.world();
         let (rank, size) = (world.rank() as usize, world.size() as usize);
         let mut failures = Vec::new();
         let only: Option<String> = std::env::args().nth(1);
+        if only.as_deref() == Some("out-of-step") {
+            return out_of_step(&world);
+        }
         for backend in [Backend::Seq, Backend::Threads, Backend::Emu] {
             let serial_rt = Runtime::with_backend(backend).expect("serial runtime");
             let want = program(&serial_rt, &world, Part::Serial, false).unwrap_or_else(|e| panic!("serial: {e}"));

@@ -187,7 +187,7 @@ pub(crate) unsafe fn exchange(
         let _c = comm.lock();
         // SAFETY: every request was posted above, with the communicator's
         // lock held as now; the blocks stay valid by the caller's contract.
-        unsafe { super::wait::complete_all(&mut requests) };
+        unsafe { super::wait::complete_all(&mut requests, super::wait::Waiting::Exchange) };
     }
     let waited = wait.elapsed();
     overlapped?;

@@ -509,13 +509,32 @@ impl Mpi {
     /// The distributed run over (a duplicate of) `comm`.
     pub(crate) fn new(comm: Option<&SimpleCommunicator>) -> Result<Mpi> {
         let stale = Stale::default();
+        let comm = comm.map(|c| Arc::new(Comm::new(c, stale.clone())));
+        let check_ranks = crate::config::switch("PARLOOP_CHECK_RANKS", false);
+        if let Some(comm) = comm.as_ref().filter(|c| c.size > 1) {
+            // The check is collective (a hash compared per loop): set on
+            // some ranks only, those waited for the others' hashes for
+            // ever. Agreed here, where making the runtime is collective.
+            let (ok, alike) =
+                comm.all_ok_alike(check_ranks.is_ok(), u64::from(*check_ranks.as_ref().unwrap_or(&false)));
+            if ok && !alike {
+                return Err(comm.error(format!(
+                    "PARLOOP_CHECK_RANKS differs between ranks (this rank's: {}); set it alike on every rank \
+                     (`mpiexec -env PARLOOP_CHECK_RANKS 1` or export it before the launch)",
+                    u8::from(*check_ranks.as_ref().unwrap_or(&false))
+                )));
+            }
+            if !ok && check_ranks.is_ok() {
+                return Err(comm.error("another rank's PARLOOP_CHECK_RANKS is not understood"));
+            }
+        }
         Ok(Mpi {
-            comm: comm.map(|c| Arc::new(Comm::new(c, stale.clone()))),
+            comm,
             declared: Mutex::default(),
             halos: Mutex::default(),
             stale,
             loops: Default::default(),
-            check_ranks: crate::config::switch("PARLOOP_CHECK_RANKS", false)?,
+            check_ranks: check_ranks?,
             no_overlap: !crate::config::switch("PARLOOP_OVERLAP", true)?,
             device: Default::default(),
         })

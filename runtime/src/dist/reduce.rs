@@ -84,7 +84,9 @@ impl Group {
         let ready = flag != 0;
         if !ready {
             // SAFETY: as above; `send` and `recv` outlive the wait.
-            unsafe { super::wait::complete_all(std::slice::from_mut(&mut self.request)) };
+            unsafe {
+                super::wait::complete_all(std::slice::from_mut(&mut self.request), super::wait::Waiting::Reduction)
+            };
         }
         drop(c);
         self.done = true;

@@ -10,6 +10,17 @@
 //! rank nothing else is runnable and the yield returns at once; where
 //! ranks share cores, the rank with work runs.
 
+//!
+//! A wait that lasts is reported: ranks out of step (a loop, a host write
+//! of a distributed dat or a collective call made on some ranks only, a
+//! rank that returned an error the others never saw) wait for each other
+//! for ever, which looks like a slow run. After a minute the waiting rank
+//! says on stderr what it waits in and what usually causes it (again at
+//! each doubling), and after `PARLOOP_MPI_TIMEOUT` seconds (default 1800,
+//! `0` never) it ends the job with that message.
+
+use std::time::{Duration, Instant};
+
 use mpi::ffi;
 use mpi::request::{LocalScope, Request, Scope};
 
@@ -17,17 +28,114 @@ use mpi::request::{LocalScope, Request, Scope};
 /// common case with a core per rank) is taken without a system call.
 const SPINS_BEFORE_YIELD: u32 = 100;
 
-/// Between polls: spin a while, then yield the core.
-struct Backoff(u32);
+/// The first report of a wait that lasts.
+const FIRST_REPORT: Duration = Duration::from_secs(60);
+
+/// `PARLOOP_MPI_TIMEOUT`'s default, in seconds: long enough for a rank to
+/// wait while another reads a mesh alone; a job out of step still ends.
+const DEFAULT_TIMEOUT_S: usize = 1800;
+
+/// What a rank waits in, for the report.
+#[derive(Clone, Copy)]
+pub(crate) enum Waiting {
+    /// A loop's halo exchange.
+    Exchange,
+    /// A global's all-reduce.
+    Reduction,
+    /// A collective call (a gather, the partition, an agreement on errors).
+    Collective,
+}
+
+impl Waiting {
+    fn what(self) -> &'static str {
+        match self {
+            Waiting::Exchange => "a halo exchange (a loop reading a stale halo through a map)",
+            Waiting::Reduction => "the all-reduce of a global",
+            Waiting::Collective => "a collective call (a gather, the partition, or the ranks' agreement on errors)",
+        }
+    }
+}
+
+/// Between polls: spin a while, then yield the core; report a wait that
+/// lasts, and end the job after the timeout.
+struct Backoff {
+    spins: u32,
+    waiting: Waiting,
+    /// Since the first yield (a wait that ends while spinning never reads
+    /// the clock).
+    since: Option<Instant>,
+    next_report: Duration,
+}
 
 impl Backoff {
+    fn new(waiting: Waiting) -> Backoff {
+        Backoff { spins: 0, waiting, since: None, next_report: FIRST_REPORT }
+    }
+
+    /// The first report: at a minute, or at the timeout where it is
+    /// shorter (which then ends the job).
+    fn first_report() -> Duration {
+        timeout().map_or(FIRST_REPORT, |t| t.min(FIRST_REPORT))
+    }
+
     fn pause(&mut self) {
-        if self.0 < SPINS_BEFORE_YIELD {
-            self.0 += 1;
+        if self.spins < SPINS_BEFORE_YIELD {
+            self.spins += 1;
             std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
+            return;
         }
+        std::thread::yield_now();
+        if self.since.is_none() {
+            self.since = Some(Instant::now());
+            self.next_report = Backoff::first_report();
+        }
+        let waited = self.since.map_or(Duration::ZERO, |t| t.elapsed());
+        if waited >= self.next_report {
+            self.next_report *= 2;
+            report(self.waiting, waited);
+        }
+    }
+}
+
+/// `PARLOOP_MPI_TIMEOUT` (checked when the runtime was created), `None`
+/// for never.
+fn timeout() -> Option<Duration> {
+    let seconds = crate::config::number("PARLOOP_MPI_TIMEOUT", |_| true, "seconds").ok().flatten();
+    match seconds.unwrap_or(DEFAULT_TIMEOUT_S) {
+        0 => None,
+        s => Some(Duration::from_secs(s as u64)),
+    }
+}
+
+/// Says on stderr that this rank has waited `waited` in `waiting`, and
+/// ends the job when that is past the timeout.
+fn report(waiting: Waiting, waited: Duration) {
+    let (mut rank, mut size) = (0, 1);
+    // SAFETY: MPI is initialised (this rank is in a wait) and the world
+    // communicator is valid for the whole job; the out-parameters are
+    // plain integers.
+    unsafe {
+        ffi::MPI_Comm_rank(ffi::RSMPI_COMM_WORLD, &mut rank);
+        ffi::MPI_Comm_size(ffi::RSMPI_COMM_WORLD, &mut size);
+    }
+    let timeout = timeout();
+    let message = format!(
+        "rank {rank} of {size} has waited {:.0} s in {} for other ranks that have not joined it: one is still busy, \
+         or the ranks are out of step (a rank returned an error the others never saw: end the job with \
+         `rt.fail(e)`; a loop, a host write to a distributed dat, or a collective call made on some ranks only; \
+         `PARLOOP_CHECK_RANKS=1` names a loop sequence that differs)",
+        waited.as_secs_f64(),
+        waiting.what()
+    );
+    match timeout {
+        Some(limit) if waited >= limit => {
+            eprintln!("parloop: {message}; ending the job (PARLOOP_MPI_TIMEOUT={})", limit.as_secs());
+            // SAFETY: as above; MPI_Abort does not return.
+            unsafe { ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, 1) };
+            std::process::abort();
+        }
+        Some(limit) => eprintln!("parloop: {message}; the job ends after PARLOOP_MPI_TIMEOUT={} s", limit.as_secs()),
+        None => eprintln!("parloop: {message}"),
     }
 }
 
@@ -42,7 +150,7 @@ pub(crate) fn blocking<'a, D: ?Sized + 'a>(
 
 /// Completes `request` (an immediate operation of rsmpi).
 fn complete<'a, D: ?Sized, S: Scope<'a>>(mut request: Request<'a, D, S>) {
-    let mut backoff = Backoff(0);
+    let mut backoff = Backoff::new(Waiting::Collective);
     loop {
         match request.test() {
             Ok(_) => return,
@@ -58,8 +166,8 @@ fn complete<'a, D: ?Sized, S: Scope<'a>>(mut request: Request<'a, D, S>) {
 /// Each request is an active (or null) request of a communicator whose
 /// lock the caller holds, and the buffers it reads or writes stay valid
 /// until this returns.
-pub(crate) unsafe fn complete_all(requests: &mut [ffi::MPI_Request]) {
-    let mut backoff = Backoff(0);
+pub(crate) unsafe fn complete_all(requests: &mut [ffi::MPI_Request], waiting: Waiting) {
+    let mut backoff = Backoff::new(waiting);
     loop {
         let mut done = 0;
         // SAFETY: the caller's contract; MPI_Testall sets completed
