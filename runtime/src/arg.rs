@@ -95,9 +95,7 @@ impl Arg {
     /// This argument's handle on its data goes (the last one runs what is
     /// pending with the data, as a dat's drop).
     fn release_storage(&self) {
-        if self.storage.link().handle_gone() {
-            self.storage.link().dropped(self.id, || self.storage.clone());
-        }
+        self.storage.link().handle_gone(self.id, || self.storage.clone());
     }
 
     /// The access mode.

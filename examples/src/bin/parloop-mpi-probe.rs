@@ -862,6 +862,27 @@ mod probe {
         }
     }
 
+    /// Ranks that declare different meshes on purpose (`what`: a set's
+    /// size, a dat's values, or the number of dats): the partition's error
+    /// names what differs, on every rank; exits 1 with it (`ci/test`).
+    fn mismatch(world: &parloop::mpi::SimpleCommunicator, what: &str) {
+        let rt = Runtime::with_communicator(Backend::Seq, world).unwrap_or_else(|e| panic!("runtime: {e}"));
+        let rank = world.rank() as usize;
+        let run = || -> parloop::Result<()> {
+            let m = parloop_mesh::unit_square(4, 4).expect("mesh").declare(&rt, "m")?;
+            let n = m.vertices.total();
+            let _extra = rt.set("extra", if what == "set" { 3 + rank } else { 3 })?;
+            let _u = rt.dat("u", &m.vertices, 1, vec![if what == "dat" { rank as f64 } else { 0.0 }; n])?;
+            let _v = if what == "count" && rank == 1 { Some(rt.dat("v", &m.vertices, 1, vec![0.0; n])?) } else { None };
+            drop(rt.partition(&m.cells, &m.cell_vertices, Partitioner::Metis)?);
+            Ok(())
+        };
+        if let Err(e) = run() {
+            eprintln!("parloop-mpi-probe mismatch-{what}: rank {rank}: {e}");
+            std::process::exit(1);
+        }
+    }
+
     pub fn main() {
         let universe = parloop::mpi::initialize().expect("MPI initialises once");
         let world = universe.world();
@@ -870,6 +891,9 @@ mod probe {
         let only: Option<String> = std::env::args().nth(1);
         if only.as_deref() == Some("out-of-step") {
             return out_of_step(&world);
+        }
+        if let Some(what) = only.as_deref().and_then(|o| o.strip_prefix("mismatch-")) {
+            return mismatch(&world, what);
         }
         for backend in [Backend::Seq, Backend::Threads, Backend::Emu] {
             let serial_rt = Runtime::with_backend(backend).expect("serial runtime");

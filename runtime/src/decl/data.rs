@@ -405,6 +405,8 @@ impl<T: Scalar> Dat<T> {
 /// A dat whose values follow its set when the set is distributed.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) trait Redistribute: Send + Sync {
+    /// The dat's name (for the partition's messages).
+    fn name(&self) -> &str;
     fn set(&self) -> &Set;
     /// Keeps the values of entities `global`, in that order.
     fn keep(&self, global: &[usize]);
@@ -420,6 +422,9 @@ pub(crate) trait Redistribute: Send + Sync {
 }
 
 impl<T: Scalar> Redistribute for DatInner<T> {
+    fn name(&self) -> &str {
+        &self.name
+    }
     fn set(&self) -> &Set {
         &self.meta.set
     }
@@ -815,17 +820,13 @@ impl<T: Scalar> Drop for Dat<T> {
     /// The last handle going: loops recorded with this dat run now
     /// (seed 003: the trace keeps no dat alive; see `trace::Link::dropped`).
     fn drop(&mut self) {
-        if self.0.link.handle_gone() {
-            self.0.link.dropped(self.0.id, || self.0.clone());
-        }
+        self.0.link.handle_gone(self.0.id, || self.0.clone());
     }
 }
 
 impl<T: Scalar> Drop for Global<T> {
     /// As for dats.
     fn drop(&mut self) {
-        if self.0.link.handle_gone() {
-            self.0.link.dropped(self.0.id, || self.0.clone());
-        }
+        self.0.link.handle_gone(self.0.id, || self.0.clone());
     }
 }

@@ -253,7 +253,13 @@ impl Comm {
             return if ok { Err(self.failed_elsewhere(Ok(()), what)) } else { Ok(()) };
         }
         if !alike {
-            return Err(self.error(format!("{what}: the ranks pass different arguments; this rank passes {args}")));
+            // Or the ranks are out of step: another rank's all-reduce
+            // here is a different call's (a loop's rank check, another
+            // collective), whose values differ as arguments would.
+            return Err(self.error(format!(
+                "{what}: the ranks pass different arguments, or are not all in this call (out of step: another \
+                 rank is in a loop or another collective call); this rank passes {args}"
+            )));
         }
         Ok(())
     }

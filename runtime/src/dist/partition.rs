@@ -80,10 +80,31 @@ impl Runtime {
             Partitioner::External(_) => 3,
         });
         if !comm.agree(crate::device::fnv1a(&[bytemuck::cast_slice(&shapes)])) {
-            return Err(comm.error(
+            // Which: the counts and the partitioner are one vector per rank
+            // whatever each declared (an error path: one more collective).
+            let counts = [shapes[0], shapes[1], shapes[2], shapes[shapes.len() - 1]];
+            let mut all = vec![0u64; 4 * comm.size()];
+            comm.all_gather(&counts[..], &mut all[..]);
+            let kinds = ["Metis", "Block", "Geometric", "External"];
+            let per_rank: Vec<String> = all
+                .chunks(4)
+                .enumerate()
+                .map(|(r, c)| {
+                    let kind = kinds.get(c[3] as usize).unwrap_or(&"?");
+                    format!("rank {r}: {} sets, {} maps, {} dats, {kind}", c[0], c[1], c[2])
+                })
+                .collect();
+            let detail = if all.chunks(4).all(|c| c == &all[..4]) {
+                "the same numbers of sets, maps and dats and the same partitioner, but a map's sets or arity, or a \
+                 dat's set, differ (declared in another order?)"
+                    .to_string()
+            } else {
+                per_rank.join("; ")
+            };
+            return Err(comm.error(format!(
                 "the ranks declared different sets, maps or dats (number, order or shape), or pass different \
-                 partitioners",
-            ));
+                 partitioners: {detail}"
+            )));
         }
         // Either every rank declared the whole mesh, or rank 0 alone did and
         // the others declared the same sets, maps and dats empty.
@@ -101,10 +122,11 @@ impl Runtime {
             let mut parts: Vec<&[u8]> = vec![bytemuck::cast_slice(&sizes), bytemuck::cast_slice(&dat_hashes)];
             parts.extend(gmaps.iter().map(|m| -> &[u8] { bytemuck::cast_slice(&m.values) }));
             if !comm.agree(crate::device::fnv1a(&parts)) {
-                return Err(comm.error(
-                    "the ranks declared different meshes (set sizes, map values or dat values differ); declare \
-                     the same mesh on every rank, or on rank 0 alone with empty sets elsewhere",
-                ));
+                let differs = first_difference(&comm, &sets, &maps, &sizes, &gmaps, &dats, &dat_hashes);
+                return Err(comm.error(format!(
+                    "the ranks declared different meshes ({differs}); declare the same mesh on every rank, or on \
+                     rank 0 alone with empty sets elsewhere"
+                )));
             }
         }
         let gsets: Vec<GlobalSet> = sizes.iter().map(|&n| GlobalSet { size: n as usize }).collect();
@@ -245,6 +267,39 @@ fn report(sets: &[Set], sections: &[Vec<Sections>], ranks: usize, edge_cut: usiz
         .map(|(s, set)| SetReport { name: set.name().into(), sections: sections.iter().map(|r| r[s]).collect() })
         .collect();
     PartitionReport { ranks, edge_cut, sets }
+}
+
+/// After the ranks' meshes were found to differ: the first set, map or
+/// dat that does, as a phrase (`set \`cells\`: rank 0 has 2048
+/// entities, rank 1 2049`). Collective (the ranks declared as many of
+/// each: checked before).
+fn first_difference(
+    comm: &Comm,
+    sets: &[Set],
+    maps: &[Map],
+    sizes: &[u64],
+    gmaps: &[GlobalMap],
+    dats: &[Arc<dyn Redistribute>],
+    dat_hashes: &[u64],
+) -> String {
+    let mut local: Vec<u64> = sizes.to_vec();
+    local.extend(gmaps.iter().map(|m| crate::device::fnv1a(&[bytemuck::cast_slice(&m.values)])));
+    local.extend_from_slice(dat_hashes);
+    let n = local.len();
+    let mut all = vec![0u64; n * comm.size()];
+    comm.all_gather(&local[..], &mut all[..]);
+    let rank_of = |i: usize| (1..comm.size()).find(|&r| all[r * n + i] != all[i]);
+    let Some((i, r)) = (0..n).find_map(|i| rank_of(i).map(|r| (i, r))) else {
+        return "set sizes, map values or dat values differ".into();
+    };
+    if i < sets.len() {
+        let counts: Vec<String> = (0..comm.size()).map(|q| format!("rank {q} {}", all[q * n + i])).collect();
+        format!("set `{}` has {} entities", sets[i].name(), counts.join(", "))
+    } else if i < sets.len() + gmaps.len() {
+        format!("map `{}`: rank {r}'s values differ from rank 0's", maps[i - sets.len()].name())
+    } else {
+        format!("dat `{}`: rank {r}'s values differ from rank 0's", dats[i - sets.len() - gmaps.len()].name())
+    }
 }
 
 /// What this runtime declared, as global sets and maps.

@@ -208,7 +208,7 @@ impl std::ops::Deref for Kept {
 impl Drop for Kept {
     fn drop(&mut self) {
         // Nothing pending needs the data once no record holds it.
-        let _last = self.0.link().handle_gone();
+        self.0.link().release_quietly();
     }
 }
 
@@ -591,13 +591,31 @@ impl Link {
         self.1 .0.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A handle on the datum goes: whether it was the last (then call
-    /// [`Link::dropped`]).
-    #[must_use]
-    pub(crate) fn handle_gone(&self) -> bool {
+    /// A handle on datum `id` goes; the last runs what is pending with it
+    /// ([`Link::dropped`]; `handle` makes another handle on it).
+    pub(crate) fn handle_gone(&self, id: u64, handle: impl FnOnce() -> Arc<dyn Storage>) {
         // AcqRel: what other handles did before they went happens before
         // what the last one then does (as `Arc`'s own count).
-        self.1 .0.fetch_sub(1, Ordering::AcqRel) == 1
+        if self.1 .0.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.holding(|| self.dropped(id, handle));
+        }
+    }
+
+    /// Runs `f` holding a handle: the loops it forces make and drop
+    /// handles of their own (their arguments), and one of those going
+    /// must not be the last again, which would run this drop inside the
+    /// force (with the trace's state locked: a deadlock).
+    pub(crate) fn holding(&self, f: impl FnOnce()) {
+        self.handle_made();
+        f();
+        self.release_quietly();
+    }
+
+    /// A hold that is no user's handle goes ([`Link::holding`], the
+    /// trace's holds on temporaries): nothing runs, since nothing the
+    /// user can reach needs what is pending.
+    pub(crate) fn release_quietly(&self) {
+        self.1 .0.fetch_sub(1, Ordering::Release);
     }
 
     /// Whether a handle holds the datum.
@@ -673,7 +691,7 @@ impl Link {
     /// program's own having gone on another thread meanwhile), nothing can
     /// run here; the datum is kept alive until the force ends, which runs
     /// what is pending with it then (`Trace::release_kept_alive`).
-    pub(crate) fn dropped(&self, id: u64, handle: impl FnOnce() -> Arc<dyn Storage>) {
+    fn dropped(&self, id: u64, handle: impl FnOnce() -> Arc<dyn Storage>) {
         let Some(trace) = self.trace() else { return };
         if forcing_here() && trace.touches(id) {
             lock(&trace.kept_alive).push(handle());
@@ -934,7 +952,7 @@ impl Trace {
             }
             for storage in kept {
                 if !storage.link().has_handles() {
-                    self.last_handle_going(storage.id());
+                    storage.link().holding(|| self.last_handle_going(storage.id()));
                 }
             }
         }
