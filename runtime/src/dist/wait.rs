@@ -61,21 +61,14 @@ impl Waiting {
 struct Backoff {
     spins: u32,
     waiting: Waiting,
-    /// Since the first yield (a wait that ends while spinning never reads
-    /// the clock).
-    since: Option<Instant>,
-    next_report: Duration,
+    /// Since when it yields, and when it reports next (a wait that ends
+    /// while spinning never reads the clock).
+    lasting: Option<(Instant, Duration)>,
 }
 
 impl Backoff {
     fn new(waiting: Waiting) -> Backoff {
-        Backoff { spins: 0, waiting, since: None, next_report: FIRST_REPORT }
-    }
-
-    /// The first report: at a minute, or at the timeout where it is
-    /// shorter (which then ends the job).
-    fn first_report() -> Duration {
-        timeout().map_or(FIRST_REPORT, |t| t.min(FIRST_REPORT))
+        Backoff { spins: 0, waiting, lasting: None }
     }
 
     fn pause(&mut self) {
@@ -85,26 +78,30 @@ impl Backoff {
             return;
         }
         std::thread::yield_now();
-        if self.since.is_none() {
-            self.since = Some(Instant::now());
-            self.next_report = Backoff::first_report();
-        }
-        let waited = self.since.map_or(Duration::ZERO, |t| t.elapsed());
-        if waited >= self.next_report {
-            self.next_report *= 2;
+        // The first report: at a minute, or at the timeout where it is
+        // shorter (which then ends the job).
+        let (since, next_report) = self
+            .lasting
+            .get_or_insert_with(|| (Instant::now(), timeout().map_or(FIRST_REPORT, |t| t.min(FIRST_REPORT))));
+        let waited = since.elapsed();
+        if waited >= *next_report {
+            *next_report *= 2;
             report(self.waiting, waited);
         }
     }
 }
 
 /// `PARLOOP_MPI_TIMEOUT` (checked when the runtime was created), `None`
-/// for never.
+/// for never; read once (waits that yield ask for it each time).
 fn timeout() -> Option<Duration> {
-    let seconds = crate::config::number("PARLOOP_MPI_TIMEOUT", |_| true, "seconds").ok().flatten();
-    match seconds.unwrap_or(DEFAULT_TIMEOUT_S) {
-        0 => None,
-        s => Some(Duration::from_secs(s as u64)),
-    }
+    static TIMEOUT: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
+    *TIMEOUT.get_or_init(|| {
+        let seconds = crate::config::number("PARLOOP_MPI_TIMEOUT", |_| true, "seconds").ok().flatten();
+        match seconds.unwrap_or(DEFAULT_TIMEOUT_S) {
+            0 => None,
+            s => Some(Duration::from_secs(s as u64)),
+        }
+    })
 }
 
 /// Says on stderr that this rank has waited `waited` in `waiting`, and
