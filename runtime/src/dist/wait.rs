@@ -124,15 +124,28 @@ fn report(waiting: Waiting, waited: Duration) {
         waited.as_secs_f64(),
         waiting.what()
     );
+    // One write per line: stderr is unbuffered, so `eprintln!` writes a
+    // formatted line piece by piece, and the other ranks' abort could cut
+    // it after `parloop: ` (CI saw it).
+    let say = |line: String| {
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    };
     match timeout {
         Some(limit) if waited >= limit => {
-            eprintln!("parloop: {message}; ending the job (PARLOOP_MPI_TIMEOUT={})", limit.as_secs());
+            say(format!("parloop: {message}; ending the job (PARLOOP_MPI_TIMEOUT={})\n", limit.as_secs()));
+            // The launcher forwards stderr on its own time and drops what
+            // it has not forwarded when a rank aborts (the line was lost
+            // once in twelve runs): give it a moment.
+            std::thread::sleep(Duration::from_millis(300));
             // SAFETY: as above; MPI_Abort does not return.
             unsafe { ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, 1) };
             std::process::abort();
         }
-        Some(limit) => eprintln!("parloop: {message}; the job ends after PARLOOP_MPI_TIMEOUT={} s", limit.as_secs()),
-        None => eprintln!("parloop: {message}"),
+        Some(limit) => {
+            say(format!("parloop: {message}; the job ends after PARLOOP_MPI_TIMEOUT={} s\n", limit.as_secs()))
+        }
+        None => say(format!("parloop: {message}\n")),
     }
 }
 
